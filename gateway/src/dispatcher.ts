@@ -1,0 +1,252 @@
+/**
+ * Hands routed events to this gateway's connections: every matching subscription, the matching
+ * waits, and exactly one consumer. Tracks deliveries until they are settled and hands back the
+ * ones whose connection went away.
+ */
+import type { StoredEvent } from '@eventflow/core';
+import type { RouteTarget, Router } from './router/router.js';
+import type { EventStore, Outcome } from './store/store.js';
+import type { Logger } from './log.js';
+
+/** What the dispatcher needs from a connection. */
+export interface Peer {
+  readonly id: string;
+  sendEvent(event: StoredEvent, names: string[]): void;
+  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
+  sendWaited(wait: string, event: StoredEvent): void;
+}
+
+interface ConsumerRef {
+  readonly peer: Peer;
+  readonly handle: string;
+  readonly domain: string;
+  readonly name: string;
+}
+
+interface WaitRef {
+  readonly peer: Peer;
+  readonly handle: string;
+  readonly domain: string;
+  readonly pid: string;
+  readonly names: ReadonlySet<string>;
+  done: boolean;
+}
+
+interface Delivery {
+  readonly id: string;
+  readonly event: StoredEvent;
+  readonly consumer: ConsumerRef;
+  readonly attempt: number;
+}
+
+const keyOf = (a: string, b: string): string => `${a}\u001f${b}`;
+
+export class Dispatcher implements RouteTarget {
+  readonly #store: EventStore;
+  readonly #router: Router;
+  readonly #consumerId: string;
+  readonly #log: Logger;
+
+  /** domain␟name → peers subscribed; a peer appears once per key. */
+  readonly #subscriptions = new Map<string, Set<Peer>>();
+  /** domain␟name → consumers, in registration order (rotated for fairness). */
+  readonly #consumers = new Map<string, ConsumerRef[]>();
+  /** domain␟pid → waits. */
+  readonly #waits = new Map<string, Set<WaitRef>>();
+  readonly #deliveries = new Map<string, Delivery>();
+  /** domain␟name → number of local registrations, to tell the router about interest. */
+  readonly #interest = new Map<string, number>();
+  #nextDelivery = 1;
+  #rotation = 0;
+
+  constructor(store: EventStore, router: Router, consumerId: string, log: Logger) {
+    this.#store = store;
+    this.#router = router;
+    this.#consumerId = consumerId;
+    this.#log = log;
+  }
+
+  // ── registrations ──
+
+  subscribe(peer: Peer, domain: string, name: string): void {
+    const key = keyOf(domain, name);
+    let peers = this.#subscriptions.get(key);
+    if (!peers) this.#subscriptions.set(key, (peers = new Set()));
+    if (peers.has(peer)) return;
+    peers.add(peer);
+    this.#changeInterest(domain, name, +1);
+  }
+
+  unsubscribe(peer: Peer, domain: string, name: string): void {
+    const key = keyOf(domain, name);
+    const peers = this.#subscriptions.get(key);
+    if (!peers?.delete(peer)) return;
+    if (peers.size === 0) this.#subscriptions.delete(key);
+    this.#changeInterest(domain, name, -1);
+  }
+
+  addConsumer(peer: Peer, handle: string, domain: string, name: string): void {
+    const key = keyOf(domain, name);
+    const list = this.#consumers.get(key) ?? [];
+    if (list.some((consumer) => consumer.peer === peer && consumer.handle === handle)) return;
+    list.push({ peer, handle, domain, name });
+    this.#consumers.set(key, list);
+    this.#changeInterest(domain, name, +1);
+  }
+
+  async removeConsumer(peer: Peer, handle: string): Promise<void> {
+    for (const [key, list] of this.#consumers) {
+      const index = list.findIndex((consumer) => consumer.peer === peer && consumer.handle === handle);
+      if (index < 0) continue;
+      const [removed] = list.splice(index, 1);
+      if (list.length === 0) this.#consumers.delete(key);
+      if (removed) {
+        this.#changeInterest(removed.domain, removed.name, -1);
+        await this.#handBack((delivery) => delivery.consumer === removed);
+      }
+      return;
+    }
+  }
+
+  /** Registers a wait; `after` also matches an outcome already stored after that position. */
+  async addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
+    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), done: false };
+    const key = keyOf(domain, pid);
+    let set = this.#waits.get(key);
+    if (!set) this.#waits.set(key, (set = new Set()));
+    for (const existing of set) if (existing.peer === peer && existing.handle === handle) this.#finishWait(existing);
+    set.add(wait);
+    for (const name of names) this.#changeInterest(domain, name, +1);
+    if (after === undefined) return;
+    // Registered first, checked second: an outcome stored in between is seen by one or the other.
+    const stored = await this.#store.findOutcome(domain, pid, names, after);
+    if (stored && !wait.done) {
+      this.#finishWait(wait);
+      peer.sendWaited(handle, stored);
+    }
+  }
+
+  cancelWait(peer: Peer, handle: string): void {
+    for (const set of this.#waits.values()) {
+      for (const wait of set) if (wait.peer === peer && wait.handle === handle) this.#finishWait(wait);
+    }
+  }
+
+  /** Forgets everything of a closed connection; its unsettled deliveries go to other consumers. */
+  async removePeer(peer: Peer): Promise<void> {
+    for (const [key, peers] of this.#subscriptions) {
+      if (!peers.has(peer)) continue;
+      const [domain = '', name = ''] = key.split('\u001f');
+      this.unsubscribe(peer, domain, name);
+    }
+    for (const [key, list] of this.#consumers) {
+      const kept = list.filter((consumer) => consumer.peer !== peer);
+      for (const gone of list.filter((consumer) => consumer.peer === peer)) this.#changeInterest(gone.domain, gone.name, -1);
+      if (kept.length === 0) this.#consumers.delete(key);
+      else this.#consumers.set(key, kept);
+    }
+    for (const set of [...this.#waits.values()]) for (const wait of set) if (wait.peer === peer) this.#finishWait(wait);
+    await this.#handBack((delivery) => delivery.consumer.peer === peer);
+  }
+
+  // ── routing ──
+
+  async route(event: StoredEvent): Promise<void> {
+    const exact = this.#subscriptions.get(keyOf(event.domain, event.name));
+    const wildcard = event.name === '*' ? undefined : this.#subscriptions.get(keyOf(event.domain, '*'));
+    const recipients = new Map<Peer, string[]>();
+    for (const peer of exact ?? []) recipients.set(peer, [event.name]);
+    for (const peer of wildcard ?? []) recipients.get(peer)?.push('*') ?? recipients.set(peer, ['*']);
+    for (const [peer, names] of recipients) peer.sendEvent(event, names);
+
+    let waited = false;
+    for (const wait of this.#waits.get(keyOf(event.domain, event.pid)) ?? []) {
+      if (wait.done || !wait.names.has(event.name)) continue;
+      this.#finishWait(wait);
+      wait.peer.sendWaited(wait.handle, event);
+      waited = true;
+    }
+
+    const consumed = await this.#deliver(event, 1, undefined);
+    if (recipients.size === 0 && !waited && !consumed) await this.#store.markOrphan(event.id);
+  }
+
+  /** Records a consumer's outcome; `release` hands the event to another consumer. */
+  async settle(peer: Peer, deliveryId: string, outcome: Outcome | 'release'): Promise<boolean> {
+    const delivery = this.#deliveries.get(deliveryId);
+    if (!delivery || delivery.consumer.peer !== peer) return false;
+    this.#deliveries.delete(deliveryId);
+    if (outcome === 'release') await this.#redeliver(delivery);
+    else await this.#store.settle(delivery.event.id, outcome);
+    return true;
+  }
+
+  get stats(): { subscriptions: number; consumers: number; waits: number; deliveries: number } {
+    let consumers = 0;
+    for (const list of this.#consumers.values()) consumers += list.length;
+    let waits = 0;
+    for (const set of this.#waits.values()) waits += set.size;
+    return { subscriptions: this.#subscriptions.size, consumers, waits, deliveries: this.#deliveries.size };
+  }
+
+  // ── internals ──
+
+  /** Claims the event for one consumer and sends it; false when nobody here consumes it. */
+  async #deliver(event: StoredEvent, attempt: number, exclude: ConsumerRef | undefined): Promise<boolean> {
+    const candidates = this.#candidates(event.domain, event.name);
+    if (candidates.length === 0) return false;
+    const others = exclude ? candidates.filter((consumer) => consumer !== exclude) : candidates;
+    const pool = others.length > 0 ? others : candidates;
+    // v4's spoke claim: only a gateway that has a consumer for the event claims it.
+    if (!(await this.#store.claimForConsumer(event.id, this.#consumerId))) return true;
+    const consumer = pool[this.#rotation++ % pool.length] as ConsumerRef;
+    const delivery: Delivery = { id: `d${this.#nextDelivery++}`, event, consumer, attempt };
+    this.#deliveries.set(delivery.id, delivery);
+    consumer.peer.sendDelivery(consumer.handle, delivery.id, attempt, event);
+    return true;
+  }
+
+  async #redeliver(delivery: Delivery): Promise<void> {
+    await this.#store.releaseConsumerClaim(delivery.event.id);
+    const delivered = await this.#deliver(delivery.event, delivery.attempt + 1, delivery.consumer);
+    if (!delivered) this.#log.info('delivery released with no other consumer; it stays unclaimed', { event: delivery.event.id });
+  }
+
+  async #handBack(match: (delivery: Delivery) => boolean): Promise<void> {
+    const orphaned = [...this.#deliveries.values()].filter(match);
+    for (const delivery of orphaned) {
+      this.#deliveries.delete(delivery.id);
+      try {
+        await this.#redeliver(delivery);
+      } catch (error) {
+        this.#log.error('could not hand back a delivery', { event: delivery.event.id, error });
+      }
+    }
+  }
+
+  #candidates(domain: string, name: string): ConsumerRef[] {
+    const exact = this.#consumers.get(keyOf(domain, name)) ?? [];
+    const wildcard = name === '*' ? [] : (this.#consumers.get(keyOf(domain, '*')) ?? []);
+    return wildcard.length === 0 ? exact : [...exact, ...wildcard];
+  }
+
+  #finishWait(wait: WaitRef): void {
+    if (wait.done) return;
+    wait.done = true;
+    const key = keyOf(wait.domain, wait.pid);
+    const set = this.#waits.get(key);
+    set?.delete(wait);
+    if (set?.size === 0) this.#waits.delete(key);
+    for (const name of wait.names) this.#changeInterest(wait.domain, name, -1);
+  }
+
+  #changeInterest(domain: string, name: string, delta: number): void {
+    const key = keyOf(domain, name);
+    const before = this.#interest.get(key) ?? 0;
+    const after = before + delta;
+    if (after <= 0) this.#interest.delete(key);
+    else this.#interest.set(key, after);
+    if (before === 0 && after > 0) this.#router.setInterest(domain, name, true);
+    else if (before > 0 && after <= 0) this.#router.setInterest(domain, name, false);
+  }
+}

@@ -1,0 +1,138 @@
+/** What the gateway does for each request operation of the protocol. */
+import { EventflowError, generateEventId, type EventInput, type StoredEvent } from '@eventflow/core';
+import type { Handlers, Session } from './session.js';
+import type { NewEvent } from './store/store.js';
+
+function toNewEvent(event: EventInput): NewEvent {
+  // The clients always send an id; a hand-written frame may not.
+  return { id: event.id ?? generateEventId(), domain: event.domain, name: event.name, pid: event.pid, data: event.data ?? {}, rid: event.rid };
+}
+
+function appended(event: StoredEvent): { id: string; position: number; timestamp: string } {
+  return { id: event.id, position: event.position, timestamp: event.timestamp };
+}
+
+async function mustExist(session: Session, id: string): Promise<StoredEvent> {
+  const event = await session.context.store.read(id);
+  if (!event) throw new EventflowError('E_EVENTFLOW_EVENT_NOT_FOUND', `no event has id "${id}"`, { details: { id } });
+  return event;
+}
+
+export const handlers: Handlers = {
+  async publish(session, { event }) {
+    const { store, router, gatewayId } = session.context;
+    const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId });
+    // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
+    // and a publish that stored but failed to route before a crash gets routed now.
+    void router.publish(stored).catch((error: unknown) => session.context.log.error('routing failed', { event: stored.id, error }));
+    return appended(stored);
+  },
+
+  async persist(session, { event }) {
+    return appended((await session.context.store.append(toNewEvent(event))).event);
+  },
+
+  async schedule(session, { at, event }) {
+    const { store, gatewayId } = session.context;
+    const due = new Date(at);
+    const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId, scheduledAt: due });
+    session.context.scheduled(due);
+    return appended(stored);
+  },
+
+  async subscribe(session, { domain, name, after }) {
+    return { head: await session.subscribe(domain, name, after) };
+  },
+
+  async unsubscribe(session, { domain, name }) {
+    session.unsubscribe(domain, name);
+    return {};
+  },
+
+  async consume(session, { consumer, domain, name }) {
+    session.consumers.add(consumer);
+    session.context.dispatcher.addConsumer(session, consumer, domain, name);
+    return {};
+  },
+
+  async removeConsumer(session, { consumer }) {
+    session.consumers.delete(consumer);
+    await session.context.dispatcher.removeConsumer(session, consumer);
+    return {};
+  },
+
+  async settle(session, { delivery, outcome }) {
+    if (!(await session.context.dispatcher.settle(session, delivery, outcome))) {
+      throw new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
+    }
+    return {};
+  },
+
+  async wait(session, { wait, domain, pid, names, afterId, afterPosition }) {
+    const { store, dispatcher } = session.context;
+    const head = await store.head();
+    let after = afterPosition;
+    if (after === undefined && afterId !== undefined) after = (await mustExist(session, afterId)).position;
+    await dispatcher.addWait(session, wait, domain, pid, names, after);
+    return { head };
+  },
+
+  async cancelWait(session, { wait }) {
+    session.context.dispatcher.cancelWait(session, wait);
+    return {};
+  },
+
+  async delete(session, { id }) {
+    return { deleted: await session.context.store.delete(id) };
+  },
+
+  async deleteEventlog(session, { domain, pid }) {
+    return { deleted: await session.context.store.deleteEventlog(domain, pid) };
+  },
+
+  async read(session, { id }) {
+    return { event: await mustExist(session, id) };
+  },
+
+  async readEventlog(session, { domain, pid, after }) {
+    return { events: await session.context.store.readEventlog(domain, pid, after) };
+  },
+
+  async readEventlogByTimestamp(session, { domain, pid, from, to }) {
+    return { events: await session.context.store.readEventlogByTimestamp(domain, pid, new Date(from), new Date(to)) };
+  },
+
+  async readEventlogFilteredByNames(session, { domain, pid, names }) {
+    return { events: await session.context.store.readEventlogFilteredByNames(domain, pid, names) };
+  },
+
+  async readEventlogByChildProcess(session, { domain, cpid }) {
+    return { events: await session.context.store.readEventlogByChildProcess(domain, cpid) };
+  },
+
+  async readEventlogByEid(session, { eid }) {
+    return { events: await session.context.store.readEventlogByEid(eid) };
+  },
+
+  async readEventlogByDomainAndEid(session, { domain, eid }) {
+    return { events: await session.context.store.readEventlogByDomainAndEid(domain, eid) };
+  },
+
+  async readDistinctPidByDomain(session, { domain }) {
+    return { pids: await session.context.store.readDistinctPidByDomain(domain) };
+  },
+
+  async persistEntityAssociation(session, { eventId, eid }) {
+    await session.context.store.persistEntityAssociation(eventId, eid);
+    return {};
+  },
+
+  async persistChildProcessAssociation(session, { eventId, domain, cpid }) {
+    await session.context.store.persistChildProcessAssociation(eventId, domain, cpid);
+    return {};
+  },
+
+  async ping() {
+    return {};
+  },
+};

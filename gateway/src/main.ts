@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+/** `eventflow-gateway`: starts a gateway configured from EVENTFLOW_* environment variables. */
+import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { EventflowError } from '@eventflow/core';
+import { startGateway } from './server.js';
+
+const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
+
+try {
+  const gateway = await startGateway({
+    ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}),
+    ...process.env,
+  });
+  process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz\n`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`${signal}: stopping gateway\n`);
+    gateway.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+} catch (error) {
+  const message = error instanceof EventflowError ? `${error.code}: ${error.message}` : String(error);
+  process.stderr.write(`eventflow gateway failed to start: ${message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,21 @@
+/**
+ * How stored events reach subscribers and consumers across a deployment. The in-process router
+ * (local.ts) serves a single gateway; the hub router (v4 TLS mesh) spans gateways and v4 spokes.
+ * A router never carries data the store does not have: it is called after the event is stored.
+ */
+import type { StoredEvent } from '@eventflow/core';
+
+/** The gateway side of routing: hands an event to this gateway's connections. */
+export interface RouteTarget {
+  route(event: StoredEvent): Promise<void>;
+}
+
+export interface Router {
+  readonly kind: string;
+  start(target: RouteTarget): Promise<void>;
+  /** Routes a stored event (with its event_published row) to every subscriber and one consumer. */
+  publish(event: StoredEvent): Promise<void>;
+  /** This gateway's connections gained their first, or lost their last, interest in (domain, name). */
+  setInterest(domain: string, name: string, interested: boolean): void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,169 @@
+/**
+ * The gateway: one HTTP + WebSocket port. `/healthz`, the demo dashboard at `/` when built, and
+ * WebSocket upgrades on any path. Transports are accepted through `accept()`, so tests can also
+ * attach in-memory transports.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { existsSync } from 'node:fs';
+import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { Dispatcher } from './dispatcher.js';
+import { handlers } from './handlers.js';
+import { createLogger, type Logger } from './log.js';
+import { LocalRouter } from './router/local.js';
+import type { Router } from './router/router.js';
+import { Scheduler } from './scheduler.js';
+import { Session } from './session.js';
+import { serveStatic } from './static.js';
+import { SqliteStore } from './store/sqlite.js';
+import type { EventStore } from './store/store.js';
+
+export interface Gateway {
+  readonly id: string;
+  readonly config: GatewayConfig;
+  readonly port: number;
+  /** `ws://host:port/` for clients. */
+  readonly url: string;
+  readonly httpUrl: string;
+  readonly store: EventStore;
+  readonly dispatcher: Dispatcher;
+  /** Attaches a transport (e.g. one end of createMemoryPair()) as a client connection. */
+  accept(transport: Transport): Session;
+  /** Stops accepting, closes every connection with 1001, and closes the store. */
+  close(): Promise<void>;
+}
+
+export interface GatewayDependencies {
+  store?: EventStore;
+  router?: Router;
+  logger?: Logger;
+}
+
+class WsTransport implements Transport {
+  readonly #socket: WebSocket;
+  readonly #slot = new ListenerSlot();
+
+  constructor(socket: WebSocket) {
+    this.#socket = socket;
+    socket.on('message', (data, isBinary) => {
+      // Binary frames are not part of the protocol; hand them on as text so they get a coded error.
+      this.#slot.message(isBinary ? '\u0000binary' : data.toString());
+    });
+    socket.on('close', (code, reason) => this.#slot.close(code, reason.toString()));
+    socket.on('error', () => undefined); // always followed by 'close'
+  }
+
+  send(frame: string): void {
+    if (this.#socket.readyState === this.#socket.OPEN) this.#socket.send(frame);
+  }
+
+  close(code = 1000, reason = ''): void {
+    if (this.#socket.readyState === this.#socket.OPEN || this.#socket.readyState === this.#socket.CONNECTING) this.#socket.close(code, reason);
+  }
+
+  listen(listener: TransportListener): void {
+    this.#slot.attach(listener);
+  }
+
+  get bufferedAmount(): number {
+    return this.#socket.bufferedAmount;
+  }
+}
+
+/** Starts a gateway. `config` takes the same keys as the environment (EVENTFLOW_PORT, …). */
+export async function startGateway(config: GatewayConfigInput | GatewayConfig = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
+  const settings = parseConfig(config as Record<string, string | number | undefined>);
+  const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.EVENTFLOW-GATEWAY`;
+  const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL)).child({ gateway: id });
+  const store = dependencies.store ?? new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH });
+  await store.init();
+  const router = dependencies.router ?? new LocalRouter(store, id);
+  const dispatcher = new Dispatcher(store, router, id, log);
+  await router.start(dispatcher);
+  const scheduler = new Scheduler(store, router, log);
+  await scheduler.start();
+
+  const sessions = new Set<Session>();
+  let nextSession = 1;
+  const context = {
+    gatewayId: id,
+    store,
+    router,
+    dispatcher,
+    log,
+    maxFrameBytes: settings.EVENTFLOW_MAX_FRAME_BYTES,
+    maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
+    handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
+    scheduled: (at: Date) => scheduler.scheduled(at),
+  };
+  const accept = (transport: Transport): Session => {
+    const session = new Session(`${nextSession++}`, transport, context, handlers);
+    sessions.add(session);
+    void session.closed.then(() => sessions.delete(session));
+    return session;
+  };
+
+  const demoDir = settings.EVENTFLOW_DEMO_DIR;
+  const http: Server = createServer((request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined));
+  const wss = new WebSocketServer({ server: http, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES });
+  wss.on('connection', (socket) => accept(new WsTransport(socket)));
+  wss.on('error', (error) => log.error('websocket server error', { error }));
+
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(settings.EVENTFLOW_PORT, settings.EVENTFLOW_HOST, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  });
+  const address = http.address();
+  const port = typeof address === 'object' && address ? address.port : settings.EVENTFLOW_PORT;
+  const host = settings.EVENTFLOW_HOST.includes(':') ? `[${settings.EVENTFLOW_HOST}]` : settings.EVENTFLOW_HOST;
+  log.info('gateway listening', { url: `http://${host}:${port}/`, store: store.kind });
+
+  let closing: Promise<void> | undefined;
+  return {
+    id,
+    config: settings,
+    port,
+    url: `ws://${host}:${port}/`,
+    httpUrl: `http://${host}:${port}/`,
+    store,
+    dispatcher,
+    accept,
+    close: () =>
+      (closing ??= (async () => {
+        await scheduler.stop();
+        for (const client of wss.clients) client.close(1001, 'gateway shutting down');
+        for (const session of sessions) session.close(1001, 'gateway shutting down');
+        await new Promise<void>((resolve) => wss.close(() => resolve()));
+        await new Promise<void>((resolve) => {
+          http.close(() => resolve());
+          http.closeAllConnections();
+        });
+        await router.close();
+        await store.close();
+        log.info('gateway stopped');
+      })()),
+  };
+
+  function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): void {
+    const url = new URL(request.url ?? '/', 'http://gateway');
+    if (url.pathname === '/healthz') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', gateway: id }));
+      return;
+    }
+    if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
+      serveStatic(demo, url.pathname, request, response);
+      return;
+    }
+    if (url.pathname === '/') {
+      response
+        .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
+        .end(`eventflow gateway ${id}\nConnect a client to ws://${request.headers.host ?? 'this host'}/\n`);
+      return;
+    }
+    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * One client connection: the handshake, frame parsing and validation, request dispatch, and the
+ * connection's subscriptions (with replay after a position). Bad input gets an error frame; the
+ * connection stays open and nothing is stored.
+ */
+import {
+  clientFrame,
+  describeIssues,
+  EventflowError,
+  isOperationName,
+  operations,
+  PROTOCOL_VERSION,
+  type OperationName,
+  type Result,
+  type ServerFrame,
+  type StoredEvent,
+  type Transport,
+} from '@eventflow/core';
+import type { z } from 'zod';
+import type { Dispatcher, Peer } from './dispatcher.js';
+import type { Logger } from './log.js';
+import type { EventStore } from './store/store.js';
+import type { Router } from './router/router.js';
+
+export interface SessionContext {
+  readonly gatewayId: string;
+  readonly store: EventStore;
+  readonly router: Router;
+  readonly dispatcher: Dispatcher;
+  readonly log: Logger;
+  readonly maxFrameBytes: number;
+  readonly maxBufferedBytes: number;
+  readonly handshakeTimeout: number;
+  /** Called after a schedule request, so the scheduler can move its timer earlier. */
+  scheduled(at: Date): void;
+}
+
+export type Handler<O extends OperationName> = (session: Session, params: z.infer<(typeof operations)[O]['params']>) => Promise<Result<O>>;
+export type Handlers = { [O in OperationName]: Handler<O> };
+
+/** Replay pages: large enough to be quick, small enough to bound memory per subscription. */
+const REPLAY_PAGE = 500;
+
+interface SubscriptionState {
+  /** While replaying, live events are parked here and sent after the replay, without duplicates. */
+  parked: StoredEvent[] | undefined;
+}
+
+export class Session implements Peer {
+  readonly id: string;
+  readonly context: SessionContext;
+  readonly #transport: Transport;
+  readonly #handlers: Handlers;
+  readonly #log: Logger;
+  readonly subscriptions = new Map<string, SubscriptionState>();
+  readonly consumers = new Set<string>();
+  #greeted = false;
+  #closed = false;
+  #resolveClosed!: () => void;
+  /** Settles once the connection is gone and its registrations are cleaned up. */
+  readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
+  readonly #handshakeTimer: ReturnType<typeof setTimeout>;
+
+  constructor(id: string, transport: Transport, context: SessionContext, handlers: Handlers) {
+    this.id = id;
+    this.context = context;
+    this.#transport = transport;
+    this.#handlers = handlers;
+    this.#log = context.log.child({ connection: id });
+    this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
+    transport.listen({
+      message: (frame) => void this.#onMessage(frame),
+      close: (code) => void this.#onClose(code),
+    });
+  }
+
+  close(code: number, reason: string): void {
+    this.#transport.close(code, reason);
+  }
+
+  // ── Peer ──
+
+  sendEvent(event: StoredEvent, names: string[]): void {
+    const live: string[] = [];
+    for (const name of names) {
+      const subscription = this.subscriptions.get(`${event.domain}\u001f${name}`);
+      if (subscription?.parked) subscription.parked.push(event);
+      else live.push(name);
+    }
+    if (live.length > 0) this.#send({ type: 'event', names: live, event });
+  }
+
+  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
+    this.#send({ type: 'delivery', consumer, delivery, attempt, event });
+  }
+
+  sendWaited(wait: string, event: StoredEvent): void {
+    this.#send({ type: 'waited', wait, event });
+  }
+
+  // ── subscriptions with replay ──
+
+  async subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
+    const key = `${domain}\u001f${name}`;
+    const head = await this.context.store.head();
+    if (this.subscriptions.has(key) || after === undefined || after >= head) {
+      if (!this.subscriptions.has(key)) this.subscriptions.set(key, { parked: undefined });
+      this.context.dispatcher.subscribe(this, domain, name);
+      return head;
+    }
+    const state: SubscriptionState = { parked: [] };
+    this.subscriptions.set(key, state);
+    this.context.dispatcher.subscribe(this, domain, name);
+    // The result goes out first; the replay follows on the same ordered connection.
+    queueMicrotask(() => void this.#replay(domain, name, after, state));
+    return head;
+  }
+
+  async #replay(domain: string, name: string, after: number, state: SubscriptionState): Promise<void> {
+    let last = after;
+    try {
+      for (;;) {
+        const page = await this.context.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
+        for (const event of page) this.#send({ type: 'event', names: [name], event });
+        const newest = page.at(-1);
+        if (newest) last = newest.position;
+        if (page.length < REPLAY_PAGE || this.#closed) break;
+      }
+    } catch (error) {
+      this.#log.error('subscription replay failed', { domain, name, error });
+      this.#sendError(undefined, 'E_EVENTFLOW_STORE_FAILED', `could not replay ${domain} › ${name}; resubscribe to retry`);
+    }
+    const parked = state.parked ?? [];
+    state.parked = undefined;
+    for (const event of parked) if (event.position > last) this.#send({ type: 'event', names: [name], event });
+  }
+
+  unsubscribe(domain: string, name: string): void {
+    this.subscriptions.delete(`${domain}\u001f${name}`);
+    this.context.dispatcher.unsubscribe(this, domain, name);
+  }
+
+  // ── frames ──
+
+  async #onMessage(data: string): Promise<void> {
+    if (this.#closed) return;
+    let json: unknown;
+    try {
+      json = JSON.parse(data);
+    } catch {
+      this.#sendError(undefined, 'E_EVENTFLOW_INVALID_FRAME', 'frame is not valid JSON');
+      return;
+    }
+    const frame = clientFrame.safeParse(json);
+    if (!frame.success) {
+      const id = readId(json);
+      const type = json !== null && typeof json === 'object' ? (json as { type?: unknown }).type : undefined;
+      const message = type === 'hello' || type === 'request' ? describeIssues(frame.error) : `unknown frame type ${JSON.stringify(type ?? null)}; expected "hello" or "request"`;
+      this.#sendError(id, 'E_EVENTFLOW_INVALID_FRAME', message);
+      return;
+    }
+    if (frame.data.type === 'hello') {
+      this.#hello(frame.data.protocol, frame.data.client);
+      return;
+    }
+    const { id, op, params } = frame.data;
+    if (!this.#greeted) {
+      this.#sendError(id, 'E_EVENTFLOW_HANDSHAKE_REQUIRED', 'send a "hello" frame before any request');
+      return;
+    }
+    if (!isOperationName(op)) {
+      this.#sendError(id, 'E_EVENTFLOW_UNKNOWN_OPERATION', `unknown operation ${JSON.stringify(op)}`);
+      return;
+    }
+    await this.#dispatch(id, op, params);
+  }
+
+  async #dispatch<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+    const parsed = operations[op].params.safeParse(params ?? {});
+    if (!parsed.success) {
+      this.#sendError(id, 'E_EVENTFLOW_INVALID_INPUT', `${op}: ${describeIssues(parsed.error, 'params')}`);
+      return;
+    }
+    try {
+      const handler = this.#handlers[op] as Handler<O>;
+      const result = await handler(this, parsed.data as z.infer<(typeof operations)[O]['params']>);
+      this.#send({ type: 'result', id, result });
+    } catch (error) {
+      if (error instanceof EventflowError) {
+        this.#sendError(id, error.code, error.message, error.details);
+      } else {
+        this.#log.error('request failed', { op, error });
+        this.#sendError(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
+      }
+    }
+  }
+
+  #hello(protocol: number, client: string | undefined): void {
+    if (this.#greeted) return;
+    if (protocol !== PROTOCOL_VERSION) {
+      this.#sendError(undefined, 'E_EVENTFLOW_PROTOCOL_VERSION', `this gateway speaks protocol ${PROTOCOL_VERSION}, the client ${protocol}; upgrade the older side`);
+      this.close(1002, 'protocol version mismatch');
+      return;
+    }
+    this.#greeted = true;
+    clearTimeout(this.#handshakeTimer);
+    this.#log.debug('client connected', { client });
+    void this.context.store.head().then(
+      (head) =>
+        this.#send({
+          type: 'welcome',
+          protocol: PROTOCOL_VERSION,
+          connection: this.id,
+          gateway: this.context.gatewayId,
+          head,
+          limits: { maxFrameBytes: this.context.maxFrameBytes },
+        }),
+      (error: unknown) => {
+        this.#log.error('store unavailable during handshake', { error });
+        this.close(1011, 'store unavailable');
+      },
+    );
+  }
+
+  async #onClose(code: number): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#handshakeTimer);
+    this.#log.debug('client disconnected', { code });
+    try {
+      await this.context.dispatcher.removePeer(this);
+    } catch (error) {
+      this.#log.error('cleanup after disconnect failed', { error });
+    }
+    this.#resolveClosed();
+  }
+
+  #send(frame: ServerFrame): void {
+    if (this.#closed) return;
+    if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
+      // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
+      this.#log.warn('client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
+      this.close(4008, 'client too slow');
+      return;
+    }
+    this.#transport.send(JSON.stringify(frame));
+  }
+
+  #sendError(id: number | undefined, code: string, message: string, details?: Record<string, unknown>): void {
+    this.#send({ type: 'error', ...(id === undefined ? {} : { id }), code, message, ...(details ? { details } : {}) });
+  }
+}
+
+function readId(json: unknown): number | undefined {
+  if (json === null || typeof json !== 'object') return undefined;
+  const id = (json as { id?: unknown }).id;
+  return typeof id === 'number' && Number.isInteger(id) && id >= 0 ? id : undefined;
+}

@@ -1,0 +1,62 @@
+/**
+ * Test harness: a real gateway on a random port with a real SQLite file in a fresh temp dir, and
+ * real WebSocket clients. Everything started here is closed by `stop()`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient, type ClientOptions, type EventflowClient, type EventMap } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+
+export interface Harness {
+  gateway: Gateway;
+  dir: string;
+  dbPath: string;
+  client<M extends EventMap = EventMap>(options?: ClientOptions): EventflowClient<M>;
+  /** Stops the gateway and starts a new one on the same port and database file. */
+  restart(): Promise<Gateway>;
+  stop(): Promise<void>;
+}
+
+export async function startHarness(config: Record<string, string | number> = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'eventflow-test-'));
+  const dbPath = join(dir, 'eventflow.db');
+  const base = { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: dbPath, EVENTFLOW_LOG_LEVEL: 'silent', ...config };
+  let gateway = await startGateway(base);
+  const clients = new Set<EventflowClient<EventMap>>();
+  const harness: Harness = {
+    get gateway() {
+      return gateway;
+    },
+    dir,
+    dbPath,
+    client<M extends EventMap = EventMap>(options: ClientOptions = {}) {
+      const client = createClient<M>(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined, ...options });
+      clients.add(client as unknown as EventflowClient<EventMap>);
+      return client;
+    },
+    async restart() {
+      const port = gateway.port;
+      await gateway.close();
+      gateway = await startGateway({ ...base, EVENTFLOW_PORT: port });
+      return gateway;
+    },
+    async stop() {
+      await Promise.allSettled([...clients].map((client) => client.close()));
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return harness;
+}
+
+/** Polls until `check` returns a value other than undefined/false, or fails after `timeout` ms. */
+export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeout = 5_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

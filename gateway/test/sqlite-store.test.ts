@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../src/store/sqlite.js';
+import { describeEventStore, expectCode, newEvent } from './store-suite.js';
+
+let dir = '';
+let files = 0;
+const nextFile = (): string => path.join(dir, `store-${++files}.db`);
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'eventflow-store-'));
+});
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describeEventStore('sqlite file', async () => {
+  const store = new SqliteStore({ path: nextFile() });
+  await store.init();
+  return store;
+});
+
+describe('SqliteStore', () => {
+  const opened: SqliteStore[] = [];
+  const open = async (file: string): Promise<SqliteStore> => {
+    const store = new SqliteStore({ path: file });
+    await store.init();
+    opened.push(store);
+    return store;
+  };
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((store) => store.close()));
+  });
+
+  /** A second, read-only connection that looks at the state columns the interface does not expose. */
+  const inspect = <T>(file: string, sql: string, ...params: unknown[]): T | undefined => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare<unknown[], T>(sql).get(...params);
+    } finally {
+      db.close();
+    }
+  };
+
+  it('keeps data across close and reopen of the same file', async () => {
+    const file = nextFile();
+    const first = await open(file);
+    const a = (await first.append(newEvent({ data: { n: 1 } }), { publisher: 's' })).event;
+    const b = (await first.append(newEvent({ rid: a.id }), { publisher: 's', scheduledAt: new Date(0) })).event;
+    await first.persistEntityAssociation(a.id, 'customer-1');
+    await first.delete(b.id);
+    await first.close();
+
+    const second = await open(file);
+    expect(await second.read(a.id)).toEqual(a);
+    expect(await second.head()).toBe(b.position);
+    expect(await second.readEventlogByEid('customer-1')).toEqual([a]);
+    expect(await second.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([a]);
+    expect((await second.append(newEvent())).event.position).toBeGreaterThan(b.position);
+  });
+
+  it('uses WAL, creates the parent directory and records the schema version', async () => {
+    const file = path.join(dir, 'nested', 'deeper', 'events.db');
+    await open(file);
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get()).toBe('1');
+    } finally {
+      db.close();
+    }
+  });
+
+  it('works in memory', async () => {
+    const store = await open(':memory:');
+    const { event } = await store.append(newEvent());
+    expect(await store.read(event.id)).toEqual(event);
+  });
+
+  it('refuses to work before init and after close', async () => {
+    const store = new SqliteStore({ path: nextFile() });
+    await expectCode(store.head(), 'E_EVENTFLOW_STORE_FAILED');
+    await store.init();
+    await store.close();
+    await expectCode(store.read('x'), 'E_EVENTFLOW_STORE_FAILED');
+  });
+
+  it('refuses an invalid due date and stores nothing', async () => {
+    const store = await open(nextFile());
+    const input = newEvent();
+    const invalid = { publisher: 's', scheduledAt: new Date(Number.NaN) };
+    await expectCode(store.append(input, invalid), 'E_EVENTFLOW_INVALID_DATE');
+    expect(await store.read(input.id)).toBeUndefined();
+  });
+
+  it('records the first outcome only, and the orphan time once', async () => {
+    const file = nextFile();
+    const store = await open(file);
+    const { event } = await store.append(newEvent(), { publisher: 'spoke-1' });
+    expect(await store.claimForRouting(event.id, 'hub-1')).toBe(true);
+    expect(await store.claimForConsumer(event.id, 'c1')).toBe(true);
+    await store.settle(event.id, 'failed');
+    await store.settle(event.id, 'success');
+    await store.markOrphan(event.id);
+    type Row = { publisher: string; hub: string; consumer: string } & Record<'success' | 'failed' | 'orphan', string | null>;
+    const row = inspect<Row>(file, 'SELECT * FROM event_published WHERE event_id = ?', event.id);
+    expect(row).toMatchObject({ publisher: 'spoke-1', hub: 'hub-1', consumer: 'c1', success: null });
+    expect(row?.failed).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const orphan = row?.orphan;
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    await store.markOrphan(event.id);
+    expect(inspect<Row>(file, 'SELECT * FROM event_published WHERE event_id = ?', event.id)?.orphan).toBe(orphan);
+  });
+
+  it('records scheduled execution and its first outcome', async () => {
+    const file = nextFile();
+    const store = await open(file);
+    const due = new Date(Date.now() - 1000);
+    const { event } = await store.append(newEvent(), { publisher: 's', scheduledAt: due });
+    await store.claimDueScheduled(new Date());
+    await store.settleScheduled(event.id, 'success');
+    await store.settleScheduled(event.id, 'failed');
+    type Row = { scheduled: string; executed: string | null; success: string | null; failed: string | null };
+    const row = inspect<Row>(file, 'SELECT * FROM event_scheduled WHERE event_id = ?', event.id);
+    expect(row?.scheduled).toBe(due.toISOString());
+    expect(row?.executed).not.toBeNull();
+    expect(row?.success).not.toBeNull();
+    expect(row?.failed).toBeNull();
+  });
+
+  it('lets exactly one of two connections win each claim', async () => {
+    const file = nextFile();
+    const [one, two] = [await open(file), await open(file)];
+    const { event } = await one.append(newEvent(), { publisher: 's', scheduledAt: new Date(0) });
+    const routed = await Promise.all([one.claimForRouting(event.id, 'h1'), two.claimForRouting(event.id, 'h2')]);
+    expect(routed.filter(Boolean)).toHaveLength(1);
+    const consumed = await Promise.all([one.claimForConsumer(event.id, 'c1'), two.claimForConsumer(event.id, 'c2')]);
+    expect(consumed.filter(Boolean)).toHaveLength(1);
+    const scheduled = await Promise.all([one.claimDueScheduled(new Date()), two.claimDueScheduled(new Date())]);
+    expect(scheduled.flat().map((claimed) => claimed.id)).toEqual([event.id]);
+    expect(await two.read(event.id)).toEqual(event);
+  });
+});

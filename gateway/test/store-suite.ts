@@ -1,0 +1,428 @@
+/**
+ * The behaviour every EventStore must have, written once and run against each implementation.
+ * Delivery and scheduling state columns are not readable through the interface, so this suite
+ * checks them through their observable effects; implementation tests may inspect the columns.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { isEventflowError, type ErrorCode } from '@eventflow/core';
+import type { EventStore, NewEvent } from '../src/store/store.js';
+
+export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error, `expected a rejection with ${code}`).toBeDefined();
+  expect(isEventflowError(error, code), `expected ${code}, got ${String(error)}`).toBe(true);
+}
+
+/** Lets the clock move on, so that consecutive events get distinct millisecond timestamps. */
+export function tick(ms = 3): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+let counter = 0;
+export function newEvent(overrides: Partial<NewEvent> = {}): NewEvent {
+  counter += 1;
+  return { id: `evt-${counter}`, domain: 'orders', name: 'created', pid: 'p1', data: {}, ...overrides };
+}
+
+const ids = (events: readonly { id: string }[]): string[] => events.map((event) => event.id);
+
+/** `create` must return a fresh, empty, initialised store; the suite closes it after each test. */
+export function describeEventStore(name: string, create: () => Promise<EventStore>): void {
+  describe(`EventStore: ${name}`, () => {
+    const opened: EventStore[] = [];
+    const open = async (): Promise<EventStore> => {
+      const store = await create();
+      opened.push(store);
+      return store;
+    };
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((store) => store.close()));
+    });
+
+    describe('lifecycle', () => {
+      it('starts empty with head 0, survives a second init and closes idempotently', async () => {
+        const store = await open();
+        expect(await store.head()).toBe(0);
+        expect(typeof store.kind).toBe('string');
+        const { event } = await store.append(newEvent());
+        await store.init();
+        expect(await store.read(event.id)).toEqual(event);
+        await store.close();
+        await store.close();
+      });
+    });
+
+    describe('append', () => {
+      it('stores the event with a store-set timestamp and position', async () => {
+        const store = await open();
+        const before = new Date().toISOString();
+        const input = newEvent({ data: { amount: 3, tags: ['a'], nested: { ok: true } } });
+        const { event, created } = await store.append(input);
+        const after = new Date().toISOString();
+        expect(created).toBe(true);
+        expect(event).toMatchObject({ id: input.id, domain: 'orders', name: 'created', pid: 'p1', rid: null });
+        expect(event.data).toEqual(input.data);
+        expect(event.timestamp >= before && event.timestamp <= after).toBe(true);
+        expect(new Date(event.timestamp).toISOString()).toBe(event.timestamp);
+        expect(event.position).toBeGreaterThan(0);
+        expect(await store.head()).toBe(event.position);
+        expect(await store.read(input.id)).toEqual(event);
+        expect(await store.read('missing')).toBeUndefined();
+      });
+
+      it('returns the stored event without writing when the same event is appended again', async () => {
+        const store = await open();
+        const input = newEvent({ data: { a: 1, b: [1, 2] } });
+        const first = await store.append(input, { publisher: 'spoke-1' });
+        const retry = await store.append({ ...input, data: { b: [1, 2], a: 1 } }, { publisher: 'spoke-1' });
+        expect(retry).toEqual({ event: first.event, created: false });
+        expect(await store.head()).toBe(first.event.position);
+        expect(await store.readEventlog('orders', 'p1')).toHaveLength(1);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toHaveLength(1);
+      });
+
+      it('treats rid as part of the content on retry', async () => {
+        const store = await open();
+        const parent = await store.append(newEvent());
+        const child = newEvent({ rid: parent.event.id });
+        const first = await store.append(child);
+        expect(first.event.rid).toBe(parent.event.id);
+        expect((await store.append(child)).created).toBe(false);
+        await expectCode(store.append({ ...child, rid: undefined }), 'E_EVENTFLOW_DUPLICATE_ID');
+      });
+
+      it('refuses an id used by an event with other content', async () => {
+        const store = await open();
+        const input = newEvent({ data: { a: 1 } });
+        const { event } = await store.append(input);
+        for (const change of [{ data: { a: 2 } }, { domain: 'other' }, { name: 'other' }, { pid: 'other' }]) {
+          await expectCode(store.append({ ...input, ...change }, { publisher: 's' }), 'E_EVENTFLOW_DUPLICATE_ID');
+        }
+        expect(await store.read(input.id)).toEqual(event);
+        expect(await store.head()).toBe(event.position);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([]);
+      });
+
+      it('refuses a rid naming no stored event and stores nothing', async () => {
+        const store = await open();
+        const input = newEvent({ rid: 'nope' });
+        await expectCode(
+          store.append(input, { publisher: 's', scheduledAt: new Date(Date.now() - 1000) }),
+          'E_EVENTFLOW_REFERENCE_NOT_FOUND',
+        );
+        expect(await store.read(input.id)).toBeUndefined();
+        expect(await store.head()).toBe(0);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([]);
+        expect(await store.nextScheduled()).toBeUndefined();
+        expect(await store.claimDueScheduled(new Date())).toEqual([]);
+      });
+
+      it('gives strictly increasing positions that are never reused, and head never decreases', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent())).event;
+        const b = (await store.append(newEvent())).event;
+        expect(b.position).toBeGreaterThan(a.position);
+        expect(await store.delete(b.id)).toBe(true);
+        expect(await store.head()).toBe(b.position);
+        const c = (await store.append(newEvent())).event;
+        expect(c.position).toBeGreaterThan(b.position);
+        await store.deleteEventlog('orders', 'p1');
+        expect(await store.head()).toBe(c.position);
+        const d = (await store.append(newEvent())).event;
+        expect(d.position).toBeGreaterThan(c.position);
+      });
+    });
+
+    describe('reads', () => {
+      it('reads an event log in position order, after a position, and only of that stream', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent({ name: 'z' }))).event;
+        await store.append(newEvent({ pid: 'p2' }));
+        await store.append(newEvent({ domain: 'billing' }));
+        await store.append(newEvent({ pid: 'P1' }));
+        const b = (await store.append(newEvent({ name: 'a' }))).event;
+        const c = (await store.append(newEvent({ name: 'm' }))).event;
+        expect(ids(await store.readEventlog('orders', 'p1'))).toEqual([a.id, b.id, c.id]);
+        expect(ids(await store.readEventlog('orders', 'p1', a.position))).toEqual([b.id, c.id]);
+        expect(await store.readEventlog('orders', 'p1', c.position)).toEqual([]);
+        expect(await store.readEventlog('orders', 'none')).toEqual([]);
+      });
+
+      it('reads by timestamp inclusive at both ends', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent())).event;
+        await tick();
+        const b = (await store.append(newEvent())).event;
+        await tick();
+        const c = (await store.append(newEvent())).event;
+        await store.append(newEvent({ pid: 'p2' }));
+        const at = (iso: string, shift = 0) => new Date(new Date(iso).getTime() + shift);
+        expect(ids(await store.readEventlogByTimestamp('orders', 'p1', at(a.timestamp), at(c.timestamp)))).toEqual([
+          a.id,
+          b.id,
+          c.id,
+        ]);
+        expect(ids(await store.readEventlogByTimestamp('orders', 'p1', at(b.timestamp), at(b.timestamp)))).toEqual([
+          b.id,
+        ]);
+        expect(
+          ids(await store.readEventlogByTimestamp('orders', 'p1', at(a.timestamp, 1), at(c.timestamp, -1))),
+        ).toEqual([b.id]);
+        expect(await store.readEventlogByTimestamp('orders', 'p1', at(c.timestamp, 1), at(c.timestamp, 1000))).toEqual(
+          [],
+        );
+      });
+
+      it('filters by names exactly and case-sensitively', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent({ name: 'Paid' }))).event;
+        await store.append(newEvent({ name: 'paid' }));
+        const c = (await store.append(newEvent({ name: 'shipped' }))).event;
+        await store.append(newEvent({ name: 'Paid', pid: 'p2' }));
+        expect(ids(await store.readEventlogFilteredByNames('orders', 'p1', ['shipped', 'Paid']))).toEqual([a.id, c.id]);
+        expect(await store.readEventlogFilteredByNames('orders', 'p1', ['PAID'])).toEqual([]);
+      });
+
+      it('reads by child process using the association domain, not the event domain', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent({ domain: 'orders' }))).event;
+        const b = (await store.append(newEvent({ domain: 'billing' }))).event;
+        const c = (await store.append(newEvent({ domain: 'payments' }))).event;
+        await store.persistChildProcessAssociation(b.id, 'payments', 'cp1');
+        await store.persistChildProcessAssociation(a.id, 'payments', 'cp1');
+        await store.persistChildProcessAssociation(c.id, 'payments', 'cp2');
+        await store.persistChildProcessAssociation(c.id, 'orders', 'cp1');
+        expect(ids(await store.readEventlogByChildProcess('payments', 'cp1'))).toEqual([a.id, b.id]);
+        expect(ids(await store.readEventlogByChildProcess('orders', 'cp1'))).toEqual([c.id]);
+        expect(await store.readEventlogByChildProcess('billing', 'cp1')).toEqual([]);
+      });
+
+      it('reads by entity id, across domains or within the event domain', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent({ domain: 'orders' }))).event;
+        const b = (await store.append(newEvent({ domain: 'billing' }))).event;
+        const c = (await store.append(newEvent({ domain: 'orders' }))).event;
+        await store.persistEntityAssociation(c.id, 'customer-1');
+        await store.persistEntityAssociation(b.id, 'customer-1');
+        await store.persistEntityAssociation(a.id, 'customer-1');
+        await store.persistEntityAssociation(a.id, 'customer-2');
+        expect(ids(await store.readEventlogByEid('customer-1'))).toEqual([a.id, b.id, c.id]);
+        expect(ids(await store.readEventlogByEid('customer-2'))).toEqual([a.id]);
+        expect(ids(await store.readEventlogByDomainAndEid('orders', 'customer-1'))).toEqual([a.id, c.id]);
+        expect(ids(await store.readEventlogByDomainAndEid('billing', 'customer-2'))).toEqual([]);
+        expect(await store.readEventlogByEid('nobody')).toEqual([]);
+      });
+
+      it('lists distinct pids of a domain in binary order', async () => {
+        const store = await open();
+        for (const pid of ['b', 'a', 'B', 'a', '_', '1']) await store.append(newEvent({ pid }));
+        await store.append(newEvent({ domain: 'billing', pid: 'A' }));
+        expect(await store.readDistinctPidByDomain('orders')).toEqual(['1', 'B', '_', 'a', 'b']);
+        expect(await store.readDistinctPidByDomain('none')).toEqual([]);
+      });
+
+      it('reads published events after a position with * or a name, at most limit', async () => {
+        const store = await open();
+        const pub = { publisher: 'spoke-1' };
+        const a = (await store.append(newEvent({ name: 'created' }), pub)).event;
+        await store.append(newEvent({ name: 'created' }));
+        const c = (await store.append(newEvent({ name: 'paid', pid: 'p2' }), pub)).event;
+        await store.append(newEvent({ domain: 'billing', name: 'created' }), pub);
+        const e = (await store.append(newEvent({ name: 'created' }), { ...pub, scheduledAt: new Date() })).event;
+        const any = { domain: 'orders', name: '*' };
+        expect(ids(await store.readPublishedAfter(any, 0, 100))).toEqual([a.id, c.id, e.id]);
+        expect(ids(await store.readPublishedAfter({ domain: 'orders', name: 'created' }, 0, 100))).toEqual([a.id, e.id]);
+        expect(ids(await store.readPublishedAfter(any, a.position, 100))).toEqual([c.id, e.id]);
+        expect(ids(await store.readPublishedAfter(any, 0, 2))).toEqual([a.id, c.id]);
+        expect(ids(await store.readPublishedAfter(any, c.position, 1))).toEqual([e.id]);
+        expect(await store.readPublishedAfter(any, e.position, 100)).toEqual([]);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: 'Created' }, 0, 100)).toEqual([]);
+      });
+
+      it('finds the first outcome event after a position', async () => {
+        const store = await open();
+        const start = (await store.append(newEvent({ name: 'started' }))).event;
+        await store.append(newEvent({ name: 'done', pid: 'p2' }));
+        await store.append(newEvent({ name: 'done', domain: 'billing' }));
+        const failed = (await store.append(newEvent({ name: 'failed' }))).event;
+        const done = (await store.append(newEvent({ name: 'done' }))).event;
+        expect((await store.findOutcome('orders', 'p1', ['done', 'failed'], start.position))?.id).toBe(failed.id);
+        expect((await store.findOutcome('orders', 'p1', ['done'], 0))?.id).toBe(done.id);
+        expect((await store.findOutcome('orders', 'p1', ['done', 'failed'], failed.position))?.id).toBe(done.id);
+        expect(await store.findOutcome('orders', 'p1', ['done'], done.position)).toBeUndefined();
+        expect(await store.findOutcome('orders', 'p1', ['cancelled'], 0)).toBeUndefined();
+      });
+    });
+
+    describe('deletes', () => {
+      it('deletes an event with its associations and delivery rows, and clears rid of referrers', async () => {
+        const store = await open();
+        const parent = (await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(0) })).event;
+        const child = (await store.append(newEvent({ rid: parent.id }))).event;
+        await store.persistEntityAssociation(parent.id, 'customer-1');
+        await store.persistChildProcessAssociation(parent.id, 'payments', 'cp1');
+        expect(await store.delete(parent.id)).toBe(true);
+        expect(await store.read(parent.id)).toBeUndefined();
+        expect((await store.read(child.id))?.rid).toBeNull();
+        expect(await store.readEventlogByEid('customer-1')).toEqual([]);
+        expect(await store.readEventlogByChildProcess('payments', 'cp1')).toEqual([]);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([]);
+        expect(await store.nextScheduled()).toBeUndefined();
+        expect(await store.claimDueScheduled(new Date())).toEqual([]);
+        expect(await store.claimForRouting(parent.id, 'hub')).toBe(false);
+        expect(await store.delete(parent.id)).toBe(false);
+        await expectCode(store.persistEntityAssociation(parent.id, 'customer-1'), 'E_EVENTFLOW_EVENT_NOT_FOUND');
+        // The id is free again once deleted.
+        expect((await store.append(newEvent({ id: parent.id, data: { again: true } }))).created).toBe(true);
+      });
+
+      it('deletes a whole event log and only that one', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent(), { publisher: 's' })).event;
+        await store.append(newEvent({ rid: a.id }));
+        const other = (await store.append(newEvent({ pid: 'p2', rid: a.id }))).event;
+        const billing = (await store.append(newEvent({ domain: 'billing' }))).event;
+        await store.persistEntityAssociation(a.id, 'customer-1');
+        expect(await store.deleteEventlog('orders', 'p1')).toBe(true);
+        expect(await store.readEventlog('orders', 'p1')).toEqual([]);
+        expect(await store.readEventlogByEid('customer-1')).toEqual([]);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([]);
+        expect((await store.read(other.id))?.rid).toBeNull();
+        expect(await store.read(billing.id)).toEqual(billing);
+        expect(await store.readDistinctPidByDomain('orders')).toEqual(['p2']);
+        expect(await store.deleteEventlog('orders', 'p1')).toBe(false);
+      });
+    });
+
+    describe('associations', () => {
+      it('are idempotent', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent())).event;
+        await store.persistEntityAssociation(a.id, 'customer-1');
+        await store.persistEntityAssociation(a.id, 'customer-1');
+        await store.persistChildProcessAssociation(a.id, 'payments', 'cp1');
+        await store.persistChildProcessAssociation(a.id, 'payments', 'cp1');
+        expect(ids(await store.readEventlogByEid('customer-1'))).toEqual([a.id]);
+        expect(ids(await store.readEventlogByChildProcess('payments', 'cp1'))).toEqual([a.id]);
+      });
+
+      it('refuse an unknown event', async () => {
+        const store = await open();
+        await expectCode(store.persistEntityAssociation('missing', 'customer-1'), 'E_EVENTFLOW_EVENT_NOT_FOUND');
+        await expectCode(
+          store.persistChildProcessAssociation('missing', 'payments', 'cp1'),
+          'E_EVENTFLOW_EVENT_NOT_FOUND',
+        );
+        expect(await store.readEventlogByEid('customer-1')).toEqual([]);
+        expect(await store.readEventlogByChildProcess('payments', 'cp1')).toEqual([]);
+      });
+    });
+
+    describe('delivery lifecycle', () => {
+      it('lets exactly one of two routers win the routing claim', async () => {
+        const store = await open();
+        const { event } = await store.append(newEvent(), { publisher: 's' });
+        const results = await Promise.all([
+          store.claimForRouting(event.id, 'hub-1'),
+          store.claimForRouting(event.id, 'hub-2'),
+        ]);
+        expect(results.filter(Boolean)).toHaveLength(1);
+        expect(await store.claimForRouting(event.id, 'hub-1')).toBe(false);
+      });
+
+      it('has no claims for unpublished or unknown events', async () => {
+        const store = await open();
+        const { event } = await store.append(newEvent());
+        expect(await store.claimForRouting(event.id, 'hub-1')).toBe(false);
+        expect(await store.claimForConsumer(event.id, 'c1')).toBe(false);
+        expect(await store.claimForConsumer('missing', 'c1')).toBe(false);
+        await store.releaseConsumerClaim('missing');
+        await store.settle('missing', 'success');
+        await store.markOrphan('missing');
+      });
+
+      it('lets exactly one of two consumers win, and again after a release', async () => {
+        const store = await open();
+        const { event } = await store.append(newEvent(), { publisher: 's' });
+        expect(await store.claimForRouting(event.id, 'hub-1')).toBe(true);
+        const results = await Promise.all([
+          store.claimForConsumer(event.id, 'c1'),
+          store.claimForConsumer(event.id, 'c2'),
+        ]);
+        expect(results.filter(Boolean)).toHaveLength(1);
+        expect(await store.claimForConsumer(event.id, 'c3')).toBe(false);
+        await store.releaseConsumerClaim(event.id);
+        expect(await store.claimForConsumer(event.id, 'c3')).toBe(true);
+        expect(await store.claimForConsumer(event.id, 'c1')).toBe(false);
+      });
+
+      it('settles once: a settled delivery can no longer be released or settled again', async () => {
+        const store = await open();
+        const { event } = await store.append(newEvent(), { publisher: 's' });
+        expect(await store.claimForConsumer(event.id, 'c1')).toBe(true);
+        await store.settle(event.id, 'failed');
+        await store.settle(event.id, 'success');
+        await store.releaseConsumerClaim(event.id);
+        expect(await store.claimForConsumer(event.id, 'c2')).toBe(false);
+      });
+
+      it('marks an orphan without disturbing the claims', async () => {
+        const store = await open();
+        const { event } = await store.append(newEvent(), { publisher: 's' });
+        await store.markOrphan(event.id);
+        await store.markOrphan(event.id);
+        expect(await store.claimForRouting(event.id, 'hub-1')).toBe(true);
+        expect(await store.claimForConsumer(event.id, 'c1')).toBe(true);
+      });
+    });
+
+    describe('scheduling', () => {
+      it('reports the earliest unexecuted due time', async () => {
+        const store = await open();
+        expect(await store.nextScheduled()).toBeUndefined();
+        const later = new Date(Date.now() + 60_000);
+        const sooner = new Date(Date.now() + 30_000);
+        await store.append(newEvent(), { publisher: 's', scheduledAt: later });
+        await store.append(newEvent(), { publisher: 's', scheduledAt: sooner });
+        await store.append(newEvent(), { publisher: 's' });
+        expect((await store.nextScheduled())?.getTime()).toBe(sooner.getTime());
+      });
+
+      it('claims due events once, in due order, and leaves future ones', async () => {
+        const store = await open();
+        const now = Date.now();
+        const opts = (offset: number) => ({ publisher: 's', scheduledAt: new Date(now + offset) });
+        const late = (await store.append(newEvent(), opts(-1_000))).event;
+        const early = (await store.append(newEvent(), opts(-5_000))).event;
+        const sameA = (await store.append(newEvent(), opts(-1_000))).event;
+        const exact = (await store.append(newEvent(), opts(0))).event;
+        const future = (await store.append(newEvent(), opts(60_000))).event;
+        const claimed = await store.claimDueScheduled(new Date(now));
+        expect(ids(claimed)).toEqual([early.id, late.id, sameA.id, exact.id]);
+        expect(claimed[0]).toEqual(early);
+        expect(await store.claimDueScheduled(new Date(now))).toEqual([]);
+        expect((await store.nextScheduled())?.getTime()).toBe(now + 60_000);
+        expect(ids(await store.claimDueScheduled(new Date(now + 60_000)))).toEqual([future.id]);
+        expect(await store.nextScheduled()).toBeUndefined();
+        await store.settleScheduled(early.id, 'success');
+        await store.settleScheduled(early.id, 'failed');
+        await store.settleScheduled(late.id, 'failed');
+      });
+
+      it('gives each due event to exactly one of two concurrent claimers', async () => {
+        const store = await open();
+        for (let i = 0; i < 5; i += 1) await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(0) });
+        const [first, second] = await Promise.all([
+          store.claimDueScheduled(new Date()),
+          store.claimDueScheduled(new Date()),
+        ]);
+        const all = [...ids(first ?? []), ...ids(second ?? [])];
+        expect(all).toHaveLength(5);
+        expect(new Set(all).size).toBe(5);
+      });
+    });
+  });
+}

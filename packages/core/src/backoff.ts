@@ -1,0 +1,21 @@
+/** Reconnect timing. Defaults are documented in the README's client options table. */
+export interface BackoffOptions {
+  /** First retry delay in ms (default 250). */
+  minDelay?: number;
+  /** Upper bound of any delay in ms (default 10 000). */
+  maxDelay?: number;
+  /** Growth per failed attempt (default 2). */
+  factor?: number;
+}
+
+export const defaultBackoff: Required<BackoffOptions> = { minDelay: 250, maxDelay: 10_000, factor: 2 };
+
+/**
+ * "Full jitter" exponential backoff: a uniform pick in [min, cap], so that clients dropped by the
+ * same gateway restart do not reconnect in lockstep.
+ */
+export function backoffDelay(attempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
+  const { minDelay, maxDelay, factor } = { ...defaultBackoff, ...options };
+  const cap = Math.min(maxDelay, minDelay * factor ** Math.max(0, attempt));
+  return Math.round(minDelay + random() * (cap - minDelay));
+}

@@ -1,0 +1,32 @@
+export * from './protocol.js';
+export * from './errors.js';
+export * from './transport.js';
+export { webSocketConnector } from './websocket-transport.js';
+export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js';
+export { generateEventId, generatePid } from './ids.js';
+export { composeEventlogState, applyEvent, emptyState, type State } from './state.js';
+export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
+export type { ConnectionState } from './connection.js';
+export type { RequestOptions } from './requests.js';
+export {
+  EventflowClient,
+  type ClientOptions,
+  type Consumer,
+  type ConsumeContext,
+  type ConsumeHandler,
+  type EventflowEvent,
+  type EventMap,
+  type EventOf,
+  type Listener,
+  type PublishInput,
+  type RequestEventOptions,
+  type Subscription,
+  type WaitOptions,
+} from './client.js';
+import { EventflowClient, type ClientOptions, type EventMap } from './client.js';
+import { webSocketConnector } from './websocket-transport.js';
+
+/** A client over WebSocket (`ws://host:port/`), for browsers and Node alike. */
+export function createClient<M extends EventMap = EventMap>(url: string | URL, options?: ClientOptions): EventflowClient<M> {
+  return new EventflowClient<M>(webSocketConnector(url), options);
+}

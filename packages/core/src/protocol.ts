@@ -1,0 +1,264 @@
+/**
+ * The eventflow WebSocket protocol: every frame in both directions, as zod schemas.
+ * This file is the single source of truth; every other module imports the inferred types.
+ * PROTOCOL.md documents each frame with an example.
+ *
+ * Requests are two-level on purpose: the envelope (`type`, `id`, `op`) is parsed first, so an
+ * error reply can always carry the request id even when the operation's params are invalid.
+ */
+import { z } from 'zod';
+
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * v4 stores ids, domains, names and pids in VARCHAR(64) ascii_bin columns and frames them with
+ * 0x1E/0x1F separators. Printable ASCII excludes those separators; a trailing space is refused
+ * because ascii_bin is PAD SPACE, so 'a' and 'a ' would collide in MySQL.
+ */
+export const identifier = z
+  .string({ error: 'must be a string' })
+  .min(1, { error: 'must not be empty' })
+  .max(64, { error: 'must be at most 64 characters' })
+  .regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' })
+  .refine((value) => !value.endsWith(' '), { error: 'must not end with a space' });
+
+export const jsonValue = z.json();
+export type JsonValue = z.infer<typeof jsonValue>;
+export const jsonObject = z.record(z.string(), jsonValue, { error: 'must be a JSON object' });
+export type JsonObject = z.infer<typeof jsonObject>;
+
+/** A store-assigned, strictly increasing number that orders events for resuming and caching. */
+export const position = z.number().int().nonnegative();
+export type Position = z.infer<typeof position>;
+
+const isoTimestamp = z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time' });
+
+/** What a publisher sends. The store sets timestamp and position; `id` makes retries idempotent. */
+export const eventInput = z.strictObject({
+  id: identifier.optional(),
+  domain: identifier,
+  name: identifier,
+  pid: identifier,
+  data: jsonObject.optional(),
+  rid: identifier.optional(),
+});
+export type EventInput = z.infer<typeof eventInput>;
+
+/**
+ * A stored event. `data` is any JSON value because events written by v4 spokes into a shared
+ * database are not guaranteed to hold objects.
+ */
+export const storedEvent = z.object({
+  id: z.string(),
+  domain: z.string(),
+  name: z.string(),
+  pid: z.string(),
+  data: jsonValue,
+  timestamp: z.string(),
+  rid: z.string().nullable(),
+  position: position,
+});
+export type StoredEvent = z.infer<typeof storedEvent>;
+
+const events = z.object({ events: z.array(storedEvent) });
+const empty = z.object({});
+const deleted = z.object({ deleted: z.boolean() });
+const appended = z.object({ id: z.string(), position: position, timestamp: z.string() });
+/** Positions let a resuming client skip what it already has; `head` is the newest stored position. */
+const registered = z.object({ head: position });
+
+/** A client-chosen handle for a consumer or wait, unique within one connection. */
+const handle = z.string().min(1).max(64);
+
+/** Every request operation: its params and its result. */
+export const operations = {
+  publish: { params: z.strictObject({ event: eventInput }), result: appended },
+  persist: { params: z.strictObject({ event: eventInput }), result: appended },
+  schedule: {
+    params: z.strictObject({ at: isoTimestamp, event: eventInput }),
+    result: appended,
+  },
+  subscribe: {
+    params: z.strictObject({ domain: identifier, name: identifier, after: position.optional() }),
+    result: registered,
+  },
+  unsubscribe: { params: z.strictObject({ domain: identifier, name: identifier }), result: empty },
+  consume: {
+    params: z.strictObject({ consumer: handle, domain: identifier, name: identifier }),
+    result: empty,
+  },
+  removeConsumer: { params: z.strictObject({ consumer: handle }), result: empty },
+  settle: {
+    params: z.strictObject({
+      delivery: handle,
+      /** `release` hands the event back for another consumer (e.g. this one is shutting down). */
+      outcome: z.enum(['success', 'failed', 'release']),
+      error: z.strictObject({ message: z.string().max(4096), code: z.string().max(128).optional() }).optional(),
+    }),
+    result: empty,
+  },
+  wait: {
+    params: z.strictObject({
+      wait: handle,
+      domain: identifier,
+      pid: identifier,
+      names: z.array(identifier).min(1, { error: 'must name at least one event' }).max(64),
+      /** Also match events already stored after this event id or position. */
+      afterId: identifier.optional(),
+      afterPosition: position.optional(),
+    }),
+    result: registered,
+  },
+  cancelWait: { params: z.strictObject({ wait: handle }), result: empty },
+  delete: { params: z.strictObject({ id: identifier }), result: deleted },
+  deleteEventlog: { params: z.strictObject({ domain: identifier, pid: identifier }), result: deleted },
+  read: { params: z.strictObject({ id: identifier }), result: z.object({ event: storedEvent }) },
+  readEventlog: {
+    params: z.strictObject({ domain: identifier, pid: identifier, after: position.optional() }),
+    result: events,
+  },
+  readEventlogByTimestamp: {
+    params: z.strictObject({ domain: identifier, pid: identifier, from: isoTimestamp, to: isoTimestamp }),
+    result: events,
+  },
+  readEventlogFilteredByNames: {
+    params: z.strictObject({
+      domain: identifier,
+      pid: identifier,
+      names: z.array(identifier).min(1, { error: 'must name at least one event' }).max(256),
+    }),
+    result: events,
+  },
+  readEventlogByChildProcess: {
+    params: z.strictObject({ domain: identifier, cpid: identifier }),
+    result: events,
+  },
+  readEventlogByEid: { params: z.strictObject({ eid: identifier }), result: events },
+  readEventlogByDomainAndEid: {
+    params: z.strictObject({ domain: identifier, eid: identifier }),
+    result: events,
+  },
+  readDistinctPidByDomain: {
+    params: z.strictObject({ domain: identifier }),
+    result: z.object({ pids: z.array(z.string()) }),
+  },
+  persistEntityAssociation: {
+    params: z.strictObject({ eventId: identifier, eid: identifier }),
+    result: empty,
+  },
+  persistChildProcessAssociation: {
+    params: z.strictObject({ eventId: identifier, domain: identifier, cpid: identifier }),
+    result: empty,
+  },
+  /** Application heartbeat: browsers cannot send WebSocket pings. */
+  ping: { params: z.strictObject({}), result: empty },
+} as const;
+
+export type Operations = typeof operations;
+export type OperationName = keyof Operations;
+export type Params<O extends OperationName> = z.input<Operations[O]['params']>;
+export type Result<O extends OperationName> = z.infer<Operations[O]['result']>;
+export const operationNames = Object.keys(operations) as OperationName[];
+
+export function isOperationName(op: string): op is OperationName {
+  return Object.hasOwn(operations, op);
+}
+
+const requestId = z.number().int().nonnegative();
+
+// ── client → gateway ────────────────────────────────────────────────────────────────────────
+
+export const helloFrame = z.strictObject({
+  type: z.literal('hello'),
+  protocol: z.number().int(),
+  /** Free-form client label, shown in gateway logs. */
+  client: z.string().max(128).optional(),
+});
+
+export const requestFrame = z.strictObject({
+  type: z.literal('request'),
+  id: requestId,
+  op: z.string().max(64),
+  params: z.unknown(),
+});
+
+export const clientFrame = z.discriminatedUnion('type', [helloFrame, requestFrame]);
+export type HelloFrame = z.infer<typeof helloFrame>;
+export type RequestFrame = z.infer<typeof requestFrame>;
+export type ClientFrame = z.infer<typeof clientFrame>;
+
+// ── gateway → client ────────────────────────────────────────────────────────────────────────
+
+export const welcomeFrame = z.object({
+  type: z.literal('welcome'),
+  protocol: z.number().int(),
+  connection: z.string(),
+  gateway: z.string(),
+  /** The newest stored position when the connection was accepted. */
+  head: position,
+  limits: z.object({ maxFrameBytes: z.number().int().positive() }),
+});
+
+export const resultFrame = z.object({
+  type: z.literal('result'),
+  id: requestId,
+  result: z.unknown(),
+});
+
+export const errorFrame = z.object({
+  type: z.literal('error'),
+  /** Absent when the failing frame had no readable request id. */
+  id: requestId.optional(),
+  code: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+/**
+ * An event for the connection's subscriptions, sent once per connection even if `x` and `*` both
+ * match. `names` lists the subscribed names (the exact name and/or `*`) it is for, so that a client
+ * resuming several subscriptions can track each one's position separately.
+ */
+export const eventFrame = z.object({
+  type: z.literal('event'),
+  names: z.array(z.string()).min(1),
+  event: storedEvent,
+});
+
+/** An event handed to exactly one consumer; settle it with the `settle` operation. */
+export const deliveryFrame = z.object({
+  type: z.literal('delivery'),
+  consumer: handle,
+  delivery: handle,
+  attempt: z.number().int().positive(),
+  event: storedEvent,
+});
+
+/** The outcome a `wait` was registered for. Sent once; the wait is then gone. */
+export const waitedFrame = z.object({ type: z.literal('waited'), wait: handle, event: storedEvent });
+
+export const serverFrame = z.discriminatedUnion('type', [
+  welcomeFrame,
+  resultFrame,
+  errorFrame,
+  eventFrame,
+  deliveryFrame,
+  waitedFrame,
+]);
+export type WelcomeFrame = z.infer<typeof welcomeFrame>;
+export type ResultFrame = z.infer<typeof resultFrame>;
+export type ErrorFrame = z.infer<typeof errorFrame>;
+export type EventFrame = z.infer<typeof eventFrame>;
+export type DeliveryFrame = z.infer<typeof deliveryFrame>;
+export type WaitedFrame = z.infer<typeof waitedFrame>;
+export type ServerFrame = z.infer<typeof serverFrame>;
+
+/** Turns zod issues into one readable line that names each offending field. */
+export function describeIssues(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((issue) => {
+      const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+      return path ? `${path}: ${issue.message}` : issue.message;
+    })
+    .join('; ');
+}
