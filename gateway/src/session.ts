@@ -69,7 +69,12 @@ export class Session implements Peer {
     this.#log = context.log.child({ connection: id });
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     transport.listen({
-      message: (frame) => void this.#onMessage(frame),
+      message: (frame) =>
+        void this.#onMessage(frame).catch((error: unknown) => {
+          // The gateway never crashes on input: anything unexpected becomes a coded error frame.
+          this.#log.error('unexpected failure handling a frame', { error });
+          this.#sendError(undefined, 'E_EVENTFLOW_INTERNAL', 'the gateway failed to handle this frame; see its log');
+        }),
       close: (code) => void this.#onClose(code),
     });
   }
@@ -176,7 +181,15 @@ export class Session implements Peer {
   }
 
   async #dispatch<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
-    const parsed = operations[op].params.safeParse(params ?? {});
+    let parsed;
+    try {
+      parsed = operations[op].params.safeParse(params ?? {});
+    } catch (error) {
+      // zod validates JSON recursively: absurdly deep nesting overflows the stack instead of failing.
+      if (!(error instanceof RangeError)) throw error;
+      this.#sendError(id, 'E_EVENTFLOW_INVALID_INPUT', `${op}: params are nested too deeply`);
+      return;
+    }
     if (!parsed.success) {
       this.#sendError(id, 'E_EVENTFLOW_INVALID_INPUT', `${op}: ${describeIssues(parsed.error, 'params')}`);
       return;
@@ -254,5 +267,5 @@ export class Session implements Peer {
 function readId(json: unknown): number | undefined {
   if (json === null || typeof json !== 'object') return undefined;
   const id = (json as { id?: unknown }).id;
-  return typeof id === 'number' && Number.isInteger(id) && id >= 0 ? id : undefined;
+  return typeof id === 'number' && Number.isSafeInteger(id) && id >= 0 ? id : undefined;
 }

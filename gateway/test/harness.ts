@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient, type ClientOptions, type EventflowClient, type EventMap } from '@eventflow/core';
+import { createClient, EventflowClient, EventflowError, webSocketConnector, type ClientOptions, type EventMap, type Transport } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 
 export interface Harness {
@@ -13,6 +13,8 @@ export interface Harness {
   dir: string;
   dbPath: string;
   client<M extends EventMap = EventMap>(options?: ClientOptions): EventflowClient<M>;
+  /** A client whose connection can be cut as if its process died: it never reconnects after kill(). */
+  killableClient(options?: ClientOptions): { client: EventflowClient; kill(): void };
   /** Stops the gateway and starts a new one on the same port and database file. */
   restart(): Promise<Gateway>;
   stop(): Promise<void>;
@@ -34,6 +36,26 @@ export async function startHarness(config: Record<string, string | number> = {})
       const client = createClient<M>(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined, ...options });
       clients.add(client as unknown as EventflowClient<EventMap>);
       return client;
+    },
+    killableClient(options: ClientOptions = {}) {
+      let dead = false;
+      let current: Transport | undefined;
+      const connect = webSocketConnector(gateway.url);
+      const client = new EventflowClient(
+        async (signal) => {
+          if (dead) throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'killed');
+          return (current = await connect(signal));
+        },
+        { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined, ...options },
+      );
+      clients.add(client);
+      return {
+        client,
+        kill() {
+          dead = true;
+          current?.close(4999, 'killed');
+        },
+      };
     },
     async restart() {
       const port = gateway.port;

@@ -140,7 +140,11 @@ describe('SqliteStore', () => {
     const consumed = await Promise.all([one.claimForConsumer(event.id, 'c1'), two.claimForConsumer(event.id, 'c2')]);
     expect(consumed.filter(Boolean)).toHaveLength(1);
     const scheduled = await Promise.all([one.claimDueScheduled(new Date()), two.claimDueScheduled(new Date())]);
-    expect(scheduled.flat().map((claimed) => claimed.id)).toEqual([event.id]);
-    expect(await two.read(event.id)).toEqual(event);
+    const fired = scheduled.flat();
+    expect(fired.map((claimed) => claimed.id)).toEqual([event.id]);
+    // Firing re-sequenced it; both connections see the new position.
+    expect(fired[0]?.position).toBeGreaterThan(event.position);
+    expect(await two.read(event.id)).toEqual(fired[0]);
+    expect(await one.head()).toBe(fired[0]?.position);
   });
 });

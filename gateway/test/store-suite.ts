@@ -4,7 +4,7 @@
  * checks them through their observable effects; implementation tests may inspect the columns.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isEventflowError, type ErrorCode } from '@eventflow/core';
+import { isEventflowError, type ErrorCode, type StoredEvent } from '@eventflow/core';
 import type { EventStore, NewEvent } from '../src/store/store.js';
 
 export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
@@ -28,6 +28,13 @@ export function newEvent(overrides: Partial<NewEvent> = {}): NewEvent {
 }
 
 const ids = (events: readonly { id: string }[]): string[] => events.map((event) => event.id);
+
+/** Fires the scheduled events due at `at` and returns the one that fired, failing unless exactly one did. */
+async function fireOne(store: EventStore, at = new Date()): Promise<StoredEvent> {
+  const fired = await store.claimDueScheduled(at);
+  expect(fired).toHaveLength(1);
+  return fired[0] as StoredEvent;
+}
 
 /** `create` must return a fresh, empty, initialised store; the suite closes it after each test. */
 export function describeEventStore(name: string, create: () => Promise<EventStore>): void {
@@ -231,8 +238,13 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         await store.append(newEvent({ name: 'created' }));
         const c = (await store.append(newEvent({ name: 'paid', pid: 'p2' }), pub)).event;
         await store.append(newEvent({ domain: 'billing', name: 'created' }), pub);
-        const e = (await store.append(newEvent({ name: 'created' }), { ...pub, scheduledAt: new Date() })).event;
+        const pending = (await store.append(newEvent({ name: 'created' }), { ...pub, scheduledAt: new Date() })).event;
         const any = { domain: 'orders', name: '*' };
+        // A scheduled event is published only once it fires.
+        expect(ids(await store.readPublishedAfter(any, 0, 100))).toEqual([a.id, c.id]);
+        await tick();
+        const e = await fireOne(store);
+        expect(e.id).toBe(pending.id);
         expect(ids(await store.readPublishedAfter(any, 0, 100))).toEqual([a.id, c.id, e.id]);
         expect(ids(await store.readPublishedAfter({ domain: 'orders', name: 'created' }, 0, 100))).toEqual([a.id, e.id]);
         expect(ids(await store.readPublishedAfter(any, a.position, 100))).toEqual([c.id, e.id]);
@@ -400,9 +412,14 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         const sameA = (await store.append(newEvent(), opts(-1_000))).event;
         const exact = (await store.append(newEvent(), opts(0))).event;
         const future = (await store.append(newEvent(), opts(60_000))).event;
+        const head = await store.head();
         const claimed = await store.claimDueScheduled(new Date(now));
         expect(ids(claimed)).toEqual([early.id, late.id, sameA.id, exact.id]);
-        expect(claimed[0]).toEqual(early);
+        // Firing re-sequences the event: same content, a new position and the fire time as timestamp.
+        expect(claimed[0]).toEqual({ ...early, position: expect.any(Number), timestamp: expect.any(String) });
+        expect(claimed[0]?.position).toBeGreaterThan(head);
+        expect((claimed[0]?.timestamp ?? '') >= early.timestamp).toBe(true);
+        expect(await store.read(early.id)).toEqual(claimed[0]);
         expect(await store.claimDueScheduled(new Date(now))).toEqual([]);
         expect((await store.nextScheduled())?.getTime()).toBe(now + 60_000);
         expect(ids(await store.claimDueScheduled(new Date(now + 60_000)))).toEqual([future.id]);
@@ -422,6 +439,132 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         const all = [...ids(first ?? []), ...ids(second ?? [])];
         expect(all).toHaveLength(5);
         expect(new Set(all).size).toBe(5);
+        const positions = [...(first ?? []), ...(second ?? [])].map((event) => event.position);
+        expect(new Set(positions).size).toBe(5);
+        expect(await store.head()).toBe(Math.max(...positions));
+      });
+
+      it('keeps an unfired scheduled event out of every multi-event read, but not out of read(id)', async () => {
+        const store = await open();
+        const pub = { publisher: 's' };
+        const due = new Date();
+        // Due already, but not fired until claimDueScheduled claims it.
+        const pending = (await store.append(newEvent({ name: 'done', pid: 'p2' }), { ...pub, scheduledAt: due })).event;
+        const other = (await store.append(newEvent({ name: 'done' }), pub)).event;
+        for (const id of [pending.id, other.id]) {
+          await store.persistEntityAssociation(id, 'customer-1');
+          await store.persistChildProcessAssociation(id, 'payments', 'cp1');
+        }
+        const reads = async (after: number) => ({
+          eventlog: ids(await store.readEventlog('orders', 'p2', after)),
+          byTimestamp: ids(await store.readEventlogByTimestamp('orders', 'p2', new Date(0), new Date(Date.now() + 60_000))),
+          byNames: ids(await store.readEventlogFilteredByNames('orders', 'p2', ['done'])),
+          byChildProcess: ids(await store.readEventlogByChildProcess('payments', 'cp1')),
+          byEid: ids(await store.readEventlogByEid('customer-1')),
+          byDomainAndEid: ids(await store.readEventlogByDomainAndEid('orders', 'customer-1')),
+          pids: await store.readDistinctPidByDomain('orders'),
+          published: ids(await store.readPublishedAfter({ domain: 'orders', name: '*' }, after, 100)),
+          publishedNamed: ids(await store.readPublishedAfter({ domain: 'orders', name: 'done' }, after, 100)),
+          outcome: (await store.findOutcome('orders', 'p2', ['done'], after))?.id,
+        });
+        expect(await reads(0)).toEqual({
+          eventlog: [],
+          byTimestamp: [],
+          byNames: [],
+          byChildProcess: [other.id],
+          byEid: [other.id],
+          byDomainAndEid: [other.id],
+          pids: ['p1'],
+          published: [other.id],
+          publishedNamed: [other.id],
+          outcome: undefined,
+        });
+        expect(await store.read(pending.id)).toEqual(pending);
+
+        const head = await store.head();
+        await tick();
+        const fired = await fireOne(store);
+        // It joins the log after everything already there, so a reader resuming from `head` sees it.
+        const joined = [pending.id];
+        expect(await reads(head)).toEqual({
+          eventlog: joined,
+          byTimestamp: joined,
+          byNames: joined,
+          byChildProcess: [other.id, pending.id],
+          byEid: [other.id, pending.id],
+          byDomainAndEid: [other.id, pending.id],
+          pids: ['p1', 'p2'],
+          published: joined,
+          publishedNamed: joined,
+          outcome: pending.id,
+        });
+        expect(await store.readEventlog('orders', 'p2')).toEqual([fired]);
+        const at = new Date(fired.timestamp);
+        expect(await store.readEventlogByTimestamp('orders', 'p2', at, at)).toEqual([fired]);
+        expect(await store.read(pending.id)).toEqual(fired);
+      });
+
+      it('gives a fired event a new position after the head and the fire time as timestamp, once', async () => {
+        const store = await open();
+        const due = new Date();
+        const pending = (await store.append(newEvent({ data: { n: 1 } }), { publisher: 's', scheduledAt: due })).event;
+        const later = (await store.append(newEvent())).event;
+        const head = await store.head();
+        expect(head).toBe(later.position);
+        await tick();
+        const fired = await fireOne(store);
+        expect(fired).toEqual({ ...pending, position: expect.any(Number), timestamp: expect.any(String) });
+        expect(fired.position).toBeGreaterThan(head);
+        expect(await store.head()).toBe(fired.position);
+        expect(fired.timestamp >= due.toISOString()).toBe(true);
+        expect(fired.timestamp > later.timestamp).toBe(true);
+        expect(new Date(fired.timestamp).toISOString()).toBe(fired.timestamp);
+        expect(await store.claimDueScheduled(new Date())).toEqual([]);
+        expect(await store.head()).toBe(fired.position);
+        expect(await store.read(pending.id)).toEqual(fired);
+      });
+
+      it('keeps positions strictly increasing and unused after a fired event is re-sequenced', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent())).event;
+        const pending = (await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(0) })).event;
+        const b = (await store.append(newEvent())).event;
+        // Deleting the newest event leaves head above every stored position; firing must go beyond head.
+        expect(await store.delete(b.id)).toBe(true);
+        const fired = await fireOne(store);
+        expect(fired.position).toBeGreaterThan(b.position);
+        expect(await store.head()).toBe(fired.position);
+        const c = (await store.append(newEvent())).event;
+        expect(c.position).toBeGreaterThan(fired.position);
+        expect(await store.head()).toBe(c.position);
+        // Firing the newest event still moves it.
+        const last = (await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(0) })).event;
+        const lastFired = await fireOne(store);
+        expect(lastFired.id).toBe(last.id);
+        expect(lastFired.position).toBeGreaterThan(last.position);
+        const d = (await store.append(newEvent())).event;
+        expect(d.position).toBeGreaterThan(lastFired.position);
+        const log = await store.readEventlog('orders', 'p1');
+        expect(ids(log)).toEqual([a.id, pending.id, c.id, last.id, d.id]);
+        const positions = log.map((event) => event.position);
+        expect(positions).toEqual([...positions].sort((x, y) => x - y));
+        expect(new Set([...positions, pending.position, b.position, last.position]).size).toBe(8);
+      });
+
+      it('fires events due at once in due order with increasing new positions', async () => {
+        const store = await open();
+        const now = Date.now();
+        const opts = (offset: number) => ({ publisher: 's', scheduledAt: new Date(now + offset) });
+        const late = (await store.append(newEvent(), opts(-1_000))).event;
+        const early = (await store.append(newEvent(), opts(-5_000))).event;
+        const head = await store.head();
+        const fired = await store.claimDueScheduled(new Date(now));
+        expect(ids(fired)).toEqual([early.id, late.id]);
+        const [first, second] = fired as [StoredEvent, StoredEvent];
+        expect(first.position).toBeGreaterThan(head);
+        expect(second.position).toBeGreaterThan(first.position);
+        expect(await store.head()).toBe(second.position);
+        expect(await store.readEventlog('orders', 'p1')).toEqual([first, second]);
       });
     });
   });

@@ -5,6 +5,11 @@
  *
  * Reads return events ordered by position, which for events written through the gateway is
  * also timestamp order (v4 orders by timestamp and leaves ties unspecified).
+ *
+ * A scheduled event joins its eventlog only when it fires (see `claimDueScheduled`): until then
+ * every multi-event read (readEventlog*, readDistinctPidByDomain, readPublishedAfter, findOutcome)
+ * leaves it out, and only `read(id)` returns it. Subscribers resume by position, so a fired event
+ * must come after everything they already saw; and a composed state must not reflect the future.
  */
 import type { JsonObject, Position, StoredEvent } from '@eventflow/core';
 
@@ -20,7 +25,10 @@ export interface NewEvent {
 export interface AppendOptions {
   /** Creates the event_published row (v4: publish and schedule do, persist does not). */
   publisher?: string | undefined;
-  /** Creates the event_scheduled row with this due time. */
+  /**
+   * Creates the event_scheduled row with this due time. The event stays out of the multi-event
+   * reads until it fires (see EventStore.claimDueScheduled).
+   */
   scheduledAt?: Date | undefined;
 }
 
@@ -44,32 +52,64 @@ export interface EventStore {
   init(): Promise<void>;
   close(): Promise<void>;
 
-  /** The newest position stored, 0 for an empty store. */
+  /**
+   * The highest position ever assigned (never decreases), 0 for a new store. Deleting events does not
+   * lower it; firing a scheduled event raises it to the fired event's new position.
+   */
   head(): Promise<Position>;
 
   /**
    * Stores an event, and its published/scheduled rows, all or nothing.
+   * A retry is matched on id + domain/name/pid/rid/data (data compared as JSON, key order aside)
+   * and returns the stored event with `created: false`; the AppendOptions of a retry are ignored.
    * Throws E_EVENTFLOW_DUPLICATE_ID when the id exists with other content, and
    * E_EVENTFLOW_REFERENCE_NOT_FOUND when `rid` names no stored event.
    */
   append(event: NewEvent, options?: AppendOptions): Promise<AppendResult>;
 
+  /**
+   * Any stored event, including a scheduled one that has not fired yet (with its append-time
+   * position and timestamp; once fired, with its new ones).
+   */
   read(id: string): Promise<StoredEvent | undefined>;
+
+  // Every read below returns only events that have joined their eventlog: scheduled events that
+  // have not fired yet (not claimed by claimDueScheduled) are left out.
+
+  /** The events of (domain, pid) with position > after (default 0). Unfired scheduled events are left out. */
   readEventlog(domain: string, pid: string, after?: Position): Promise<StoredEvent[]>;
-  /** Inclusive at both ends. */
+  /**
+   * Inclusive at both ends; a fired scheduled event's timestamp is its fire time.
+   * Unfired scheduled events are left out.
+   */
   readEventlogByTimestamp(domain: string, pid: string, from: Date, to: Date): Promise<StoredEvent[]>;
+  /** Unfired scheduled events are left out. */
   readEventlogFilteredByNames(domain: string, pid: string, names: readonly string[]): Promise<StoredEvent[]>;
-  /** `domain` is the association's domain (the child process's), not the event's. */
+  /**
+   * `domain` is the association's domain (the child process's), not the event's.
+   * Unfired scheduled events are left out.
+   */
   readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]>;
+  /** Unfired scheduled events are left out. */
   readEventlogByEid(eid: string): Promise<StoredEvent[]>;
-  /** `domain` is the event's own domain. */
+  /** `domain` is the event's own domain. Unfired scheduled events are left out. */
   readEventlogByDomainAndEid(domain: string, eid: string): Promise<StoredEvent[]>;
-  /** Distinct pids of a domain in binary (case-sensitive) ascending order. */
+  /**
+   * Distinct pids of a domain in binary (case-sensitive) ascending order. A pid whose only events
+   * are unfired scheduled events is not listed.
+   */
   readDistinctPidByDomain(domain: string): Promise<string[]>;
 
-  /** Published (routed) events matching the filter with position > after, oldest first, at most `limit`. */
+  /**
+   * Published (routed) events matching the filter with position > after, oldest first, at most `limit`.
+   * Unfired scheduled events are left out; a fired one appears at its new position, after `head()` as
+   * it was before it fired, so a subscriber resuming from a position it has seen still gets it.
+   */
   readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]>;
-  /** The first event of (domain, pid) named one of `names` with position > after. */
+  /**
+   * The first event of (domain, pid) named one of `names` with position > after.
+   * Unfired scheduled events are left out.
+   */
   findOutcome(domain: string, pid: string, names: readonly string[], after: Position): Promise<StoredEvent | undefined>;
 
   /** Deletes the event; its associations and delivery rows cascade, events referring to it lose rid. */
@@ -97,8 +137,12 @@ export interface EventStore {
   /** The earliest due time among scheduled events not yet executed. */
   nextScheduled(): Promise<Date | undefined>;
   /**
-   * Claims every scheduled event due at `now` (executed NULL → now, a guarded update) and returns
-   * the claimed events; an event is returned by exactly one call across all processes.
+   * Claims every scheduled event due at `now` (executed NULL → now, a guarded update) and fires it:
+   * the event joins its eventlog with a new position, greater than every position assigned so far
+   * (head advances to it), and its timestamp becomes the fire time (the store's clock, not `now`).
+   * Returns the claimed events with those new positions and timestamps, in due order (ties by
+   * original position), positions increasing in that order. An event is returned by exactly one
+   * call across all processes; claiming again returns nothing for it.
    */
   claimDueScheduled(now: Date): Promise<StoredEvent[]>;
   settleScheduled(eventId: string, outcome: Outcome): Promise<void>;

@@ -121,6 +121,8 @@ interface WaitEntry {
   afterPosition: Position | undefined;
   readonly timeout: number;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** Called after each successful registration; starts the clock the first time. */
+  registered(): void;
   resolve(event: StoredEvent): void;
   reject(error: unknown): void;
 }
@@ -142,7 +144,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
   readonly #consumers = new Map<string, ConsumerEntry>();
   readonly #consumersRegistered = new Set<string>();
   readonly #deliveries = new Map<string, AbortController>();
-  readonly #inFlight = new Set<Promise<void>>();
+  /** Running consume handlers and the signal of their delivery. */
+  readonly #inFlight = new Map<Promise<void>, AbortSignal>();
 
   readonly #waits = new Map<string, WaitEntry>();
   #nextHandle = 1;
@@ -304,6 +307,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
       } else if (!entry && this.#registered.has(key)) {
         await this.#requests.request('unsubscribe', { domain, name }, {}, false);
         if (generation === this.#generation) this.#registered.delete(key);
+      } else if (entry) {
+        this.#waiters.resolve(`s${key}`); // already registered: a later listener joined it
       }
     } catch (error) {
       if (error === connectionLost) return;
@@ -409,7 +414,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       this.#deliveries.delete(frame.delivery);
       if (!controller.signal.aborted) await this.#settle(frame.delivery, outcome, error);
     })();
-    this.#inFlight.add(run);
+    this.#inFlight.set(run, controller.signal);
     void run.finally(() => this.#inFlight.delete(run));
   }
 
@@ -475,6 +480,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
         afterPosition: undefined,
         timeout,
         timer: undefined,
+        registered: () => started(),
         resolve: (event) => {
           cleanup();
           resolve(event);
@@ -491,11 +497,11 @@ export class EventflowClient<M extends EventMap = EventMap> {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#waits.set(entry.handle, entry);
-      void this.#registerWait(entry, started);
+      void this.#registerWait(entry);
     });
   }
 
-  async #registerWait(entry: WaitEntry, started: () => void = () => undefined): Promise<void> {
+  async #registerWait(entry: WaitEntry): Promise<void> {
     if (this.state !== 'open') return;
     const generation = this.#generation;
     try {
@@ -515,7 +521,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       if (generation !== this.#generation) return;
       // Re-registering after a reconnect asks for outcomes stored since the first registration.
       entry.afterPosition ??= head;
-      started();
+      entry.registered();
     } catch (error) {
       if (error !== connectionLost) entry.reject(error);
     }
@@ -597,13 +603,14 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   /**
-   * Lets in-flight consume handlers finish and settle, then closes. Deliveries arriving meanwhile
-   * are released to other consumers. Pending requests and waits reject with E_EVENTFLOW_CLIENT_CLOSED.
+   * Lets in-flight consume handlers finish and settle (up to `drainTimeout`, default 30 s), then
+   * closes. Deliveries arriving meanwhile are released to other consumers. Pending requests and
+   * waits reject with E_EVENTFLOW_CLIENT_CLOSED.
    */
-  close(): Promise<void> {
+  close(options: { drainTimeout?: number } = {}): Promise<void> {
     this.#closed ??= (async () => {
       this.#closing = true;
-      while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+      await this.#drain(options.drainTimeout ?? 30_000);
       clearInterval(this.#heartbeat);
       const error = new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'the client was closed');
       for (const wait of [...this.#waits.values()]) wait.reject(error);
@@ -612,6 +619,19 @@ export class EventflowClient<M extends EventMap = EventMap> {
       this.#connection.close();
     })();
     return this.#closed;
+  }
+
+  /** Waits for handlers whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
+  async #drain(timeout: number): Promise<void> {
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const live = [...this.#inFlight].filter(([, signal]) => !signal.aborted).map(([run]) => run);
+      const left = deadline - Date.now();
+      if (live.length === 0 || left <= 0) return;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled(live), new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, 100))))]);
+      clearTimeout(timer);
+    }
   }
 
   // ── internals ───────────────────────────────────────────────────────────────────────────

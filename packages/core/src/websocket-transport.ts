@@ -46,7 +46,9 @@ export function webSocketConnector(url: string | URL): Connector {
       }
       const fail = (message: string): void => {
         signal.removeEventListener('abort', onAbort);
-        socket.onopen = socket.onerror = socket.onclose = null;
+        socket.onopen = socket.onclose = null;
+        // `ws` reports closing a connecting socket as an 'error' event, which must have a listener.
+        socket.onerror = () => undefined;
         if (socket.readyState !== WebSocket.CLOSED) socket.close();
         reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', message));
       };

@@ -1,0 +1,261 @@
+/**
+ * The `eventflow` command line: publish, tail, read and state against a gateway. `runCli` takes
+ * the arguments after the script name and its I/O as parameters, so tests run it in-process;
+ * `cli.ts` (the bin) only hands it `process.argv`.
+ */
+import { parseArgs } from 'node:util';
+import { EventflowError, describeIssues, identifier, isErrorCode, jsonObject, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
+import { createNodeClient } from './index.js';
+
+export interface CliWriter {
+  write(chunk: string): unknown;
+}
+
+export interface CliIo {
+  stdout?: CliWriter;
+  stderr?: CliWriter;
+  /** Read for EVENTFLOW_URL (default process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Stops `tail` when aborted (default: SIGINT or SIGTERM). */
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_URL = 'ws://127.0.0.1:8080/';
+const DEFAULT_TIMEOUT = 10_000;
+
+export const usage = `Usage: eventflow <command> [options]
+
+Commands:
+  publish <domain> <name> <pid> [json-data]  Publish an event (data: a JSON object); prints its id
+  tail <domain> [name]                       Print routed events as JSON lines until Ctrl-C (name: * by default)
+  read <domain> <pid>                        Print the eventlog of a process as JSON lines, oldest first
+  state <domain> <pid>                       Print the composed state of a process as JSON
+
+Options:
+  --url <url>      Gateway WebSocket URL (default: $EVENTFLOW_URL, else ${DEFAULT_URL})
+  --id <id>        publish: the event id (default: generated; reusing one makes a retry idempotent)
+  --rid <id>       publish: the id of the event this one refers to
+  --timeout <ms>   Time allowed to connect and for each request (default: ${DEFAULT_TIMEOUT})
+  -h, --help       Show this help
+
+Errors are printed as "code: message" on stderr, with exit code 1.
+`;
+
+interface Command {
+  readonly args: readonly string[];
+  readonly min: number;
+  readonly max: number;
+}
+
+const commands: Record<string, Command> = {
+  publish: { args: ['domain', 'name', 'pid', 'json-data'], min: 3, max: 4 },
+  tail: { args: ['domain', 'name'], min: 1, max: 2 },
+  read: { args: ['domain', 'pid'], min: 2, max: 2 },
+  state: { args: ['domain', 'pid'], min: 2, max: 2 },
+};
+
+/** Runs one command; resolves with the exit code (0 ok, 1 error). Never throws. */
+export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  const fail = (error: unknown, withUsage = false): number => {
+    stderr.write(`${formatError(error)}\n`);
+    if (withUsage) stderr.write(`\n${usage}`);
+    return 1;
+  };
+
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    return fail(error, true);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    stdout.write(usage);
+    return 0;
+  }
+  const [name, ...args] = positionals;
+  if (name === undefined) return fail(new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'no command given'), true);
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (!command) return fail(new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`), true);
+  if (args.length < command.min || args.length > command.max) {
+    const expected = command.args.map((arg, i) => (i < command.min ? `<${arg}>` : `[${arg}]`)).join(' ');
+    return fail(new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${name} takes ${expected}, got ${args.length} argument(s)`), true);
+  }
+
+  let client: EventflowClient | undefined;
+  try {
+    // Everything is checked before connecting, so bad input fails at once even without a gateway.
+    const timeout = parseTimeout(values.timeout);
+    const fromEnv = (io.env ?? process.env).EVENTFLOW_URL;
+    const url = parseUrl(values.url ?? (fromEnv === undefined || fromEnv === '' ? DEFAULT_URL : fromEnv));
+    const run = prepare(name, args, values, stdout, stderr, io.signal);
+
+    let lastConnectionError: unknown;
+    client = createNodeClient(url, {
+      requestTimeout: timeout,
+      handshakeTimeout: timeout,
+      reconnect: { minDelay: 100, maxDelay: 1_000 },
+      clientName: 'eventflow-cli',
+      onError: (error) => {
+        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') lastConnectionError = error;
+        else stderr.write(`${formatError(error)}\n`);
+      },
+    });
+    try {
+      await client.ready(AbortSignal.timeout(timeout));
+    } catch (cause) {
+      const why = lastConnectionError instanceof Error ? `: ${lastConnectionError.message}` : '';
+      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href} within ${timeout} ms${why}`, { cause });
+    }
+    await run(client);
+    return 0;
+  } catch (error) {
+    return fail(error);
+  } finally {
+    await client?.close();
+  }
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      url: { type: 'string' },
+      id: { type: 'string' },
+      rid: { type: 'string' },
+      timeout: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+type Values = ReturnType<typeof parse>['values'];
+
+/** Validates a command's arguments and returns what runs it on a connected client. */
+function prepare(name: string, args: string[], values: Values, stdout: CliWriter, stderr: CliWriter, signal: AbortSignal | undefined): (client: EventflowClient) => Promise<void> {
+  const line = (value: unknown): void => void stdout.write(`${JSON.stringify(value)}\n`);
+  switch (name) {
+    case 'publish': {
+      const [domain, eventName, pid, rawData] = args as [string, string, string, string | undefined];
+      check(domain, 'domain');
+      check(eventName, 'name');
+      check(pid, 'pid');
+      if (values.id !== undefined) check(values.id, 'id');
+      if (values.rid !== undefined) check(values.rid, 'rid');
+      const data = rawData === undefined ? undefined : parseData(rawData);
+      return async (client) => {
+        const id = await client.publish({
+          domain,
+          name: eventName,
+          pid,
+          ...(data === undefined ? {} : { data }),
+          ...(values.id === undefined ? {} : { id: values.id }),
+          ...(values.rid === undefined ? {} : { rid: values.rid }),
+        });
+        stdout.write(`${id}\n`);
+      };
+    }
+    case 'tail': {
+      const [domain, eventName = '*'] = args as [string, string | undefined];
+      check(domain, 'domain');
+      check(eventName, 'name');
+      return async (client) => {
+        const stop = signal ? { signal, dispose: () => undefined } : processSignal();
+        try {
+          const subscription = await client.subscribe(domain, eventName, (event: StoredEvent) => line(event));
+          stderr.write(`tailing ${domain} › ${eventName}; press Ctrl-C to stop\n`);
+          await aborted(stop.signal);
+          await subscription.unsubscribe().catch(() => undefined);
+        } finally {
+          stop.dispose();
+        }
+      };
+    }
+    case 'read': {
+      const [domain, pid] = args as [string, string];
+      check(domain, 'domain');
+      check(pid, 'pid');
+      return async (client) => {
+        for (const event of await client.readEventlog(domain, pid)) line(event);
+      };
+    }
+    case 'state': {
+      const [domain, pid] = args as [string, string];
+      check(domain, 'domain');
+      check(pid, 'pid');
+      return async (client) => line(await client.readEventlogState(domain, pid));
+    }
+    default:
+      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`);
+  }
+}
+
+function check(value: string, field: string): void {
+  const parsed = identifier.safeParse(value);
+  if (!parsed.success) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', describeIssues(parsed.error, field));
+}
+
+function parseData(raw: string): JsonObject {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (cause) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `json-data: not valid JSON (${cause instanceof Error ? cause.message : String(cause)}); pass an object such as '{"amount":3}'`, { cause });
+  }
+  const parsed = jsonObject.safeParse(json);
+  if (!parsed.success) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `json-data: must be a JSON object such as '{"amount":3}', got ${Array.isArray(json) ? 'an array' : json === null ? 'null' : typeof json}`);
+  return parsed.data;
+}
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `url: ${JSON.stringify(raw)} is not a URL; pass one such as ${DEFAULT_URL}`);
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `url: must start with ws:// or wss://, got ${JSON.stringify(raw)}`);
+  }
+  return url;
+}
+
+function parseTimeout(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_TIMEOUT;
+  const timeout = Number(raw);
+  if (!Number.isInteger(timeout) || timeout <= 0) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `timeout: must be a positive number of ms, got ${JSON.stringify(raw)}`);
+  return timeout;
+}
+
+/** An AbortSignal aborted by SIGINT or SIGTERM, with a dispose that removes the listeners. */
+function processSignal(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+function formatError(error: unknown): string {
+  if (error instanceof EventflowError) return `${error.code}: ${error.message}`;
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  // node:util parseArgs throws TypeErrors coded ERR_PARSE_ARGS_*: bad input, like ours.
+  if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) return `E_EVENTFLOW_INVALID_INPUT: ${message}`;
+  return `${typeof code === 'string' && isErrorCode(code) ? code : 'E_EVENTFLOW_INTERNAL'}: ${message}`;
+}

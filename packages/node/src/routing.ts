@@ -1,0 +1,219 @@
+/**
+ * Consumer routing: an object's `onEventName` methods consume the matching events of a domain.
+ * The name transform is v4's (eventflow-v4.md §8.13) with the same result for every name it
+ * could map, but a name it cannot map is refused with a coded error instead of a TypeError, an
+ * event without a handler method is marked failed instead of success, and the method cache is
+ * keyed by (domain, name) without v4's `domain + "." + name` collisions.
+ */
+import {
+  EventflowError,
+  describeIssues,
+  identifier,
+  type ConsumeContext,
+  type Consumer,
+  type EventflowClient,
+  type EventMap,
+  type StoredEvent,
+} from '@eventflow/core';
+
+type DomainOf<M extends EventMap> = Extract<keyof M, string>;
+type NameOf<M extends EventMap, D extends DomainOf<M>> = Extract<keyof M[D], string>;
+
+/** What routeConsumers needs of a service besides its `onEventName` methods. */
+export interface RoutableService {
+  /**
+   * Called when a handler method throws, with an E_EVENTFLOW_CONSUMER_FAILED error whose `cause`
+   * is what the method threw. Returning marks the event success (handled); throwing marks it failed.
+   */
+  onError?(error: EventflowError, event: StoredEvent): unknown;
+}
+
+export interface RoutedConsumers {
+  readonly domain: string;
+  /** The names consumed (`*` for every name of the domain), without duplicates. */
+  readonly names: readonly string[];
+  /** Removes exactly the consumers this call registered; other consumers of the domain are untouched. */
+  remove(): Promise<void>;
+}
+
+type Method = (event: StoredEvent, context: ConsumeContext) => unknown;
+
+const WORD = /[A-Za-z0-9_]/;
+const NON_WORD_RUNS = /[^A-Za-z0-9_]+/g;
+const NON_ASCII = /[^\x00-\x7f]/u;
+
+/** Why a name cannot be mapped, or undefined when it can. */
+function unmappableReason(name: string): string | undefined {
+  if (name.length === 0) return 'it is empty';
+  const nonAscii = NON_ASCII.exec(name);
+  if (nonAscii) return `it contains the non-ASCII character ${JSON.stringify(nonAscii[0])} at index ${nonAscii.index}; only ASCII names can be mapped`;
+  const first = name[0] as string;
+  if (!WORD.test(first)) return `it starts with ${JSON.stringify(first)}, a non-word character, which leaves an empty first piece`;
+  const last = name[name.length - 1] as string;
+  if (!WORD.test(last)) return `it ends with ${JSON.stringify(last)}, a non-word character, which leaves an empty last piece`;
+  return undefined;
+}
+
+/**
+ * The method that handles events named `name`: lower-case, every run of non-word characters
+ * (word: `[A-Za-z0-9_]`) becomes a piece boundary, each piece's first character upper-cased,
+ * joined and prefixed with `on` (`order.placed.v2` → `onOrderPlacedV2`, `UserCreated` →
+ * `onUsercreated`). Throws E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE for a name that is empty, has a
+ * non-ASCII character, or starts or ends with a non-word character.
+ */
+export function methodNameFor(name: string): string {
+  if (typeof name !== 'string') {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `name: must be a string, got ${typeof name}`);
+  }
+  const reason = unmappableReason(name);
+  if (reason !== undefined) {
+    throw new EventflowError(
+      'E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE',
+      `event name ${JSON.stringify(name)} cannot be mapped to an onEventName method: ${reason}. ` +
+        'Rename the event to ASCII word characters [A-Za-z0-9_] separated by other characters, or consume it with client.consume(domain, name, handler).',
+      { details: { name, reason } },
+    );
+  }
+  const pieces = name.toLowerCase().replace(NON_WORD_RUNS, ' ').split(' ');
+  return `on${pieces.map((piece) => piece.charAt(0).toUpperCase() + piece.slice(1)).join('')}`;
+}
+
+/**
+ * Bound handler methods per service, then per domain, then per name. Nested maps cannot collide
+ * the way v4's `domain + "." + name` keys did (domain `a.b` + name `c` vs domain `a` + name `b.c`).
+ */
+const methodCache = new WeakMap<object, Map<string, Map<string, Method>>>();
+
+/** The bound method of `service` for events (domain, name); throws a coded error when there is none. */
+function methodOf(service: object, domain: string, name: string): Method {
+  let byDomain = methodCache.get(service);
+  if (!byDomain) methodCache.set(service, (byDomain = new Map()));
+  let byName = byDomain.get(domain);
+  if (!byName) byDomain.set(domain, (byName = new Map()));
+  const cached = byName.get(name);
+  if (cached) return cached;
+
+  const methodName = methodNameFor(name);
+  // Own and inherited members count (v4's `in` test); missing methods are not cached, so a
+  // method added later is found.
+  const member: unknown = methodName in service ? Reflect.get(service, methodName) : undefined;
+  if (typeof member !== 'function') {
+    const found = member === undefined ? 'has no such method' : `has ${methodName} but it is a ${typeof member}, not a function`;
+    throw new EventflowError(
+      'E_EVENTFLOW_CONSUMER_HANDLER_MISSING',
+      `no handler for ${domain} › ${name}: the service ${describeService(service)} ${found}. Add ${methodName}(event, context), or leave ${JSON.stringify(name)} out of the consumed names.`,
+      { details: { domain, name, method: methodName } },
+    );
+  }
+  const bound = (member as Method).bind(service);
+  byName.set(name, bound);
+  return bound;
+}
+
+function describeService(service: object): string {
+  const name = (service.constructor as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' && name !== '' && name !== 'Object' ? name : 'object';
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Calls the method; a throw goes to the service's onError when it has one. */
+async function invoke(service: RoutableService, domain: string, event: StoredEvent, context: ConsumeContext, method: Method): Promise<void> {
+  try {
+    await method(event, context);
+    return;
+  } catch (cause) {
+    const methodName = methodNameFor(event.name);
+    const details = { domain, name: event.name, id: event.id, pid: event.pid, method: methodName };
+    const failure = new EventflowError(
+      'E_EVENTFLOW_CONSUMER_FAILED',
+      `${methodName} failed for event ${event.id} (${domain} › ${event.name}): ${messageOf(cause)}`,
+      { cause, details },
+    );
+    const onError: unknown = service.onError;
+    if (typeof onError !== 'function') throw failure;
+    try {
+      await (onError as NonNullable<RoutableService['onError']>).call(service, failure, event);
+    } catch (handlerError) {
+      throw new EventflowError(
+        'E_EVENTFLOW_CONSUMER_FAILED',
+        `${methodName} failed for event ${event.id} (${domain} › ${event.name}), and onError threw too: ${messageOf(handlerError)}`,
+        { cause: handlerError, details: { ...details, consumerError: failure } },
+      );
+    }
+  }
+}
+
+function validate(value: unknown, field: string): void {
+  const parsed = identifier.safeParse(value);
+  if (!parsed.success) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', describeIssues(parsed.error, field));
+}
+
+/**
+ * Consumes `names` of `domain` so that each event calls `service[methodNameFor(event.name)](event,
+ * context)`, bound to the service. Resolving marks the event success; throwing marks it failed,
+ * unless the service's `onError(error, event)` returns normally.
+ *
+ * Explicit names are all checked before anything is registered: an unmappable name
+ * (E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE) or a missing method (E_EVENTFLOW_CONSUMER_HANDLER_MISSING)
+ * rejects the call. With `*`, one consumer takes every name of the domain, and an event whose name
+ * cannot be mapped or has no method is marked failed with that code.
+ */
+export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, S extends object>(
+  client: EventflowClient<M>,
+  domain: D,
+  service: S & RoutableService,
+  names: NameOf<M, D> | '*' | ReadonlyArray<NameOf<M, D> | '*'>,
+): Promise<RoutedConsumers> {
+  validate(domain, 'domain');
+  if ((typeof service !== 'object' && typeof service !== 'function') || service === null) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `service: must be an object with onEventName methods, got ${service === null ? 'null' : typeof service}`);
+  }
+  const list: readonly string[] = typeof names === 'string' ? [names] : names;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'names: must be an event name, "*", or a non-empty array of them');
+  }
+  list.forEach((name, i) => validate(name, typeof names === 'string' ? 'names' : `names.${i}`));
+  const unique = [...new Set(list)];
+  // Explicit names are checked up front, so a bad one registers nothing.
+  for (const name of unique) if (name !== '*') methodOf(service, domain, name);
+
+  const handler = async (event: StoredEvent, context: ConsumeContext): Promise<void> => {
+    // Throws the coded error for an unmappable name or a missing method: the event is failed.
+    const method = methodOf(service, domain, event.name);
+    await invoke(service, domain, event, context, method);
+  };
+  // The handlers take any stored event of the domain; the generic M only narrows what callers pass.
+  const untyped = client as unknown as EventflowClient<EventMap>;
+  const results = await Promise.allSettled(unique.map((name) => untyped.consume(domain, name, handler)));
+
+  const consumers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  const failed = results.findIndex((result) => result.status === 'rejected');
+  if (failed >= 0) {
+    await Promise.allSettled([
+      ...consumers.map((consumer) => consumer.remove()),
+      // A consume() that rejected may still be remembered by the client; take it back off too.
+      ...unique.map((name, i) => (results[i]?.status === 'rejected' ? untyped.removeConsumer(domain, name, handler) : Promise.resolve())),
+    ]);
+    throw (results[failed] as PromiseRejectedResult).reason;
+  }
+  return routed(domain, unique, consumers);
+}
+
+function routed(domain: string, names: readonly string[], consumers: readonly Consumer[]): RoutedConsumers {
+  let removed: Promise<void> | undefined;
+  return {
+    domain,
+    names,
+    remove() {
+      removed ??= (async () => {
+        const results = await Promise.allSettled(consumers.map((consumer) => consumer.remove()));
+        const rejected = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+        if (rejected) throw rejected.reason;
+      })();
+      return removed;
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { eventually, startHarness, type Harness } from '../../../gateway/test/harness.js';
+import { runCli, usage, type CliIo } from '../src/commands.js';
+
+let h: Harness;
+beforeEach(async () => (h = await startHarness()));
+afterEach(async () => h.stop());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function io(extra: Partial<CliIo> = {}): CliIo & { out: { stdout: string; stderr: string } } {
+  const out = { stdout: '', stderr: '' };
+  return {
+    out,
+    stdout: { write: (chunk: string) => (out.stdout += chunk) },
+    stderr: { write: (chunk: string) => (out.stderr += chunk) },
+    env: { EVENTFLOW_URL: h.gateway.url },
+    ...extra,
+  };
+}
+
+async function cli(...argv: string[]): Promise<Run> {
+  const streams = io();
+  const code = await runCli(argv, streams);
+  return { code, ...streams.out };
+}
+
+const lines = (text: string): unknown[] =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as unknown);
+
+describe('eventflow CLI', () => {
+  it('publish prints the id; read prints the eventlog as JSON lines; state prints the composed state', async () => {
+    const first = await cli('publish', 'orders', 'placed', 'o1', '{"amount":3,"items":["a"]}');
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    const id = first.stdout.trim();
+    expect(await h.gateway.store.read(id)).toMatchObject({ domain: 'orders', name: 'placed', pid: 'o1', data: { amount: 3, items: ['a'] } });
+
+    const second = await cli('publish', '--id', 'fixed-id', '--rid', id, 'orders', 'paid', 'o1', '{"paid":true}');
+    expect(second).toMatchObject({ code: 0, stdout: 'fixed-id\n' });
+    const third = await cli('publish', 'orders', 'noted', 'o1'); // data is optional
+    expect(third.code).toBe(0);
+
+    const read = await cli('read', 'orders', 'o1');
+    expect(read.code).toBe(0);
+    expect(lines(read.stdout)).toEqual([
+      expect.objectContaining({ id, name: 'placed', data: { amount: 3, items: ['a'] }, rid: null }),
+      expect.objectContaining({ id: 'fixed-id', name: 'paid', data: { paid: true }, rid: id }),
+      expect.objectContaining({ id: third.stdout.trim(), name: 'noted', data: {} }),
+    ]);
+
+    const state = await cli('state', 'orders', 'o1');
+    expect(state.code).toBe(0);
+    expect(lines(state.stdout)).toEqual([{ amount: 3, items: ['a'], paid: true }]);
+
+    const empty = await cli('read', 'orders', 'nobody');
+    expect(empty).toMatchObject({ code: 0, stdout: '' });
+  });
+
+  it('--url overrides EVENTFLOW_URL', async () => {
+    const streams = io({ env: { EVENTFLOW_URL: 'ws://127.0.0.1:1/' } });
+    expect(await runCli(['--url', h.gateway.url, 'state', 'orders', 'o1'], streams)).toBe(0);
+    expect(streams.out.stdout).toBe('{}\n');
+  });
+
+  it('tail prints each routed event as a JSON line until its signal aborts', async () => {
+    const controller = new AbortController();
+    const streams = io({ signal: controller.signal });
+    const tail = runCli(['tail', 'orders'], streams);
+    await eventually(() => streams.out.stderr.includes('tailing orders › *'), 5_000, 'tail to subscribe');
+
+    const id = (await cli('publish', 'orders', 'placed', 'o9', '{"n":1}')).stdout.trim();
+    await cli('publish', 'billing', 'placed', 'o9'); // another domain: not printed
+    await eventually(() => streams.out.stdout.includes(id), 5_000, 'the event to be printed');
+    controller.abort();
+    expect(await tail).toBe(0);
+    expect(lines(streams.out.stdout)).toEqual([expect.objectContaining({ id, domain: 'orders', name: 'placed', pid: 'o9', data: { n: 1 } })]);
+    await eventually(() => h.gateway.dispatcher.stats.subscriptions === 0, 2_000, 'the subscription to go');
+  });
+
+  it('tail <domain> <name> prints only that name', async () => {
+    const controller = new AbortController();
+    const streams = io({ signal: controller.signal });
+    const tail = runCli(['tail', 'orders', 'paid'], streams);
+    await eventually(() => streams.out.stderr.includes('tailing orders › paid'), 5_000, 'tail to subscribe');
+    await cli('publish', 'orders', 'placed', 'o9');
+    const paid = (await cli('publish', 'orders', 'paid', 'o9')).stdout.trim();
+    await eventually(() => streams.out.stdout.includes(paid), 5_000, 'the event to be printed');
+    controller.abort();
+    expect(await tail).toBe(0);
+    expect(lines(streams.out.stdout)).toEqual([expect.objectContaining({ id: paid, name: 'paid' })]);
+  });
+
+  it('--help prints usage and exits 0', async () => {
+    const run = await cli('--help');
+    expect(run).toEqual({ code: 0, stdout: usage, stderr: '' });
+    expect(usage).toMatch(/publish <domain> <name> <pid> \[json-data\]/);
+  });
+
+  it('an unknown command exits 1 with a coded message and the usage', async () => {
+    const run = await cli('frobnicate', 'x');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^E_EVENTFLOW_INVALID_INPUT: unknown command "frobnicate"\n/);
+    expect(run.stderr).toContain(usage);
+    expect((await cli()).stderr).toMatch(/^E_EVENTFLOW_INVALID_INPUT: no command given/);
+  });
+
+  it.each([
+    [['publish', 'orders', 'placed', 'o1', '{not json'], /^E_EVENTFLOW_INVALID_INPUT: json-data: not valid JSON/],
+    [['publish', 'orders', 'placed', 'o1', '[1,2]'], /^E_EVENTFLOW_INVALID_INPUT: json-data: must be a JSON object.*got an array/],
+    [['publish', 'orders', 'placed'], /^E_EVENTFLOW_INVALID_INPUT: publish takes <domain> <name> <pid> \[json-data\], got 2/],
+    [['read', 'orders', 'o1', 'extra'], /^E_EVENTFLOW_INVALID_INPUT: read takes <domain> <pid>, got 3/],
+    [['read', 'orders', 'x'.repeat(65)], /^E_EVENTFLOW_INVALID_INPUT: pid: must be at most 64 characters/],
+    [['state', '--bogus', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: Unknown option '--bogus'/],
+    [['state', '--url', 'http://localhost/', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: url: must start with ws:\/\/ or wss:\/\//],
+    [['state', '--timeout', 'soon', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a positive number/],
+  ])('bad input %j exits 1 with a coded message', async (argv, message) => {
+    const run = await cli(...argv);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(message);
+  });
+
+  it('a gateway error exits 1 with its code', async () => {
+    await cli('publish', '--id', 'same', 'orders', 'placed', 'o1', '{"a":1}');
+    const run = await cli('publish', '--id', 'same', 'orders', 'placed', 'o1', '{"a":2}');
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^E_EVENTFLOW_DUPLICATE_ID: /);
+  });
+
+  it('an unreachable gateway exits 1 with E_EVENTFLOW_CONNECTION_FAILED', async () => {
+    const run = await cli('--url', 'ws://127.0.0.1:1/', '--timeout', '300', 'state', 'orders', 'o1');
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^E_EVENTFLOW_CONNECTION_FAILED: could not connect to ws:\/\/127\.0\.0\.1:1\/ within 300 ms: cannot connect/);
+  });
+});
