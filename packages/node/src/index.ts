@@ -25,8 +25,8 @@ class NodeEventflowClient<M extends EventMap> extends EventflowClient<M> {
     if (signals.length > 0) this.#release = closeOnSignals(this, signals);
   }
 
-  override close(): Promise<void> {
-    const closed = super.close();
+  override close(...args: Parameters<EventflowClient<M>['close']>): Promise<void> {
+    const closed = super.close(...args);
     // Released after the drain: a signal arriving meanwhile must still wait for it, not kill the process.
     void closed.finally(() => this.#release?.());
     return closed;

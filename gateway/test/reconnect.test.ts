@@ -1,0 +1,138 @@
+/**
+ * Reconnects: the client re-registers subscriptions, consumers and waits by itself, resumes
+ * subscriptions from their last position, and resends requests queued while disconnected.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMemoryPair, EventflowClient, type ConnectionState, type StoredEvent } from '@eventflow/core';
+import { eventually, startHarness, type Harness } from './harness.js';
+
+let h: Harness;
+beforeEach(async () => (h = await startHarness()));
+afterEach(async () => h.stop());
+
+describe('reconnect', () => {
+  it('a gateway restart: state goes connecting → open, subscriptions resume with no gaps or duplicates', async () => {
+    const client = h.client();
+    const states: ConnectionState[] = [];
+    client.onStateChange((state) => states.push(state));
+    const seen: StoredEvent[] = [];
+    await client.subscribe('orders', '*', (event) => seen.push(event));
+    const publisher = h.client();
+    await publisher.publish({ domain: 'orders', name: 'a', pid: 'p' });
+    await eventually(() => seen.length === 1, 5_000, 'first event');
+
+    await h.gateway.close();
+    // Published while the subscriber is disconnected, straight into the store.
+    const offline = await startOnSameFile();
+    const missed: string[] = [];
+    for (let i = 0; i < 5; i++) missed.push((await offline.publish({ domain: 'orders', name: `m${i}`, pid: 'p' })));
+    await offline.stop();
+
+    await h.restart();
+    await eventually(() => client.state === 'open', 5_000, 'reconnected');
+    await publisher.publish({ domain: 'orders', name: 'after', pid: 'p' });
+    await eventually(() => seen.length === 7, 5_000, 'replayed and live events');
+    expect(seen.map((event) => event.name)).toEqual(['a', 'm0', 'm1', 'm2', 'm3', 'm4', 'after']);
+    expect(new Set(seen.map((event) => event.id)).size).toBe(7);
+    expect(states).toContain('connecting');
+    expect(states.at(-1)).toBe('open');
+  });
+
+  it('consumers and waits are registered again without the caller doing anything', async () => {
+    const worker = h.client();
+    const handled: string[] = [];
+    await worker.consume('jobs', 'run', async (event) => void handled.push(event.pid));
+    const waiter = h.client();
+    const waiting = waiter.wait('jobs', 'p2', ['success'], 10_000);
+    await eventually(() => h.gateway.dispatcher.stats.waits === 1, 5_000, 'wait registered');
+
+    await h.restart();
+    await eventually(() => h.gateway.dispatcher.stats.consumers === 1 && h.gateway.dispatcher.stats.waits === 1, 5_000, 're-registered');
+
+    const publisher = h.client();
+    await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await publisher.publish({ domain: 'jobs', name: 'success', pid: 'p2' });
+    await eventually(() => handled.length === 1, 5_000, 'consumed after reconnect');
+    expect((await waiting).pid).toBe('p2');
+  });
+
+  it('a wait finds an outcome stored while it was disconnected', async () => {
+    const waiter = h.client();
+    const waiting = waiter.wait('jobs', 'p1', ['success'], 10_000);
+    await eventually(() => h.gateway.dispatcher.stats.waits === 1, 5_000, 'wait registered');
+    await h.gateway.close();
+    const offline = await startOnSameFile();
+    const id = await offline.publish({ domain: 'jobs', name: 'success', pid: 'p1' });
+    await offline.stop();
+    await h.restart();
+    expect((await waiting).id).toBe(id);
+  });
+
+  it('requests made while disconnected are sent once the connection is back', async () => {
+    const client = h.client();
+    await client.ready();
+    await h.gateway.close();
+    await eventually(() => client.state === 'connecting', 5_000, 'disconnected');
+    const publishing = client.publish({ domain: 'd', name: 'n', pid: 'p' }, { timeout: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await h.restart();
+    const id = await publishing;
+    expect((await h.client().read(id)).id).toBe(id);
+  });
+
+  it('subscribe → unsubscribe → subscribe (React StrictMode) leaves exactly one subscription at the gateway', async () => {
+    const client = h.client();
+    await client.ready();
+    const listener = (): void => undefined;
+    const first = client.subscribe('d', 'n', listener);
+    const off = client.unsubscribe('d', 'n', listener);
+    const second = client.subscribe('d', 'n', listener);
+    await Promise.all([first, off, second]);
+    await eventually(() => h.gateway.dispatcher.stats.subscriptions === 1, 2_000, 'one subscription');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(h.gateway.dispatcher.stats.subscriptions).toBe(1);
+    await client.unsubscribe('d', 'n', listener);
+    await eventually(() => h.gateway.dispatcher.stats.subscriptions === 0, 2_000, 'none left');
+  });
+
+  it('close() rejects pending waits with E_EVENTFLOW_CLIENT_CLOSED, and the client refuses further calls', async () => {
+    const client = h.client();
+    const waiting = client.wait('d', 'p', ['x'], 10_000);
+    await client.close();
+    await expect(waiting).rejects.toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
+    expect(client.state).toBe('closed');
+    expect(() => client.call('ping', {})).toThrow(expect.objectContaining({ code: 'E_EVENTFLOW_CLIENT_CLOSED' }));
+  });
+
+  it('works over the in-memory transport pair as over WebSocket', async () => {
+    const client = new EventflowClient(async () => {
+      const [clientEnd, gatewayEnd] = createMemoryPair();
+      h.gateway.accept(gatewayEnd);
+      return clientEnd;
+    });
+    try {
+      const seen: string[] = [];
+      await client.subscribe('mem', '*', (event) => seen.push(event.name));
+      await client.publish({ domain: 'mem', name: 'hello', pid: 'p' });
+      await eventually(() => seen.length === 1, 2_000, 'event over memory transport');
+      expect(seen).toEqual(['hello']);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+/** A second gateway on the harness's database file, for writing while the first one is down. */
+async function startOnSameFile(): Promise<{ publish(event: { domain: string; name: string; pid: string }): Promise<string>; stop(): Promise<void> }> {
+  const { startGateway } = await import('../src/index.js');
+  const { createClient } = await import('@eventflow/core');
+  const gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: h.dbPath, EVENTFLOW_LOG_LEVEL: 'silent' });
+  const client = createClient(gateway.url);
+  return {
+    publish: (event) => client.publish(event),
+    async stop() {
+      await client.close();
+      await gateway.close();
+    },
+  };
+}

@@ -1,0 +1,139 @@
+/** The small single-purpose pieces of the client, tested on their own. */
+import { describe, expect, it, vi } from 'vitest';
+import { backoffDelay } from '../src/backoff.js';
+import { createAsyncQueue } from '../src/async-queue.js';
+import { generateEventId, generatePid } from '../src/ids.js';
+import { connectionLost, RequestManager } from '../src/requests.js';
+import { SubscriptionRegistry } from '../src/subscriptions.js';
+import { createMemoryPair } from '../src/transport.js';
+import { identifier } from '../src/protocol.js';
+
+describe('backoffDelay', () => {
+  it('grows exponentially up to the cap, with full jitter between min and the cap', () => {
+    const options = { minDelay: 100, maxDelay: 1_000, factor: 2 };
+    expect(backoffDelay(0, options, () => 1)).toBe(100);
+    expect(backoffDelay(3, options, () => 1)).toBe(800);
+    expect(backoffDelay(10, options, () => 1)).toBe(1_000);
+    expect(backoffDelay(10, options, () => 0)).toBe(100);
+    for (let i = 0; i < 100; i++) {
+      const delay = backoffDelay(5, options);
+      expect(delay).toBeGreaterThanOrEqual(100);
+      expect(delay).toBeLessThanOrEqual(1_000);
+    }
+  });
+});
+
+describe('SubscriptionRegistry', () => {
+  it('keeps keys independent: removing one listener touches nothing else', () => {
+    const registry = new SubscriptionRegistry<() => void>();
+    const [a, b, c] = [vi.fn(), vi.fn(), vi.fn()];
+    registry.add('d', 'x', a);
+    registry.add('d', 'x', b);
+    registry.add('d', 'y', c);
+    expect(registry.remove('d', 'x', a)).toBeDefined();
+    expect([...(registry.get('d', 'x')?.listeners ?? [])]).toEqual([b]);
+    expect([...(registry.get('d', 'y')?.listeners ?? [])]).toEqual([c]);
+    expect(registry.remove('d', 'x', a)).toBeUndefined();
+    registry.remove('d', 'x', b);
+    expect(registry.get('d', 'x')).toBeUndefined();
+    expect(registry.size).toBe(1);
+  });
+
+  it('accepts domains that collide with object members (v4 §8.14)', () => {
+    const registry = new SubscriptionRegistry<() => void>();
+    for (const domain of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) registry.add(domain, 'newListener', () => undefined);
+    expect(registry.size).toBe(4);
+  });
+});
+
+describe('createAsyncQueue', () => {
+  it('yields pushed values in order, ends on return(), drops the oldest past its limit', async () => {
+    const onEnd = vi.fn();
+    const queue = createAsyncQueue<number>(onEnd, 2);
+    queue.push(1);
+    queue.push(2);
+    queue.push(3);
+    expect((await queue.next()).value).toBe(2);
+    expect((await queue.next()).value).toBe(3);
+    const pending = queue.next();
+    queue.push(4);
+    expect((await pending).value).toBe(4);
+    await queue.return();
+    expect(onEnd).toHaveBeenCalledOnce();
+    expect((await queue.next()).done).toBe(true);
+  });
+
+  it('fail() rejects the waiting reader', async () => {
+    const queue = createAsyncQueue<number>(() => undefined);
+    const pending = queue.next();
+    queue.fail(new Error('closed'));
+    await expect(pending).rejects.toThrow('closed');
+  });
+});
+
+describe('ids', () => {
+  it('event ids are v4-shaped, valid identifiers and distinct', () => {
+    const ids = new Set(Array.from({ length: 10_000 }, () => generateEventId()));
+    expect(ids.size).toBe(10_000);
+    for (const id of [...ids].slice(0, 100)) {
+      expect(id).toMatch(/^[0-9a-z]+-[0-9a-z]+$/);
+      expect(identifier.safeParse(id).success).toBe(true);
+    }
+  });
+
+  it('pids are lower-case <characteristic>-<name>-<base36 time>', () => {
+    expect(generatePid(0)).toMatch(/^[a-z]+-[a-z]+-0$/);
+  });
+});
+
+describe('RequestManager', () => {
+  it('times out with E_EVENTFLOW_REQUEST_TIMEOUT and aborts with E_EVENTFLOW_ABORTED', async () => {
+    const requests = new RequestManager(() => true, 50);
+    await expect(requests.request('ping', {})).rejects.toMatchObject({ code: 'E_EVENTFLOW_REQUEST_TIMEOUT' });
+    const controller = new AbortController();
+    const pending = requests.request('ping', {}, { signal: controller.signal, timeout: 10_000 });
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ code: 'E_EVENTFLOW_ABORTED' });
+    expect(requests.size).toBe(0);
+  });
+
+  it('on a lost connection resends resendable requests and fails the others with connectionLost', async () => {
+    const sent: string[] = [];
+    let open = true;
+    const requests = new RequestManager((frame) => (open ? (sent.push(frame), true) : false), 5_000);
+    const resendable = requests.request('ping', {});
+    const once = requests.request('ping', {}, {}, false);
+    open = false;
+    requests.lost();
+    await expect(once).rejects.toBe(connectionLost);
+    open = true;
+    requests.flush();
+    expect(sent).toHaveLength(3);
+    const id = JSON.parse(sent[2] ?? '{}').id as number;
+    requests.settle({ type: 'result', id, result: {} });
+    await expect(resendable).resolves.toEqual({});
+  });
+
+  it('turns error frames into EventflowErrors with the same code', async () => {
+    const requests = new RequestManager(() => true, 5_000);
+    const pending = requests.request('read', { id: 'x' });
+    requests.settle({ type: 'error', id: 1, code: 'E_EVENTFLOW_EVENT_NOT_FOUND', message: 'no event has id "x"' });
+    await expect(pending).rejects.toMatchObject({ code: 'E_EVENTFLOW_EVENT_NOT_FOUND', message: 'no event has id "x"' });
+  });
+});
+
+describe('createMemoryPair', () => {
+  it('delivers frames both ways asynchronously, buffers until listen, and propagates close', async () => {
+    const [a, b] = createMemoryPair();
+    a.send('early');
+    const received: string[] = [];
+    const closed = new Promise<number>((resolve) => b.listen({ message: (frame) => received.push(frame), close: (code) => resolve(code) }));
+    a.listen({ message: () => undefined, close: () => undefined });
+    a.send('late');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(received).toEqual(['early', 'late']);
+    a.close(4001, 'bye');
+    expect(await closed).toBe(4001);
+  });
+});
