@@ -70,6 +70,15 @@ describe('createNodeClient', () => {
     expect(await view.outcome(id)).toBe('success');
   });
 
+  it('close() passes its options to the core client (drainTimeout)', async () => {
+    const worker = client();
+    const { log } = await slowConsumer(worker);
+    const started = Date.now();
+    await worker.close({ drainTimeout: 50 });
+    expect(Date.now() - started).toBeLessThan(250);
+    expect(log).toEqual(['start']);
+  });
+
   it('closeOnSignals installs SIGINT/SIGTERM listeners and close() removes them', async () => {
     const before = { int: process.listenerCount('SIGINT'), term: process.listenerCount('SIGTERM'), hup: process.listenerCount('SIGHUP') };
     const a = client({ closeOnSignals: true });
