@@ -61,7 +61,8 @@ export const handlers: Handlers = {
     return {};
   },
 
-  async settle(session, { delivery, outcome }) {
+  async settle(session, { delivery, outcome, error }) {
+    if (error) session.context.log.info('consumer reported a failure', { connection: session.id, delivery, outcome, reason: error });
     if (!(await session.context.dispatcher.settle(session, delivery, outcome))) {
       throw new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
     }

@@ -1,4 +1,4 @@
-export { startGateway, type Gateway, type GatewayDependencies } from './server.js';
+export { startGateway, type Gateway, type GatewayDependencies, type GatewaySettings } from './server.js';
 export { configSchema, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
 export type { EventStore, NewEvent, AppendOptions, AppendResult, EventFilter, Outcome } from './store/store.js';
 export { SqliteStore } from './store/sqlite.js';

@@ -71,8 +71,14 @@ class WsTransport implements Transport {
   }
 }
 
-/** Starts a gateway. `config` takes the same keys as the environment (EVENTFLOW_PORT, …). */
-export async function startGateway(config: GatewayConfigInput | GatewayConfig = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
+/** Environment-style settings: typed keys, or raw strings as they come from process.env. */
+export type GatewaySettings = GatewayConfigInput | Record<string, string | number | undefined>;
+
+/**
+ * Starts a gateway. `config` takes the same keys as the environment (EVENTFLOW_PORT, …) and is
+ * validated like it: a bad value rejects with E_EVENTFLOW_CONFIG naming the variable.
+ */
+export async function startGateway(config: GatewaySettings = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
   const settings = parseConfig(config as Record<string, string | number | undefined>);
   const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.EVENTFLOW-GATEWAY`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL)).child({ gateway: id });

@@ -95,6 +95,23 @@ describe('reconnect', () => {
     await eventually(() => h.gateway.dispatcher.stats.subscriptions === 0, 2_000, 'none left');
   });
 
+  it('subscribe and consume give up on abort while disconnected, and are not registered later', async () => {
+    const client = h.client();
+    await client.ready();
+    await h.gateway.close();
+    await eventually(() => client.state === 'connecting', 5_000, 'disconnected');
+    const controller = new AbortController();
+    const subscribing = client.subscribe('d', 'n', () => undefined, { signal: controller.signal });
+    const consuming = client.consume('d', 'n', async () => undefined, { signal: controller.signal });
+    controller.abort();
+    await expect(subscribing).rejects.toMatchObject({ code: 'E_EVENTFLOW_ABORTED' });
+    await expect(consuming).rejects.toMatchObject({ code: 'E_EVENTFLOW_ABORTED' });
+    await h.restart();
+    await eventually(() => client.state === 'open', 5_000, 'reconnected');
+    await client.call('ping', {});
+    expect(h.gateway.dispatcher.stats).toMatchObject({ subscriptions: 0, consumers: 0 });
+  });
+
   it('close() rejects pending waits with E_EVENTFLOW_CLIENT_CLOSED, and the client refuses further calls', async () => {
     const client = h.client();
     const waiting = client.wait('d', 'p', ['x'], 10_000);

@@ -248,7 +248,12 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * Calls `listener` with every event of (domain, name) routed from now on (`*`: every name of the
    * domain, in addition to named subscriptions). Resolves once the gateway has the subscription.
    */
-  async subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>): Promise<Subscription> {
+  async subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(
+    domain: D,
+    name: N,
+    listener: Listener<EventOf<M, D, N>>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Subscription> {
     this.#assertUsable();
     validate(identifier, domain, 'domain');
     validate(identifier, name, 'name');
@@ -257,9 +262,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
     const key = keyOf(domain, name);
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.
     const settled = this.#registered.has(key) && !this.#chains.has(key);
-    const registered = settled ? Promise.resolve() : this.#waiters.wait(`s${key}`, 'subscribe');
-    this.#reconcile(domain, name);
-    await registered;
+    const registered = settled ? Promise.resolve() : this.#waiters.wait(`s${key}`, 'subscribe', options.signal);
+    void this.#reconcile(domain, name);
+    try {
+      await registered;
+    } catch (error) {
+      // Aborted or refused: the listener must not linger and be registered on a later connection.
+      await this.unsubscribe(domain, name, listener);
+      throw error;
+    }
     return { unsubscribe: () => this.unsubscribe(domain, name, listener) };
   }
 
@@ -341,15 +352,26 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * Competes for the events of (domain, name): each event goes to exactly one consumer among all
    * clients. The handler resolving marks the event success, throwing marks it failed.
    */
-  async consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<Consumer> {
+  async consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(
+    domain: D,
+    name: N,
+    handler: ConsumeHandler<EventOf<M, D, N>>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Consumer> {
     this.#assertUsable();
     validate(identifier, domain, 'domain');
     validate(identifier, name, 'name');
     const entry: ConsumerEntry = { handle: `c${this.#nextHandle++}`, domain, name, handler: handler as unknown as AnyHandler };
     this.#consumers.set(entry.handle, entry);
-    const registered = this.#waiters.wait(entry.handle, 'consume');
+    const registered = this.#waiters.wait(entry.handle, 'consume', options.signal);
     void this.#registerConsumer(entry);
-    await registered;
+    try {
+      await registered;
+    } catch (error) {
+      // Aborted or refused: the consumer must not linger and be registered on a later connection.
+      await this.#removeConsumer(entry).catch(() => undefined);
+      throw error;
+    }
     return { remove: () => this.#removeConsumer(entry) };
   }
 

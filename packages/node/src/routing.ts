@@ -94,6 +94,14 @@ function methodOf(service: object, domain: string, name: string): Method {
   if (cached) return cached;
 
   const methodName = methodNameFor(name);
+  if (methodName === 'onError') {
+    // `onError` is the service's error hook; treating it as a handler would confuse the two.
+    throw new EventflowError(
+      'E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE',
+      `event name ${JSON.stringify(name)} maps to onError, which is reserved for the error hook. Rename the event or consume it with client.consume(domain, name, handler).`,
+      { details: { domain, name, method: methodName } },
+    );
+  }
   // Own and inherited members count (v4's `in` test); missing methods are not cached, so a
   // method added later is found.
   const member: unknown = methodName in service ? Reflect.get(service, methodName) : undefined;
@@ -185,7 +193,7 @@ export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, 
     const method = methodOf(service, domain, event.name);
     await invoke(service, domain, event, context, method);
   };
-  // The handlers take any stored event of the domain; the generic M only narrows what callers pass.
+  // The handler takes any stored event of the domain; the generic M only narrows what callers pass.
   const untyped = client as unknown as EventflowClient<EventMap>;
   const results = await Promise.allSettled(unique.map((name) => untyped.consume(domain, name, handler)));
 

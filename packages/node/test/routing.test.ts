@@ -251,3 +251,10 @@ describe('typing', () => {
     await routeConsumers(typed, 'orders', { onOrderPlaced() {}, onError: (error: number) => error }, '*').then((r) => r.remove());
   });
 });
+
+describe('reserved method names', () => {
+  it('refuses an event name that maps to the onError hook', async () => {
+    const service = { onError: async () => undefined };
+    await expect(routeConsumers(h.client(), 'orders', service, ['error'])).rejects.toMatchObject({ code: 'E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE' });
+  });
+});
