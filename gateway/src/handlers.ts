@@ -50,7 +50,11 @@ export const handlers: Handlers = {
   },
 
   async consume(session, { consumer, domain, name }) {
-    session.consumers.add(consumer);
+    const existing = session.consumers.get(consumer);
+    if (existing !== undefined && existing !== `${domain}\u001f${name}`) {
+      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${consumer}" already names another consumer on this connection; use a new handle`);
+    }
+    session.consumers.set(consumer, `${domain}\u001f${name}`);
     session.context.dispatcher.addConsumer(session, consumer, domain, name);
     return {};
   },

@@ -53,7 +53,10 @@ export class Session implements Peer {
   readonly #handlers: Handlers;
   readonly #log: Logger;
   readonly subscriptions = new Map<string, SubscriptionState>();
-  readonly consumers = new Set<string>();
+  /** Consumer handle → its domain␟name, so that a handle cannot stand for two consumers. */
+  readonly consumers = new Map<string, string>();
+  /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
+  #afterResult: Array<() => void> = [];
   #greeted = false;
   #closed = false;
   #resolveClosed!: () => void;
@@ -117,7 +120,7 @@ export class Session implements Peer {
     this.subscriptions.set(key, state);
     this.context.dispatcher.subscribe(this, domain, name);
     // The result goes out first; the replay follows on the same ordered connection.
-    queueMicrotask(() => void this.#replay(domain, name, after, state));
+    this.#afterResult.push(() => void this.#replay(domain, name, after, state));
     return head;
   }
 
@@ -132,8 +135,10 @@ export class Session implements Peer {
         if (page.length < REPLAY_PAGE || this.#closed) break;
       }
     } catch (error) {
-      this.#log.error('subscription replay failed', { domain, name, error });
-      this.#sendError(undefined, 'E_EVENTFLOW_STORE_FAILED', `could not replay ${domain} › ${name}; resubscribe to retry`);
+      // Sending live events now would leave a gap; the client resumes from its position instead.
+      this.#log.error('subscription replay failed; closing so that the client resumes', { domain, name, error });
+      this.close(1011, 'replay failed');
+      return;
     }
     const parked = state.parked ?? [];
     state.parked = undefined;
@@ -198,7 +203,9 @@ export class Session implements Peer {
       const handler = this.#handlers[op] as Handler<O>;
       const result = await handler(this, parsed.data as z.infer<(typeof operations)[O]['params']>);
       this.#send({ type: 'result', id, result });
+      for (const start of this.#afterResult.splice(0)) start();
     } catch (error) {
+      this.#afterResult = [];
       if (error instanceof EventflowError) {
         this.#sendError(id, error.code, error.message, error.details);
       } else {

@@ -38,6 +38,21 @@ describe('reconnect', () => {
     expect(states.at(-1)).toBe('open');
   });
 
+  it('a resume longer than one replay page delivers every missed event once, in order', async () => {
+    const client = h.client();
+    const seen: number[] = [];
+    await client.subscribe('bulk', 'n', (event) => seen.push(event.position));
+    await h.gateway.close();
+    const offline = await startOnSameFile();
+    for (let i = 0; i < 1_200; i++) await offline.publish({ domain: 'bulk', name: i % 2 ? 'n' : 'other', pid: 'p' });
+    await offline.stop();
+    await h.restart();
+    await eventually(() => seen.length === 600, 10_000, '600 missed events');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(seen).toHaveLength(600);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+
   it('consumers and waits are registered again without the caller doing anything', async () => {
     const worker = h.client();
     const handled: string[] = [];

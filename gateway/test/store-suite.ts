@@ -254,13 +254,16 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(await store.readPublishedAfter({ domain: 'orders', name: 'Created' }, 0, 100)).toEqual([]);
       });
 
-      it('finds the first outcome event after a position', async () => {
+      it('finds the first published outcome event after a position', async () => {
         const store = await open();
-        const start = (await store.append(newEvent({ name: 'started' }))).event;
-        await store.append(newEvent({ name: 'done', pid: 'p2' }));
-        await store.append(newEvent({ name: 'done', domain: 'billing' }));
-        const failed = (await store.append(newEvent({ name: 'failed' }))).event;
-        const done = (await store.append(newEvent({ name: 'done' }))).event;
+        const published = { publisher: 's' };
+        const start = (await store.append(newEvent({ name: 'started' }), published)).event;
+        await store.append(newEvent({ name: 'done', pid: 'p2' }), published);
+        await store.append(newEvent({ name: 'done', domain: 'billing' }), published);
+        // Persisted, never published: a wait does not see it live, so it does not see it stored either.
+        await store.append(newEvent({ name: 'failed' }));
+        const failed = (await store.append(newEvent({ name: 'failed' }), published)).event;
+        const done = (await store.append(newEvent({ name: 'done' }), published)).event;
         expect((await store.findOutcome('orders', 'p1', ['done', 'failed'], start.position))?.id).toBe(failed.id);
         expect((await store.findOutcome('orders', 'p1', ['done'], 0))?.id).toBe(done.id);
         expect((await store.findOutcome('orders', 'p1', ['done', 'failed'], failed.position))?.id).toBe(done.id);

@@ -143,7 +143,9 @@ function prepareStatements(db: Database.Database) {
     ),
     findOutcome: events<Stream & { names: string; after: number }>(
       `SELECT ${COLUMNS} FROM event e
-       WHERE ${IN_STREAM} AND ${IN_NAMES} AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT 1`,
+       WHERE ${IN_STREAM} AND ${IN_NAMES} AND e.position > @after AND ${FIRED}
+         AND EXISTS (SELECT 1 FROM event_published p WHERE p.event_id = e.id)
+       ORDER BY e.position LIMIT 1`,
     ),
 
     delete: write<Id>(`DELETE FROM event WHERE id = @id`),

@@ -107,8 +107,8 @@ export interface EventStore {
    */
   readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]>;
   /**
-   * The first event of (domain, pid) named one of `names` with position > after.
-   * Unfired scheduled events are left out.
+   * The first published event of (domain, pid) named one of `names` with position > after: what a
+   * wait would have seen live. Persisted-only and unfired scheduled events are left out.
    */
   findOutcome(domain: string, pid: string, names: readonly string[], after: Position): Promise<StoredEvent | undefined>;
 

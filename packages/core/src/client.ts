@@ -310,7 +310,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
       if (entry && !this.#registered.has(key)) {
         const { head } = await this.#requests.request('subscribe', { domain, name, ...(entry.position === undefined ? {} : { after: entry.position }) }, {}, false);
         if (generation !== this.#generation) return;
-        entry.position = Math.max(entry.position ?? head, head);
+        // A resumed subscription keeps its position: the replay that follows starts there. A new
+        // one starts at head, so older events published to others are not delivered.
+        entry.position ??= head;
         this.#registered.add(key);
         this.#waiters.resolve(`s${key}`);
         // Listeners may all have left while the request was in flight.

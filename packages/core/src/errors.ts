@@ -46,11 +46,14 @@ export type ErrorCode = keyof typeof errorCodes;
 
 /** WebSocket close codes the gateway uses, with what each means. */
 export const closeCodes = {
-  1000: 'Normal close (client or gateway shut down cleanly).',
+  1000: 'Normal close, by the client (close()).',
   1001: 'Gateway going away (shutdown); the client reconnects with backoff.',
-  1002: 'Protocol violation during the handshake (e.g. version mismatch).',
+  1002: 'Protocol version mismatch in the handshake; upgrade the older side.',
   1009: 'A frame exceeded the gateway frame limit (EVENTFLOW_MAX_FRAME_BYTES, default 1 MiB).',
-  4000: 'Handshake timeout: no "hello" frame within the allowed time.',
+  1011: 'The gateway failed (store unavailable, or a subscription replay failed); the client reconnects and resumes.',
+  4000: 'Handshake timeout: no "hello" (gateway) or no "welcome" (client) in time.',
+  4001: 'Heartbeat timeout: the client got no answer to its ping and reconnects.',
+  4008: 'The client could not keep up (EVENTFLOW_MAX_BUFFERED_BYTES unsent); it reconnects and resumes from its positions.',
 } as const;
 
 export type CloseCode = keyof typeof closeCodes;

@@ -179,7 +179,8 @@ export const requestFrame = z.strictObject({
   type: z.literal('request'),
   id: requestId,
   op: z.string().max(64),
-  params: z.unknown(),
+  /** May be omitted for operations without params (e.g. ping). */
+  params: z.unknown().optional(),
 });
 
 export const clientFrame = z.discriminatedUnion('type', [helloFrame, requestFrame]);

@@ -1,7 +1,9 @@
 /**
  * Pending requests by id: correlation, timeouts, AbortSignal, and what happens to them when the
- * connection drops. Requests marked `resend` (all idempotent ones) are sent again on the next
- * connection; the others fail with `connectionLost` so that their owner can re-register.
+ * connection drops. Requests marked `resend` are sent again on the next connection: publishes
+ * carry a client-generated id, so the gateway stores them once; reads and deletes are safe to
+ * repeat. Registrations are not resent: they fail with `connectionLost` and their owner
+ * re-registers them with the state it keeps.
  */
 import { EventflowError, isErrorCode } from './errors.js';
 import { operations, type ErrorFrame, type OperationName, type Params, type Result, type ResultFrame } from './protocol.js';
