@@ -14,6 +14,7 @@ export interface Peer {
   sendEvent(event: StoredEvent, names: string[]): void;
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
   sendWaited(wait: string, event: StoredEvent): void;
+  sendDeleted(domain: string, pid: string, id: string | undefined): void;
 }
 
 interface ConsumerRef {
@@ -169,6 +170,14 @@ export class Dispatcher implements RouteTarget {
 
     const consumed = await this.#deliver(event, 1, undefined);
     if (recipients.size === 0 && !waited && !consumed) await this.#store.markOrphan(event.id);
+  }
+
+  /** Tells every connection subscribed to anything in the domain that events were deleted. */
+  deleted(domain: string, pid: string, id?: string): void {
+    const peers = new Set<Peer>();
+    const prefix = `${domain}\u001f`;
+    for (const [key, subscribed] of this.#subscriptions) if (key.startsWith(prefix)) for (const peer of subscribed) peers.add(peer);
+    for (const peer of peers) peer.sendDeleted(domain, pid, id);
   }
 
   /** Records a consumer's outcome; `release` hands the event to another consumer. */

@@ -88,11 +88,17 @@ export const handlers: Handlers = {
   },
 
   async delete(session, { id }) {
-    return { deleted: await session.context.store.delete(id) };
+    const { store, dispatcher } = session.context;
+    const event = await store.read(id);
+    const deleted = await store.delete(id);
+    if (deleted && event) dispatcher.deleted(event.domain, event.pid, id);
+    return { deleted };
   },
 
   async deleteEventlog(session, { domain, pid }) {
-    return { deleted: await session.context.store.deleteEventlog(domain, pid) };
+    const deleted = await session.context.store.deleteEventlog(domain, pid);
+    if (deleted) session.context.dispatcher.deleted(domain, pid);
+    return { deleted };
   },
 
   async read(session, { id }) {
@@ -100,7 +106,11 @@ export const handlers: Handlers = {
   },
 
   async readEventlog(session, { domain, pid, after }) {
-    return { events: await session.context.store.readEventlog(domain, pid, after) };
+    const { store } = session.context;
+    // SQLite answers both from one consistent snapshot only inside a transaction; a delete in
+    // between makes the count look short, which a cache treats as "refetch": safe either way.
+    const [events, count] = await Promise.all([store.readEventlog(domain, pid, after), store.countEventlog(domain, pid)]);
+    return { events, count };
   },
 
   async readEventlogByTimestamp(session, { domain, pid, from, to }) {

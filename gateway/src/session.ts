@@ -106,6 +106,10 @@ export class Session implements Peer {
     this.#send({ type: 'waited', wait, event });
   }
 
+  sendDeleted(domain: string, pid: string, id: string | undefined): void {
+    this.#send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
+  }
+
   // ── subscriptions with replay ──
 
   async subscribe(domain: string, name: string, after: number | undefined): Promise<number> {

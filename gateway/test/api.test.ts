@@ -438,3 +438,35 @@ describe('listeners and consumers are independent (v4 §8.3–8.5 defects)', () 
     await eventually(() => published(id)?.success, 5_000, 'success');
   });
 });
+
+describe('cache support', () => {
+  it('readEventlog reports the total count, so a cache can spot deletions made elsewhere', async () => {
+    const client = h.client();
+    const first = await client.publish({ domain: 'd', name: 'n', pid: 'p' });
+    await client.publish({ domain: 'd', name: 'n', pid: 'p' });
+    const all = await client.call('readEventlog', { domain: 'd', pid: 'p' });
+    expect(all.count).toBe(2);
+    await client.delete(first);
+    const after = await client.call('readEventlog', { domain: 'd', pid: 'p', after: all.events[1]?.position });
+    expect(after).toEqual({ events: [], count: 1 });
+  });
+
+  it('deletes are pushed to connections subscribed in the domain', async () => {
+    const watcher = h.client();
+    const seen: Array<{ domain: string; pid: string; id?: string | undefined }> = [];
+    watcher.onDeleted((deleted) => seen.push(deleted));
+    await watcher.subscribe('d', 'other-name', () => undefined);
+    const client = h.client();
+    const id = await client.publish({ domain: 'd', name: 'n', pid: 'p' });
+    await client.publish({ domain: 'x', name: 'n', pid: 'p' });
+    await client.delete(id);
+    await client.deleteEventlog('x', 'p');
+    await client.publish({ domain: 'd', name: 'n', pid: 'q' });
+    await client.deleteEventlog('d', 'q');
+    await eventually(() => seen.length === 2, 5_000, 'deleted pushes');
+    expect(seen).toEqual([
+      { domain: 'd', pid: 'p', id },
+      { domain: 'd', pid: 'q' },
+    ]);
+  });
+});

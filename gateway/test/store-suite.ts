@@ -144,6 +144,18 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
     });
 
     describe('reads', () => {
+      it('counts the events of an eventlog, without unfired scheduled ones', async () => {
+        const store = await open();
+        expect(await store.countEventlog('orders', 'p1')).toBe(0);
+        const first = (await store.append(newEvent())).event;
+        await store.append(newEvent());
+        await store.append(newEvent({ pid: 'p2' }));
+        await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(Date.now() + 60_000) });
+        expect(await store.countEventlog('orders', 'p1')).toBe(2);
+        await store.delete(first.id);
+        expect(await store.countEventlog('orders', 'p1')).toBe(1);
+      });
+
       it('reads an event log in position order, after a position, and only of that stream', async () => {
         const store = await open();
         const a = (await store.append(newEvent({ name: 'z' }))).event;

@@ -111,6 +111,7 @@ function prepareStatements(db: Database.Database) {
     eventlog: events<Stream & { after: number }>(
       `SELECT ${COLUMNS} FROM event e WHERE ${IN_STREAM} AND e.position > @after AND ${FIRED} ORDER BY e.position`,
     ),
+    countEventlog: db.prepare<Stream, { count: number }>(`SELECT COUNT(*) AS count FROM event e WHERE ${IN_STREAM} AND ${FIRED}`),
     eventlogByTimestamp: events<Stream & { from: string; to: string }>(
       `SELECT ${COLUMNS} FROM event e
        WHERE ${IN_STREAM} AND e.timestamp >= @from AND e.timestamp <= @to AND ${FIRED} ORDER BY e.position`,
@@ -321,6 +322,10 @@ export class SqliteStore implements EventStore {
 
   async readEventlog(domain: string, pid: string, after: Position = 0): Promise<StoredEvent[]> {
     return this.#s.eventlog.all({ domain, pid, after }).map(toStoredEvent);
+  }
+
+  async countEventlog(domain: string, pid: string): Promise<number> {
+    return this.#s.countEventlog.get({ domain, pid })?.count ?? 0;
   }
 
   async readEventlogByTimestamp(domain: string, pid: string, from: Date, to: Date): Promise<StoredEvent[]> {

@@ -11,6 +11,7 @@ import {
   describeIssues,
   eventInput,
   identifier,
+  type DeletedFrame,
   type DeliveryFrame,
   type EventFrame,
   type EventInput,
@@ -148,6 +149,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   readonly #inFlight = new Map<Promise<void>, AbortSignal>();
 
   readonly #waits = new Map<string, WaitEntry>();
+  readonly #deletedListeners = new Set<(deleted: Omit<DeletedFrame, 'type'>) => void>();
   #nextHandle = 1;
   /** Incremented per connection, so that answers from a previous connection are not trusted. */
   #generation = 0;
@@ -187,6 +189,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   onStateChange(listener: (state: ConnectionState) => void): () => void {
     return this.#connection.onStateChange(listener);
+  }
+
+  /**
+   * Calls `listener` when events are deleted through the gateway in a domain this client
+   * subscribes to (`id` absent: the whole eventlog of `pid`). Caches use it to drop what they hold.
+   */
+  onDeleted(listener: (deleted: Omit<DeletedFrame, 'type'>) => void): () => void {
+    this.#deletedListeners.add(listener);
+    return () => this.#deletedListeners.delete(listener);
   }
 
   /** Resolves once the client is connected (immediately if it is). */
@@ -698,6 +709,17 @@ export class EventflowClient<M extends EventMap = EventMap> {
       case 'waited':
         this.#handleWaited(frame);
         return;
+      case 'deleted': {
+        const { type: _type, ...deleted } = frame;
+        for (const listener of [...this.#deletedListeners]) {
+          try {
+            listener(deleted);
+          } catch (error) {
+            this.#onError(error);
+          }
+        }
+        return;
+      }
       case 'welcome':
         return;
     }

@@ -115,7 +115,11 @@ export const operations = {
   read: { params: z.strictObject({ id: identifier }), result: z.object({ event: storedEvent }) },
   readEventlog: {
     params: z.strictObject({ domain: identifier, pid: identifier, after: position.optional() }),
-    result: events,
+    /**
+     * `count` is the number of events the eventlog has in all: a cache holding the events up to
+     * `after` detects deletions made elsewhere when its count plus `events.length` differs.
+     */
+    result: z.object({ events: z.array(storedEvent), count: z.number().int().nonnegative() }),
   },
   readEventlogByTimestamp: {
     params: z.strictObject({ domain: identifier, pid: identifier, from: isoTimestamp, to: isoTimestamp }),
@@ -235,6 +239,17 @@ export const deliveryFrame = z.object({
   event: storedEvent,
 });
 
+/**
+ * Events were deleted through this gateway: one (`id`) or a whole eventlog (no `id`). Sent to
+ * every connection subscribed to anything in the domain, so that caches can drop what they hold.
+ */
+export const deletedFrame = z.object({
+  type: z.literal('deleted'),
+  domain: z.string(),
+  pid: z.string(),
+  id: z.string().optional(),
+});
+
 /** The outcome a `wait` was registered for. Sent once; the wait is then gone. */
 export const waitedFrame = z.object({ type: z.literal('waited'), wait: handle, event: storedEvent });
 
@@ -245,6 +260,7 @@ export const serverFrame = z.discriminatedUnion('type', [
   eventFrame,
   deliveryFrame,
   waitedFrame,
+  deletedFrame,
 ]);
 export type WelcomeFrame = z.infer<typeof welcomeFrame>;
 export type ResultFrame = z.infer<typeof resultFrame>;
@@ -252,6 +268,7 @@ export type ErrorFrame = z.infer<typeof errorFrame>;
 export type EventFrame = z.infer<typeof eventFrame>;
 export type DeliveryFrame = z.infer<typeof deliveryFrame>;
 export type WaitedFrame = z.infer<typeof waitedFrame>;
+export type DeletedFrame = z.infer<typeof deletedFrame>;
 export type ServerFrame = z.infer<typeof serverFrame>;
 
 /** Turns zod issues into one readable line that names each offending field. */
