@@ -16,7 +16,8 @@ import {
   type StoredEvent,
   type Transport,
 } from '@eventflow/core';
-import type { z } from 'zod';
+import { en } from 'zod/locales';
+import type { z } from 'zod/mini';
 import type { Dispatcher, Peer } from './dispatcher.js';
 import type { Logger } from './log.js';
 import type { EventStore } from './store/store.js';
@@ -37,6 +38,12 @@ export interface SessionContext {
 
 export type Handler<O extends OperationName> = (session: Session, params: z.infer<(typeof operations)[O]['params']>) => Promise<Result<O>>;
 export type Handlers = { [O in OperationName]: Handler<O> };
+
+/**
+ * The protocol schemas are zod/mini, which carries no locale: parsing with zod's English error map
+ * keeps the messages clients get (e.g. "Too big: expected string to have <=64 characters").
+ */
+const english = { error: en().localeError };
 
 /** Replay pages: large enough to be quick, small enough to bound memory per subscription. */
 const REPLAY_PAGE = 500;
@@ -165,7 +172,7 @@ export class Session implements Peer {
       this.#sendError(undefined, 'E_EVENTFLOW_INVALID_FRAME', 'frame is not valid JSON');
       return;
     }
-    const frame = clientFrame.safeParse(json);
+    const frame = clientFrame.safeParse(json, english);
     if (!frame.success) {
       const id = readId(json);
       const type = json !== null && typeof json === 'object' ? (json as { type?: unknown }).type : undefined;
@@ -192,7 +199,7 @@ export class Session implements Peer {
   async #dispatch<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
     let parsed;
     try {
-      parsed = operations[op].params.safeParse(params ?? {});
+      parsed = operations[op].params.safeParse(params ?? {}, english);
     } catch (error) {
       // zod validates JSON recursively: absurdly deep nesting overflows the stack instead of failing.
       if (!(error instanceof RangeError)) throw error;

@@ -8,9 +8,6 @@ import { Connection, type ConnectionState } from './connection.js';
 import { EventflowError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
 import {
-  describeIssues,
-  eventInput,
-  identifier,
   type DeletedFrame,
   type DeliveryFrame,
   type EventFrame,
@@ -27,6 +24,7 @@ import {
 import { connectionLost, RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, type State } from './state.js';
 import { SubscriptionRegistry } from './subscriptions.js';
+import { assertEventInput, assertIdentifier } from './validate.js';
 import { Waiters } from './waiters.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Connector } from './transport.js';
@@ -266,8 +264,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     options: { signal?: AbortSignal } = {},
   ): Promise<Subscription> {
     this.#assertUsable();
-    validate(identifier, domain, 'domain');
-    validate(identifier, name, 'name');
+    assertIdentifier(domain, 'domain');
+    assertIdentifier(name, 'name');
     const anyListener = listener as unknown as AnyListener;
     this.#subscriptions.add(domain, name, anyListener);
     const key = keyOf(domain, name);
@@ -372,8 +370,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     options: { signal?: AbortSignal } = {},
   ): Promise<Consumer> {
     this.#assertUsable();
-    validate(identifier, domain, 'domain');
-    validate(identifier, name, 'name');
+    assertIdentifier(domain, 'domain');
+    assertIdentifier(name, 'name');
     const entry: ConsumerEntry = { handle: `c${this.#nextHandle++}`, domain, name, handler: handler as unknown as AnyHandler };
     this.#consumers.set(entry.handle, entry);
     const registered = this.#waiters.wait(entry.handle, 'consume', options.signal);
@@ -482,11 +480,11 @@ export class EventflowClient<M extends EventMap = EventMap> {
   #wait(domain: string, pid: string, names: string[], timeout: number, options: WaitOptions, onRegistered?: () => void): Promise<StoredEvent> {
     try {
       this.#assertUsable();
-      validate(identifier, domain, 'domain');
-      validate(identifier, pid, 'pid');
-      names.forEach((name, i) => validate(identifier, name, `names.${i}`));
+      assertIdentifier(domain, 'domain');
+      assertIdentifier(pid, 'pid');
+      names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
       if (names.length === 0) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'names: must name at least one event');
-      if (options.after !== undefined) validate(identifier, options.after, 'after');
+      if (options.after !== undefined) assertIdentifier(options.after, 'after');
       if (!Number.isFinite(timeout) || timeout < 0) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `timeout: must be a non-negative number of ms, got ${timeout}`);
     } catch (error) {
       return Promise.reject(error);
@@ -745,14 +743,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
 }
 
 function withId(event: Partial<EventInput>): EventInput {
-  const parsed = eventInput.safeParse(event);
-  if (!parsed.success) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', describeIssues(parsed.error, 'event'));
-  return parsed.data.id === undefined ? { ...parsed.data, id: generateEventId() } : parsed.data;
-}
-
-function validate(schema: typeof identifier, value: unknown, field: string): void {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', describeIssues(parsed.error, field));
+  assertEventInput(event);
+  return { ...event, id: event.id ?? generateEventId() };
 }
 
 function toIso(value: Date | number | string, field: string): string {

@@ -1,5 +1,6 @@
 export * from './protocol.js';
 export * from './errors.js';
+export * from './error-catalog.js';
 export * from './transport.js';
 export { webSocketConnector } from './websocket-transport.js';
 export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js';

@@ -1,12 +1,13 @@
 /**
- * The eventflow WebSocket protocol: every frame in both directions, as zod schemas.
+ * The eventflow WebSocket protocol: every frame in both directions, as zod/mini schemas (the
+ * functional API tree-shakes, which keeps the browser client small).
  * This file is the single source of truth; every other module imports the inferred types.
  * PROTOCOL.md documents each frame with an example.
  *
  * Requests are two-level on purpose: the envelope (`type`, `id`, `op`) is parsed first, so an
  * error reply can always carry the request id even when the operation's params are invalid.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -15,33 +16,56 @@ export const PROTOCOL_VERSION = 1;
  * 0x1E/0x1F separators. Printable ASCII excludes those separators; a trailing space is refused
  * because ascii_bin is PAD SPACE, so 'a' and 'a ' would collide in MySQL.
  */
-export const identifier = z
-  .string({ error: 'must be a string' })
-  .min(1, { error: 'must not be empty' })
-  .max(64, { error: 'must be at most 64 characters' })
-  .regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' })
-  .refine((value) => !value.endsWith(' '), { error: 'must not end with a space' });
+export const identifier = z.string({ error: 'must be a string' }).check(
+  z.minLength(1, { error: 'must not be empty' }),
+  z.maxLength(64, { error: 'must be at most 64 characters' }),
+  z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }),
+  z.refine((value: string) => !value.endsWith(' '), { error: 'must not end with a space' }),
+);
 
 export const jsonValue = z.json();
 export type JsonValue = z.infer<typeof jsonValue>;
 export const jsonObject = z.record(z.string(), jsonValue, { error: 'must be a JSON object' });
 export type JsonObject = z.infer<typeof jsonObject>;
 
+/** A non-negative safe integer (`z.number().int().nonnegative()`). */
+const count = () => z.int().check(z.nonnegative());
+
 /** A store-assigned, strictly increasing number that orders events for resuming and caching. */
-export const position = z.number().int().nonnegative();
+export const position = count();
 export type Position = z.infer<typeof position>;
 
 const isoTimestamp = z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time' });
 
+/**
+ * zod/mini has no locale built in: an issue without a message of its own reads "Invalid input"
+ * unless the parse is given an error map (the gateway parses with zod's English locale). The two
+ * issues an event object itself can raise get the English locale's exact words here, so that the
+ * client's own check of `publish()` input fails with the same message everywhere.
+ */
+const objectIssue = (issue: z.core.$ZodRawIssue): string =>
+  issue.code === 'unrecognized_keys'
+    ? `Unrecognized key${issue.keys.length > 1 ? 's' : ''}: ${z.util.joinValues(issue.keys, ', ')}`
+    : `Invalid input: expected object, received ${receivedType(issue.input)}`;
+
+/** The English locale's name for the type of an input. */
+function receivedType(input: unknown): string {
+  const type = z.util.parsedType(input);
+  return type === 'nan' ? 'NaN' : type === 'number' && !Number.isFinite(input) ? String(input) : type;
+}
+
 /** What a publisher sends. The store sets timestamp and position; `id` makes retries idempotent. */
-export const eventInput = z.strictObject({
-  id: identifier.optional(),
-  domain: identifier,
-  name: identifier,
-  pid: identifier,
-  data: jsonObject.optional(),
-  rid: identifier.optional(),
-});
+export const eventInput = z.strictObject(
+  {
+    id: z.optional(identifier),
+    domain: identifier,
+    name: identifier,
+    pid: identifier,
+    data: z.optional(jsonObject),
+    rid: z.optional(identifier),
+  },
+  { error: objectIssue },
+);
 export type EventInput = z.infer<typeof eventInput>;
 
 /**
@@ -55,7 +79,7 @@ export const storedEvent = z.object({
   pid: z.string(),
   data: jsonValue,
   timestamp: z.string(),
-  rid: z.string().nullable(),
+  rid: z.nullable(z.string()),
   position: position,
 });
 export type StoredEvent = z.infer<typeof storedEvent>;
@@ -68,7 +92,11 @@ const appended = z.object({ id: z.string(), position: position, timestamp: z.str
 const registered = z.object({ head: position });
 
 /** A client-chosen handle for a consumer or wait, unique within one connection. */
-const handle = z.string().min(1).max(64);
+const handle = z.string().check(z.minLength(1), z.maxLength(64));
+
+/** 1..max identifiers naming events. */
+const eventNames = (max: number) =>
+  z.array(identifier).check(z.minLength(1, { error: 'must name at least one event' }), z.maxLength(max));
 
 /** Every request operation: its params and its result. */
 export const operations = {
@@ -79,7 +107,7 @@ export const operations = {
     result: appended,
   },
   subscribe: {
-    params: z.strictObject({ domain: identifier, name: identifier, after: position.optional() }),
+    params: z.strictObject({ domain: identifier, name: identifier, after: z.optional(position) }),
     result: registered,
   },
   unsubscribe: { params: z.strictObject({ domain: identifier, name: identifier }), result: empty },
@@ -93,7 +121,9 @@ export const operations = {
       delivery: handle,
       /** `release` hands the event back for another consumer (e.g. this one is shutting down). */
       outcome: z.enum(['success', 'failed', 'release']),
-      error: z.strictObject({ message: z.string().max(4096), code: z.string().max(128).optional() }).optional(),
+      error: z.optional(
+        z.strictObject({ message: z.string().check(z.maxLength(4096)), code: z.optional(z.string().check(z.maxLength(128))) }),
+      ),
     }),
     result: empty,
   },
@@ -102,10 +132,10 @@ export const operations = {
       wait: handle,
       domain: identifier,
       pid: identifier,
-      names: z.array(identifier).min(1, { error: 'must name at least one event' }).max(64),
+      names: eventNames(64),
       /** Also match events already stored after this event id or position. */
-      afterId: identifier.optional(),
-      afterPosition: position.optional(),
+      afterId: z.optional(identifier),
+      afterPosition: z.optional(position),
     }),
     result: registered,
   },
@@ -114,23 +144,19 @@ export const operations = {
   deleteEventlog: { params: z.strictObject({ domain: identifier, pid: identifier }), result: deleted },
   read: { params: z.strictObject({ id: identifier }), result: z.object({ event: storedEvent }) },
   readEventlog: {
-    params: z.strictObject({ domain: identifier, pid: identifier, after: position.optional() }),
+    params: z.strictObject({ domain: identifier, pid: identifier, after: z.optional(position) }),
     /**
      * `count` is the number of events the eventlog has in all: a cache holding the events up to
      * `after` detects deletions made elsewhere when its count plus `events.length` differs.
      */
-    result: z.object({ events: z.array(storedEvent), count: z.number().int().nonnegative() }),
+    result: z.object({ events: z.array(storedEvent), count: count() }),
   },
   readEventlogByTimestamp: {
     params: z.strictObject({ domain: identifier, pid: identifier, from: isoTimestamp, to: isoTimestamp }),
     result: events,
   },
   readEventlogFilteredByNames: {
-    params: z.strictObject({
-      domain: identifier,
-      pid: identifier,
-      names: z.array(identifier).min(1, { error: 'must name at least one event' }).max(256),
-    }),
+    params: z.strictObject({ domain: identifier, pid: identifier, names: eventNames(256) }),
     result: events,
   },
   readEventlogByChildProcess: {
@@ -168,23 +194,23 @@ export function isOperationName(op: string): op is OperationName {
   return Object.hasOwn(operations, op);
 }
 
-const requestId = z.number().int().nonnegative();
+const requestId = count();
 
 // ── client → gateway ────────────────────────────────────────────────────────────────────────
 
 export const helloFrame = z.strictObject({
   type: z.literal('hello'),
-  protocol: z.number().int(),
+  protocol: z.int(),
   /** Free-form client label, shown in gateway logs. */
-  client: z.string().max(128).optional(),
+  client: z.optional(z.string().check(z.maxLength(128))),
 });
 
 export const requestFrame = z.strictObject({
   type: z.literal('request'),
   id: requestId,
-  op: z.string().max(64),
+  op: z.string().check(z.maxLength(64)),
   /** May be omitted for operations without params (e.g. ping). */
-  params: z.unknown().optional(),
+  params: z.optional(z.unknown()),
 });
 
 export const clientFrame = z.discriminatedUnion('type', [helloFrame, requestFrame]);
@@ -196,12 +222,12 @@ export type ClientFrame = z.infer<typeof clientFrame>;
 
 export const welcomeFrame = z.object({
   type: z.literal('welcome'),
-  protocol: z.number().int(),
+  protocol: z.int(),
   connection: z.string(),
   gateway: z.string(),
   /** The newest stored position when the connection was accepted. */
   head: position,
-  limits: z.object({ maxFrameBytes: z.number().int().positive() }),
+  limits: z.object({ maxFrameBytes: z.int().check(z.positive()) }),
 });
 
 export const resultFrame = z.object({
@@ -213,10 +239,10 @@ export const resultFrame = z.object({
 export const errorFrame = z.object({
   type: z.literal('error'),
   /** Absent when the failing frame had no readable request id. */
-  id: requestId.optional(),
+  id: z.optional(requestId),
   code: z.string(),
   message: z.string(),
-  details: z.record(z.string(), z.unknown()).optional(),
+  details: z.optional(z.record(z.string(), z.unknown())),
 });
 
 /**
@@ -226,7 +252,7 @@ export const errorFrame = z.object({
  */
 export const eventFrame = z.object({
   type: z.literal('event'),
-  names: z.array(z.string()).min(1),
+  names: z.array(z.string()).check(z.minLength(1)),
   event: storedEvent,
 });
 
@@ -235,7 +261,7 @@ export const deliveryFrame = z.object({
   type: z.literal('delivery'),
   consumer: handle,
   delivery: handle,
-  attempt: z.number().int().positive(),
+  attempt: z.int().check(z.positive()),
   event: storedEvent,
 });
 
@@ -247,7 +273,7 @@ export const deletedFrame = z.object({
   type: z.literal('deleted'),
   domain: z.string(),
   pid: z.string(),
-  id: z.string().optional(),
+  id: z.optional(z.string()),
 });
 
 /** The outcome a `wait` was registered for. Sent once; the wait is then gone. */
@@ -271,8 +297,14 @@ export type WaitedFrame = z.infer<typeof waitedFrame>;
 export type DeletedFrame = z.infer<typeof deletedFrame>;
 export type ServerFrame = z.infer<typeof serverFrame>;
 
-/** Turns zod issues into one readable line that names each offending field. */
-export function describeIssues(error: z.ZodError, prefix = ''): string {
+/**
+ * Turns zod issues into one readable line that names each offending field. Takes any zod error
+ * (zod/mini's `$ZodError` as well as classic zod's `ZodError`): only `issues` is read.
+ */
+export function describeIssues(
+  error: { readonly issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> },
+  prefix = '',
+): string {
   return error.issues
     .map((issue) => {
       const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');

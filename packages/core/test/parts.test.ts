@@ -7,6 +7,7 @@ import { connectionLost, RequestManager } from '../src/requests.js';
 import { SubscriptionRegistry } from '../src/subscriptions.js';
 import { createMemoryPair } from '../src/transport.js';
 import { identifier } from '../src/protocol.js';
+import { assertEventInput } from '../src/validate.js';
 
 describe('backoffDelay', () => {
   it('grows exponentially up to the cap, with full jitter between min and the cap', () => {
@@ -135,5 +136,36 @@ describe('createMemoryPair', () => {
     expect(received).toEqual(['early', 'late']);
     a.close(4001, 'bye');
     expect(await closed).toBe(4001);
+  });
+});
+
+describe('client-side validation agrees with the zod schemas', () => {
+  it('identifierProblem accepts and refuses exactly what `identifier` does, with the same message', async () => {
+    const { identifierProblem } = await import('../src/validate.js');
+    const samples: unknown[] = ['a', 'a b', ' a', 'a ', '', 'x'.repeat(64), 'x'.repeat(65), 'ordér', '😀', 'a\u001eb', 'a\u001fb', 'line\nbreak', '\u007f', '~!@#$%^&*()', 42, null, undefined, {}, ['a']];
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let i = 0; i < 2_000; i++) samples.push(String.fromCharCode(...Array.from({ length: Math.floor(random() * 70) }, () => Math.floor(random() * 140))));
+    for (const value of samples) {
+      const parsed = identifier.safeParse(value);
+      const problem = identifierProblem(value);
+      expect(problem === undefined, JSON.stringify(value)).toBe(parsed.success);
+      if (!parsed.success) expect(parsed.error.issues.map((issue) => issue.message)).toContain(problem);
+    }
+  });
+
+  it('assertEventInput refuses what eventInput refuses', async () => {
+    const { eventInput } = await import('../src/protocol.js');
+    const base = { domain: 'd', name: 'n', pid: 'p' };
+    const cases: unknown[] = [base, { ...base, id: 'i', rid: 'r', data: { a: [1, { b: null }] } }, { ...base, data: [] }, { ...base, data: 'x' }, { ...base, data: null }, { ...base, extra: 1 }, { ...base, domain: '' }, { domain: 'd', name: 'n' }, null, 'event', { ...base, id: 'x'.repeat(65) }];
+    for (const value of cases) {
+      let accepted = true;
+      try {
+        assertEventInput(value);
+      } catch {
+        accepted = false;
+      }
+      expect(accepted, JSON.stringify(value)).toBe(eventInput.safeParse(value).success);
+    }
   });
 });

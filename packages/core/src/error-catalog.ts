@@ -1,0 +1,61 @@
+import type { ErrorCode } from './errors.js';
+
+/**
+ * Every error a user of eventflow can meet, in one place. Codes are stable API: callers branch on
+ * `error.code`, never on message text. Each entry says what the user should do about it.
+ */
+export const errorCodes: { readonly [C in ErrorCode]: string } = {
+  E_EVENTFLOW_INVALID_INPUT:
+    'An argument or frame field is invalid; the message names the field. Fix the value and retry.',
+  E_EVENTFLOW_INVALID_FRAME:
+    'The gateway could not parse a frame (not JSON, or not an object with a known "type"). Use a client that speaks this protocol version.',
+  E_EVENTFLOW_UNKNOWN_OPERATION:
+    'The request names an operation this gateway does not know. Upgrade the gateway or the client so that both speak the same protocol.',
+  E_EVENTFLOW_PROTOCOL_VERSION:
+    'Client and gateway speak different protocol versions. Upgrade the older side.',
+  E_EVENTFLOW_HANDSHAKE_REQUIRED:
+    'A request arrived before the "hello" frame. Send "hello" first (the clients do this for you).',
+  E_EVENTFLOW_EVENT_NOT_FOUND:
+    'No event has this id (it may have been deleted). Check the id.',
+  E_EVENTFLOW_DUPLICATE_ID:
+    'An event with this id already exists with different content. Use a new id, or omit it and let the client generate one.',
+  E_EVENTFLOW_REFERENCE_NOT_FOUND:
+    'The event refers (rid) to an event that does not exist. Publish the referenced event first or drop rid.',
+  E_EVENTFLOW_INVALID_DATE:
+    'A date could not be parsed. Pass a Date, epoch milliseconds or an ISO-8601 string with an offset.',
+  E_EVENTFLOW_UNKNOWN_DELIVERY:
+    'The delivery was already settled, expired or belongs to another connection. Nothing to do; the gateway decides its fate.',
+  E_EVENTFLOW_WAIT_TIMEOUT:
+    'No matching outcome event arrived within the timeout. Raise the timeout or check that a consumer handles the process.',
+  E_EVENTFLOW_REQUEST_TIMEOUT:
+    'The gateway did not answer in time. Check that it is running and reachable; the request may or may not have taken effect (publish is idempotent, so retrying it is safe).',
+  E_EVENTFLOW_ABORTED: 'The operation was aborted by its AbortSignal.',
+  E_EVENTFLOW_CLIENT_CLOSED: 'The client was closed. Create a new client to continue.',
+  E_EVENTFLOW_CONNECTION_FAILED:
+    'The WebSocket could not be opened. Check the URL and that the gateway runs; the client keeps retrying with backoff.',
+  E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE:
+    'This event name cannot be turned into an onEventName method name. Rename the event or consume it with a plain callback.',
+  E_EVENTFLOW_CONSUMER_HANDLER_MISSING:
+    'No onEventName method handles this event, so it was marked failed. Add the method or narrow the consumed names.',
+  E_EVENTFLOW_CONSUMER_FAILED: 'A consumer handler threw; the event was marked failed. See `cause`.',
+  E_EVENTFLOW_STORE_FAILED:
+    'The gateway could not read or write its store. Check the gateway logs and its database.',
+  E_EVENTFLOW_INTERNAL: 'Unexpected gateway failure. Check the gateway logs; the connection stays usable.',
+  E_EVENTFLOW_CONFIG: 'A configuration value is invalid; the message names the variable. Fix it and restart.',
+} as const;
+
+
+/** WebSocket close codes the gateway uses, with what each means. */
+export const closeCodes = {
+  1000: 'Normal close, by the client (close()).',
+  1001: 'Gateway going away (shutdown); the client reconnects with backoff.',
+  1002: 'Protocol version mismatch in the handshake; upgrade the older side.',
+  1009: 'A frame exceeded the gateway frame limit (EVENTFLOW_MAX_FRAME_BYTES, default 1 MiB).',
+  1011: 'The gateway failed (store unavailable, or a subscription replay failed); the client reconnects and resumes.',
+  4000: 'Handshake timeout: no "hello" (gateway) or no "welcome" (client) in time.',
+  4001: 'Heartbeat timeout: the client got no answer to its ping and reconnects.',
+  4008: 'The client could not keep up (EVENTFLOW_MAX_BUFFERED_BYTES unsent); it reconnects and resumes from its positions.',
+};
+
+export type CloseCode = keyof typeof closeCodes;
+

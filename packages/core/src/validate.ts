@@ -1,0 +1,49 @@
+/**
+ * The client's own checks of what a caller passes, so that mistakes fail at once with the field
+ * named. They apply protocol.ts's rules without zod, which keeps zod out of the browser bundle;
+ * a test holds them to the zod schemas, and the gateway validates every frame with those.
+ */
+import { EventflowError } from './errors.js';
+import type { EventInput } from './protocol.js';
+
+export const IDENTIFIER_MAX_LENGTH = 64;
+/** Printable ASCII: v4's ascii_bin columns, and no 0x1E/0x1F, which frame v4's wire records. */
+export const IDENTIFIER_CHARACTERS = /^[\x20-\x7e]*$/;
+
+/** Why `value` is not an identifier, or undefined when it is one. Messages match the zod schema's. */
+export function identifierProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'must be a string';
+  if (value.length === 0) return 'must not be empty';
+  if (value.length > IDENTIFIER_MAX_LENGTH) return `must be at most ${IDENTIFIER_MAX_LENGTH} characters`;
+  if (!IDENTIFIER_CHARACTERS.test(value)) return 'must contain printable ASCII characters only';
+  // ascii_bin is PAD SPACE: 'a' and 'a ' would be the same key in MySQL.
+  if (value.endsWith(' ')) return 'must not end with a space';
+  return undefined;
+}
+
+export function assertIdentifier(value: unknown, field: string): asserts value is string {
+  const problem = identifierProblem(value);
+  if (problem) throw invalid(`${field}: ${problem}`);
+}
+
+const eventKeys = new Set(['id', 'domain', 'name', 'pid', 'data', 'rid']);
+
+/** Checks a publish/persist/schedule argument; data must be a plain JSON object. */
+export function assertEventInput(event: unknown): asserts event is EventInput {
+  if (!isPlainObject(event)) throw invalid('event: must be an object');
+  const unknown = Object.keys(event).filter((key) => !eventKeys.has(key));
+  if (unknown.length > 0) throw invalid(`event: unrecognized key${unknown.length > 1 ? 's' : ''}: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
+  for (const field of ['domain', 'name', 'pid'] as const) assertIdentifier(event[field], `event.${field}`);
+  for (const field of ['id', 'rid'] as const) if (event[field] !== undefined) assertIdentifier(event[field], `event.${field}`);
+  if (event.data !== undefined && !isPlainObject(event.data)) throw invalid('event.data: must be a JSON object');
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+function invalid(message: string): EventflowError {
+  return new EventflowError('E_EVENTFLOW_INVALID_INPUT', message);
+}
