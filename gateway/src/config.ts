@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
+import type { MysqlStoreOptions } from './store/mysql.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -12,8 +13,16 @@ const positiveInt = z.coerce.number().int().positive();
 export const configSchema = z.object({
   EVENTFLOW_HOST: z.string().min(1).default('127.0.0.1'),
   EVENTFLOW_PORT: port.default(8080),
-  EVENTFLOW_STORE: z.enum(['sqlite']).default('sqlite'),
+  /** `sqlite`: an embedded file. `mysql`: MySQL 8 / MariaDB 10.11 with eventflow v4's tables, shareable with v4 hubs and spokes. */
+  EVENTFLOW_STORE: z.enum(['sqlite', 'mysql']).default('sqlite'),
   EVENTFLOW_SQLITE_PATH: z.string().min(1).default('./data/eventflow.db'),
+  // v4's names and defaults for its mysql2 pool (eventflow-v4.md §1.4); the charset is always utf8mb4.
+  EVENTFLOW_MYSQL_HOST: z.string().min(1).default('127.0.0.1'),
+  EVENTFLOW_MYSQL_PORT: port.min(1).default(3306),
+  EVENTFLOW_MYSQL_USER: z.string().min(1).default('root'),
+  EVENTFLOW_MYSQL_PASSWORD: z.string().default(''),
+  EVENTFLOW_MYSQL_DATABASE: z.string().min(1).max(64, { error: 'must be at most 64 characters (a MySQL database name)' }).default('eventflow'),
+  EVENTFLOW_MYSQL_CONNECTION_LIMIT: positiveInt.default(10),
   /** Frames above this many bytes close the connection with 1009. */
   EVENTFLOW_MAX_FRAME_BYTES: positiveInt.default(1024 * 1024),
   /** A client whose unsent frames exceed this many bytes is disconnected with 4008 and resumes. */
@@ -31,6 +40,18 @@ export const configSchema = z.object({
 
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type GatewayConfigInput = z.input<typeof configSchema>;
+
+/** The MySQL store's connection settings. */
+export function mysqlOptions(config: GatewayConfig): MysqlStoreOptions {
+  return {
+    host: config.EVENTFLOW_MYSQL_HOST,
+    port: config.EVENTFLOW_MYSQL_PORT,
+    user: config.EVENTFLOW_MYSQL_USER,
+    password: config.EVENTFLOW_MYSQL_PASSWORD,
+    database: config.EVENTFLOW_MYSQL_DATABASE,
+    connectionLimit: config.EVENTFLOW_MYSQL_CONNECTION_LIMIT,
+  };
+}
 
 /** Parses a config from environment-style values; throws E_EVENTFLOW_CONFIG naming each bad variable. */
 export function parseConfig(values: Record<string, string | number | undefined>): GatewayConfig {

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
 import { createLogger, type Logger } from './log.js';
@@ -16,6 +16,7 @@ import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
 import { Session } from './session.js';
 import { serveStatic } from './static.js';
+import { MysqlStore } from './store/mysql.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { EventStore } from './store/store.js';
 
@@ -82,7 +83,9 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   const settings = parseConfig(config as Record<string, string | number | undefined>);
   const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.EVENTFLOW-GATEWAY`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL)).child({ gateway: id });
-  const store = dependencies.store ?? new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH });
+  const store =
+    dependencies.store ??
+    (settings.EVENTFLOW_STORE === 'mysql' ? new MysqlStore(mysqlOptions(settings)) : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   await store.init();
   const router = dependencies.router ?? new LocalRouter(store, id);
   const dispatcher = new Dispatcher(store, router, id, log);
