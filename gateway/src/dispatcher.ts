@@ -2,6 +2,13 @@
  * Hands routed events to this gateway's connections: every matching subscription, the matching
  * waits, and exactly one consumer. Tracks deliveries until they are settled and hands back the
  * ones whose connection went away.
+ *
+ * A routed event is a notification, not the payload: the dispatcher then reads the domain's
+ * published events after the last one it handed out, from the store, in position order. Routers
+ * (a hub mesh especially) may deliver notifications out of order or twice; reading the log keeps
+ * what connections receive gap-free, duplicate-free and ordered, which resuming by position
+ * relies on. Stores commit in position order (SQLite: one writer; MySQL: a sequence row lock),
+ * so once a position is visible every lower one is too.
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { RouteTarget, Router } from './router/router.js';
@@ -59,12 +66,28 @@ export class Dispatcher implements RouteTarget {
   readonly #interest = new Map<string, number>();
   #nextDelivery = 1;
   #rotation = 0;
+  /** domain → the position up to which its published events have been handed out. */
+  readonly #cursors = new Map<string, number>();
+  /** domain → the running pump; a second notification meanwhile asks for one more pass. */
+  readonly #pumps = new Map<string, { again: boolean; done: Promise<void> }>();
+  #start = 0;
+  readonly #markOrphans: boolean;
 
-  constructor(store: EventStore, router: Router, consumerId: string, log: Logger) {
+  /**
+   * `markOrphans`: whether this gateway decides that an event nobody here takes is an orphan
+   * (the embedded router); in a hub mesh the hub that routed the event decides.
+   */
+  constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: { markOrphans?: boolean } = {}) {
     this.#store = store;
     this.#router = router;
     this.#consumerId = consumerId;
     this.#log = log;
+    this.#markOrphans = options.markOrphans ?? router.kind === 'local';
+  }
+
+  /** Events published before this position were routed by an earlier run; routing starts after it. */
+  async start(): Promise<void> {
+    this.#start = await this.#store.head();
   }
 
   // ── registrations ──
@@ -152,7 +175,41 @@ export class Dispatcher implements RouteTarget {
 
   // ── routing ──
 
-  async route(event: StoredEvent): Promise<void> {
+  /** A router says `event` was published: hand out the domain's new events, in order. */
+  route(event: StoredEvent): Promise<void> {
+    const running = this.#pumps.get(event.domain);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const pump = { again: true, done: Promise.resolve() };
+    pump.done = (async () => {
+      try {
+        while (pump.again) {
+          pump.again = false;
+          await this.#pump(event.domain);
+        }
+      } finally {
+        this.#pumps.delete(event.domain);
+      }
+    })();
+    this.#pumps.set(event.domain, pump);
+    return pump.done;
+  }
+
+  async #pump(domain: string): Promise<void> {
+    for (;;) {
+      const after = this.#cursors.get(domain) ?? this.#start;
+      const page = await this.#store.readPublishedAfter({ domain, name: '*' }, after, 500);
+      for (const event of page) {
+        this.#cursors.set(domain, event.position);
+        await this.#handOut(event);
+      }
+      if (page.length < 500) return;
+    }
+  }
+
+  async #handOut(event: StoredEvent): Promise<void> {
     const exact = this.#subscriptions.get(keyOf(event.domain, event.name));
     const wildcard = event.name === '*' ? undefined : this.#subscriptions.get(keyOf(event.domain, '*'));
     const recipients = new Map<Peer, string[]>();
@@ -169,7 +226,7 @@ export class Dispatcher implements RouteTarget {
     }
 
     const consumed = await this.#deliver(event, 1, undefined);
-    if (recipients.size === 0 && !waited && !consumed) await this.#store.markOrphan(event.id);
+    if (this.#markOrphans && recipients.size === 0 && !waited && !consumed) await this.#store.markOrphan(event.id);
   }
 
   /** Tells every connection subscribed to anything in the domain that events were deleted. */

@@ -89,6 +89,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   await store.init();
   const router = dependencies.router ?? new LocalRouter(store, id);
   const dispatcher = new Dispatcher(store, router, id, log);
+  await dispatcher.start();
   await router.start(dispatcher);
   const scheduler = new Scheduler(store, router, log);
   await scheduler.start();
