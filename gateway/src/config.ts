@@ -23,6 +23,17 @@ export const configSchema = z.object({
   EVENTFLOW_MYSQL_PASSWORD: z.string().default(''),
   EVENTFLOW_MYSQL_DATABASE: z.string().min(1).max(64, { error: 'must be at most 64 characters (a MySQL database name)' }).default('eventflow'),
   EVENTFLOW_MYSQL_CONNECTION_LIMIT: positiveInt.default(10),
+  /**
+   * `local`: this gateway routes in process. `hubs`: it joins an eventflow v4 mesh as a spoke of
+   * every online hub in the shared database (needs EVENTFLOW_STORE=mysql and the EVENTFLOW_CERT_*
+   * settings, at least EVENTFLOW_CERT_PASS_ENCRYPTION_KEY).
+   */
+  EVENTFLOW_ROUTER: z.enum(['local', 'hubs']).default('local'),
+  /** The NAME of v4's certificate scheme for this gateway: its intermediate and id suffix. */
+  EVENTFLOW_SPOKE_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]{1,40}$/, { error: 'must be 1–40 characters of A-Z a-z 0-9 . -' })
+    .default('EVENTFLOW-GATEWAY'),
   /** Frames above this many bytes close the connection with 1009. */
   EVENTFLOW_MAX_FRAME_BYTES: positiveInt.default(1024 * 1024),
   /** A client whose unsent frames exceed this many bytes is disconnected with 4008 and resumes. */
@@ -56,7 +67,10 @@ export function mysqlOptions(config: GatewayConfig): MysqlStoreOptions {
 /** Parses a config from environment-style values; throws E_EVENTFLOW_CONFIG naming each bad variable. */
 export function parseConfig(values: Record<string, string | number | undefined>): GatewayConfig {
   const relevant = Object.fromEntries(Object.entries(values).filter(([key, value]) => key.startsWith('EVENTFLOW_') && value !== '' && value !== undefined));
-  const parsed = configSchema.safeParse(relevant);
+  const parsed = configSchema.refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
+    error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
+    path: ['EVENTFLOW_ROUTER'],
+  }).safeParse(relevant);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid gateway configuration: ${problems}`);

@@ -12,6 +12,10 @@ import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
 import { createLogger, type Logger } from './log.js';
 import { LocalRouter } from './router/local.js';
+import { HubRouter } from './router/hubs.js';
+import { CertificateManager } from './hub/certificates.js';
+import { certificateConfigFromEnv } from './hub/certificate-config.js';
+import { createPool, type Pool } from 'mysql2/promise';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
 import { Session } from './session.js';
@@ -81,13 +85,14 @@ export type GatewaySettings = GatewayConfigInput | Record<string, string | numbe
  */
 export async function startGateway(config: GatewaySettings = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
   const settings = parseConfig(config as Record<string, string | number | undefined>);
-  const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.EVENTFLOW-GATEWAY`;
+  const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL)).child({ gateway: id });
   const store =
     dependencies.store ??
     (settings.EVENTFLOW_STORE === 'mysql' ? new MysqlStore(mysqlOptions(settings)) : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   await store.init();
-  const router = dependencies.router ?? new LocalRouter(store, id);
+  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await joinMesh(settings, config, store, id, log);
+  const router = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
   const dispatcher = new Dispatcher(store, router, id, log);
   await dispatcher.start();
   await router.start(dispatcher);
@@ -153,6 +158,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
           http.closeAllConnections();
         });
         await router.close();
+        await mesh?.pool.end();
         await store.close();
         log.info('gateway stopped');
       })()),
@@ -176,4 +182,18 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
     }
     response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   }
+}
+
+/** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
+async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {
+  const pool = createPool({ ...mysqlOptions(settings), connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
+  const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
+  const certificates = new CertificateManager({
+    pool,
+    id,
+    name: settings.EVENTFLOW_SPOKE_NAME,
+    config: certificateConfigFromEnv(strings),
+    onError: (error) => log.warn('certificate refresh failed; the cached chain stays in use', { error }),
+  });
+  return { router: new HubRouter({ store, pool, certificates, log }), pool };
 }
