@@ -3,7 +3,8 @@
  * @peculiar/x509 and node:crypto. v4 shells out to the OpenSSL CLI with passphrases and encrypted
  * CA keys on the command line (§11 D21); here no key or passphrase ever leaves this process.
  */
-import './certificate-reflect.js';
+// tsyringe (under @peculiar/x509) needs a Reflect metadata polyfill loaded first.
+import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { X509Certificate, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, randomInt, sign, type KeyObject } from 'node:crypto';
 import type { CertificateAlgorithm, CertificateHash } from './certificate-config.js';
