@@ -7,19 +7,19 @@ import { createAsyncQueue } from './async-queue.js';
 import { Connection, type ConnectionState } from './connection.js';
 import { EventflowError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
-import {
-  type DeletedFrame,
-  type DeliveryFrame,
-  type EventFrame,
-  type EventInput,
-  type JsonObject,
-  type OperationName,
-  type Params,
-  type Position,
-  type Result,
-  type ServerFrame,
-  type StoredEvent,
-  type WaitedFrame,
+import type {
+  DeletedFrame,
+  DeliveryFrame,
+  EventFrame,
+  EventInput,
+  JsonObject,
+  OperationName,
+  Params,
+  Position,
+  Result,
+  ServerFrame,
+  StoredEvent,
+  WaitedFrame,
 } from './protocol.js';
 import { connectionLost, RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, type State } from './state.js';
