@@ -1,0 +1,35 @@
+/**
+ * Keeps the tabs of one origin (and several clients of one page) coherent over the cache: a
+ * BroadcastChannel named after the IndexedDB database carries appended events and invalidations,
+ * so receivers update their live views from the message, without refetching.
+ */
+import type { StoredEvent } from '@eventflow/core';
+
+export type CacheMessage =
+  /** Events stored for eventlog `key`: the stored copy went from position `from` to the last of `events`. */
+  | { type: 'append'; key: string; from: number; events: StoredEvent[] }
+  /** Eventlog `key` was rewritten in full (reload it from IndexedDB). */
+  | { type: 'rewrite'; key: string }
+  /** Events of eventlog `key` were deleted: refetch it. */
+  | { type: 'invalidate'; key: string }
+  /** The whole cache was cleared (what is held in memory stays valid). */
+  | { type: 'clear' };
+
+export interface CacheChannel {
+  post(message: CacheMessage): void;
+  close(): void;
+}
+
+export function openChannel(name: string, receive: (message: CacheMessage) => void): CacheChannel {
+  if (typeof BroadcastChannel === 'undefined') return { post() {}, close() {} };
+  const channel = new BroadcastChannel(`eventflow-cache:${name}`);
+  let open = true;
+  channel.onmessage = (message: MessageEvent<CacheMessage>) => receive(message.data);
+  return {
+    post: (message) => open && channel.postMessage(message),
+    close: () => {
+      open = false;
+      channel.close();
+    },
+  };
+}

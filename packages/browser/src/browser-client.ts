@@ -1,0 +1,514 @@
+/**
+ * The browser client: the core client plus a cache in IndexedDB. Reads answer from the cache and
+ * fetch only what came after it; watched eventlogs stay live through one `*` subscription per
+ * domain and are updated with `applyEvent`; tabs share what they cache over a BroadcastChannel.
+ */
+import {
+  EventflowClient,
+  EventflowError,
+  applyEvent,
+  composeEventlogState,
+  createAsyncQueue,
+  emptyState,
+  isEventflowError,
+  webSocketConnector,
+  type ClientOptions,
+  type Connector,
+  type EventMap,
+  type EventOf,
+  type Params,
+  type Position,
+  type Result,
+  type State,
+  type StoredEvent,
+} from '@eventflow/core';
+import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
+import { Cache, parse, type Stored } from './cache.js';
+
+export interface BrowserClientOptions extends ClientOptions {
+  /** `false`: no IndexedDB cache (reads always fetch; watches still work, in memory). */
+  cache?: false | { /** IndexedDB database name (default 'eventflow'). */ name?: string; /** Size budget in bytes (default 50 MB). */ maxBytes?: number };
+}
+
+/** One eventlog as this client knows it. */
+export interface EventlogSnapshot {
+  readonly domain: string;
+  readonly pid: string;
+  /** The composed state (frozen). */
+  readonly state: State;
+  /** Position of the newest event (0: none). */
+  readonly position: number;
+  readonly events: readonly StoredEvent[];
+  /** True while it may be behind the gateway (offline, or not caught up yet). */
+  readonly stale: boolean;
+}
+
+type DomainOf<M extends EventMap> = Extract<keyof M, string>;
+
+interface Base {
+  state: State;
+  position: number;
+  count: number;
+}
+
+interface Fetched extends Base {
+  /** What came after the base (everything when there was no base or it was reset). */
+  tail: StoredEvent[];
+  /** The cached copy disagreed with the gateway (events were deleted) and was dropped. */
+  reset: boolean;
+}
+
+interface Watcher {
+  next(snapshot: EventlogSnapshot): void;
+  error: ((error: unknown) => void) | undefined;
+}
+
+/** A watched eventlog, shared by all its watchers. */
+interface Watch {
+  readonly key: string;
+  readonly domain: string;
+  readonly pid: string;
+  readonly watchers: Set<Watcher>;
+  /** The latest snapshot; it always shows all of `log`. */
+  snapshot?: EventlogSnapshot;
+  log: Log;
+  /** The cached copy was read (or found missing). */
+  loaded?: boolean;
+  /** Caught up on the current connection: live events apply directly. */
+  fresh?: boolean;
+  /** The next catch-up fetches everything (the eventlog had deletions). */
+  refetch?: boolean;
+  /** Live events received while not fresh, applied after the catch-up. */
+  held: StoredEvent[];
+  /** Bumped by invalidations: a catch-up that overlapped one is discarded. */
+  epoch: number;
+  /** Position of the copy this client last stored or loaded. */
+  saved: number;
+  /** Its listener on the domain's `*` subscription (which the core client shares among listeners). */
+  live(event: StoredEvent): void;
+  /** Settles once that subscription is registered. */
+  ready: Promise<unknown>;
+  refresh(): Promise<void>;
+  persist(): Promise<void>;
+}
+
+const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
+
+/**
+ * The events of a watched eventlog, shared by its snapshots: appended to, never changed, so a
+ * snapshot is a prefix of it. The cached part stays unparsed JSON until some snapshot's events
+ * are read: a view of the state (what UIs render) never pays for parsing the eventlog.
+ */
+interface Log {
+  raw: string[] | undefined;
+  list: StoredEvent[];
+  size: number;
+}
+
+const logOf = (raw: string[] | undefined, size: number): Log => ({ raw, list: [], size });
+
+function eventsOf(log: Log): StoredEvent[] {
+  if (log.raw) log.list = parse(log.raw).concat(log.list);
+  log.raw = undefined;
+  return log.list;
+}
+
+/** A snapshot of the first `size` events of `log`, materialised when first read. */
+function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log): EventlogSnapshot {
+  const { size } = log;
+  let events: readonly StoredEvent[] | undefined;
+  return {
+    domain,
+    pid,
+    state,
+    position,
+    stale,
+    get events() {
+      return (events ??= eventsOf(log).slice(0, size));
+    },
+  };
+}
+
+/** Runs `task`; a call during a run makes it run once more afterwards (calls coalesce). */
+function serial(task: () => Promise<void>): () => Promise<void> {
+  let running = false;
+  let again = false;
+  const run = async (): Promise<void> => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      do {
+        again = false;
+        await task();
+      } while (again);
+    } finally {
+      running = false;
+    }
+  };
+  return run;
+}
+
+export class BrowserClient<M extends EventMap = EventMap> extends EventflowClient<M> {
+  readonly #cache: Cache | undefined;
+  readonly #channel: CacheChannel;
+  readonly #report: (error: unknown) => void;
+  readonly #watches = new Map<string, Watch>();
+  /** Bumped by every invalidation: a read that overlapped one does not store its result. */
+  #generation = 0;
+  /** A connection attempt failed or the connection was lost: reads serve the cache at once. */
+  #offline = false;
+  /** Settles on the first connection, the first failed attempt, or after 3 s. */
+  readonly #contact: Promise<void>;
+
+  constructor(connect: Connector, options: BrowserClientOptions = {}) {
+    const report = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+    const hooks = { error: report };
+    super(connect, { ...options, onError: (error) => hooks.error(error) });
+    this.#report = report;
+    let contact = (): void => {};
+    this.#contact = new Promise((resolve) => (contact = resolve));
+    setTimeout(contact, 3000);
+    hooks.error = (error) => {
+      if (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED')) {
+        this.#offline = true;
+        contact();
+      }
+      // Registrations cut short by close() are no news.
+      if (!isEventflowError(error, 'E_EVENTFLOW_CLIENT_CLOSED')) report(error);
+    };
+    const { name = 'eventflow', maxBytes = 50_000_000 } = options.cache || {};
+    this.#cache = options.cache === false || typeof indexedDB === 'undefined' ? undefined : new Cache(name, maxBytes, report);
+    this.#channel = this.#cache ? openChannel(name, (message) => this.#receive(message)) : { post() {}, close() {} };
+    this.onDeleted(({ domain, pid }) => this.#invalidate(keyOf(domain, pid)));
+    this.onStateChange((state) => {
+      this.#offline = state !== 'open';
+      contact();
+      for (const watch of this.#watches.values()) {
+        if (state === 'open') void watch.refresh();
+        else {
+          watch.fresh = false;
+          watch.held = []; // the catch-up after reconnecting covers them
+          this.#markStale(watch);
+        }
+      }
+    });
+  }
+
+  // ── reads ───────────────────────────────────────────────────────────────────────────────
+
+  /** The events of a process: the cached ones plus those stored after them; offline, the cached ones. */
+  override async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, options: { after?: Position } = {}): Promise<Array<EventOf<M, D>>> {
+    const { events = [] } = await this.#read(domain, pid, true);
+    const after = options.after ?? -1;
+    return events.filter((event) => event.position > after) as unknown as Array<EventOf<M, D>>;
+  }
+
+  /** The composed state: the cached one brought up to date with `applyEvent`; offline, the cached one. */
+  override async readEventlogState(domain: string, pid: string): Promise<State> {
+    return (await this.#read(domain, pid, false)).state;
+  }
+
+  /** What the cache holds, without the network (`stale` unless a live watch keeps it current). */
+  async readCached(domain: string, pid: string): Promise<EventlogSnapshot | undefined> {
+    return this.#watches.get(keyOf(domain, pid))?.snapshot ?? (await this.#cached(domain, pid))?.[0];
+  }
+
+  async #cached(domain: string, pid: string): Promise<[EventlogSnapshot, Log] | undefined> {
+    const loaded = await this.#cache?.load(keyOf(domain, pid), true);
+    if (!loaded) return undefined;
+    const [{ state, position, count }, raw] = loaded;
+    const log = logOf(raw, count);
+    return [snapshotOf(domain, pid, state, position, true, log), log];
+  }
+
+  async #read(domain: string, pid: string, withEvents: boolean): Promise<{ state: State; events?: readonly StoredEvent[] | undefined }> {
+    const key = keyOf(domain, pid);
+    const live = this.#watches.get(key)?.snapshot;
+    if (live && !live.stale) return live;
+    const generation = this.#generation;
+    const loaded = await this.#cache?.load(key, withEvents);
+    const record = loaded?.[0];
+    // The delta request goes out first; the cached events are parsed while it is in flight.
+    const fetching = this.#fetch(domain, pid, record, !!record).catch((error: unknown) => {
+      if (!record) throw error;
+    });
+    const cached = loaded?.[1] && parse(loaded[1]);
+    const fetched = await fetching;
+    if (!fetched) return { state: record?.state ?? emptyState, events: cached }; // offline or failing: the cache
+    const all = record && !fetched.reset ? cached && [...cached, ...fetched.tail] : fetched.tail;
+    const from = record && !fetched.reset ? record.position : 0;
+    void this.#store({ key, domain, pid, ...fetched }, from, fetched.tail, all && (() => all), fetched.reset ? this.#generation : generation);
+    return { state: fetched.state, events: all };
+  }
+
+  /**
+   * Brings `base` up to date: only the events after its position, or all of them without a base
+   * or when the counts disagree (events were deleted meanwhile, so the cached copy is dropped).
+   * `bounded`: fail at once when offline or when the connection is lost, as there is a cache.
+   */
+  async #fetch(domain: string, pid: string, base: Base | undefined, bounded: boolean): Promise<Fetched> {
+    const { events, count } = await this.#request(base ? { domain, pid, after: base.position } : { domain, pid }, bounded);
+    if (!base) return { state: composeEventlogState(events), position: events.at(-1)?.position ?? 0, count, tail: events, reset: false };
+    if (base.count + events.length !== count) {
+      this.#drop(keyOf(domain, pid));
+      return { ...(await this.#fetch(domain, pid, undefined, bounded)), reset: true };
+    }
+    let { state, position } = base;
+    for (const event of events) {
+      state = applyEvent(state, event);
+      position = event.position;
+    }
+    return { state, position, count, tail: events, reset: false };
+  }
+
+  async #request(params: Params<'readEventlog'>, bounded: boolean): Promise<Result<'readEventlog'>> {
+    if (!bounded) return this.call('readEventlog', params);
+    if (this.state !== 'open' && !this.#offline) await this.#contact; // still connecting for the first time
+    if (this.state !== 'open') throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'offline'); // never escapes: the cache is served
+    const controller = new AbortController();
+    const stop = this.onStateChange(() => controller.abort());
+    try {
+      return await this.call('readEventlog', params, { signal: controller.signal });
+    } finally {
+      stop();
+    }
+  }
+
+  /** Stores an eventlog (unless an invalidation overlapped the read) and tells the other tabs. */
+  async #store(next: Stored, from: number, tail: readonly StoredEvent[], all: (() => readonly StoredEvent[]) | undefined, generation = this.#generation): Promise<boolean> {
+    const saved = generation === this.#generation && (await this.#cache?.save(next, from, tail, all));
+    if (!saved) return false;
+    const { key } = next;
+    if (saved.added?.length === 0) return true;
+    this.#channel.post(saved.added ? { type: 'append', key, from: saved.at, events: saved.added } : { type: 'rewrite', key });
+    void this.#cache?.evict(new Set([key, ...this.#watches.keys()]));
+    return true;
+  }
+
+  // ── watching ────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Calls `listener` with the cached snapshot as soon as it is read, then with a new snapshot per
+   * event (state from `applyEvent`, frozen). Returns the function that stops it. All watchers of
+   * an eventlog share one watch, all watches of a domain one `*` subscription; eventlogs catch up
+   * by themselves after a reconnect.
+   */
+  watchEventlogState(domain: string, pid: string, listener: (snapshot: EventlogSnapshot) => void, onError?: (error: unknown) => void): () => void {
+    const key = keyOf(domain, pid);
+    let watch = this.#watches.get(key);
+    if (!watch) {
+      const created: Watch = {
+        key,
+        domain,
+        pid,
+        watchers: new Set(),
+        log: logOf(undefined, 0),
+        held: [],
+        epoch: 0,
+        saved: 0,
+        live: (event) => {
+          if (event.pid !== pid) return;
+          if (created.fresh) this.#apply(created, [event], true);
+          else created.held.push(event);
+        },
+        ready: Promise.resolve(),
+        refresh: serial(() => this.#catchUp(created)),
+        persist: serial(() => this.#persist(created)),
+      };
+      this.#watches.set(key, (watch = created));
+      // One gateway subscription per domain, whatever the number of watches: the core client shares it.
+      created.ready = (this as EventflowClient).subscribe(domain, '*', created.live);
+      created.ready.catch(() => undefined); // awaited (and reported) by the catch-up
+      void created.refresh();
+    }
+    const entry = watch;
+    const watcher: Watcher = { next: listener, error: onError };
+    entry.watchers.add(watcher);
+    if (entry.snapshot) listener(entry.snapshot);
+    return () => {
+      entry.watchers.delete(watcher);
+      // A microtask later, so that an unmount followed by a mount (React StrictMode) keeps the watch.
+      queueMicrotask(() => {
+        if (entry.watchers.size > 0 || this.#watches.get(key) !== entry) return;
+        this.#watches.delete(key);
+        (this as EventflowClient).unsubscribe(domain, '*', entry.live).catch(() => undefined); // failures reach onError
+      });
+    };
+  }
+
+  /** The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts. */
+  eventlogStates(domain: string, pid: string, options: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
+    const { signal } = options;
+    const end = (): void => void queue.return();
+    const queue = createAsyncQueue<EventlogSnapshot>(() => {
+      stop();
+      signal?.removeEventListener('abort', end);
+    });
+    const stop = this.watchEventlogState(domain, pid, (snapshot) => queue.push(snapshot), (error) => queue.fail(error));
+    if (signal?.aborted) end();
+    else signal?.addEventListener('abort', end, { once: true });
+    return queue;
+  }
+
+  /** Reads the cached copy (the first time), then catches up with the gateway when connected. */
+  async #catchUp(watch: Watch): Promise<void> {
+    const { key, domain, pid, epoch } = watch;
+    if (!watch.loaded) {
+      const cached = await this.#cached(domain, pid);
+      if (cached) {
+        watch.log = cached[1];
+        this.#emit(watch, cached[0]);
+      }
+      watch.saved = cached?.[0].position ?? 0;
+      watch.loaded = true;
+    }
+    if (this.state !== 'open' || this.#watches.get(key) !== watch) return; // runs again on open
+    try {
+      // Once the `*` subscription is registered, no event can fall between it and the fetch.
+      await watch.ready;
+      const current = watch.refetch ? undefined : watch.snapshot;
+      const fetched = await this.#fetch(domain, pid, current && { state: current.state, position: current.position, count: watch.log.size }, true);
+      if (epoch !== watch.epoch) return; // invalidated meanwhile: runs again
+      if (!current || fetched.reset) {
+        watch.saved = 0;
+        watch.log = logOf(undefined, 0);
+      }
+      const { log } = watch;
+      log.list = log.list.concat(fetched.tail);
+      log.size += fetched.tail.length;
+      watch.refetch = false;
+      watch.fresh = true;
+      this.#emit(watch, snapshotOf(domain, pid, fetched.state, fetched.position, false, log));
+      this.#apply(watch, watch.held.splice(0), true);
+    } catch (error) {
+      if (this.state === 'open' && this.#watches.get(key) === watch) {
+        this.#report(error);
+        for (const watcher of watch.watchers) watcher.error?.(error);
+      }
+    }
+  }
+
+  /** Applies events after the snapshot's position, emitting one snapshot per event. */
+  #apply(watch: Watch, events: readonly StoredEvent[], persist: boolean): void {
+    let snapshot = watch.snapshot;
+    if (!snapshot) return;
+    const { domain, pid, log } = watch;
+    for (const event of events) {
+      if (event.position <= snapshot.position) continue;
+      log.list.push(event);
+      log.size++;
+      snapshot = snapshotOf(domain, pid, applyEvent(snapshot.state, event), event.position, snapshot.stale, log);
+      this.#emit(watch, snapshot);
+    }
+    if (persist) void watch.persist();
+  }
+
+  #emit(watch: Watch, snapshot: EventlogSnapshot): void {
+    watch.snapshot = snapshot;
+    for (const watcher of [...watch.watchers]) {
+      try {
+        watcher.next(snapshot);
+      } catch (error) {
+        this.#report(error);
+      }
+    }
+  }
+
+  #markStale(watch: Watch): void {
+    const { domain, pid, snapshot, log } = watch;
+    if (snapshot?.stale === false) this.#emit(watch, snapshotOf(domain, pid, snapshot.state, snapshot.position, true, log));
+  }
+
+  /** Stores what a watch holds beyond its last stored position (one write at a time, see serial). */
+  async #persist(watch: Watch): Promise<void> {
+    const { key, domain, pid, snapshot, saved, log } = watch;
+    if (!snapshot || !watch.fresh) return;
+    const { state, position } = snapshot;
+    // The unparsed cached part is at or below `saved`: the tail is found in what was appended.
+    const tail = log.list.slice(log.list.findLastIndex((event) => event.position <= saved) + 1);
+    if (await this.#store({ key, domain, pid, state, position, count: log.size }, saved, tail, () => eventsOf(log))) watch.saved = position;
+  }
+
+  // ── invalidation and other tabs ─────────────────────────────────────────────────────────
+
+  /** Drops an eventlog from the cache and tells the other tabs to refetch it. */
+  #drop(key: string): void {
+    this.#generation++;
+    void this.#cache?.drop(key);
+    this.#channel.post({ type: 'invalidate', key });
+  }
+
+  /** Events of the eventlog were deleted: drop it (unless told by another tab); a watch of it refetches everything. */
+  #invalidate(key: string, drop = true): void {
+    if (drop) this.#drop(key);
+    else this.#generation++;
+    const watch = this.#watches.get(key);
+    if (!watch) return;
+    watch.fresh = false;
+    watch.refetch = true;
+    watch.saved = 0;
+    watch.epoch++;
+    this.#markStale(watch);
+    void watch.refresh();
+  }
+
+  #receive(message: CacheMessage): void {
+    if (message.type === 'clear') return this.#cleared();
+    if (message.type === 'invalidate') return this.#invalidate(message.key, false);
+    const watch = this.#watches.get(message.key);
+    if (!watch?.snapshot) return;
+    // Contiguous with what this tab holds: apply from the message; otherwise reload from IndexedDB.
+    if (message.type === 'append' && watch.snapshot.position >= message.from) this.#apply(watch, message.events, false);
+    else void this.#reload(watch);
+  }
+
+  async #reload(watch: Watch): Promise<void> {
+    const cached = await this.#cached(watch.domain, watch.pid);
+    const current = watch.snapshot;
+    // A live watch only takes a newer copy; one that cannot catch up by itself takes what the cache has.
+    if (!cached || !current || (watch.fresh && cached[0].position <= current.position)) return;
+    const [{ state, position }, log] = cached;
+    watch.log = log;
+    this.#emit(watch, snapshotOf(watch.domain, watch.pid, state, position, current.stale, log));
+  }
+
+  /** The IndexedDB copy is gone; what watches hold stays valid and is stored again in full. */
+  #cleared(): void {
+    this.#generation++;
+    for (const watch of this.#watches.values()) watch.saved = 0;
+  }
+
+  // ── deletes and lifecycle ───────────────────────────────────────────────────────────────
+
+  /**
+   * Deletes an eventlog and drops it from the cache. (A single `delete(id)` needs nothing here: a
+   * watch of its eventlog gets the gateway's `deleted` push, and a cached copy fails the count
+   * check on its next read.)
+   */
+  override async deleteEventlog(domain: string, pid: string): Promise<boolean> {
+    const deleted = await super.deleteEventlog(domain, pid);
+    this.#invalidate(keyOf(domain, pid));
+    return deleted;
+  }
+
+  /** Empties the IndexedDB cache (shared by every tab of this origin); live watches keep their state. */
+  async clearCache(): Promise<void> {
+    this.#cleared();
+    await this.#cache?.drop();
+    this.#channel.post({ type: 'clear' });
+  }
+
+  override async close(options?: { drainTimeout?: number }): Promise<void> {
+    this.#channel.close();
+    await super.close(options);
+    this.#cache?.close();
+  }
+}
+
+/** A browser client over WebSocket with an IndexedDB cache (see BrowserClientOptions). */
+export function createBrowserClient<M extends EventMap = EventMap>(url: string | URL, options?: BrowserClientOptions): BrowserClient<M> {
+  return new BrowserClient<M>(webSocketConnector(url), options);
+}

@@ -1,0 +1,3 @@
+export * from '@eventflow/core';
+export { BrowserClient, createBrowserClient, type BrowserClientOptions, type EventlogSnapshot } from './browser-client.js';
+export { VERSION as CACHE_VERSION } from './cache.js';

@@ -1,0 +1,86 @@
+/**
+ * React bindings (`@eventflow/browser/react`), built on `useSyncExternalStore`. StrictMode-safe by
+ * construction: a hook's subscription is its external store's subscribe/unsubscribe pair, which
+ * React runs symmetrically, and what it registers lives in the client, which shares it (one watch
+ * per eventlog, one gateway subscription per domain and name) and keeps it across an unmount
+ * that is followed by a mount.
+ */
+import { createContext, createElement, useContext, useMemo, useSyncExternalStore, type ReactNode } from 'react';
+import { EventflowError, emptyState, type ConnectionState, type EventMap, type State, type StoredEvent } from '@eventflow/core';
+import type { BrowserClient } from './browser-client.js';
+
+const ClientContext = createContext<BrowserClient | undefined>(undefined);
+
+export function EventflowProvider<M extends EventMap>({ client, children }: { client: BrowserClient<M>; children?: ReactNode }): ReactNode {
+  return createElement(ClientContext.Provider, { value: client as unknown as BrowserClient }, children);
+}
+
+export function useEventflowClient<M extends EventMap = EventMap>(): BrowserClient<M> {
+  const client = useContext(ClientContext);
+  if (!client) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'no eventflow client: render this component inside <EventflowProvider client={…}>');
+  return client as unknown as BrowserClient<M>;
+}
+
+/** An external store holding `initial` until `start` (run while subscribed) sets new values. */
+function useStore<T>(initial: T, start: (set: (update: (value: T) => T) => void) => () => void, deps: unknown[]): T {
+  const store = useMemo(() => {
+    let value = initial;
+    return {
+      subscribe: (notify: () => void) =>
+        start((update) => {
+          value = update(value);
+          notify();
+        }),
+      get: () => value,
+    };
+  }, deps);
+  return useSyncExternalStore(store.subscribe, store.get, store.get);
+}
+
+export interface EventlogStateView {
+  state: State;
+  position: number;
+  /** True while it may be behind the gateway (offline or catching up). */
+  stale: boolean;
+  /** True until the first snapshot (cached or fetched) is known. */
+  loading: boolean;
+  error: unknown;
+}
+
+/** The composed state of (domain, pid): the cached one at once, then live. */
+export function useEventlogState(domain: string, pid: string): EventlogStateView {
+  const client = useEventflowClient();
+  return useStore<EventlogStateView>(
+    { state: emptyState, position: 0, stale: true, loading: true, error: undefined },
+    (set) =>
+      client.watchEventlogState(
+        domain,
+        pid,
+        ({ state, position, stale }) => set(() => ({ state, position, stale, loading: false, error: undefined })),
+        (error) => set((view) => ({ ...view, loading: false, error })),
+      ),
+    [client, domain, pid],
+  );
+}
+
+/** The latest `limit` events of (domain, name) routed while mounted (`*`: every name), newest last. */
+export function useSubscription(domain: string, name: string, options: { limit?: number } = {}): StoredEvent[] {
+  const client = useEventflowClient();
+  const { limit = 50 } = options;
+  return useStore<StoredEvent[]>(
+    [],
+    (set) => {
+      const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
+      // Refused registrations are reported through the client's onError.
+      client.subscribe(domain, name, listener).catch(() => undefined);
+      return () => void client.unsubscribe(domain, name, listener).catch(() => undefined);
+    },
+    [client, domain, name, limit],
+  );
+}
+
+export function useConnectionState(): ConnectionState {
+  const client = useEventflowClient();
+  const subscribe = useMemo(() => (notify: () => void) => client.onStateChange(notify), [client]);
+  return useSyncExternalStore(subscribe, () => client.state, () => client.state);
+}

@@ -1,0 +1,127 @@
+import { expect, it } from 'vitest';
+import { openDB } from 'idb';
+import { CACHE_VERSION } from '../src/index.js';
+import { browserClient, type CacheSchema, cacheName, gateway, ids, otherClient, publishAll, record, spyReads, stored, storedAt } from './helpers.js';
+
+async function usage(name: string, pid: string): Promise<{ bytes: number; used: number } | undefined> {
+  const db = await openDB<CacheSchema>(name);
+  try {
+    return await db.get('usage', `d\u001f${pid}`);
+  } finally {
+    db.close();
+  }
+}
+
+it('upgrades a version-1 cache to the current schema, keeping its eventlogs', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  const other = otherClient(url);
+  await publishAll(other, 'd', 'p', [{ n: 1 }, { m: 2 }]);
+  const events = await other.readEventlog('d', 'p');
+  const position = events[1]?.position ?? 0;
+
+  // The layout version 1 wrote: LRU fields inside the eventlog record, no usage store.
+  const v1 = await openDB(name, 1, {
+    upgrade(db) {
+      db.createObjectStore('streams', { keyPath: 'key' });
+      db.createObjectStore('events');
+    },
+  });
+  await v1.put('streams', { key: 'd\u001fp', domain: 'd', pid: 'p', position, count: 2, state: { n: 1, m: 2 }, segments: 1, eventBytes: 400, bytes: 420, used: 7 });
+  await v1.put('events', JSON.stringify(events), ['d\u001fp', 0]);
+  v1.close();
+
+  const client = browserClient(url, name);
+  const cached = await client.readCached('d', 'p');
+  expect(cached).toMatchObject({ state: { n: 1, m: 2 }, position, stale: true });
+  expect(ids(cached?.events ?? [])).toEqual(ids(events));
+  expect(Object.isFrozen(cached?.state)).toBe(true);
+
+  const db = await openDB<CacheSchema>(name);
+  expect(db.version).toBe(CACHE_VERSION);
+  expect(CACHE_VERSION).toBe(2);
+  expect([...db.objectStoreNames].sort()).toEqual(['events', 'streams', 'usage']);
+  expect(await db.get('usage', 'd\u001fp')).toMatchObject({ key: 'd\u001fp', bytes: 420 });
+  db.close();
+
+  // The migrated copy is used as a cache: only the delta is fetched.
+  const reads = spyReads(client);
+  await other.publish({ domain: 'd', name: 'changed', pid: 'p', data: { n: 3 } });
+  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 3, m: 2 });
+  expect(reads()).toEqual([{ domain: 'd', pid: 'p', after: position }]);
+});
+
+it('runs without a cache when IndexedDB holds a newer schema than it knows', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  (await openDB(name, CACHE_VERSION + 1)).close();
+  const errors: unknown[] = [];
+  const client = browserClient(url, name, { cache: { name }, onError: (error) => errors.push(error) });
+  await client.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 1 } });
+  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 1 });
+  expect(await client.readCached('d', 'p')).toBeUndefined();
+  expect(errors.map((error) => (error as Error).name)).toContain('VersionError');
+});
+
+it('evicts the least recently used eventlogs when over the size budget', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  const other = otherClient(url);
+  const text = 'x'.repeat(2000);
+  for (const pid of ['p1', 'p2', 'p3']) await other.publish({ domain: 'd', name: 'x', pid, data: { text } });
+  // Each eventlog takes about 4.3 kB (event JSON plus state JSON): two fit, three do not.
+  const client = browserClient(url, name, { cache: { name, maxBytes: 10_000 } });
+
+  const p1 = await client.readEventlog('d', 'p1');
+  await storedAt(name, 'd', 'p1', p1[0]?.position);
+  const p2 = await client.readEventlog('d', 'p2');
+  await storedAt(name, 'd', 'p2', p2[0]?.position);
+  expect((await usage(name, 'p1'))?.bytes).toBeGreaterThan(4000);
+
+  await client.readEventlog('d', 'p1'); // p1 is used again: p2 becomes the least recently used
+  await expect.poll(async () => ((await usage(name, 'p1'))?.used ?? 0) > ((await usage(name, 'p2'))?.used ?? 0)).toBe(true);
+
+  const p3 = await client.readEventlog('d', 'p3');
+  await expect.poll(() => stored(name, 'd', 'p2')).toBeUndefined();
+  expect(await usage(name, 'p2')).toBeUndefined();
+  expect((await stored(name, 'd', 'p1'))?.position).toBe(p1[0]?.position);
+  await storedAt(name, 'd', 'p3', p3[0]?.position);
+  expect(await client.readCached('d', 'p2')).toBeUndefined();
+  // An evicted eventlog is simply fetched again.
+  expect(ids(await client.readEventlog('d', 'p2'))).toEqual(ids(p2));
+});
+
+it('clearCache() empties the cache; the next read fetches everything', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  const client = browserClient(url, name);
+  await publishAll(client, 'd', 'p1', [{ n: 1 }]);
+  await publishAll(client, 'd', 'p2', [{ n: 2 }]);
+  const p1 = await client.readEventlog('d', 'p1');
+  const p2 = await client.readEventlog('d', 'p2');
+  await storedAt(name, 'd', 'p1', p1[0]?.position);
+  await storedAt(name, 'd', 'p2', p2[0]?.position);
+
+  await client.clearCache();
+  expect(await stored(name, 'd', 'p1')).toBeUndefined();
+  expect(await stored(name, 'd', 'p2')).toBeUndefined();
+  const other = browserClient(url, name); // the same cache, as another tab sees it
+  expect(await other.readCached('d', 'p1')).toBeUndefined();
+
+  const reads = spyReads(client);
+  expect(await client.readEventlogState('d', 'p1')).toEqual({ n: 1 });
+  expect(reads()).toEqual([{ domain: 'd', pid: 'p1' }]);
+});
+
+it('works without a cache (cache: false)', async () => {
+  const { url } = await gateway();
+  const client = browserClient(url, 'unused', { cache: false });
+  await publishAll(client, 'd', 'p', [{ n: 1 }]);
+  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 1 });
+  expect(await client.readCached('d', 'p')).toBeUndefined();
+  const watch = record(client, 'd', 'p');
+  await expect.poll(() => watch.last()).toMatchObject({ state: { n: 1 }, stale: false });
+  await client.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 2 } });
+  await expect.poll(() => watch.last()?.state).toEqual({ n: 2 });
+  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 2 }); // from the live watch
+});
