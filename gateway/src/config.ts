@@ -29,6 +29,8 @@ export const configSchema = z.object({
    * settings, at least EVENTFLOW_CERT_PASS_ENCRYPTION_KEY).
    */
   EVENTFLOW_ROUTER: z.enum(['local', 'hubs']).default('local'),
+  /** With EVENTFLOW_ROUTER=hubs: how often the `hub` table is read for hubs to connect to. */
+  EVENTFLOW_MESH_POLL_MS: positiveInt.default(3_000),
   /** The NAME of v4's certificate scheme for this gateway: its intermediate and id suffix. */
   EVENTFLOW_SPOKE_NAME: z
     .string()

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `eventflow-gateway`: starts a gateway configured from EVENTFLOW_* environment variables. */
+/** `eventflow-gateway`: starts a gateway configured from EVENTFLOW_* environment variables; `eventflow-gateway hub` starts a hub. */
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { EventflowError } from '@eventflow/core';
@@ -7,26 +7,32 @@ import { startGateway } from './server.js';
 
 const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
 
-try {
-  const gateway = await startGateway({
-    ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}),
-    ...process.env,
-  });
-  process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz\n`);
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    process.stdout.write(`${signal}: stopping gateway\n`);
-    gateway.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
-} catch (error) {
-  const message = error instanceof EventflowError ? `${error.code}: ${error.message}` : String(error);
-  process.stderr.write(`eventflow gateway failed to start: ${message}\n`);
-  process.exit(1);
+if (process.argv[2] === 'hub') {
+  // `eventflow-gateway hub`: the v4-compatible TLS hub instead of the gateway.
+  const { runHubCli } = await import('./hub/hub-main.js');
+  await runHubCli();
+} else {
+  try {
+    const gateway = await startGateway({
+      ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}),
+      ...process.env,
+    });
+    process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz\n`);
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      process.stdout.write(`${signal}: stopping gateway\n`);
+      gateway.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  } catch (error) {
+    const message = error instanceof EventflowError ? `${error.code}: ${error.message}` : String(error);
+    process.stderr.write(`eventflow gateway failed to start: ${message}\n`);
+    process.exit(1);
+  }
 }

@@ -32,6 +32,7 @@ export interface Gateway {
   readonly url: string;
   readonly httpUrl: string;
   readonly store: EventStore;
+  readonly router: Router;
   readonly dispatcher: Dispatcher;
   /** Attaches a transport (e.g. one end of createMemoryPair()) as a client connection. */
   accept(transport: Transport): Session;
@@ -145,6 +146,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
     url: `ws://${host}:${port}/`,
     httpUrl: `http://${host}:${port}/`,
     store,
+    router,
     dispatcher,
     accept,
     close: () =>
@@ -195,5 +197,5 @@ async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: Ev
     config: certificateConfigFromEnv(strings),
     onError: (error) => log.warn('certificate refresh failed; the cached chain stays in use', { error }),
   });
-  return { router: new HubRouter({ store, pool, certificates, log }), pool };
+  return { router: new HubRouter({ store, pool, certificates, log, pollInterval: settings.EVENTFLOW_MESH_POLL_MS }), pool };
 }

@@ -1,0 +1,153 @@
+/**
+ * The hub's own statements on v4's tables (eventflow-v4.md §3.5, §3.6, §2.6): its `hub` row, peers,
+ * `log` rows, and the lease sweep over `event_published`. Event routing and scheduling go through
+ * MysqlStore (claimForRouting, markOrphan, claimDueScheduled, settleScheduled). Every time written
+ * here is UTC_TIMESTAMP(), as v4's state transitions.
+ */
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+
+export interface HubRow {
+  id: string;
+  external_ip: string;
+  external_port: number;
+  internal_ip: string;
+  internal_port: number;
+}
+
+/** Inserts this hub's row, online (quit NULL). The timestamp is written as UTC (v4 relies on a UTC server). */
+export async function persistHub(pool: Pool, hub: HubRow): Promise<void> {
+  await pool.query(
+    'INSERT INTO hub (id, timestamp, external_ip, external_port, internal_ip, internal_port) VALUES (?, UTC_TIMESTAMP(), ?, ?, ?, ?)',
+    [hub.id, hub.external_ip, hub.external_port, hub.internal_ip, hub.internal_port],
+  );
+}
+
+/** v4's readOnlineHubs: every row with quit NULL, in registration order. */
+export async function readOnlineHubs(pool: Pool): Promise<HubRow[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT id, external_ip, external_port, internal_ip, internal_port FROM hub WHERE quit IS NULL ORDER BY timestamp, id',
+  );
+  return rows.map((row) => ({
+    id: String(row.id),
+    external_ip: String(row.external_ip),
+    external_port: Number(row.external_port),
+    internal_ip: String(row.internal_ip),
+    internal_port: Number(row.internal_port),
+  }));
+}
+
+/** v4's updateHubToQuit: true the first time. */
+export async function updateHubToQuit(pool: Pool, id: string): Promise<boolean> {
+  const [result] = await pool.query<ResultSetHeader>('UPDATE hub SET quit = UTC_TIMESTAMP() WHERE id = ? AND quit IS NULL', [id]);
+  return result.affectedRows > 0;
+}
+
+/**
+ * Clears quit on a running hub's own row (a peer that could not reach it marked it, §11 C18); true if
+ * it was set. v4 only noticed this at loop restart, and then destroyed itself if it had no clients.
+ */
+export async function restoreHubOnline(pool: Pool, id: string): Promise<boolean> {
+  const [result] = await pool.query<ResultSetHeader>('UPDATE hub SET quit = NULL WHERE id = ? AND quit IS NOT NULL', [id]);
+  return result.affectedRows > 0;
+}
+
+/** Keeps log messages ASCII, without control characters, and short. */
+export function asciiText(value: unknown, max = 200): string {
+  const text = String(value).replace(/[^\x20-\x7e]/g, '?');
+  return text.length > max ? `${text.slice(0, max)}...` : text;
+}
+
+/**
+ * The SERDE encoding (§5.1) of a logged error: `{"$type":"Error","$value":{name, …own properties}}`,
+ * recursively, with Dates as `{"$type":"Date",…}`. Depth-limited (v4 has no cycle detection) and
+ * BigInt-safe.
+ */
+export function serdeEncode(value: unknown, depth = 0): unknown {
+  if (depth > 6) return null;
+  if (value instanceof Date) return { $type: 'Date', $value: Number.isNaN(value.getTime()) ? null : value.toISOString() };
+  if (value instanceof Error) {
+    const payload: Record<string, unknown> = { name: value.name };
+    for (const key of Object.getOwnPropertyNames(value)) payload[key] = serdeEncode((value as unknown as Record<string, unknown>)[key], depth + 1);
+    return { $type: 'Error', $value: payload };
+  }
+  if (Array.isArray(value)) return value.map((item) => serdeEncode(item, depth + 1));
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'function' || typeof value === 'symbol') return undefined;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, serdeEncode(item, depth + 1)]));
+  }
+  return value;
+}
+
+/** v4's persistLog: agent = the hub ID, `error` = `{}` or the SERDE-encoded error. */
+export async function persistLog(pool: Pool, agent: string, message: string, error?: unknown): Promise<void> {
+  const encoded = error === undefined ? '{}' : JSON.stringify(serdeEncode(error) ?? {});
+  await pool.query('INSERT INTO log (timestamp, agent, message, error) VALUES (UTC_TIMESTAMP(3), ?, ?, ?)', [agent, asciiText(message, 2000), encoded]);
+}
+
+/** A routed event whose claim ran out of lease; the `*At` strings are the columns' exact values, for the guard. */
+export interface StuckClaim {
+  eventId: string;
+  domain: string;
+  name: string;
+  pid: string;
+  hubAt: string;
+  spokeAt: string | null;
+  consumer: string | null;
+}
+
+const TEXT = "'%Y-%m-%d %H:%i:%s'";
+
+/**
+ * One page of events routed by `hub` without success, failed or orphan whose consumer claim
+ * (consumed_spoke) — or, when no consumer claimed, routing claim (consumed_hub) — is older than
+ * `leaseSeconds`. Only claims made within `horizonSeconds` before that are looked at: the range on
+ * idx_consumed_hub keeps the query's cost proportional to recent traffic, and an event the sweeper
+ * stopped redelivering leaves it. Keyset-paged by (consumed_hub, event_id).
+ */
+export async function findStuckClaims(
+  pool: Pool,
+  hub: string,
+  leaseSeconds: number,
+  horizonSeconds: number,
+  limit: number,
+  after?: { hubAt: string; eventId: string },
+): Promise<StuckClaim[]> {
+  const page = after ? 'AND (p.consumed_hub, p.event_id) > (?, ?)' : '';
+  const sql = `SELECT p.event_id AS eventId, e.domain, e.name, e.pid,
+      DATE_FORMAT(p.consumed_hub, ${TEXT}) AS hubAt, DATE_FORMAT(p.consumed_spoke, ${TEXT}) AS spokeAt, p.consumer
+    FROM event_published p JOIN event e ON e.id = p.event_id
+    WHERE p.consumed_hub >= UTC_TIMESTAMP() - INTERVAL ? SECOND AND p.consumed_hub < UTC_TIMESTAMP() - INTERVAL ? SECOND
+      AND p.hub = ? AND p.success IS NULL AND p.failed IS NULL AND p.orphan IS NULL
+      AND (p.consumed_spoke IS NULL OR p.consumed_spoke < UTC_TIMESTAMP() - INTERVAL ? SECOND)
+      ${page}
+    ORDER BY p.consumed_hub, p.event_id
+    LIMIT ?`;
+  const params: Array<string | number> = [leaseSeconds + horizonSeconds, leaseSeconds, hub, leaseSeconds];
+  if (after) params.push(after.hubAt, after.eventId);
+  params.push(limit);
+  const [rows] = await pool.query<RowDataPacket[]>(sql, params);
+  return rows.map((row) => ({
+    eventId: String(row.eventId),
+    domain: String(row.domain),
+    name: String(row.name),
+    pid: String(row.pid),
+    hubAt: String(row.hubAt),
+    spokeAt: row.spokeAt === null ? null : String(row.spokeAt),
+    consumer: row.consumer === null ? null : String(row.consumer),
+  }));
+}
+
+/**
+ * Takes the stuck claim back, only if nothing changed since it was read (no new claim, no outcome):
+ * the consumer claim is cleared (consumed_spoke, consumer → NULL) and the routing claim renewed
+ * (consumed_hub → now, hub stays this hub), as if this hub had just won the claim of a fresh
+ * publication. True when this sweeper won the reset.
+ */
+export async function resetStuckClaim(pool: Pool, hub: string, claim: StuckClaim): Promise<boolean> {
+  const sql = `UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), consumed_spoke = NULL, consumer = NULL
+    WHERE event_id = ? AND hub = ? AND consumed_hub = ? AND consumed_spoke <=> ? AND consumer <=> ?
+      AND success IS NULL AND failed IS NULL AND orphan IS NULL`;
+  const [result] = await pool.query<ResultSetHeader>(sql, [claim.eventId, hub, claim.hubAt, claim.spokeAt, claim.consumer]);
+  return result.affectedRows === 1;
+}
