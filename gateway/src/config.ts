@@ -4,10 +4,12 @@
  */
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
+import { parseAllowedOrigins } from './limits.js';
 import type { MysqlStoreOptions } from './store/mysql.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+const nonNegativeInt = z.coerce.number().int().min(0);
 
 /** Each key is the environment variable it is read from. */
 export const configSchema = z.object({
@@ -41,6 +43,26 @@ export const configSchema = z.object({
   /** A client whose unsent frames exceed this many bytes is disconnected with 4008 and resumes. */
   EVENTFLOW_MAX_BUFFERED_BYTES: positiveInt.default(16 * 1024 * 1024),
   EVENTFLOW_HANDSHAKE_TIMEOUT_MS: positiveInt.default(10_000),
+  /** Subscriptions + consumers + waits one connection may hold; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
+  EVENTFLOW_MAX_SUBSCRIPTIONS: positiveInt.default(1000),
+  /** Requests one connection may have unanswered; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
+  EVENTFLOW_MAX_IN_FLIGHT: positiveInt.default(256),
+  /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
+  EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(1000),
+  /**
+   * Comma-separated `Origin` values allowed to open a WebSocket (exact match, `*` = any). Unset:
+   * requests without Origin (non-browser clients) and loopback pages (http(s)://localhost,
+   * 127.0.0.1, [::1], any port). Other upgrades are refused with HTTP 403.
+   */
+  EVENTFLOW_ALLOWED_ORIGINS: z
+    .string()
+    .transform((value, context) => {
+      const parsed = parseAllowedOrigins(value);
+      if ('origins' in parsed) return parsed.origins;
+      context.addIssue({ code: 'custom', message: parsed.problem });
+      return z.NEVER;
+    })
+    .optional(),
   /** Directory with the built demo dashboard, served at `/` when it exists. */
   EVENTFLOW_DEMO_DIR: z.string().optional(),
   EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),

@@ -136,9 +136,10 @@ export class Dispatcher implements RouteTarget {
   async addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
     const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), done: false };
     const key = keyOf(domain, pid);
+    // Re-registering a handle replaces its wait; finishing the old one may drop the set.
+    for (const existing of this.#waits.get(key) ?? []) if (existing.peer === peer && existing.handle === handle) this.#finishWait(existing);
     let set = this.#waits.get(key);
     if (!set) this.#waits.set(key, (set = new Set()));
-    for (const existing of set) if (existing.peer === peer && existing.handle === handle) this.#finishWait(existing);
     set.add(wait);
     for (const name of names) this.#changeInterest(domain, name, +1);
     if (after === undefined) return;

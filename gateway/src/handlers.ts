@@ -78,11 +78,14 @@ export const handlers: Handlers = {
     const head = await store.head();
     let after = afterPosition;
     if (after === undefined && afterId !== undefined) after = (await mustExist(session, afterId)).position;
+    // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (Session.sendWaited) or cancelled.
+    session.waits.add(wait);
     await dispatcher.addWait(session, wait, domain, pid, names, after);
     return { head };
   },
 
   async cancelWait(session, { wait }) {
+    session.waits.delete(wait);
     session.context.dispatcher.cancelWait(session, wait);
     return {};
   },

@@ -1,15 +1,17 @@
 /**
  * The gateway: one HTTP + WebSocket port. `/healthz`, the demo dashboard at `/` when built, and
- * WebSocket upgrades on any path. Transports are accepted through `accept()`, so tests can also
- * attach in-memory transports.
+ * WebSocket upgrades on any path (from an allowed `Origin`, see EVENTFLOW_ALLOWED_ORIGINS).
+ * Transports are accepted through `accept()`, so tests can also attach in-memory transports.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
+import { originAllowed } from './limits.js';
 import { createLogger, type Logger } from './log.js';
 import { LocalRouter } from './router/local.js';
 import { HubRouter } from './router/hubs.js';
@@ -111,6 +113,11 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
     maxFrameBytes: settings.EVENTFLOW_MAX_FRAME_BYTES,
     maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
     handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
+    limits: {
+      maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
+      maxInFlight: settings.EVENTFLOW_MAX_IN_FLIGHT,
+      maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
+    },
     scheduled: (at: Date) => scheduler.scheduled(at),
   };
   const accept = (transport: Transport): Session => {
@@ -122,9 +129,19 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
 
   const demoDir = settings.EVENTFLOW_DEMO_DIR;
   const http: Server = createServer((request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined));
-  const wss = new WebSocketServer({ server: http, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES });
   wss.on('connection', (socket) => accept(new WsTransport(socket)));
   wss.on('error', (error) => log.error('websocket server error', { error }));
+  http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const origin = request.headers.origin;
+    if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
+      // A browser page from elsewhere must not use the gateway with its visitor's network access.
+      log.warn('websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
+      refuseUpgrade(socket, 403, 'origin not allowed\n');
+      return;
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+  });
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -184,6 +201,19 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
     }
     response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   }
+}
+
+/** Answers an upgrade request with a plain HTTP error and closes the socket: no WebSocket is opened. */
+function refuseUpgrade(socket: Duplex, status: number, body: string): void {
+  socket.on('error', () => undefined);
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }
 
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */

@@ -1,7 +1,8 @@
 /**
  * One client connection: the handshake, frame parsing and validation, request dispatch, and the
  * connection's subscriptions (with replay after a position). Bad input gets an error frame; the
- * connection stays open and nothing is stored.
+ * connection stays open and nothing is stored. So does a request beyond the connection's limits
+ * (limits.ts): requests in flight, subscriptions + consumers + waits, and the publish rate.
  */
 import {
   clientFrame,
@@ -19,6 +20,7 @@ import {
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import type { Dispatcher, Peer } from './dispatcher.js';
+import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { Logger } from './log.js';
 import type { EventStore } from './store/store.js';
 import type { Router } from './router/router.js';
@@ -32,6 +34,7 @@ export interface SessionContext {
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
   readonly handshakeTimeout: number;
+  readonly limits: ConnectionLimits;
   /** Called after a schedule request, so the scheduler can move its timer earlier. */
   scheduled(at: Date): void;
 }
@@ -48,6 +51,9 @@ const english = { error: en().localeError };
 /** Replay pages: large enough to be quick, small enough to bound memory per subscription. */
 const REPLAY_PAGE = 500;
 
+/** The operations that write events, and so spend the connection's publish rate. */
+const writes: ReadonlySet<OperationName> = new Set<OperationName>(['publish', 'persist', 'schedule']);
+
 interface SubscriptionState {
   /** While replaying, live events are parked here and sent after the replay, without duplicates. */
   parked: StoredEvent[] | undefined;
@@ -62,6 +68,17 @@ export class Session implements Peer {
   readonly subscriptions = new Map<string, SubscriptionState>();
   /** Consumer handle → its domain␟name, so that a handle cannot stand for two consumers. */
   readonly consumers = new Map<string, string>();
+  /** Handles of the waits registered and not finished yet (kept by the wait/cancelWait handlers and sendWaited). */
+  readonly waits = new Set<string>();
+  /**
+   * Registrations (see #registrationKey) whose request is being handled, so that concurrent
+   * requests cannot together exceed EVENTFLOW_MAX_SUBSCRIPTIONS.
+   */
+  readonly #reserved = new Set<string>();
+  /** Requests received and not answered yet. */
+  #inFlight = 0;
+  /** The publish rate; undefined when unlimited. */
+  readonly #writeBucket: TokenBucket | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
   #afterResult: Array<() => void> = [];
   #greeted = false;
@@ -77,6 +94,7 @@ export class Session implements Peer {
     this.#transport = transport;
     this.#handlers = handlers;
     this.#log = context.log.child({ connection: id });
+    this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     transport.listen({
       message: (frame) =>
@@ -110,6 +128,7 @@ export class Session implements Peer {
   }
 
   sendWaited(wait: string, event: StoredEvent): void {
+    this.waits.delete(wait);
     this.#send({ type: 'waited', wait, event });
   }
 
@@ -197,6 +216,21 @@ export class Session implements Peer {
   }
 
   async #dispatch<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+    const { limits } = this.context;
+    if (this.#inFlight >= limits.maxInFlight) {
+      const error = limitExceeded('EVENTFLOW_MAX_IN_FLIGHT', limits.maxInFlight, `${op}: too many unanswered requests on this connection; wait for answers before sending more`);
+      this.#sendError(id, error.code, error.message, error.details);
+      return;
+    }
+    this.#inFlight++;
+    try {
+      await this.#handle(id, op, params);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  async #handle<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
     let parsed;
     try {
       parsed = operations[op].params.safeParse(params ?? {}, english);
@@ -210,9 +244,33 @@ export class Session implements Peer {
       this.#sendError(id, 'E_EVENTFLOW_INVALID_INPUT', `${op}: ${describeIssues(parsed.error, 'params')}`);
       return;
     }
+    const data = parsed.data as z.infer<(typeof operations)[O]['params']>;
+    if (this.#writeBucket && writes.has(op)) {
+      const retryAfterMs = this.#writeBucket.take();
+      if (retryAfterMs > 0) {
+        const error = rateLimited(op, this.#writeBucket.rate, retryAfterMs);
+        this.#sendError(id, error.code, error.message, error.details);
+        return;
+      }
+    }
+    // A new subscription, consumer or wait is counted from here on, while its request runs.
+    let reserved = this.#registrationKey(op, data);
+    if (reserved !== undefined && (this.#isRegistered(reserved) || this.#reserved.has(reserved))) reserved = undefined;
+    if (reserved !== undefined) {
+      if (this.#registrations() >= this.context.limits.maxSubscriptions) {
+        const error = limitExceeded(
+          'EVENTFLOW_MAX_SUBSCRIPTIONS',
+          this.context.limits.maxSubscriptions,
+          `${op}: this connection already holds as many subscriptions, consumers and waits as allowed; remove some before adding more`,
+        );
+        this.#sendError(id, error.code, error.message, error.details);
+        return;
+      }
+      this.#reserved.add(reserved);
+    }
     try {
       const handler = this.#handlers[op] as Handler<O>;
-      const result = await handler(this, parsed.data as z.infer<(typeof operations)[O]['params']>);
+      const result = await handler(this, data);
       this.#send({ type: 'result', id, result });
       for (const start of this.#afterResult.splice(0)) start();
     } catch (error) {
@@ -223,7 +281,42 @@ export class Session implements Peer {
         this.#log.error('request failed', { op, error });
         this.#sendError(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
       }
+    } finally {
+      if (reserved !== undefined) this.#reserved.delete(reserved);
     }
+  }
+
+  // ── registration limit ──
+
+  /** What a subscribe, consume or wait request registers, as a key of #reserved; undefined for other operations. */
+  #registrationKey(op: OperationName, params: unknown): string | undefined {
+    switch (op) {
+      case 'subscribe': {
+        const { domain, name } = params as { domain: string; name: string };
+        return `s\u001f${domain}\u001f${name}`;
+      }
+      case 'consume':
+        return `c\u001f${(params as { consumer: string }).consumer}`;
+      case 'wait':
+        return `w\u001f${(params as { wait: string }).wait}`;
+      default:
+        return undefined;
+    }
+  }
+
+  #isRegistered(key: string): boolean {
+    const [kind, ...rest] = key.split('\u001f');
+    const value = rest.join('\u001f');
+    if (kind === 's') return this.subscriptions.has(value);
+    if (kind === 'c') return this.consumers.has(value);
+    return this.waits.has(value);
+  }
+
+  /** Subscriptions + consumers + waits of this connection, including those being registered. */
+  #registrations(): number {
+    let pending = 0;
+    for (const key of this.#reserved) if (!this.#isRegistered(key)) pending++;
+    return this.subscriptions.size + this.consumers.size + this.waits.size + pending;
   }
 
   #hello(protocol: number, client: string | undefined): void {

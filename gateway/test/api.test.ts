@@ -470,3 +470,22 @@ describe('cache support', () => {
     ]);
   });
 });
+
+describe('dispatcher', () => {
+  it('re-registering a wait under the same handle replaces it and keeps it alive', async () => {
+    const waited: string[] = [];
+    const peer = {
+      id: 'test-peer',
+      sendEvent: () => undefined,
+      sendDelivery: () => undefined,
+      sendWaited: (_wait: string, event: StoredEvent) => void waited.push(event.id),
+      sendDeleted: () => undefined,
+    };
+    await h.gateway.dispatcher.addWait(peer, 'w1', 'orders', 'p1', ['success'], undefined);
+    await h.gateway.dispatcher.addWait(peer, 'w1', 'orders', 'p1', ['success'], undefined);
+    expect(h.gateway.dispatcher.stats.waits).toBe(1);
+    const id = await h.client().publish({ domain: 'orders', name: 'success', pid: 'p1' });
+    await eventually(() => waited.length === 1, 5_000, 'the re-registered wait');
+    expect(waited).toEqual([id]);
+  });
+});

@@ -20,8 +20,9 @@ export interface CacheChannel {
   close(): void;
 }
 
-export function openChannel(name: string, receive: (message: CacheMessage) => void): CacheChannel {
-  if (typeof BroadcastChannel === 'undefined') return { post() {}, close() {} };
+/** The channel of cache `name`; undefined where there is no BroadcastChannel. */
+export const openChannel = (name: string, receive: (message: CacheMessage) => void): CacheChannel | undefined => {
+  if (typeof BroadcastChannel === 'undefined') return undefined;
   const channel = new BroadcastChannel(`eventflow-cache:${name}`);
   let open = true;
   channel.onmessage = (message: MessageEvent<CacheMessage>) => receive(message.data);
@@ -32,4 +33,4 @@ export function openChannel(name: string, receive: (message: CacheMessage) => vo
       channel.close();
     },
   };
-}
+};

@@ -22,8 +22,8 @@ import {
   type State,
   type StoredEvent,
 } from '@eventflow/core';
+import { createCache, parse, type Cache, type Stored } from './cache.js';
 import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
-import { Cache, parse, type Stored } from './cache.js';
 
 export interface BrowserClientOptions extends ClientOptions {
   /** `false`: no IndexedDB cache (reads always fetch; watches still work, in memory). */
@@ -53,22 +53,19 @@ interface Base {
 
 interface Fetched extends Base {
   /** What came after the base (everything when there was no base or it was reset). */
-  tail: StoredEvent[];
+  events: StoredEvent[];
   /** The cached copy disagreed with the gateway (events were deleted) and was dropped. */
   reset: boolean;
 }
 
-interface Watcher {
-  next(snapshot: EventlogSnapshot): void;
-  error: ((error: unknown) => void) | undefined;
-}
+/** A watcher: its listener and its error callback. */
+type Watcher = [(snapshot: EventlogSnapshot) => void, ((error: unknown) => void) | undefined];
 
 /** A watched eventlog, shared by all its watchers. */
 interface Watch {
-  readonly key: string;
   readonly domain: string;
   readonly pid: string;
-  readonly watchers: Set<Watcher>;
+  readonly listeners: Set<Watcher>;
   /** The latest snapshot; it always shows all of `log`. */
   snapshot?: EventlogSnapshot;
   log: Log;
@@ -77,7 +74,7 @@ interface Watch {
   /** Caught up on the current connection: live events apply directly. */
   fresh?: boolean;
   /** The next catch-up fetches everything (the eventlog had deletions). */
-  refetch?: boolean;
+  reset?: boolean;
   /** Live events received while not fresh, applied after the catch-up. */
   held: StoredEvent[];
   /** Bumped by invalidations: a catch-up that overlapped one is discarded. */
@@ -87,7 +84,7 @@ interface Watch {
   /** Its listener on the domain's `*` subscription (which the core client shares among listeners). */
   live(event: StoredEvent): void;
   /** Settles once that subscription is registered. */
-  ready: Promise<unknown>;
+  ready?: Promise<unknown>;
   refresh(): Promise<void>;
   persist(): Promise<void>;
 }
@@ -100,17 +97,19 @@ const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
  * are read: a view of the state (what UIs render) never pays for parsing the eventlog.
  */
 interface Log {
-  raw: string[] | undefined;
-  list: StoredEvent[];
+  /** The cached part, still as JSON segments. */
+  segments: string[] | undefined;
+  /** The parsed events (after the segments until they are parsed). */
+  events: StoredEvent[];
   size: number;
 }
 
-const logOf = (raw: string[] | undefined, size: number): Log => ({ raw, list: [], size });
+const logOf = (segments?: string[], size = 0): Log => ({ segments, events: [], size });
 
 function eventsOf(log: Log): StoredEvent[] {
-  if (log.raw) log.list = parse(log.raw).concat(log.list);
-  log.raw = undefined;
-  return log.list;
+  if (log.segments) log.events = parse(log.segments).concat(log.events);
+  log.segments = undefined;
+  return log.events;
 }
 
 /** A snapshot of the first `size` events of `log`, materialised when first read. */
@@ -133,63 +132,62 @@ function snapshotOf(domain: string, pid: string, state: State, position: number,
 function serial(task: () => Promise<void>): () => Promise<void> {
   let running = false;
   let again = false;
-  const run = async (): Promise<void> => {
-    if (running) {
-      again = true;
-      return;
-    }
+  return async () => {
+    again = true;
+    if (running) return;
     running = true;
     try {
-      do {
+      while (again) {
         again = false;
         await task();
-      } while (again);
+      }
     } finally {
       running = false;
     }
   };
-  return run;
 }
 
 export class BrowserClient<M extends EventMap = EventMap> extends EventflowClient<M> {
   readonly #cache: Cache | undefined;
-  readonly #channel: CacheChannel;
+  readonly #channel: CacheChannel | undefined;
   readonly #report: (error: unknown) => void;
   readonly #watches = new Map<string, Watch>();
   /** Bumped by every invalidation: a read that overlapped one does not store its result. */
   #generation = 0;
-  /** A connection attempt failed or the connection was lost: reads serve the cache at once. */
-  #offline = false;
-  /** Settles on the first connection, the first failed attempt, or after 3 s. */
+  /**
+   * Settles on the first connection, the first failed attempt, or after 3 s: from then on, reads
+   * that find the client offline serve the cache at once.
+   */
   readonly #contact: Promise<void>;
+  /** Aborted (and replaced) at every change of the connection state. */
+  #stateChange = new AbortController();
 
   constructor(connect: Connector, options: BrowserClientOptions = {}) {
     const report = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
-    const hooks = { error: report };
-    super(connect, { ...options, onError: (error) => hooks.error(error) });
+    let onError = report;
+    super(connect, { ...options, onError: (error) => onError(error) });
     this.#report = report;
-    let contact = (): void => {};
-    this.#contact = new Promise((resolve) => (contact = resolve));
-    setTimeout(contact, 3000);
-    hooks.error = (error) => {
-      if (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED')) {
-        this.#offline = true;
-        contact();
-      }
+    let contact!: () => void;
+    this.#contact = new Promise((resolve) => setTimeout((contact = resolve), 3000));
+    onError = (error) => {
+      if (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED')) contact();
       // Registrations cut short by close() are no news.
       if (!isEventflowError(error, 'E_EVENTFLOW_CLIENT_CLOSED')) report(error);
     };
-    const { name = 'eventflow', maxBytes = 50_000_000 } = options.cache || {};
-    this.#cache = options.cache === false || typeof indexedDB === 'undefined' ? undefined : new Cache(name, maxBytes, report);
-    this.#channel = this.#cache ? openChannel(name, (message) => this.#receive(message)) : { post() {}, close() {} };
+    const { cache } = options;
+    if (cache !== false && typeof indexedDB !== 'undefined') {
+      const { name = 'eventflow', maxBytes = 50_000_000 } = cache ?? {};
+      this.#cache = createCache(name, maxBytes, report);
+      this.#channel = openChannel(name, (message) => this.#receive(message));
+    }
     this.onDeleted(({ domain, pid }) => this.#invalidate(keyOf(domain, pid)));
     this.onStateChange((state) => {
-      this.#offline = state !== 'open';
+      this.#stateChange.abort();
+      this.#stateChange = new AbortController();
       contact();
       for (const watch of this.#watches.values()) {
         if (state === 'open') void watch.refresh();
         else {
-          watch.fresh = false;
           watch.held = []; // the catch-up after reconnecting covers them
           this.#markStale(watch);
         }
@@ -238,10 +236,11 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const cached = loaded?.[1] && parse(loaded[1]);
     const fetched = await fetching;
     if (!fetched) return { state: record?.state ?? emptyState, events: cached }; // offline or failing: the cache
-    const all = record && !fetched.reset ? cached && [...cached, ...fetched.tail] : fetched.tail;
-    const from = record && !fetched.reset ? record.position : 0;
-    void this.#store({ key, domain, pid, ...fetched }, from, fetched.tail, all && (() => all), fetched.reset ? this.#generation : generation);
-    return { state: fetched.state, events: all };
+    const { state, events, reset } = fetched;
+    const kept = record && !reset;
+    const all = kept ? cached && [...cached, ...events] : events;
+    void this.#store({ key, domain, pid, ...fetched }, kept ? record.position : 0, events, all && (() => all), reset ? this.#generation : generation);
+    return { state, events: all };
   }
 
   /**
@@ -250,31 +249,21 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
    * `bounded`: fail at once when offline or when the connection is lost, as there is a cache.
    */
   async #fetch(domain: string, pid: string, base: Base | undefined, bounded: boolean): Promise<Fetched> {
-    const { events, count } = await this.#request(base ? { domain, pid, after: base.position } : { domain, pid }, bounded);
-    if (!base) return { state: composeEventlogState(events), position: events.at(-1)?.position ?? 0, count, tail: events, reset: false };
-    if (base.count + events.length !== count) {
+    const { events, count } = await this.#request({ domain, pid, after: base?.position }, bounded);
+    if (base && base.count + events.length !== count) {
       this.#drop(keyOf(domain, pid));
       return { ...(await this.#fetch(domain, pid, undefined, bounded)), reset: true };
     }
-    let { state, position } = base;
-    for (const event of events) {
-      state = applyEvent(state, event);
-      position = event.position;
-    }
-    return { state, position, count, tail: events, reset: false };
+    const state = base ? events.reduce((folded, event) => applyEvent(folded, event), base.state) : composeEventlogState(events);
+    return { state, position: events.at(-1)?.position ?? base?.position ?? 0, count, events, reset: false };
   }
 
   async #request(params: Params<'readEventlog'>, bounded: boolean): Promise<Result<'readEventlog'>> {
     if (!bounded) return this.call('readEventlog', params);
-    if (this.state !== 'open' && !this.#offline) await this.#contact; // still connecting for the first time
+    if (this.state !== 'open') await this.#contact; // maybe still connecting for the first time
     if (this.state !== 'open') throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'offline'); // never escapes: the cache is served
-    const controller = new AbortController();
-    const stop = this.onStateChange(() => controller.abort());
-    try {
-      return await this.call('readEventlog', params, { signal: controller.signal });
-    } finally {
-      stop();
-    }
+    // A lost connection fails it at once, instead of resending it on the next one.
+    return this.call('readEventlog', params, { signal: this.#stateChange.signal });
   }
 
   /** Stores an eventlog (unless an invalidation overlapped the read) and tells the other tabs. */
@@ -282,8 +271,9 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const saved = generation === this.#generation && (await this.#cache?.save(next, from, tail, all));
     if (!saved) return false;
     const { key } = next;
-    if (saved.added?.length === 0) return true;
-    this.#channel.post(saved.added ? { type: 'append', key, from: saved.at, events: saved.added } : { type: 'rewrite', key });
+    const [at, added] = saved;
+    if (added?.length === 0) return true;
+    this.#channel?.post(added ? { type: 'append', key, from: at, events: added } : { type: 'rewrite', key });
     void this.#cache?.evict(new Set([key, ...this.#watches.keys()]));
     return true;
   }
@@ -301,11 +291,10 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     let watch = this.#watches.get(key);
     if (!watch) {
       const created: Watch = {
-        key,
         domain,
         pid,
-        watchers: new Set(),
-        log: logOf(undefined, 0),
+        listeners: new Set(),
+        log: logOf(),
         held: [],
         epoch: 0,
         saved: 0,
@@ -314,25 +303,23 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
           if (created.fresh) this.#apply(created, [event], true);
           else created.held.push(event);
         },
-        ready: Promise.resolve(),
         refresh: serial(() => this.#catchUp(created)),
         persist: serial(() => this.#persist(created)),
       };
       this.#watches.set(key, (watch = created));
       // One gateway subscription per domain, whatever the number of watches: the core client shares it.
-      created.ready = (this as EventflowClient).subscribe(domain, '*', created.live);
-      created.ready.catch(() => undefined); // awaited (and reported) by the catch-up
+      (created.ready = (this as EventflowClient).subscribe(domain, '*', created.live)).catch(() => undefined); // awaited (and reported) by the catch-up
       void created.refresh();
     }
     const entry = watch;
-    const watcher: Watcher = { next: listener, error: onError };
-    entry.watchers.add(watcher);
+    const watcher: Watcher = [listener, onError];
+    entry.listeners.add(watcher);
     if (entry.snapshot) listener(entry.snapshot);
     return () => {
-      entry.watchers.delete(watcher);
+      entry.listeners.delete(watcher);
       // A microtask later, so that an unmount followed by a mount (React StrictMode) keeps the watch.
       queueMicrotask(() => {
-        if (entry.watchers.size > 0 || this.#watches.get(key) !== entry) return;
+        if (entry.listeners.size || this.#watches.get(key) !== entry) return;
         this.#watches.delete(key);
         (this as EventflowClient).unsubscribe(domain, '*', entry.live).catch(() => undefined); // failures reach onError
       });
@@ -340,96 +327,94 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   }
 
   /** The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts. */
-  eventlogStates(domain: string, pid: string, options: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
-    const { signal } = options;
-    const end = (): void => void queue.return();
-    const queue = createAsyncQueue<EventlogSnapshot>(() => {
-      stop();
-      signal?.removeEventListener('abort', end);
-    });
+  eventlogStates(domain: string, pid: string, { signal }: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
+    const queue = createAsyncQueue<EventlogSnapshot>(() => stop(), undefined, signal);
     const stop = this.watchEventlogState(domain, pid, (snapshot) => queue.push(snapshot), (error) => queue.fail(error));
-    if (signal?.aborted) end();
-    else signal?.addEventListener('abort', end, { once: true });
+    if (signal?.aborted) void queue.return();
     return queue;
   }
 
   /** Reads the cached copy (the first time), then catches up with the gateway when connected. */
   async #catchUp(watch: Watch): Promise<void> {
-    const { key, domain, pid, epoch } = watch;
+    const { domain, pid, epoch } = watch;
+    const current = (): boolean => this.state === 'open' && this.#watches.get(keyOf(domain, pid)) === watch;
     if (!watch.loaded) {
       const cached = await this.#cached(domain, pid);
       if (cached) {
         watch.log = cached[1];
-        this.#emit(watch, cached[0]);
+        this.#emit(watch, cached[0].state, cached[0].position, true);
       }
       watch.saved = cached?.[0].position ?? 0;
       watch.loaded = true;
     }
-    if (this.state !== 'open' || this.#watches.get(key) !== watch) return; // runs again on open
+    if (!current()) return; // runs again on open
     try {
       // Once the `*` subscription is registered, no event can fall between it and the fetch.
       await watch.ready;
-      const current = watch.refetch ? undefined : watch.snapshot;
-      const fetched = await this.#fetch(domain, pid, current && { state: current.state, position: current.position, count: watch.log.size }, true);
+      const base = watch.reset ? undefined : watch.snapshot;
+      const fetched = await this.#fetch(domain, pid, base && { state: base.state, position: base.position, count: watch.log.size }, true);
       if (epoch !== watch.epoch) return; // invalidated meanwhile: runs again
-      if (!current || fetched.reset) {
+      if (!base || fetched.reset) {
         watch.saved = 0;
-        watch.log = logOf(undefined, 0);
+        watch.log = logOf();
       }
       const { log } = watch;
-      log.list = log.list.concat(fetched.tail);
-      log.size += fetched.tail.length;
-      watch.refetch = false;
+      log.events = log.events.concat(fetched.events);
+      log.size += fetched.events.length;
+      watch.reset = false;
       watch.fresh = true;
-      this.#emit(watch, snapshotOf(domain, pid, fetched.state, fetched.position, false, log));
+      this.#emit(watch, fetched.state, fetched.position, false);
       this.#apply(watch, watch.held.splice(0), true);
     } catch (error) {
-      if (this.state === 'open' && this.#watches.get(key) === watch) {
+      if (current()) {
         this.#report(error);
-        for (const watcher of watch.watchers) watcher.error?.(error);
+        for (const [, onError] of watch.listeners) onError?.(error);
       }
     }
   }
 
   /** Applies events after the snapshot's position, emitting one snapshot per event. */
   #apply(watch: Watch, events: readonly StoredEvent[], persist: boolean): void {
-    let snapshot = watch.snapshot;
+    const { log } = watch;
+    let { snapshot } = watch;
     if (!snapshot) return;
-    const { domain, pid, log } = watch;
     for (const event of events) {
       if (event.position <= snapshot.position) continue;
-      log.list.push(event);
+      log.events.push(event);
       log.size++;
-      snapshot = snapshotOf(domain, pid, applyEvent(snapshot.state, event), event.position, snapshot.stale, log);
-      this.#emit(watch, snapshot);
+      snapshot = this.#emit(watch, applyEvent(snapshot.state, event), event.position, snapshot.stale);
     }
     if (persist) void watch.persist();
   }
 
-  #emit(watch: Watch, snapshot: EventlogSnapshot): void {
-    watch.snapshot = snapshot;
-    for (const watcher of [...watch.watchers]) {
+  /** Makes the watch's new snapshot (of all its log) and hands it to its watchers. */
+  #emit(watch: Watch, state: State, position: number, stale: boolean): EventlogSnapshot {
+    const snapshot = (watch.snapshot = snapshotOf(watch.domain, watch.pid, state, position, stale, watch.log));
+    for (const [listener] of [...watch.listeners]) {
       try {
-        watcher.next(snapshot);
+        listener(snapshot);
       } catch (error) {
         this.#report(error);
       }
     }
+    return snapshot;
   }
 
+  /** The watch is no longer caught up: live events wait for the next catch-up. */
   #markStale(watch: Watch): void {
-    const { domain, pid, snapshot, log } = watch;
-    if (snapshot?.stale === false) this.#emit(watch, snapshotOf(domain, pid, snapshot.state, snapshot.position, true, log));
+    const { snapshot } = watch;
+    watch.fresh = false;
+    if (snapshot?.stale === false) this.#emit(watch, snapshot.state, snapshot.position, true);
   }
 
   /** Stores what a watch holds beyond its last stored position (one write at a time, see serial). */
   async #persist(watch: Watch): Promise<void> {
-    const { key, domain, pid, snapshot, saved, log } = watch;
+    const { domain, pid, snapshot, saved, log } = watch;
     if (!snapshot || !watch.fresh) return;
     const { state, position } = snapshot;
     // The unparsed cached part is at or below `saved`: the tail is found in what was appended.
-    const tail = log.list.slice(log.list.findLastIndex((event) => event.position <= saved) + 1);
-    if (await this.#store({ key, domain, pid, state, position, count: log.size }, saved, tail, () => eventsOf(log))) watch.saved = position;
+    const tail = log.events.slice(log.events.findLastIndex((event) => event.position <= saved) + 1);
+    if (await this.#store({ key: keyOf(domain, pid), domain, pid, state, position, count: log.size }, saved, tail, () => eventsOf(log))) watch.saved = position;
   }
 
   // ── invalidation and other tabs ─────────────────────────────────────────────────────────
@@ -438,7 +423,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   #drop(key: string): void {
     this.#generation++;
     void this.#cache?.drop(key);
-    this.#channel.post({ type: 'invalidate', key });
+    this.#channel?.post({ type: 'invalidate', key });
   }
 
   /** Events of the eventlog were deleted: drop it (unless told by another tab); a watch of it refetches everything. */
@@ -447,8 +432,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     else this.#generation++;
     const watch = this.#watches.get(key);
     if (!watch) return;
-    watch.fresh = false;
-    watch.refetch = true;
+    watch.reset = true;
     watch.saved = 0;
     watch.epoch++;
     this.#markStale(watch);
@@ -466,13 +450,14 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   }
 
   async #reload(watch: Watch): Promise<void> {
-    const cached = await this.#cached(watch.domain, watch.pid);
+    const { domain, pid } = watch;
+    const cached = await this.#cached(domain, pid);
     const current = watch.snapshot;
     // A live watch only takes a newer copy; one that cannot catch up by itself takes what the cache has.
     if (!cached || !current || (watch.fresh && cached[0].position <= current.position)) return;
     const [{ state, position }, log] = cached;
     watch.log = log;
-    this.#emit(watch, snapshotOf(watch.domain, watch.pid, state, position, current.stale, log));
+    this.#emit(watch, state, position, current.stale);
   }
 
   /** The IndexedDB copy is gone; what watches hold stays valid and is stored again in full. */
@@ -498,17 +483,16 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   async clearCache(): Promise<void> {
     this.#cleared();
     await this.#cache?.drop();
-    this.#channel.post({ type: 'clear' });
+    this.#channel?.post({ type: 'clear' });
   }
 
   override async close(options?: { drainTimeout?: number }): Promise<void> {
-    this.#channel.close();
+    this.#channel?.close();
     await super.close(options);
     this.#cache?.close();
   }
 }
 
 /** A browser client over WebSocket with an IndexedDB cache (see BrowserClientOptions). */
-export function createBrowserClient<M extends EventMap = EventMap>(url: string | URL, options?: BrowserClientOptions): BrowserClient<M> {
-  return new BrowserClient<M>(webSocketConnector(url), options);
-}
+export const createBrowserClient = <M extends EventMap = EventMap>(url: string | URL, options?: BrowserClientOptions): BrowserClient<M> =>
+  new BrowserClient<M>(webSocketConnector(url), options);

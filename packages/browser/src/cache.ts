@@ -5,7 +5,7 @@
  * helpers (a wrapper library would cost more than this whole module). Every operation degrades to
  * "nothing cached" when IndexedDB is unavailable, blocked by a newer schema, or failing.
  */
-import type { State, StoredEvent } from '@eventflow/core';
+import { freezeState, type State, type StoredEvent } from '@eventflow/core';
 
 /** The schema version; `migrations[v]` upgrades a database from version v to v + 1. */
 export const VERSION = 2;
@@ -81,150 +81,144 @@ const join = (segments: string[]): string => `[${segments.map((s) => s.slice(1, 
 /** Parses an eventlog's segments, oldest first. */
 export const parse = (segments: string[]): StoredEvent[] => JSON.parse(join(segments)) as StoredEvent[];
 
-/** States read back from IndexedDB are plain objects: freeze them like the ones core builds. */
-function freeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const item of Object.values(value)) freeze(item);
-  }
-  return value;
-}
 
-export class Cache {
-  readonly #name: string;
-  readonly #maxBytes: number;
-  readonly #onError: (error: unknown) => void;
-  #db: Promise<IDBDatabase | undefined> | undefined;
-
-  constructor(name: string, maxBytes: number, onError: (error: unknown) => void) {
-    this.#name = name;
-    this.#maxBytes = maxBytes;
-    this.#onError = onError;
-  }
-
-  #open(): Promise<IDBDatabase | undefined> {
-    return (this.#db ??= new Promise<IDBDatabase>((resolve, reject) => {
-      const open = indexedDB.open(this.#name, VERSION);
-      open.onupgradeneeded = async ({ oldVersion }) => {
-        const tx = open.transaction as IDBTransaction;
-        try {
-          for (let version = oldVersion; version < VERSION; version++) await migrations[version]?.(open.result, tx);
-        } catch {
-          tx.abort(); // the open fails: no half-migrated schema
-        }
-      };
-      open.onsuccess = () => {
-        const db = open.result;
-        // Another tab wants a newer schema: let it upgrade; the next operation reopens (and finds
-        // no usable cache if the schema became newer than this code).
-        db.onversionchange = () => this.close(false);
-        db.onclose = () => (this.#db = undefined);
-        resolve(db);
-      };
-      open.onerror = () => reject(open.error);
-    }).catch((error: unknown) => {
-      this.#onError(error);
-      return undefined;
-    }));
-  }
-
-  /** Runs `work` in one transaction over all stores; failures are reported and read as "nothing cached". */
-  async #run<T>(mode: IDBTransactionMode, work: (store: (name: StoreName) => IDBObjectStore) => Promise<T>): Promise<T | undefined> {
-    try {
-      const db = await this.#open();
-      if (!db) return undefined;
-      const tx = db.transaction(stores, mode);
-      const done = new Promise((resolve, reject) => {
-        tx.oncomplete = resolve;
-        tx.onerror = tx.onabort = () => reject(tx.error);
-      });
-      const result = await work((name) => tx.objectStore(name));
-      await done;
-      return result;
-    } catch (error) {
-      this.#onError(error);
-      return undefined;
-    }
-  }
-
+export interface Cache {
   /** The record of an eventlog and, when `withEvents`, its segments (see `parse`), from one transaction. */
-  async load(key: string, withEvents: boolean): Promise<[StreamRecord, string[] | undefined] | undefined> {
-    const loaded = await this.#run('readonly', (store) =>
-      Promise.all([request<StreamRecord | undefined>(store('streams').get(key)), withEvents ? request<string[]>(store('events').getAll(range(key))) : undefined]),
-    );
-    if (!loaded?.[0]) return undefined;
-    void this.#run('readwrite', async (store) => {
-      const usage = await request<UsageRecord | undefined>(store('usage').get(key));
-      if (usage) store('usage').put({ ...usage, used: now() });
-    });
-    freeze(loaded[0].state);
-    return loaded as [StreamRecord, string[] | undefined];
-  }
-
+  load(key: string, withEvents: boolean): Promise<[StreamRecord, string[] | undefined] | undefined>;
   /**
    * Stores `next` (the state at `next.position`, `next.count` events), which is the stored copy
    * at position `from` plus `tail`. When nothing is stored, or the stored copy is behind `from`,
    * all events are written from `all()`, or nothing without it. Resolves with the stored position
-   * before the write and the events appended after it (`added` undefined: written in full).
+   * before the write and the events appended after it (undefined: written in full).
    */
-  save(next: Stored, from: number, tail: readonly StoredEvent[], all?: () => readonly StoredEvent[]): Promise<{ at: number; added: StoredEvent[] | undefined } | undefined> {
-    return this.#run('readwrite', async (store) => {
-      const { key, domain, pid, state, position, count } = next;
-      const events = store('events');
-      const old = await request<StreamRecord | undefined>(store('streams').get(key));
-      const at = old?.position ?? 0;
-      let { segments = 0, eventBytes = 0 } = old ?? {};
-      let added: StoredEvent[] | undefined = [];
-      if (old && at >= position) return { at, added }; // nothing newer
-      if (old && at >= from) {
-        added = tail.filter((event) => event.position > at);
-        const json = JSON.stringify(added);
-        eventBytes += json.length;
-        if (++segments > MAX_SEGMENTS) {
-          const merged = join([...(await request<string[]>(events.getAll(range(key)))), json]);
-          events.delete(range(key));
-          events.put(merged, [key, 0]);
-          segments = 1;
-        } else if (added[0]) events.put(json, [key, added[0].position]);
-      } else if (all) {
-        added = undefined;
-        const json = JSON.stringify(all());
-        events.delete(range(key));
-        events.put(json, [key, 0]);
-        segments = 1;
-        eventBytes = json.length;
-      } else return undefined;
-      store('streams').put({ key, domain, pid, state, position, count, segments, eventBytes });
-      store('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() });
-      return { at, added };
-    });
-  }
-
+  save(next: Stored, from: number, tail: readonly StoredEvent[], all?: () => readonly StoredEvent[]): Promise<[at: number, added: StoredEvent[] | undefined] | undefined>;
   /** Drops one eventlog, or all of them. */
-  drop(key?: string): Promise<void> {
-    return this.#run('readwrite', async (store) => {
+  drop(key?: string): Promise<void>;
+  /** Drops least recently used eventlogs, except `keep`, until the total fits the budget. */
+  evict(keep: ReadonlySet<string>): Promise<void>;
+  /** Closes the database for good. */
+  close(): void;
+}
+
+export const createCache = (name: string, maxBytes: number, onError: (error: unknown) => void): Cache => {
+  let db: Promise<IDBDatabase | undefined> | undefined;
+
+  /** Closes the database; unless `final`, the next operation opens it again. */
+  const close = (final?: boolean): void => {
+    void db?.then((open) => open?.close());
+    db = final ? Promise.resolve(undefined) : undefined;
+  };
+
+  const open = (): Promise<IDBDatabase | undefined> =>
+    (db ??= new Promise<IDBDatabase>((resolve, reject) => {
+      const opening = indexedDB.open(name, VERSION);
+      opening.onupgradeneeded = async ({ oldVersion }) => {
+        const tx = opening.transaction as IDBTransaction;
+        try {
+          for (let version = oldVersion; version < VERSION; version++) await migrations[version]?.(opening.result, tx);
+        } catch {
+          tx.abort(); // the open fails: no half-migrated schema
+        }
+      };
+      opening.onsuccess = () => {
+        const opened = opening.result;
+        // Another tab wants a newer schema: let it upgrade; the next operation reopens (and finds
+        // no usable cache if the schema became newer than this code).
+        opened.onversionchange = () => close();
+        opened.onclose = () => (db = undefined);
+        resolve(opened);
+      };
+      opening.onerror = () => reject(opening.error);
+    }).catch((error: unknown) => {
+      onError(error);
+      return undefined;
+    }));
+
+  /** Runs `work` in one transaction over all stores; failures are reported and read as "nothing cached". */
+  const run = async <T>(mode: IDBTransactionMode, work: (store: (name: StoreName) => IDBObjectStore) => Promise<T>): Promise<T | undefined> => {
+    try {
+      const tx = (await open())?.transaction(stores, mode);
+      if (!tx) return undefined;
+      const done = new Promise((resolve, reject) => {
+        tx.oncomplete = resolve;
+        tx.onerror = tx.onabort = () => reject(tx.error);
+      });
+      const result = await work((store) => tx.objectStore(store));
+      await done;
+      return result;
+    } catch (error) {
+      onError(error);
+      return undefined;
+    }
+  };
+
+  const drop = (key?: string): Promise<void> =>
+    run('readwrite', async (store) => {
       for (const name of stores) {
         if (key === undefined) store(name).clear();
         else store(name).delete(name === 'events' ? range(key) : key);
       }
     });
-  }
 
-  /** Drops least recently used eventlogs, except `keep`, until the total fits the budget. */
-  async evict(keep: ReadonlySet<string>): Promise<void> {
-    const usage = (await this.#run('readonly', (store) => request<UsageRecord[]>(store('usage').index('used').getAll()))) ?? [];
-    let total = usage.reduce((sum, entry) => sum + entry.bytes, 0);
-    for (const { key, bytes } of usage) {
-      if (total <= this.#maxBytes) return;
-      if (keep.has(key)) continue;
-      await this.drop(key);
-      total -= bytes;
-    }
-  }
+  return {
+    async load(key, withEvents) {
+      const loaded = await run('readonly', (store) =>
+        Promise.all([request<StreamRecord | undefined>(store('streams').get(key)), withEvents ? request<string[]>(store('events').getAll(range(key))) : undefined]),
+      );
+      if (!loaded?.[0]) return undefined;
+      void run('readwrite', async (store) => {
+        const usage = await request<UsageRecord | undefined>(store('usage').get(key));
+        if (usage) store('usage').put({ ...usage, used: now() });
+      });
+      // States read back from IndexedDB are plain objects: frozen like the ones core builds.
+      freezeState(loaded[0].state);
+      return loaded as [StreamRecord, string[] | undefined];
+    },
 
-  /** Closes the database; unless `final`, the next operation opens it again. */
-  close(final = true): void {
-    void this.#db?.then((db) => db?.close());
-    this.#db = final ? Promise.resolve(undefined) : undefined;
-  }
-}
+    save: ({ key, domain, pid, state, position, count }, from, tail, all) =>
+      run('readwrite', async (store) => {
+        const events = store('events');
+        const old = await request<StreamRecord | undefined>(store('streams').get(key));
+        const at = old?.position ?? 0;
+        let { segments = 0, eventBytes = 0 } = old ?? {};
+        let added: StoredEvent[] | undefined = [];
+        /** A segment that replaces all the stored ones. */
+        let whole: string | undefined;
+        if (old && at >= position) return [at, added]; // nothing newer
+        if (old && at >= from) {
+          added = tail.filter((event) => event.position > at);
+          const json = JSON.stringify(added);
+          eventBytes += json.length;
+          if (++segments > MAX_SEGMENTS) whole = join([...(await request<string[]>(events.getAll(range(key)))), json]);
+          else if (added[0]) events.put(json, [key, added[0].position]);
+        } else if (all) {
+          added = undefined;
+          whole = JSON.stringify(all());
+          eventBytes = whole.length;
+        } else return undefined;
+        if (whole !== undefined) {
+          events.delete(range(key));
+          events.put(whole, [key, 0]);
+          segments = 1;
+        }
+        store('streams').put({ key, domain, pid, state, position, count, segments, eventBytes });
+        store('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() });
+        return [at, added];
+      }),
+
+    drop,
+
+    async evict(keep) {
+      const usage = (await run('readonly', (store) => request<UsageRecord[]>(store('usage').index('used').getAll()))) ?? [];
+      let total = usage.reduce((sum, entry) => sum + entry.bytes, 0);
+      for (const { key, bytes } of usage) {
+        if (total <= maxBytes) return;
+        if (keep.has(key)) continue;
+        await drop(key);
+        total -= bytes;
+      }
+    },
+
+    close: () => close(true),
+  };
+};

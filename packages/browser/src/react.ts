@@ -17,24 +17,22 @@ export function EventflowProvider<M extends EventMap>({ client, children }: { cl
 
 export function useEventflowClient<M extends EventMap = EventMap>(): BrowserClient<M> {
   const client = useContext(ClientContext);
-  if (!client) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'no eventflow client: render this component inside <EventflowProvider client={…}>');
+  if (!client) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'no eventflow client: render inside <EventflowProvider client={…}>');
   return client as unknown as BrowserClient<M>;
 }
 
 /** An external store holding `initial` until `start` (run while subscribed) sets new values. */
 function useStore<T>(initial: T, start: (set: (update: (value: T) => T) => void) => () => void, deps: unknown[]): T {
-  const store = useMemo(() => {
+  const [subscribe, get] = useMemo(() => {
     let value = initial;
-    return {
-      subscribe: (notify: () => void) =>
-        start((update) => {
-          value = update(value);
-          notify();
-        }),
-      get: () => value,
-    };
+    const subscribe = (notify: () => void): (() => void) =>
+      start((update) => {
+        value = update(value);
+        notify();
+      });
+    return [subscribe, () => value] as const;
   }, deps);
-  return useSyncExternalStore(store.subscribe, store.get, store.get);
+  return useSyncExternalStore(subscribe, get, get);
 }
 
 export interface EventlogStateView {

@@ -9,61 +9,58 @@ export interface AsyncQueue<T> extends AsyncIterableIterator<T> {
   fail(error: unknown): void;
 }
 
-export function createAsyncQueue<T>(onEnd: () => void, limit = 1024): AsyncQueue<T> {
+/** `signal` aborting ends iteration like `return()`. */
+export const createAsyncQueue = <T>(onEnd: () => void, limit = 1024, signal?: AbortSignal): AsyncQueue<T> => {
   const buffer: T[] = [];
-  let waiting: { resolve(result: IteratorResult<T>): void; reject(error: unknown): void } | undefined;
+  /** The reader waiting in next(): its resolve and reject. */
+  let waiting: [(result: IteratorResult<T>) => void, (error: unknown) => void] | undefined;
   let done = false;
   let failure: { error: unknown } | undefined;
-
-  const end = (): void => {
-    if (done) return;
-    done = true;
-    onEnd();
+  const finished = (): IteratorResult<T> => ({ value: undefined, done: true });
+  const take = (): typeof waiting => {
+    const reader = waiting;
+    waiting = undefined;
+    return reader;
   };
+  const end = (): void => {
+    if (!done) {
+      done = true;
+      signal?.removeEventListener('abort', onAbort);
+      onEnd();
+    }
+  };
+  const onAbort = (): void => void queue.return();
 
   const queue: AsyncQueue<T> = {
     push(value) {
       if (done) return;
-      if (waiting) {
-        const { resolve } = waiting;
-        waiting = undefined;
-        resolve({ value, done: false });
-        return;
-      }
-      buffer.push(value);
-      if (buffer.length > limit) buffer.shift();
+      if (waiting) take()?.[0]({ value, done: false });
+      else if (buffer.push(value) > limit) buffer.shift();
     },
     fail(error) {
       if (done) return;
       failure = { error };
       end();
-      if (waiting) {
-        const { reject } = waiting;
-        waiting = undefined;
-        reject(error);
-      }
+      take()?.[1](error);
     },
-    next() {
-      if (buffer.length > 0) return Promise.resolve({ value: buffer.shift() as T, done: false });
-      if (failure) return Promise.reject(failure.error);
-      if (done) return Promise.resolve({ value: undefined, done: true });
+    async next() {
+      if (buffer.length) return { value: buffer.shift() as T, done: false };
+      if (failure) throw failure.error;
+      if (done) return finished();
       return new Promise((resolve, reject) => {
-        waiting = { resolve, reject };
+        waiting = [resolve, reject];
       });
     },
-    return() {
+    async return() {
       end();
       buffer.length = 0;
-      if (waiting) {
-        const { resolve } = waiting;
-        waiting = undefined;
-        resolve({ value: undefined, done: true });
-      }
-      return Promise.resolve({ value: undefined, done: true });
+      take()?.[0](finished());
+      return finished();
     },
     [Symbol.asyncIterator]() {
       return queue;
     },
   };
+  signal?.addEventListener('abort', onAbort, { once: true });
   return queue;
-}
+};

@@ -14,8 +14,9 @@ export const defaultBackoff: Required<BackoffOptions> = { minDelay: 250, maxDela
  * "Full jitter" exponential backoff: a uniform pick in [min, cap], so that clients dropped by the
  * same gateway restart do not reconnect in lockstep.
  */
-export function backoffDelay(attempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
-  const { minDelay, maxDelay, factor } = { ...defaultBackoff, ...options };
-  const cap = Math.min(maxDelay, minDelay * factor ** Math.max(0, attempt));
-  return Math.round(minDelay + random() * (cap - minDelay));
-}
+export const backoffDelay = (
+  attempt: number,
+  // The defaults of `defaultBackoff`, repeated so that the bundle does not carry the object.
+  { minDelay = 250, maxDelay = 10_000, factor = 2 }: BackoffOptions = {},
+  random: () => number = Math.random,
+): number => Math.round(minDelay + random() * (Math.min(maxDelay, minDelay * factor ** Math.max(0, attempt)) - minDelay));

@@ -4,27 +4,14 @@
  * re-registered on every new connection, so callers never re-subscribe after a reconnect.
  */
 import { createAsyncQueue } from './async-queue.js';
-import { Connection, type ConnectionState } from './connection.js';
-import { EventflowError } from './errors.js';
+import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
+import { EventflowError, isEventflowError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
-import type {
-  DeletedFrame,
-  DeliveryFrame,
-  EventFrame,
-  EventInput,
-  JsonObject,
-  OperationName,
-  Params,
-  Position,
-  Result,
-  ServerFrame,
-  StoredEvent,
-  WaitedFrame,
-} from './protocol.js';
-import { connectionLost, RequestManager, type RequestOptions } from './requests.js';
+import type { DeletedFrame, DeliveryFrame, EventFrame, EventInput, JsonObject, OperationName, Params, Position, Result, ServerFrame, StoredEvent } from './protocol.js';
+import { connectionLost, pending, RequestManager, type RequestOptions, type Settle } from './requests.js';
 import { composeEventlogState, type State } from './state.js';
-import { SubscriptionRegistry } from './subscriptions.js';
-import { assertEventInput, assertIdentifier } from './validate.js';
+import { keyOf, SubscriptionRegistry } from './subscriptions.js';
+import { assertEventInput, assertIdentifier, invalid } from './validate.js';
 import { Waiters } from './waiters.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Connector } from './transport.js';
@@ -104,79 +91,78 @@ export interface Consumer {
 type AnyListener = Listener<StoredEvent>;
 type AnyHandler = ConsumeHandler<StoredEvent>;
 
-interface ConsumerEntry {
-  readonly handle: string;
-  readonly domain: string;
-  readonly name: string;
-  readonly handler: AnyHandler;
+/** A consumer or a wait, by its handle ('c…' or 'w…'). */
+interface Registration {
+  /** Registers it on the current connection (again after each reconnect). */
+  register(): Promise<void>;
+  /** A wait's: resolves it with `event`, or fails it with `error`. */
+  settle?: Settle<StoredEvent>;
+  /** A consumer's. */
+  domain?: string;
+  name?: string;
+  handler?: AnyHandler;
+  remove?(): Promise<void>;
 }
 
-interface WaitEntry {
-  readonly handle: string;
-  readonly domain: string;
-  readonly pid: string;
-  readonly names: string[];
-  readonly afterId: string | undefined;
-  afterPosition: Position | undefined;
-  readonly timeout: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  /** Called after each successful registration; starts the clock the first time. */
-  registered(): void;
-  resolve(event: StoredEvent): void;
-  reject(error: unknown): void;
-}
-
-const keyOf = (domain: string, name: string): string => `${domain}\u001f${name}`;
+type Deleted = Omit<DeletedFrame, 'type'>;
 
 export class EventflowClient<M extends EventMap = EventMap> {
   readonly #connection: Connection;
   readonly #requests: RequestManager;
-  readonly #heartbeatInterval: number;
   readonly #onError: (error: unknown) => void;
 
   readonly #subscriptions = new SubscriptionRegistry<AnyListener>();
-  /** (domain, name) keys registered on the current connection. */
+  /** Subscription keys and consumer handles registered on the current connection (they cannot collide). */
   readonly #registered = new Set<string>();
   /** Serialises subscribe/unsubscribe per key so mount/unmount/mount cannot double-subscribe. */
   readonly #chains = new Map<string, Promise<void>>();
 
-  readonly #consumers = new Map<string, ConsumerEntry>();
-  readonly #consumersRegistered = new Set<string>();
-  readonly #deliveries = new Map<string, AbortController>();
-  /** Running consume handlers and the signal of their delivery. */
-  readonly #inFlight = new Map<Promise<void>, AbortSignal>();
+  readonly #registrations = new Map<string, Registration>();
+  /** Running consume handlers, by the controller that aborts them when their delivery is lost. */
+  readonly #inFlight = new Map<AbortController, Promise<void>>();
 
-  readonly #waits = new Map<string, WaitEntry>();
-  readonly #deletedListeners = new Set<(deleted: Omit<DeletedFrame, 'type'>) => void>();
+  readonly #deletedListeners = new Set<(deleted: Deleted) => void>();
   #nextHandle = 1;
   /** Incremented per connection, so that answers from a previous connection are not trusted. */
   #generation = 0;
-  #closing = false;
+  /** Set by close(): the client takes no new work. */
   #closed: Promise<void> | undefined;
-  #lastFrameAt = 0;
-  #heartbeat: ReturnType<typeof setInterval> | undefined;
-  /** Callers waiting for the connection ('open'), a subscription key ('s…') or a consumer ('c…'). */
+  /** Callers waiting for the connection ('open'), a subscription key or a consumer handle. */
   readonly #waiters = new Waiters();
 
   constructor(connect: Connector, options: ClientOptions = {}) {
-    this.#heartbeatInterval = options.heartbeatInterval ?? 20_000;
-    this.#onError =
-      options.onError ??
-      ((error) => {
-        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') return;
-        console.error('[eventflow]', error);
-      });
+    this.#onError = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? 10_000);
-    this.#connection = new Connection(
-      connect,
-      { handshakeTimeout: options.handshakeTimeout ?? 10_000, reconnect: options.reconnect ?? {}, clientName: options.clientName },
-      {
-        open: () => this.#onOpen(),
-        frame: (frame) => this.#onFrame(frame),
-        lost: () => this.#onLost(),
-        error: (error) => this.#onError(error),
+    this.#connection = createConnection(connect, options, {
+      open: () => {
+        this.#generation++;
+        this.#waiters.settle('open');
+        for (const key of this.#subscriptions.keys()) void this.#reconcile(key.domain, key.name);
+        for (const entry of this.#registrations.values()) void entry.register();
+        this.#requests.flush();
       },
-    );
+      frame: (frame) => {
+        if (frame.type === 'result' || frame.type === 'error') {
+          if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
+          this.#requests.settle(frame);
+        } else if (frame.type === 'event') this.#dispatchEvent(frame);
+        else if (frame.type === 'delivery') this.#handleDelivery(frame);
+        else if (frame.type === 'waited') this.#registrations.get(frame.wait)?.settle?.(undefined, frame.event);
+        else if (frame.type === 'deleted') {
+          const { type: _type, ...deleted } = frame;
+          notify(this.#deletedListeners, deleted, this.#onError);
+        }
+      },
+      lost: () => {
+        this.#registered.clear();
+        // The gateway hands unsettled deliveries of a dropped connection to other consumers.
+        const lost = new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'connection lost; the event will be redelivered');
+        for (const controller of this.#inFlight.keys()) controller.abort(lost);
+        this.#requests.lost();
+      },
+      error: this.#onError,
+      ping: (timeout) => this.#send('ping', {}, { timeout }),
+    });
   }
 
   // ── connection ──────────────────────────────────────────────────────────────────────────
@@ -193,7 +179,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * Calls `listener` when events are deleted through the gateway in a domain this client
    * subscribes to (`id` absent: the whole eventlog of `pid`). Caches use it to drop what they hold.
    */
-  onDeleted(listener: (deleted: Omit<DeletedFrame, 'type'>) => void): () => void {
+  onDeleted(listener: (deleted: Deleted) => void): () => void {
     this.#deletedListeners.add(listener);
     return () => this.#deletedListeners.delete(listener);
   }
@@ -201,8 +187,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** Resolves once the client is connected (immediately if it is). */
   ready(signal?: AbortSignal): Promise<void> {
     this.#assertUsable();
-    if (this.state === 'open') return Promise.resolve();
-    return this.#waiters.wait('open', 'ready', signal);
+    return this.state === 'open' ? Promise.resolve() : this.#waiters.wait('open', 'ready', signal);
   }
 
   /** Sends any operation of the protocol; the typed methods below are built on it. */
@@ -211,17 +196,21 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#requests.request(op, params, options);
   }
 
+  /** `call`, resolving with one field of the result. */
+  async #field<O extends OperationName, K extends keyof Result<O>>(op: O, params: Params<O>, field: K, options?: RequestOptions): Promise<Result<O>[K]> {
+    return (await this.call(op, params, options))[field];
+  }
+
   // ── publishing ──────────────────────────────────────────────────────────────────────────
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
   async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: RequestOptions): Promise<string> {
-    const input = withId(event);
-    return (await this.call('publish', { event: input }, options)).id;
+    return this.#field('publish', { event: withId(event) }, 'id', options);
   }
 
   /** Stores an event without routing it (v4's persist). */
   async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: RequestOptions): Promise<string> {
-    return (await this.call('persist', { event: withId(event) }, options)).id;
+    return this.#field('persist', { event: withId(event) }, 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -230,7 +219,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     event: PublishInput<M, D, N>,
     options?: RequestOptions,
   ): Promise<string> {
-    return (await this.call('schedule', { at: toIso(date, 'date'), event: withId(event) }, options)).id;
+    return this.#field('schedule', { at: toIso(date, 'date'), event: withId(event) }, 'id', options);
   }
 
   /**
@@ -242,11 +231,12 @@ export class EventflowClient<M extends EventMap = EventMap> {
     options: RequestEventOptions = {},
   ): Promise<EventOf<M, D>> {
     const input = withId(event);
-    let registered!: () => void;
-    const isRegistered = new Promise<void>((resolve) => (registered = resolve));
-    const outcome = this.#wait(input.domain, input.pid, options.outcomes ?? ['success', 'failed'], options.timeout ?? 10_000, options, registered);
-    outcome.catch(() => undefined); // observed below; avoids an unhandled rejection if publish fails first
-    await Promise.race([isRegistered, outcome]);
+    let outcome!: Promise<StoredEvent>;
+    // Goes on once the wait is registered (or fails with it). The handlers also keep a rejection
+    // of the outcome from going unhandled when publish fails first.
+    await new Promise((resolve, reject) => {
+      (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, options, resolve)).then(resolve, reject);
+    });
     await this.call('publish', { event: input }, { signal: options.signal });
     return (await outcome) as EventOf<M, D>;
   }
@@ -263,24 +253,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
     listener: Listener<EventOf<M, D, N>>,
     options: { signal?: AbortSignal } = {},
   ): Promise<Subscription> {
-    this.#assertUsable();
-    assertIdentifier(domain, 'domain');
-    assertIdentifier(name, 'name');
-    const anyListener = listener as unknown as AnyListener;
-    this.#subscriptions.add(domain, name, anyListener);
+    this.#assertRegistrable(domain, name, 'name');
+    this.#subscriptions.add(domain, name, listener as unknown as AnyListener);
     const key = keyOf(domain, name);
+    const unsubscribe = (): Promise<void> => this.unsubscribe(domain, name, listener);
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.
-    const settled = this.#registered.has(key) && !this.#chains.has(key);
-    const registered = settled ? Promise.resolve() : this.#waiters.wait(`s${key}`, 'subscribe', options.signal);
+    const registered = this.#registered.has(key) && !this.#chains.has(key) ? undefined : this.#waiters.wait(key, 'subscribe', options.signal);
     void this.#reconcile(domain, name);
-    try {
-      await registered;
-    } catch (error) {
-      // Aborted or refused: the listener must not linger and be registered on a later connection.
-      await this.unsubscribe(domain, name, listener);
-      throw error;
-    }
-    return { unsubscribe: () => this.unsubscribe(domain, name, listener) };
+    await registration(registered, unsubscribe);
+    return { unsubscribe };
   }
 
   /** Removes exactly this listener; other listeners, also of the same domain, are untouched. */
@@ -291,12 +272,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`. */
   events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options: { signal?: AbortSignal; bufferSize?: number } = {}): AsyncIterableIterator<EventOf<M, D, N>> {
     const listener: Listener<EventOf<M, D, N>> = (event) => queue.push(event);
-    const queue = createAsyncQueue<EventOf<M, D, N>>(() => {
-      options.signal?.removeEventListener('abort', onAbort);
-      void this.unsubscribe(domain, name, listener).catch(this.#onError);
-    }, options.bufferSize);
-    const onAbort = (): void => void queue.return();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const queue = createAsyncQueue<EventOf<M, D, N>>(() => void this.unsubscribe(domain, name, listener).catch(this.#onError), options.bufferSize, options.signal);
     this.subscribe(domain, name, listener).catch((error: unknown) => queue.fail(error));
     return queue;
   }
@@ -305,55 +281,48 @@ export class EventflowClient<M extends EventMap = EventMap> {
     const key = keyOf(domain, name);
     const next = (this.#chains.get(key) ?? Promise.resolve()).then(() => this.#reconcileNow(domain, name, key));
     this.#chains.set(key, next);
-    void next.finally(() => {
-      if (this.#chains.get(key) === next) this.#chains.delete(key);
-    });
+    void next.finally(() => this.#chains.get(key) === next && this.#chains.delete(key));
     return next;
   }
 
   async #reconcileNow(domain: string, name: string, key: string): Promise<void> {
     if (this.state !== 'open') return; // re-run on open
     const entry = this.#subscriptions.get(domain, name);
-    const generation = this.#generation;
     try {
       if (entry && !this.#registered.has(key)) {
-        const { head } = await this.#requests.request('subscribe', { domain, name, ...(entry.position === undefined ? {} : { after: entry.position }) }, {}, false);
-        if (generation !== this.#generation) return;
+        const result = await this.#register('subscribe', { domain, name, after: entry.position });
+        if (!result) return;
         // A resumed subscription keeps its position: the replay that follows starts there. A new
         // one starts at head, so older events published to others are not delivered.
-        entry.position ??= head;
+        entry.position ??= result.head;
         this.#registered.add(key);
-        this.#waiters.resolve(`s${key}`);
+        this.#waiters.settle(key);
         // Listeners may all have left while the request was in flight.
-        if (!this.#subscriptions.isCurrent(entry)) await this.#reconcileNow(domain, name, key);
-      } else if (!entry && this.#registered.has(key)) {
-        await this.#requests.request('unsubscribe', { domain, name }, {}, false);
-        if (generation === this.#generation) this.#registered.delete(key);
+        if (this.#subscriptions.get(domain, name) !== entry) await this.#reconcileNow(domain, name, key);
       } else if (entry) {
-        this.#waiters.resolve(`s${key}`); // already registered: a later listener joined it
+        this.#waiters.settle(key); // already registered: a later listener joined it
+      } else if (this.#registered.has(key) && (await this.#register('unsubscribe', { domain, name }))) {
+        this.#registered.delete(key);
       }
     } catch (error) {
-      if (error === connectionLost) return;
-      this.#waiters.reject(`s${key}`, error);
-      this.#onError(error);
+      this.#refused(key, error);
     }
   }
 
-  #dispatchEvent(frame: EventFrame): void {
-    const { event } = frame;
-    for (const name of frame.names) {
+  /** A registration failed: its waiters fail, and so does onError (unless only the connection was lost). */
+  #refused(key: string, error: unknown): void {
+    if (error === connectionLost) return;
+    this.#waiters.settle(key, error);
+    this.#onError(error);
+  }
+
+  #dispatchEvent({ event, names }: EventFrame): void {
+    for (const name of names) {
       const key = this.#subscriptions.get(event.domain, name);
-      if (!key) continue;
       // Resumed subscriptions may overlap with what was already delivered: skip by position.
-      if (key.position !== undefined && event.position <= key.position) continue;
+      if (!key || event.position <= (key.position ?? -1)) continue;
       key.position = event.position;
-      for (const listener of [...key.listeners]) {
-        try {
-          listener(event);
-        } catch (error) {
-          this.#onError(error);
-        }
-      }
+      notify(key.listeners, event, this.#onError);
     }
   }
 
@@ -369,247 +338,169 @@ export class EventflowClient<M extends EventMap = EventMap> {
     handler: ConsumeHandler<EventOf<M, D, N>>,
     options: { signal?: AbortSignal } = {},
   ): Promise<Consumer> {
-    this.#assertUsable();
-    assertIdentifier(domain, 'domain');
-    assertIdentifier(name, 'name');
-    const entry: ConsumerEntry = { handle: `c${this.#nextHandle++}`, domain, name, handler: handler as unknown as AnyHandler };
-    this.#consumers.set(entry.handle, entry);
-    const registered = this.#waiters.wait(entry.handle, 'consume', options.signal);
-    void this.#registerConsumer(entry);
-    try {
-      await registered;
-    } catch (error) {
-      // Aborted or refused: the consumer must not linger and be registered on a later connection.
-      await this.#removeConsumer(entry).catch(() => undefined);
-      throw error;
-    }
-    return { remove: () => this.#removeConsumer(entry) };
+    this.#assertRegistrable(domain, name, 'name');
+    const consumer = `c${this.#nextHandle++}`;
+    const remove = async (): Promise<void> => {
+      if (!this.#registrations.delete(consumer)) return;
+      this.#waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was registered'));
+      if (!this.#registered.delete(consumer) || this.state !== 'open') return;
+      await this.#send('removeConsumer', { consumer }).catch((error: unknown) => {
+        if (error !== connectionLost) throw error;
+      });
+    };
+    const register = async (): Promise<void> => {
+      try {
+        if (!(await this.#register('consume', { consumer, domain, name }))) return;
+        // Removed while registering: take it back off the gateway.
+        if (!this.#registrations.has(consumer)) return void (await this.#send('removeConsumer', { consumer }));
+        this.#registered.add(consumer);
+        this.#waiters.settle(consumer);
+      } catch (error) {
+        this.#refused(consumer, error);
+      }
+    };
+    this.#registrations.set(consumer, { domain, name, handler: handler as unknown as AnyHandler, register, remove });
+    const registered = this.#waiters.wait(consumer, 'consume', options.signal);
+    void register();
+    await registration(registered, remove);
+    return { remove };
   }
 
   /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
   async removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void> {
-    for (const entry of this.#consumers.values()) {
-      if (entry.domain === domain && entry.name === name && entry.handler === (handler as unknown as AnyHandler)) {
-        await this.#removeConsumer(entry);
-        return;
-      }
+    for (const entry of this.#registrations.values()) {
+      if (entry.handler === (handler as unknown as AnyHandler) && entry.domain === domain && entry.name === name) return entry.remove?.();
     }
   }
 
-  async #removeConsumer(entry: ConsumerEntry): Promise<void> {
-    if (!this.#consumers.delete(entry.handle)) return;
-    this.#waiters.reject(entry.handle, new EventflowError('E_EVENTFLOW_ABORTED', 'the consumer was removed before it was registered'));
-    if (!this.#consumersRegistered.delete(entry.handle) || this.state !== 'open') return;
-    try {
-      await this.#requests.request('removeConsumer', { consumer: entry.handle }, {}, false);
-    } catch (error) {
-      if (error !== connectionLost) throw error;
-    }
-  }
-
-  async #registerConsumer(entry: ConsumerEntry): Promise<void> {
-    if (this.state !== 'open') return;
-    const generation = this.#generation;
-    try {
-      await this.#requests.request('consume', { consumer: entry.handle, domain: entry.domain, name: entry.name }, {}, false);
-      if (generation !== this.#generation) return;
-      if (!this.#consumers.has(entry.handle)) {
-        // Removed while registering: take it back off the gateway.
-        await this.#requests.request('removeConsumer', { consumer: entry.handle }, {}, false);
-        return;
-      }
-      this.#consumersRegistered.add(entry.handle);
-      this.#waiters.resolve(entry.handle);
-    } catch (error) {
-      if (error === connectionLost) return;
-      this.#waiters.reject(entry.handle, error);
-      this.#onError(error);
-    }
-  }
-
-  #handleDelivery(frame: DeliveryFrame): void {
-    const entry = this.#consumers.get(frame.consumer);
-    if (!entry || this.#closing) {
-      void this.#settle(frame.delivery, 'release');
-      return;
-    }
+  #handleDelivery({ consumer, delivery, event, attempt }: DeliveryFrame): void {
+    const handler = this.#registrations.get(consumer)?.handler;
+    if (!handler || this.#closed) return void this.#settle(delivery, 'release');
     const controller = new AbortController();
-    this.#deliveries.set(frame.delivery, controller);
+    const { signal } = controller;
     const run = (async () => {
-      let outcome: 'success' | 'failed' = 'success';
-      let error: { message: string; code?: string } | undefined;
+      let error: { message: string; code?: string | undefined } | undefined;
       try {
-        await entry.handler(frame.event, { attempt: frame.attempt, signal: controller.signal });
+        await handler(event, { attempt, signal });
       } catch (cause) {
-        outcome = 'failed';
         error = describeFailure(cause);
       }
-      this.#deliveries.delete(frame.delivery);
-      if (!controller.signal.aborted) await this.#settle(frame.delivery, outcome, error);
+      if (!signal.aborted) await this.#settle(delivery, error ? 'failed' : 'success', error);
     })();
-    this.#inFlight.set(run, controller.signal);
-    void run.finally(() => this.#inFlight.delete(run));
+    this.#inFlight.set(controller, run);
+    void run.finally(() => this.#inFlight.delete(controller));
   }
 
-  async #settle(delivery: string, outcome: 'success' | 'failed' | 'release', error?: { message: string; code?: string }): Promise<void> {
-    try {
-      await this.#requests.request('settle', { delivery, outcome, ...(error ? { error } : {}) }, {}, false);
-    } catch (cause) {
+  #settle(delivery: string, outcome: 'success' | 'failed' | 'release', error?: { message: string; code?: string | undefined }): Promise<unknown> {
+    return this.#send('settle', { delivery, outcome, error }).catch((cause: unknown) => {
       // A lost connection or an expired delivery: the gateway redelivers the event; nothing to do here.
-      if (cause !== connectionLost && !(cause instanceof EventflowError && cause.code === 'E_EVENTFLOW_UNKNOWN_DELIVERY')) this.#onError(cause);
-    }
+      if (cause !== connectionLost && !isEventflowError(cause, 'E_EVENTFLOW_UNKNOWN_DELIVERY')) this.#onError(cause);
+    });
   }
 
   // ── waits ───────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Resolves with the first event of (domain, pid) named one of `names`. The wait is registered at
-   * the gateway before the timeout starts; with `after`, an outcome already stored after that
-   * event also resolves it. Concurrent waits are independent of each other and of subscriptions.
+   * Resolves with the first event of (domain, pid) named one of `names` (default `success` and
+   * `failed`), failing after `timeout` ms (default 10 000). The wait is registered at the gateway
+   * before the timeout starts; with `after`, an outcome already stored after that event also
+   * resolves it. Concurrent waits are independent of each other and of subscriptions.
    */
-  wait<D extends DomainOf<M>>(
-    domain: D,
+  wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<EventOf<M, D>> {
+    return this.#wait(domain, pid, names, timeout, options) as Promise<EventOf<M, D>>;
+  }
+
+  async #wait(
+    domain: string,
     pid: string,
-    names: string | string[] = ['success', 'failed'],
+    outcomes: string | string[] = ['success', 'failed'],
     timeout = 10_000,
-    options: WaitOptions = {},
-  ): Promise<EventOf<M, D>> {
-    return this.#wait(domain, pid, typeof names === 'string' ? [names] : names, timeout, options) as Promise<EventOf<M, D>>;
-  }
-
-  #wait(domain: string, pid: string, names: string[], timeout: number, options: WaitOptions, onRegistered?: () => void): Promise<StoredEvent> {
-    try {
-      this.#assertUsable();
-      assertIdentifier(domain, 'domain');
-      assertIdentifier(pid, 'pid');
-      names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
-      if (names.length === 0) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'names: must name at least one event');
-      if (options.after !== undefined) assertIdentifier(options.after, 'after');
-      if (!Number.isFinite(timeout) || timeout < 0) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `timeout: must be a non-negative number of ms, got ${timeout}`);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(new EventflowError('E_EVENTFLOW_ABORTED', 'wait was aborted', { cause: signal.reason }));
-    return new Promise<StoredEvent>((resolve, reject) => {
-      const onAbort = (): void => fail(new EventflowError('E_EVENTFLOW_ABORTED', 'wait was aborted', { cause: signal?.reason }));
-      const cleanup = (): void => {
-        clearTimeout(entry.timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.#waits.delete(entry.handle);
+    { after, signal }: WaitOptions,
+    onRegistered?: (registered?: unknown) => void,
+  ): Promise<StoredEvent> {
+    const names = [outcomes].flat();
+    this.#assertRegistrable(domain, pid, 'pid');
+    names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+    if (!names.length) throw invalid('names: must name at least one event');
+    if (after !== undefined) assertIdentifier(after, 'after');
+    if (!Number.isFinite(timeout) || timeout < 0) throw invalid(`timeout: must be a non-negative number of ms, got ${timeout}`);
+    return pending<StoredEvent>('wait', signal, (settle) => {
+      const wait = `w${this.#nextHandle++}`;
+      const params: Params<'wait'> = { wait, domain, pid, names, afterId: after };
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const register = async (): Promise<void> => {
+        try {
+          const result = await this.#register('wait', params);
+          if (!result) return;
+          // Re-registering after a reconnect asks for outcomes stored since the first registration,
+          // which also starts the clock.
+          params.afterPosition ??= result.head;
+          params.afterId = undefined;
+          if (timer !== undefined || !this.#registrations.has(wait)) return;
+          timer = setTimeout(
+            () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
+            timeout,
+          );
+          onRegistered?.();
+        } catch (error) {
+          if (error !== connectionLost) settle(error);
+        }
       };
-      const fail = (error: unknown): void => {
-        if (!this.#waits.has(entry.handle)) return;
-        cleanup();
-        if (this.state === 'open') void this.#requests.request('cancelWait', { wait: entry.handle }, {}, false).catch(() => undefined);
-        reject(error);
+      this.#registrations.set(wait, { register, settle });
+      void register();
+      return (error) => {
+        clearTimeout(timer);
+        this.#registrations.delete(wait);
+        if (error !== undefined && this.state === 'open') void this.#send('cancelWait', { wait }).catch(() => undefined);
       };
-      const entry: WaitEntry = {
-        handle: `w${this.#nextHandle++}`,
-        domain,
-        pid,
-        names,
-        afterId: options.after,
-        afterPosition: undefined,
-        timeout,
-        timer: undefined,
-        registered: () => started(),
-        resolve: (event) => {
-          cleanup();
-          resolve(event);
-        },
-        reject: fail,
-      };
-      const started = (): void => {
-        if (entry.timer !== undefined || !this.#waits.has(entry.handle)) return;
-        entry.timer = setTimeout(
-          () => fail(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
-          timeout,
-        );
-        onRegistered?.();
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#waits.set(entry.handle, entry);
-      void this.#registerWait(entry);
     });
-  }
-
-  async #registerWait(entry: WaitEntry): Promise<void> {
-    if (this.state !== 'open') return;
-    const generation = this.#generation;
-    try {
-      const { head } = await this.#requests.request(
-        'wait',
-        {
-          wait: entry.handle,
-          domain: entry.domain,
-          pid: entry.pid,
-          names: entry.names,
-          ...(entry.afterId !== undefined && entry.afterPosition === undefined ? { afterId: entry.afterId } : {}),
-          ...(entry.afterPosition !== undefined ? { afterPosition: entry.afterPosition } : {}),
-        },
-        {},
-        false,
-      );
-      if (generation !== this.#generation) return;
-      // Re-registering after a reconnect asks for outcomes stored since the first registration.
-      entry.afterPosition ??= head;
-      entry.registered();
-    } catch (error) {
-      if (error !== connectionLost) entry.reject(error);
-    }
-  }
-
-  #handleWaited(frame: WaitedFrame): void {
-    this.#waits.get(frame.wait)?.resolve(frame.event);
   }
 
   // ── reads and writes ────────────────────────────────────────────────────────────────────
 
-  async delete(eventId: string): Promise<boolean> {
-    return (await this.call('delete', { id: eventId })).deleted;
+  delete(eventId: string): Promise<boolean> {
+    return this.#field('delete', { id: eventId }, 'deleted');
   }
 
-  async deleteEventlog(domain: string, pid: string): Promise<boolean> {
-    return (await this.call('deleteEventlog', { domain, pid })).deleted;
+  deleteEventlog(domain: string, pid: string): Promise<boolean> {
+    return this.#field('deleteEventlog', { domain, pid }, 'deleted');
   }
 
   /** Throws E_EVENTFLOW_EVENT_NOT_FOUND for an unknown id. */
-  async read(eventId: string): Promise<StoredEvent> {
-    return (await this.call('read', { id: eventId })).event;
+  read(eventId: string): Promise<StoredEvent> {
+    return this.#field('read', { id: eventId }, 'event');
   }
 
   /** The events of a process, oldest first; `after` returns only those after a position. */
-  async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, options: { after?: Position } = {}): Promise<Array<EventOf<M, D>>> {
-    const params = options.after === undefined ? { domain, pid } : { domain, pid, after: options.after };
-    return (await this.call('readEventlog', params)).events as Array<EventOf<M, D>>;
+  readEventlog<D extends DomainOf<M>>(domain: D, pid: string, options: { after?: Position } = {}): Promise<Array<EventOf<M, D>>> {
+    return this.#field('readEventlog', { domain, pid, after: options.after }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
   /** Events of a process with min ≤ timestamp ≤ max. */
   async readEventlogByTimestamp<D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string): Promise<Array<EventOf<M, D>>> {
-    return (await this.call('readEventlogByTimestamp', { domain, pid, from: toIso(min, 'min'), to: toIso(max, 'max') })).events as Array<EventOf<M, D>>;
+    return this.#field('readEventlogByTimestamp', { domain, pid, from: toIso(min, 'min'), to: toIso(max, 'max') }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
-  async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
-    return (await this.call('readEventlogFilteredByNames', { domain, pid, names })).events as Array<EventOf<M, D>>;
+  readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
+    return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
   /** Events associated with the child process (domain, cpid); `domain` is the child's domain. */
-  async readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]> {
-    return (await this.call('readEventlogByChildProcess', { domain, cpid })).events;
+  readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]> {
+    return this.#field('readEventlogByChildProcess', { domain, cpid }, 'events');
   }
 
-  async readEventlogByEid(eid: string): Promise<StoredEvent[]> {
-    return (await this.call('readEventlogByEid', { eid })).events;
+  readEventlogByEid(eid: string): Promise<StoredEvent[]> {
+    return this.#field('readEventlogByEid', { eid }, 'events');
   }
 
-  async readEventlogByDomainAndEid<D extends DomainOf<M>>(domain: D, eid: string): Promise<Array<EventOf<M, D>>> {
-    return (await this.call('readEventlogByDomainAndEid', { domain, eid })).events as Array<EventOf<M, D>>;
+  readEventlogByDomainAndEid<D extends DomainOf<M>>(domain: D, eid: string): Promise<Array<EventOf<M, D>>> {
+    return this.#field('readEventlogByDomainAndEid', { domain, eid }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
   /** The pids of a domain, as strings (v4 returned `{pid}` rows), in binary order. */
-  async readDistinctPidByDomain(domain: string): Promise<string[]> {
-    return (await this.call('readDistinctPidByDomain', { domain })).pids;
+  readDistinctPidByDomain(domain: string): Promise<string[]> {
+    return this.#field('readDistinctPidByDomain', { domain }, 'pids');
   }
 
   /** The composed state of a process (v4's composeEventlogState over its eventlog, chunk size 10). */
@@ -631,7 +522,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return generatePid();
   }
 
-  composeEventlogState(eventlog: ReadonlyArray<{ data: unknown }>, size = 10): State {
+  /** v4's composeEventlogState (chunk size 10 by default). */
+  composeEventlogState(eventlog: ReadonlyArray<{ data: unknown }>, size?: number): State {
     return composeEventlogState(eventlog, size);
   }
 
@@ -641,26 +533,23 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * waits reject with E_EVENTFLOW_CLIENT_CLOSED.
    */
   close(options: { drainTimeout?: number } = {}): Promise<void> {
-    this.#closed ??= (async () => {
-      this.#closing = true;
+    return (this.#closed ??= (async () => {
       await this.#drain(options.drainTimeout ?? 30_000);
-      clearInterval(this.#heartbeat);
-      const error = new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'the client was closed');
-      for (const wait of [...this.#waits.values()]) wait.reject(error);
+      const error = closedError();
+      for (const entry of this.#registrations.values()) entry.settle?.(error);
       this.#requests.failAll(error);
       this.#waiters.rejectAll(error);
       this.#connection.close();
-    })();
-    return this.#closed;
+    })());
   }
 
   /** Waits for handlers whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
   async #drain(timeout: number): Promise<void> {
     const deadline = Date.now() + timeout;
     for (;;) {
-      const live = [...this.#inFlight].filter(([, signal]) => !signal.aborted).map(([run]) => run);
+      const live = [...this.#inFlight].filter(([{ signal }]) => !signal.aborted).map(([, run]) => run);
       const left = deadline - Date.now();
-      if (live.length === 0 || left <= 0) return;
+      if (!live.length || left <= 0) return;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([Promise.allSettled(live), new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, 100))))]);
       clearTimeout(timer);
@@ -669,78 +558,42 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   // ── internals ───────────────────────────────────────────────────────────────────────────
 
-  #onOpen(): void {
-    this.#generation++;
-    this.#lastFrameAt = Date.now();
-    this.#startHeartbeat();
-    this.#waiters.resolve('open');
-    for (const key of this.#subscriptions.keys()) void this.#reconcile(key.domain, key.name);
-    for (const entry of this.#consumers.values()) void this.#registerConsumer(entry);
-    for (const entry of this.#waits.values()) void this.#registerWait(entry);
-    this.#requests.flush();
+  /** A registration request: not resent after a reconnect, which registers anew instead. */
+  #send<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
+    return this.#requests.request(op, params, options, false);
   }
 
-  #onLost(): void {
-    clearInterval(this.#heartbeat);
-    this.#registered.clear();
-    this.#consumersRegistered.clear();
-    // The gateway hands unsettled deliveries of a dropped connection to other consumers.
-    for (const controller of this.#deliveries.values()) controller.abort(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'connection lost; the event will be redelivered'));
-    this.#deliveries.clear();
-    this.#requests.lost();
+  /**
+   * Sends a registration on the current connection. Undefined when there is none (the next one
+   * registers anew), or when the answer came after a newer connection, which is not trusted.
+   */
+  async #register<O extends OperationName>(op: O, params: Params<O>): Promise<Result<O> | undefined> {
+    if (this.state !== 'open') return undefined;
+    const generation = this.#generation;
+    const result = await this.#send(op, params);
+    return generation === this.#generation ? result : undefined;
   }
 
-  #onFrame(frame: ServerFrame): void {
-    this.#lastFrameAt = Date.now();
-    switch (frame.type) {
-      case 'result':
-      case 'error':
-        if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
-        this.#requests.settle(frame);
-        return;
-      case 'event':
-        this.#dispatchEvent(frame);
-        return;
-      case 'delivery':
-        this.#handleDelivery(frame);
-        return;
-      case 'waited':
-        this.#handleWaited(frame);
-        return;
-      case 'deleted': {
-        const { type: _type, ...deleted } = frame;
-        for (const listener of [...this.#deletedListeners]) {
-          try {
-            listener(deleted);
-          } catch (error) {
-            this.#onError(error);
-          }
-        }
-        return;
-      }
-      case 'welcome':
-        return;
-    }
-  }
-
-  #startHeartbeat(): void {
-    clearInterval(this.#heartbeat);
-    const interval = this.#heartbeatInterval;
-    if (interval <= 0) return;
-    this.#heartbeat = setInterval(() => {
-      if (this.state !== 'open' || Date.now() - this.#lastFrameAt < interval) return;
-      this.#requests.request('ping', {}, { timeout: interval }, false).catch((error: unknown) => {
-        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_REQUEST_TIMEOUT') this.#connection.reconnect();
-      });
-    }, interval);
-    // A heartbeat alone must not keep a Node process alive.
-    (this.#heartbeat as { unref?: () => void }).unref?.();
+  /** Closed clients refuse new work; registrations also check their domain and `field`. */
+  #assertRegistrable(domain: string, value: string, field: string): void {
+    this.#assertUsable();
+    assertIdentifier(domain, 'domain');
+    assertIdentifier(value, field);
   }
 
   #assertUsable(): void {
-    if (this.#closing) throw new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'the client was closed; create a new one');
+    if (this.#closed) throw closedError();
   }
 }
+
+/** Awaits a registration; when it is aborted or refused, `undo` takes it back so that it does not linger and come back on a later connection. */
+const registration = (registered: Promise<void> | undefined, undo: () => Promise<void>): Promise<void> | undefined =>
+  registered?.catch(async (error: unknown) => {
+    await undo().catch(() => undefined);
+    throw error;
+  });
+
+const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
 
 function withId(event: Partial<EventInput>): EventInput {
   assertEventInput(event);
@@ -748,17 +601,15 @@ function withId(event: Partial<EventInput>): EventInput {
 }
 
 function toIso(value: Date | number | string, field: string): string {
-  const date = value instanceof Date ? value : new Date(value);
+  const date = new Date(value);
   if (Number.isNaN(date.getTime())) {
-    throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${field}: cannot parse ${JSON.stringify(value)} as a date; pass a Date, epoch ms or an ISO-8601 string with an offset`);
+    throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${field}: ${JSON.stringify(value)} is not a date; pass a Date, epoch ms or ISO-8601 with an offset`);
   }
   return date.toISOString();
 }
 
-function describeFailure(cause: unknown): { message: string; code?: string } {
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return { message: cause.message.slice(0, 4096), ...(typeof code === 'string' ? { code: code.slice(0, 128) } : {}) };
-  }
-  return { message: String(cause).slice(0, 4096) };
+function describeFailure(cause: unknown): { message: string; code?: string | undefined } {
+  const isError = cause instanceof Error;
+  const code = isError ? (cause as { code?: unknown }).code : undefined;
+  return { message: (isError ? cause.message : String(cause)).slice(0, 4096), code: typeof code === 'string' ? code.slice(0, 128) : undefined };
 }

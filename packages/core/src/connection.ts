@@ -1,9 +1,10 @@
 /**
  * One logical connection to a gateway across many transports: opens, does the hello/welcome
- * handshake, reconnects with exponential backoff and jitter, and reports its state.
+ * handshake, keeps it alive with a heartbeat, reconnects with exponential backoff and jitter, and
+ * reports its state.
  */
 import { backoffDelay, type BackoffOptions } from './backoff.js';
-import { EventflowError } from './errors.js';
+import { EventflowError, isEventflowError } from './errors.js';
 import { PROTOCOL_VERSION, type ServerFrame, type WelcomeFrame } from './protocol.js';
 import type { Connector, Transport } from './transport.js';
 
@@ -16,153 +17,156 @@ export interface ConnectionHandlers {
   /** The open transport went away; a new one is being sought. */
   lost(): void;
   error(error: unknown): void;
+  /** Sends a ping that fails with E_EVENTFLOW_REQUEST_TIMEOUT after `timeout` ms without an answer. */
+  ping(timeout: number): Promise<unknown>;
 }
 
+/** The ClientOptions the connection reads, with the same defaults. */
 export interface ConnectionOptions {
-  handshakeTimeout: number;
-  reconnect: BackoffOptions;
+  handshakeTimeout?: number | undefined;
+  heartbeatInterval?: number | undefined;
+  reconnect?: BackoffOptions | undefined;
   clientName?: string | undefined;
 }
 
-export class Connection {
-  readonly #connector: Connector;
-  readonly #options: ConnectionOptions;
-  readonly #handlers: ConnectionHandlers;
-  readonly #stateListeners = new Set<(state: ConnectionState) => void>();
-  readonly #closing = new AbortController();
-  #state: ConnectionState = 'connecting';
-  #transport: Transport | undefined;
-  #welcome: WelcomeFrame | undefined;
-  #attempt = 0;
-  #retryTimer: ReturnType<typeof setTimeout> | undefined;
-
-  constructor(connector: Connector, options: ConnectionOptions, handlers: ConnectionHandlers) {
-    this.#connector = connector;
-    this.#options = options;
-    this.#handlers = handlers;
-    void this.#connect();
-  }
-
-  get state(): ConnectionState {
-    return this.#state;
-  }
-
-  get welcome(): WelcomeFrame | undefined {
-    return this.#welcome;
-  }
-
-  onStateChange(listener: (state: ConnectionState) => void): () => void {
-    this.#stateListeners.add(listener);
-    return () => this.#stateListeners.delete(listener);
-  }
-
+export interface Connection {
+  readonly state: ConnectionState;
+  onStateChange(listener: (state: ConnectionState) => void): () => void;
   /** Sends on the open transport; false when there is none (the caller queues). */
-  send(frame: string): boolean {
-    if (this.#state !== 'open' || !this.#transport) return false;
-    this.#transport.send(frame);
-    return true;
-  }
+  send(frame: string): boolean;
+  close(): void;
+}
 
-  /** Drops the current transport (e.g. a heartbeat failed) and reconnects. */
-  reconnect(): void {
-    this.#transport?.close(4001, 'heartbeat timeout');
-  }
-
-  close(): void {
-    if (this.#state === 'closed') return;
-    this.#closing.abort();
-    clearTimeout(this.#retryTimer);
-    this.#setState('closed');
-    this.#transport?.close(1000, 'client closed');
-    this.#transport = undefined;
-  }
-
-  #setState(state: ConnectionState): void {
-    if (this.#state === state) return;
-    this.#state = state;
-    for (const listener of this.#stateListeners) {
-      try {
-        listener(state);
-      } catch (error) {
-        this.#handlers.error(error);
-      }
-    }
-  }
-
-  async #connect(): Promise<void> {
-    if (this.#closing.signal.aborted) return;
-    let transport: Transport;
+/** Calls each listener with `value`; what one throws goes to `onError` and does not stop the others. */
+export const notify = <T>(listeners: Iterable<(value: T) => void>, value: T, onError: (error: unknown) => void): void => {
+  for (const listener of [...listeners]) {
     try {
-      transport = await this.#connector(this.#closing.signal);
+      listener(value);
     } catch (error) {
-      if (!this.#closing.signal.aborted) this.#handlers.error(error);
-      this.#retry();
-      return;
+      onError(error);
     }
-    if (this.#closing.signal.aborted) {
-      transport.close(1000, 'client closed');
-      return;
-    }
-    this.#transport = transport;
-    let opened = false;
-    const handshake = setTimeout(() => {
-      this.#handlers.error(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `no welcome from the gateway within ${this.#options.handshakeTimeout} ms`));
-      transport.close(4000, 'handshake timeout');
-    }, this.#options.handshakeTimeout);
+  }
+};
 
-    transport.listen({
+export function createConnection(
+  connector: Connector,
+  { handshakeTimeout = 10_000, heartbeatInterval = 20_000, reconnect, clientName }: ConnectionOptions,
+  handlers: ConnectionHandlers,
+): Connection {
+  const stateListeners = new Set<(state: ConnectionState) => void>();
+  const stop = new AbortController();
+  let state: ConnectionState = 'connecting';
+  let transport: Transport | undefined;
+  let attempt = 0;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let lastFrameAt = 0;
+
+  const setState = (next: ConnectionState): void => {
+    if (state !== next) notify(stateListeners, (state = next), handlers.error);
+  };
+
+  const retry = (): void => {
+    if (stop.signal.aborted) return;
+    setState('connecting');
+    retryTimer = setTimeout(connect, backoffDelay(attempt++, reconnect));
+  };
+
+  const connect = async (): Promise<void> => {
+    let opened: Transport;
+    try {
+      opened = await connector(stop.signal);
+    } catch (error) {
+      if (!stop.signal.aborted) handlers.error(error);
+      return retry();
+    }
+    if (stop.signal.aborted) return opened.close(1000, 'client closed');
+    transport = opened;
+    let welcomed = false;
+    const handshake = setTimeout(() => {
+      handlers.error(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `no welcome from the gateway within ${handshakeTimeout} ms`));
+      opened.close(4000, 'handshake timeout');
+    }, handshakeTimeout);
+
+    opened.listen({
       message: (data) => {
         const frame = parseServerFrame(data);
-        if (!frame) {
-          this.#handlers.error(new EventflowError('E_EVENTFLOW_INVALID_FRAME', 'the gateway sent a frame this client cannot read; ignored'));
-          return;
-        }
-        if (!opened) {
-          if (frame.type === 'welcome') {
-            opened = true;
-            clearTimeout(handshake);
-            this.#attempt = 0;
-            this.#welcome = frame;
-            this.#setState('open');
-            this.#handlers.open(frame);
-          } else if (frame.type === 'error') {
-            this.#handlers.error(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `the gateway refused the handshake: ${frame.code}: ${frame.message}`));
+        if (!frame) return handlers.error(new EventflowError('E_EVENTFLOW_INVALID_FRAME', 'ignored an unreadable frame from the gateway'));
+        if (welcomed) {
+          lastFrameAt = Date.now();
+          handlers.frame(frame);
+        } else if (frame.type === 'welcome') {
+          welcomed = true;
+          clearTimeout(handshake);
+          attempt = 0;
+          lastFrameAt = Date.now();
+          // An idle connection is pinged; a missed answer drops the transport, which reconnects.
+          clearInterval(heartbeat);
+          if (heartbeatInterval > 0) {
+            heartbeat = setInterval(() => {
+              if (state !== 'open' || Date.now() - lastFrameAt < heartbeatInterval) return;
+              handlers.ping(heartbeatInterval).catch((error: unknown) => isEventflowError(error, 'E_EVENTFLOW_REQUEST_TIMEOUT') && transport?.close(4001, 'heartbeat timeout'));
+            }, heartbeatInterval);
+            // A heartbeat alone must not keep a Node process alive.
+            (heartbeat as { unref?: () => void }).unref?.();
           }
-          return;
+          setState('open');
+          handlers.open(frame);
+        } else if (frame.type === 'error') {
+          handlers.error(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`));
         }
-        this.#handlers.frame(frame);
       },
       close: () => {
         clearTimeout(handshake);
-        if (this.#transport !== transport) return;
-        this.#transport = undefined;
-        if (this.#closing.signal.aborted) return;
-        if (opened) this.#handlers.lost();
-        this.#retry();
+        if (transport !== opened) return;
+        clearInterval(heartbeat);
+        transport = undefined;
+        if (stop.signal.aborted) return;
+        if (welcomed) handlers.lost();
+        retry();
       },
     });
-    transport.send(JSON.stringify({ type: 'hello', protocol: PROTOCOL_VERSION, client: this.#options.clientName }));
-  }
+    opened.send(JSON.stringify({ type: 'hello', protocol: PROTOCOL_VERSION, client: clientName }));
+  };
 
-  #retry(): void {
-    if (this.#closing.signal.aborted) return;
-    this.#setState('connecting');
-    const delay = backoffDelay(this.#attempt++, this.#options.reconnect);
-    this.#retryTimer = setTimeout(() => void this.#connect(), delay);
-  }
+  void connect();
+  return {
+    get state() {
+      return state;
+    },
+    onStateChange(listener) {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
+    },
+    send(frame) {
+      if (state !== 'open' || !transport) return false;
+      transport.send(frame);
+      return true;
+    },
+    close() {
+      if (state === 'closed') return;
+      stop.abort();
+      clearTimeout(retryTimer);
+      clearInterval(heartbeat);
+      setState('closed');
+      transport?.close(1000, 'client closed');
+      transport = undefined;
+    },
+  };
 }
 
-const frameTypes = new Set<unknown>(['welcome', 'result', 'error', 'event', 'delivery', 'waited', 'deleted']);
+const frameTypes: unknown[] = 'welcome result error event delivery waited deleted'.split(' ');
 
 /**
  * The gateway validates what it sends against protocol.ts, so the client only checks the frame's
  * shape: a full schema check per event would put zod into every browser bundle.
  */
-function parseServerFrame(data: string): ServerFrame | undefined {
+const parseServerFrame = (data: string): ServerFrame | undefined => {
   try {
-    const json: unknown = JSON.parse(data);
-    return json !== null && typeof json === 'object' && frameTypes.has((json as { type?: unknown }).type) ? (json as ServerFrame) : undefined;
+    // Only objects have a `type` (null and other values do not).
+    const json = JSON.parse(data) as { type?: unknown } | null;
+    return frameTypes.includes(json?.type) ? (json as ServerFrame) : undefined;
   } catch {
     return undefined;
   }
-}
+};

@@ -42,6 +42,16 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'The gateway could not read or write its store. Check the gateway logs and its database.',
   E_EVENTFLOW_INTERNAL: 'Unexpected gateway failure. Check the gateway logs; the connection stays usable.',
   E_EVENTFLOW_CONFIG: 'A configuration value is invalid; the message names the variable. Fix it and restart.',
+  E_EVENTFLOW_LIMIT_EXCEEDED:
+    'The connection reached a gateway limit (details.limit names it, details.value is its value): too many unanswered requests, or too many subscriptions, consumers and waits. Nothing was done. Wait for answers or remove registrations, spread the work over more connections, or raise the limit on the gateway.',
+  E_EVENTFLOW_RATE_LIMITED:
+    'The connection publishes faster than the gateway allows (EVENTFLOW_MAX_PUBLISH_RATE). Nothing was stored. Retry after details.retryAfterMs, slow down, or raise the limit on the gateway.',
+  E_EVENTFLOW_UNAUTHORIZED:
+    'The gateway needs credentials and got none or invalid ones. Pass valid credentials to the client and reconnect.',
+  E_EVENTFLOW_FORBIDDEN:
+    'The credentials are valid but do not allow this operation on this domain. Ask for the permission, or use credentials that have it.',
+  E_EVENTFLOW_VERSION_CONFLICT:
+    'The write expected a different current version than the stored one (someone else wrote first). Read the current state, reapply the change and retry.',
 } as const;
 
 

@@ -24,6 +24,11 @@ export const errorCodeNames = [
   'E_EVENTFLOW_STORE_FAILED',
   'E_EVENTFLOW_INTERNAL',
   'E_EVENTFLOW_CONFIG',
+  'E_EVENTFLOW_LIMIT_EXCEEDED',
+  'E_EVENTFLOW_RATE_LIMITED',
+  'E_EVENTFLOW_UNAUTHORIZED',
+  'E_EVENTFLOW_FORBIDDEN',
+  'E_EVENTFLOW_VERSION_CONFLICT',
 ] as const;
 
 export type ErrorCode = (typeof errorCodeNames)[number];
@@ -50,6 +55,4 @@ export function isEventflowError(error: unknown, code?: ErrorCode): error is Eve
   return error instanceof EventflowError && (code === undefined || error.code === code);
 }
 
-export function isErrorCode(code: unknown): code is ErrorCode {
-  return typeof code === 'string' && (errorCodeNames as readonly string[]).includes(code);
-}
+export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && (errorCodeNames as readonly string[]).includes(code);

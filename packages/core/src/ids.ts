@@ -2,29 +2,15 @@
  * Identifiers in v4's formats (eventflow-v4.md §1.1, §1.3), generated on the client so that a
  * publish can be retried without being stored twice.
  */
-const characteristics = [
-  'amber', 'bold', 'brave', 'calm', 'clever', 'crimson', 'daring', 'eager', 'emerald', 'fearless',
-  'fierce', 'gentle', 'golden', 'happy', 'jolly', 'keen', 'lucky', 'mighty', 'nimble', 'proud',
-  'quiet', 'rapid', 'silent', 'silver', 'stalking', 'swift', 'tidy', 'vivid', 'wise', 'zealous',
-];
-const onsets = ['b', 'br', 'd', 'dr', 'g', 'gr', 'k', 'l', 'm', 'n', 'r', 's', 't', 'th', 'v', 'z'];
-const vowels = ['a', 'e', 'i', 'o', 'u', 'ae', 'ai', 'or', 'en'];
 
-function randomInt(max: number): number {
-  const buffer = new Uint32Array(1);
-  globalThis.crypto.getRandomValues(buffer);
-  return (buffer[0] ?? 0) % max;
-}
+/** `n` random 32-bit numbers from the platform CSPRNG (client-generated ids must not collide across clients). */
+const random = (n: number): Uint32Array => crypto.getRandomValues(new Uint32Array(n));
 
-function pick<T>(items: readonly T[]): T {
-  return items[randomInt(items.length)] as T;
-}
-
-function randomName(): string {
-  let name = '';
-  const syllables = 2 + randomInt(2);
-  for (let i = 0; i < syllables; i++) name += pick(onsets) + pick(vowels);
-  return name + pick(['n', 'rn', 'd', 'l', '']);
+/** A pronounceable lower-case word of 2 to 4 consonant-vowel syllables (about 7 random bits each). */
+function word(): string {
+  let text = '';
+  for (const r of random(2 + (random(1)[0]! % 3))) text += 'bcdfghjklmnprstvwz'[r % 18]! + 'aeiouy'[(r >>> 8) % 6]!;
+  return text;
 }
 
 /**
@@ -32,13 +18,10 @@ function randomName(): string {
  * instead of Math.random(), because client-generated ids must not collide across clients.
  */
 export function generateEventId(now: number = Date.now()): string {
-  const random = new Uint32Array(2);
-  globalThis.crypto.getRandomValues(random);
-  const suffix = (random[0] ?? 0).toString(36).padStart(7, '0') + (random[1] ?? 0).toString(36).padStart(7, '0');
+  let suffix = '';
+  for (const r of random(2)) suffix += r.toString(36).padStart(7, '0');
   return `${now.toString(36)}-${suffix}`;
 }
 
-/** `<characteristic>-<name>-<base36 ms>`, lower case, as v4's `spoke.generatePid()`. */
-export function generatePid(now: number = Date.now()): string {
-  return `${pick(characteristics)}-${randomName()}-${now.toString(36)}`;
-}
+/** `<word>-<word>-<base36 ms>`, lower case, shaped like v4's `spoke.generatePid()`. */
+export const generatePid = (now: number = Date.now()): string => `${word()}-${word()}-${now.toString(36)}`;

@@ -5,7 +5,7 @@ export * from './transport.js';
 export { webSocketConnector } from './websocket-transport.js';
 export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js';
 export { generateEventId, generatePid } from './ids.js';
-export { composeEventlogState, applyEvent, emptyState, type State } from './state.js';
+export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
 export type { ConnectionState } from './connection.js';
 export type { RequestOptions } from './requests.js';

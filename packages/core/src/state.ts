@@ -7,14 +7,15 @@
  * result (Dates, Maps and Sets included), because the caller may keep and reuse them.
  */
 import { Immer, freeze } from 'immer';
-import { EventflowError } from './errors.js';
+import { invalid, isPlainObject } from './validate.js';
 
 // SERDE-decoded data (v4 §5) can hold Maps and Sets. They are merged outside the draft (see
 // assignInto) and only assigned into it, so immer never drafts one and its MapSet plugin, a
 // kilobyte of every browser bundle, is not needed.
 
-// A private instance: a global setAutoFreeze(false) elsewhere in the app must not unfreeze states.
-const immer = new Immer({ autoFreeze: true });
+// A private instance (auto-freezing, immer's default): a global setAutoFreeze(false) elsewhere in
+// the app must not unfreeze states.
+const immer = new Immer();
 
 export type State = Readonly<Record<string, unknown>>;
 
@@ -27,12 +28,6 @@ export const emptyState: State = Object.freeze({});
 
 type Plain = Record<string, unknown>;
 
-function isPlainObject(value: unknown): value is Plain {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === null || proto === Object.prototype;
-}
-
 // JSON.parse makes "__proto__" an own key. Writing it back with `obj[k] = v` (as immer drafts do)
 // would swap the prototype, and reading a missing one walks into Object.prototype; v4 could even
 // pollute it. Such keys are dropped instead.
@@ -43,11 +38,7 @@ function keysOf(value: Plain): string[] {
 /** v4's clone: a structural copy. Anything immer cannot freeze is at least copied when known. */
 function clone(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(clone);
-  if (isPlainObject(value)) {
-    const out: Plain = {};
-    for (const key of keysOf(value)) out[key] = clone(value[key]);
-    return out;
-  }
+  if (isPlainObject(value)) return Object.fromEntries(keysOf(value).map((key) => [key, clone(value[key])]));
   if (value instanceof Map) return new Map([...value].map(([k, v]) => [clone(k), clone(v)]));
   if (value instanceof Set) return new Set([...value].map(clone));
   // Freezing a Date does not stop setTime(); the copy is what protects the caller's Date.
@@ -83,12 +74,8 @@ function merge(a: unknown, b: unknown): unknown {
   return b;
 }
 
-function mergeChunk(chunk: ReadonlyArray<StateEvent>): unknown {
-  if (chunk.length === 0) return undefined;
-  let merged = chunk[0]?.data;
-  for (let i = 1; i < chunk.length; i += 1) merged = merge(merged, chunk[i]?.data);
-  return clone(merged);
-}
+/** MERGEs the data of a chunk (never empty) from left to right; the result shares nothing with it. */
+const mergeChunk = (chunk: ReadonlyArray<StateEvent>): unknown => clone(chunk.map((event) => event.data).reduce((merged, data) => merge(merged, data)));
 
 /** Keeps the old array or Set (and its identity) when a union added nothing and collapsed nothing. */
 function unchanged(current: unknown, merged: unknown): boolean {
@@ -108,19 +95,15 @@ function unchanged(current: unknown, merged: unknown): boolean {
 function assignInto(draft: Plain, base: Readonly<Plain>, update: Readonly<Plain>): void {
   for (const key of keysOf(update)) {
     const next = update[key];
-    if (!Object.hasOwn(base, key)) {
-      draft[key] = next; // taken as is: an array here is not de-duplicated, as in v4
-      continue;
-    }
     const current = base[key];
-    if (isPlainObject(current) && isPlainObject(next)) {
-      assignInto(draft[key] as Plain, current, next);
-      continue;
+    if (!Object.hasOwn(base, key)) draft[key] = next; // taken as is: an array here is not de-duplicated, as in v4
+    else if (isPlainObject(current) && isPlainObject(next)) assignInto(draft[key] as Plain, current, next);
+    else {
+      // On an existing key ASSIGN equals MERGE: arrays and Sets unite (existing items first),
+      // Maps merge by key, `undefined` keeps the old value, anything else overwrites.
+      const merged = merge(current, next);
+      if (!unchanged(current, merged)) draft[key] = merged;
     }
-    // On an existing key ASSIGN equals MERGE: arrays and Sets unite (existing items first),
-    // Maps merge by key, `undefined` keeps the old value, anything else overwrites.
-    const merged = merge(current, next);
-    if (!unchanged(current, merged)) draft[key] = merged;
   }
 }
 
@@ -140,11 +123,7 @@ function assignState(state: State, update: unknown): State {
  */
 export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size = 10): State {
   if (!Number.isInteger(size) || size < 1) {
-    throw new EventflowError(
-      'E_EVENTFLOW_INVALID_INPUT',
-      `composeEventlogState: size must be a positive integer, got ${typeof size === 'number' ? size : typeof size}`,
-      { details: { size } },
-    );
+    throw invalid(`composeEventlogState: size must be a positive integer, got ${typeof size === 'number' ? size : typeof size}`, { size });
   }
   let state = emptyState;
   // v4's trailing empty chunk merges to undefined, which ASSIGN ignores, so it is skipped.
@@ -170,3 +149,6 @@ export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size =
 export function applyEvent(state: State, event: StateEvent): State {
   return assignState(state, clone(event.data));
 }
+
+/** Deep-freezes a state built elsewhere (e.g. read back from storage) the way core freezes its own. */
+export const freezeState = <S extends State>(state: S): S => freeze(state, true);

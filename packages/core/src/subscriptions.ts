@@ -10,42 +10,35 @@ export interface SubscriptionKey<L> {
   readonly name: string;
   readonly listeners: Set<L>;
   /** Newest position delivered to this key; resuming asks the gateway for what came after. */
-  position: Position | undefined;
+  position?: Position;
 }
 
-const separator = '\u001f'; // cannot occur in an identifier
+/** One string for two identifiers: the separator cannot occur in an identifier. */
+export const keyOf = (domain: string, name: string): string => `${domain}\u001f${name}`;
 
 export class SubscriptionRegistry<L> {
   readonly #keys = new Map<string, SubscriptionKey<L>>();
 
   get(domain: string, name: string): SubscriptionKey<L> | undefined {
-    return this.#keys.get(domain + separator + name);
+    return this.#keys.get(keyOf(domain, name));
   }
 
   /** Returns the key, creating it when this is its first listener. */
   add(domain: string, name: string, listener: L): SubscriptionKey<L> {
-    const id = domain + separator + name;
+    const id = keyOf(domain, name);
     let key = this.#keys.get(id);
-    if (!key) {
-      key = { domain, name, listeners: new Set(), position: undefined };
-      this.#keys.set(id, key);
-    }
+    if (!key) this.#keys.set(id, (key = { domain, name, listeners: new Set() }));
     key.listeners.add(listener);
     return key;
   }
 
   /** Removes one listener; the key itself goes when its last listener does. */
   remove(domain: string, name: string, listener: L): SubscriptionKey<L> | undefined {
-    const id = domain + separator + name;
+    const id = keyOf(domain, name);
     const key = this.#keys.get(id);
-    if (!key || !key.listeners.delete(listener)) return undefined;
-    if (key.listeners.size === 0) this.#keys.delete(id);
+    if (!key?.listeners.delete(listener)) return undefined;
+    if (!key.listeners.size) this.#keys.delete(id);
     return key;
-  }
-
-  /** Whether `key` is still the live entry for its (domain, name). */
-  isCurrent(key: SubscriptionKey<L>): boolean {
-    return this.#keys.get(key.domain + separator + key.name) === key;
   }
 
   keys(): IterableIterator<SubscriptionKey<L>> {

@@ -26,24 +26,23 @@ export function assertIdentifier(value: unknown, field: string): asserts value i
   if (problem) throw invalid(`${field}: ${problem}`);
 }
 
-const eventKeys = new Set(['id', 'domain', 'name', 'pid', 'data', 'rid']);
+const eventKeys = 'id domain name pid data rid'.split(' ');
 
 /** Checks a publish/persist/schedule argument; data must be a plain JSON object. */
 export function assertEventInput(event: unknown): asserts event is EventInput {
   if (!isPlainObject(event)) throw invalid('event: must be an object');
-  const unknown = Object.keys(event).filter((key) => !eventKeys.has(key));
+  const unknown = Object.keys(event).filter((key) => !eventKeys.includes(key));
   if (unknown.length > 0) throw invalid(`event: unrecognized key${unknown.length > 1 ? 's' : ''}: ${unknown.map((key) => JSON.stringify(key)).join(', ')}`);
   for (const field of ['domain', 'name', 'pid'] as const) assertIdentifier(event[field], `event.${field}`);
   for (const field of ['id', 'rid'] as const) if (event[field] !== undefined) assertIdentifier(event[field], `event.${field}`);
   if (event.data !== undefined && !isPlainObject(event.data)) throw invalid('event.data: must be a JSON object');
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+/** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
   const prototype: unknown = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
 }
 
-function invalid(message: string): EventflowError {
-  return new EventflowError('E_EVENTFLOW_INVALID_INPUT', message);
-}
+export const invalid = (message: string, details?: Record<string, unknown>): EventflowError => new EventflowError('E_EVENTFLOW_INVALID_INPUT', message, { details });

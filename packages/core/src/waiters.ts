@@ -1,53 +1,26 @@
 /** Promises that settle when something happens to a key (registered, opened), with AbortSignal support. */
-import { EventflowError } from './errors.js';
-
-interface Waiter {
-  resolve(): void;
-  reject(error: unknown): void;
-}
+import { pending, type Settle } from './requests.js';
 
 export class Waiters {
-  readonly #byKey = new Map<string, Set<Waiter>>();
+  readonly #byKey = new Map<string, Set<Settle<void>>>();
 
   wait(key: string, what: string, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let set = this.#byKey.get(key);
-      if (!set) this.#byKey.set(key, (set = new Set()));
-      const group = set;
-      const done = (): void => {
-        group.delete(waiter);
-        if (group.size === 0 && this.#byKey.get(key) === group) this.#byKey.delete(key);
-        signal?.removeEventListener('abort', onAbort);
+    return pending(what, signal, (settle) => {
+      const group = this.#byKey.get(key) ?? new Set();
+      this.#byKey.set(key, group.add(settle));
+      return () => {
+        group.delete(settle);
+        if (!group.size && this.#byKey.get(key) === group) this.#byKey.delete(key);
       };
-      const onAbort = (): void => {
-        done();
-        reject(new EventflowError('E_EVENTFLOW_ABORTED', `${what} was aborted`, { cause: signal?.reason }));
-      };
-      const waiter: Waiter = {
-        resolve: () => {
-          done();
-          resolve();
-        },
-        reject: (error) => {
-          done();
-          reject(error);
-        },
-      };
-      group.add(waiter);
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
-  resolve(key: string): void {
-    for (const waiter of [...(this.#byKey.get(key) ?? [])]) waiter.resolve();
-  }
-
-  reject(key: string, error: unknown): void {
-    for (const waiter of [...(this.#byKey.get(key) ?? [])]) waiter.reject(error);
+  /** Resolves the waiters of `key`, or rejects them with `error`. */
+  settle(key: string, error?: unknown): void {
+    for (const settle of [...(this.#byKey.get(key) ?? [])]) settle(error);
   }
 
   rejectAll(error: unknown): void {
-    for (const key of [...this.#byKey.keys()]) this.reject(key, error);
+    for (const key of this.#byKey.keys()) this.settle(key, error);
   }
 }

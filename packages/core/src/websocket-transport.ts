@@ -34,36 +34,32 @@ class WebSocketTransport implements Transport {
 }
 
 /** A connector for `ws://` / `wss://` URLs on isows: the platform WebSocket in browsers, `ws` in Node. */
-export function webSocketConnector(url: string | URL): Connector {
-  return (signal) =>
+export const webSocketConnector =
+  (url: string | URL): Connector =>
+  (signal) =>
     new Promise<Transport>((resolve, reject) => {
       let socket: WebSocket;
       try {
         socket = new WebSocket(url);
       } catch (cause) {
-        reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `cannot open WebSocket to ${String(url)}: ${String(cause)}`, { cause }));
+        reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `cannot open WebSocket to ${url}: ${cause}`, { cause }));
         return;
       }
-      const fail = (message: string): void => {
+      /** Opened (no message) or failed: the handlers of the opening are detached either way. */
+      const settle = (message?: string): void => {
         signal.removeEventListener('abort', onAbort);
         socket.onopen = socket.onclose = null;
-        // `ws` reports closing a connecting socket as an 'error' event, which must have a listener.
+        // `ws` reports closing a connecting socket as an 'error' event, and in Node throws on an
+        // unhandled one: a listener stays attached. An error after open is always followed by
+        // close, which the transport reports.
         socket.onerror = () => undefined;
+        if (message === undefined) return resolve(new WebSocketTransport(socket));
         if (socket.readyState !== WebSocket.CLOSED) socket.close();
         reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', message));
       };
-      const onAbort = (): void => fail(`connecting to ${String(url)} was aborted`);
+      const onAbort = (): void => settle(`connecting to ${url} was aborted`);
       signal.addEventListener('abort', onAbort, { once: true });
-      socket.onerror = () => fail(`cannot connect to ${String(url)}; is the gateway running?`);
-      socket.onclose = (event) => fail(`connection to ${String(url)} closed while opening (code ${event.code})`);
-      socket.onopen = () => {
-        signal.removeEventListener('abort', onAbort);
-        socket.onopen = null;
-        // An error after open is always followed by close, which the transport reports; a
-        // listener must stay attached because `ws` in Node throws on unhandled 'error' events.
-        socket.onerror = () => undefined;
-        const transport = new WebSocketTransport(socket);
-        resolve(transport);
-      };
+      socket.onerror = () => settle(`cannot connect to ${url}; is the gateway running?`);
+      socket.onclose = (event) => settle(`connection to ${url} closed while opening (code ${event.code})`);
+      socket.onopen = () => settle();
     });
-}

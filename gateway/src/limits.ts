@@ -1,0 +1,117 @@
+/**
+ * What one connection may use of the gateway, and which browser pages may open a connection at
+ * all: the per-connection limits (registrations, requests in flight, publish rate) and the
+ * `Origin` check of WebSocket upgrades. A breached limit is answered with a coded error frame for
+ * that request; the connection stays open and nothing is done or stored.
+ */
+import { EventflowError } from '@eventflow/core';
+
+/** Per-connection limits, from EVENTFLOW_MAX_SUBSCRIPTIONS, EVENTFLOW_MAX_IN_FLIGHT and EVENTFLOW_MAX_PUBLISH_RATE. */
+export interface ConnectionLimits {
+  /** Subscriptions + consumers + waits registered on one connection. */
+  readonly maxSubscriptions: number;
+  /** Requests received and not answered yet. */
+  readonly maxInFlight: number;
+  /** publish/persist/schedule requests per second (token bucket, burst = the rate); 0 = unlimited. */
+  readonly maxPublishRate: number;
+}
+
+/** `E_EVENTFLOW_LIMIT_EXCEEDED`, naming the variable that sets the limit and its value. */
+export function limitExceeded(variable: string, value: number, message: string): EventflowError {
+  return new EventflowError('E_EVENTFLOW_LIMIT_EXCEEDED', `${message} (${variable}=${value})`, { details: { limit: variable, value } });
+}
+
+/** `E_EVENTFLOW_RATE_LIMITED`: retrying after `retryAfterMs` succeeds unless others spend the tokens first. */
+export function rateLimited(op: string, rate: number, retryAfterMs: number): EventflowError {
+  return new EventflowError(
+    'E_EVENTFLOW_RATE_LIMITED',
+    `${op}: this connection writes more than ${rate} events per second (EVENTFLOW_MAX_PUBLISH_RATE=${rate}); retry in ${retryAfterMs} ms`,
+    { details: { limit: 'EVENTFLOW_MAX_PUBLISH_RATE', value: rate, retryAfterMs } },
+  );
+}
+
+/**
+ * A token bucket holding at most `rate` tokens (the burst) and refilled continuously at `rate`
+ * tokens per second.
+ */
+export class TokenBucket {
+  readonly rate: number;
+  readonly #now: () => number;
+  #tokens: number;
+  #last: number;
+
+  constructor(rate: number, now: () => number = () => performance.now()) {
+    if (!(rate > 0)) throw new RangeError('a token bucket needs a positive rate');
+    this.rate = rate;
+    this.#now = now;
+    this.#tokens = rate;
+    this.#last = now();
+  }
+
+  /** Takes one token: 0 when taken, otherwise the milliseconds (≥ 1) until one is available. */
+  take(): number {
+    const now = this.#now();
+    this.#tokens = Math.min(this.rate, this.#tokens + ((now - this.#last) / 1000) * this.rate);
+    this.#last = now;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil(((1 - this.#tokens) / this.rate) * 1000));
+  }
+}
+
+// ── Origin ──
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** `http(s)://localhost`, `127.0.0.1` or `[::1]`, any port, exactly as a browser sends it. */
+export function isLoopbackOrigin(origin: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname) && url.origin === origin;
+}
+
+/**
+ * Whether a WebSocket upgrade with this `Origin` header may proceed. Without the header (not a
+ * browser) always; with `allowed` unset only loopback pages; otherwise an exact match or `*`.
+ */
+export function originAllowed(origin: string | undefined, allowed: readonly string[] | undefined): boolean {
+  if (origin === undefined) return true;
+  if (allowed === undefined) return isLoopbackOrigin(origin);
+  return allowed.includes('*') || allowed.includes(origin);
+}
+
+/**
+ * EVENTFLOW_ALLOWED_ORIGINS: comma-separated `*` or origins written exactly as browsers send them
+ * (`scheme://host[:port]`, lowercase, no default port, no path or trailing slash).
+ */
+export function parseAllowedOrigins(value: string): { origins: string[] } | { problem: string } {
+  const origins = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (origins.length === 0) return { problem: 'lists no origin; leave it unset for the default, or use * to allow any' };
+  for (const origin of origins) {
+    if (origin === '*') continue;
+    if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+$/.test(origin) || !sameAsBrowsersSend(origin)) {
+      return {
+        problem: `"${origin}" is not an origin as browsers send it: scheme://host[:port] in lowercase, without default port, path or trailing slash (e.g. https://app.example.com), or *`,
+      };
+    }
+  }
+  return { origins };
+}
+
+function sameAsBrowsersSend(origin: string): boolean {
+  if (!origin.startsWith('http://') && !origin.startsWith('https://')) return true;
+  try {
+    return new URL(origin).origin === origin;
+  } catch {
+    return false;
+  }
+}
