@@ -47,6 +47,13 @@ export const configSchema = z.object({
   EVENTFLOW_MAX_SUBSCRIPTIONS: positiveInt.default(1000),
   /** Requests one connection may have unanswered; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
   EVENTFLOW_MAX_IN_FLIGHT: positiveInt.default(256),
+  /**
+   * How long a consumer has to settle a delivery (or `extend` it) before it is revoked and the event
+   * goes to a consumer again, another one if there is one.
+   */
+  EVENTFLOW_CONSUME_LEASE_MS: positiveInt.default(30_000),
+  /** Deliveries of one event; when the last one is not settled the event is marked failed and recorded as a dead letter. */
+  EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(5),
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
   EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(1000),
   /**

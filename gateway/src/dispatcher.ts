@@ -1,7 +1,14 @@
 /**
  * Hands routed events to this gateway's connections: every matching subscription, the matching
  * waits, and exactly one consumer. Tracks deliveries until they are settled and hands back the
- * ones whose connection went away.
+ * ones whose connection went away or whose lease expired.
+ *
+ * Leases: every delivery is open for `leaseMs` (the consumer may `extend` it). When the lease
+ * expires the delivery is revoked (its consumer is told; its settle is refused from then on) and
+ * the event is delivered again, to another consumer if there is one. Only one delivery of an
+ * event is open at a time. The attempt number follows the event across redeliveries (lease
+ * expiry, hand-back, release); a delivery not settled at attempt `maxAttempts` makes the event
+ * failed and a dead letter (see EventStore.deadLetter) instead of being delivered again.
  *
  * A routed event is a notification, not the payload: the dispatcher then reads the domain's
  * published events after the last one it handed out, from the store, in position order. Routers
@@ -22,6 +29,8 @@ export interface Peer {
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
   sendWaited(wait: string, event: StoredEvent): void;
   sendDeleted(domain: string, pid: string, id: string | undefined): void;
+  /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
+  sendRevoked?(delivery: string): void;
 }
 
 interface ConsumerRef {
@@ -45,7 +54,24 @@ interface Delivery {
   readonly event: StoredEvent;
   readonly consumer: ConsumerRef;
   readonly attempt: number;
+  /** Expires the lease; cleared when the delivery closes. */
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
+
+export interface DispatcherOptions {
+  /**
+   * Whether this gateway decides that an event nobody here takes is an orphan (the embedded
+   * router); in a hub mesh the hub that routed the event decides.
+   */
+  markOrphans?: boolean;
+  /** How long a delivery stays open without being settled or extended (EVENTFLOW_CONSUME_LEASE_MS). */
+  leaseMs?: number;
+  /** Deliveries of one event before it is failed as a dead letter (EVENTFLOW_CONSUME_MAX_ATTEMPTS). */
+  maxAttempts?: number;
+}
+
+/** `extend` grants at most this many leases at once. */
+const MAX_EXTEND_LEASES = 10;
 
 const keyOf = (a: string, b: string): string => `${a}\u001f${b}`;
 
@@ -72,22 +98,29 @@ export class Dispatcher implements RouteTarget {
   readonly #pumps = new Map<string, { again: boolean; done: Promise<void> }>();
   #start = 0;
   readonly #markOrphans: boolean;
+  readonly #leaseMs: number;
+  readonly #maxAttempts: number;
+  #stopped = false;
 
-  /**
-   * `markOrphans`: whether this gateway decides that an event nobody here takes is an orphan
-   * (the embedded router); in a hub mesh the hub that routed the event decides.
-   */
-  constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: { markOrphans?: boolean } = {}) {
+  constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
     this.#store = store;
     this.#router = router;
     this.#consumerId = consumerId;
     this.#log = log;
     this.#markOrphans = options.markOrphans ?? router.kind === 'local';
+    this.#leaseMs = options.leaseMs ?? 30_000;
+    this.#maxAttempts = options.maxAttempts ?? 5;
   }
 
   /** Events published before this position were routed by an earlier run; routing starts after it. */
   async start(): Promise<void> {
     this.#start = await this.#store.head();
+  }
+
+  /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */
+  stop(): void {
+    this.#stopped = true;
+    for (const delivery of this.#deliveries.values()) clearTimeout(delivery.timer);
   }
 
   // ── registrations ──
@@ -126,7 +159,7 @@ export class Dispatcher implements RouteTarget {
       if (list.length === 0) this.#consumers.delete(key);
       if (removed) {
         this.#changeInterest(removed.domain, removed.name, -1);
-        await this.#handBack((delivery) => delivery.consumer === removed);
+        await this.#handBack((delivery) => delivery.consumer === removed, 'consumer removed');
       }
       return;
     }
@@ -171,7 +204,7 @@ export class Dispatcher implements RouteTarget {
       else this.#consumers.set(key, kept);
     }
     for (const set of [...this.#waits.values()]) for (const wait of set) if (wait.peer === peer) this.#finishWait(wait);
-    await this.#handBack((delivery) => delivery.consumer.peer === peer);
+    await this.#handBack((delivery) => delivery.consumer.peer === peer, 'connection closed');
   }
 
   // ── routing ──
@@ -238,14 +271,29 @@ export class Dispatcher implements RouteTarget {
     for (const peer of peers) peer.sendDeleted(domain, pid, id);
   }
 
-  /** Records a consumer's outcome; `release` hands the event to another consumer. */
+  /**
+   * Records a consumer's outcome; `release` hands the event to another consumer. False when the
+   * delivery is not open on this peer (settled, handed back, revoked, or another peer's).
+   */
   async settle(peer: Peer, deliveryId: string, outcome: Outcome | 'release'): Promise<boolean> {
-    const delivery = this.#deliveries.get(deliveryId);
-    if (!delivery || delivery.consumer.peer !== peer) return false;
-    this.#deliveries.delete(deliveryId);
-    if (outcome === 'release') await this.#redeliver(delivery);
+    const delivery = this.#open(peer, deliveryId);
+    if (!delivery) return false;
+    this.#close(delivery);
+    if (outcome === 'release') await this.#redeliver(delivery, 'released');
     else await this.#store.settle(delivery.event.id, outcome);
     return true;
+  }
+
+  /**
+   * Moves an open delivery's lease deadline to now + `ms` (default: one lease; at most ten).
+   * Returns the lease granted, or undefined when the delivery is not open on this peer.
+   */
+  extend(peer: Peer, deliveryId: string, ms: number | undefined): number | undefined {
+    const delivery = this.#open(peer, deliveryId);
+    if (!delivery) return undefined;
+    const granted = Math.min(ms ?? this.#leaseMs, this.#leaseMs * MAX_EXTEND_LEASES);
+    this.#lease(delivery, granted);
+    return granted;
   }
 
   get stats(): { subscriptions: number; consumers: number; waits: number; deliveries: number } {
@@ -267,24 +315,75 @@ export class Dispatcher implements RouteTarget {
     // v4's spoke claim: only a gateway that has a consumer for the event claims it.
     if (!(await this.#store.claimForConsumer(event.id, this.#consumerId))) return true;
     const consumer = pool[this.#rotation++ % pool.length] as ConsumerRef;
-    const delivery: Delivery = { id: `d${this.#nextDelivery++}`, event, consumer, attempt };
+    const delivery: Delivery = { id: `d${this.#nextDelivery++}`, event, consumer, attempt, timer: undefined };
     this.#deliveries.set(delivery.id, delivery);
+    this.#lease(delivery, this.#leaseMs);
     consumer.peer.sendDelivery(consumer.handle, delivery.id, attempt, event);
     return true;
   }
 
-  async #redeliver(delivery: Delivery): Promise<void> {
-    await this.#store.releaseConsumerClaim(delivery.event.id);
-    const delivered = await this.#deliver(delivery.event, delivery.attempt + 1, delivery.consumer);
-    if (!delivered) this.#log.info('delivery released with no other consumer; it stays unclaimed', { event: delivery.event.id });
+  /** The delivery, if it is open on this peer. */
+  #open(peer: Peer, deliveryId: string): Delivery | undefined {
+    const delivery = this.#deliveries.get(deliveryId);
+    return delivery?.consumer.peer === peer ? delivery : undefined;
   }
 
-  async #handBack(match: (delivery: Delivery) => boolean): Promise<void> {
+  /** (Re)arms the lease timer of an open delivery. */
+  #lease(delivery: Delivery, ms: number): void {
+    clearTimeout(delivery.timer);
+    if (this.#stopped) return;
+    delivery.timer = setTimeout(() => void this.#expire(delivery), ms);
+    delivery.timer.unref?.();
+  }
+
+  /** Ends a delivery: it is no longer open, its settle is refused from now on. */
+  #close(delivery: Delivery): void {
+    clearTimeout(delivery.timer);
+    delivery.timer = undefined;
+    this.#deliveries.delete(delivery.id);
+  }
+
+  /** The lease ran out: revoke the delivery and hand the event on (another consumer first). */
+  async #expire(delivery: Delivery): Promise<void> {
+    if (this.#deliveries.get(delivery.id) !== delivery || this.#stopped) return;
+    this.#close(delivery);
+    const { event, consumer, attempt } = delivery;
+    this.#log.info('delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
+    consumer.peer.sendRevoked?.(delivery.id);
+    try {
+      await this.#redeliver(delivery, 'lease expired');
+    } catch (error) {
+      this.#log.error('could not redeliver after a lease expired', { event: event.id, error });
+    }
+  }
+
+  /** Delivers a closed, unsettled delivery's event again with attempt + 1, or dead-letters it after the last attempt. */
+  async #redeliver(delivery: Delivery, reason: string): Promise<void> {
+    const { event, attempt } = delivery;
+    if (this.#stopped) {
+      // Shutting down: every connection is closing, so handing the event around would only burn
+      // its attempts. The claim is cleared, as for a delivery with no consumer left.
+      await this.#store.releaseConsumerClaim(event.id);
+      return;
+    }
+    if (attempt >= this.#maxAttempts) {
+      // The consumer claim stays: the event is settled (failed), as by a consumer.
+      const recorded = await this.#store.deadLetter(event.id, attempt, reason);
+      const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, attempts: attempt, reason };
+      if (recorded) this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
+      return;
+    }
+    await this.#store.releaseConsumerClaim(event.id);
+    const delivered = await this.#deliver(event, attempt + 1, delivery.consumer);
+    if (!delivered) this.#log.info('delivery handed back with no other consumer; it stays unclaimed', { event: event.id, reason });
+  }
+
+  async #handBack(match: (delivery: Delivery) => boolean, reason: string): Promise<void> {
     const orphaned = [...this.#deliveries.values()].filter(match);
     for (const delivery of orphaned) {
-      this.#deliveries.delete(delivery.id);
+      this.#close(delivery);
       try {
-        await this.#redeliver(delivery);
+        await this.#redeliver(delivery, reason);
       } catch (error) {
         this.#log.error('could not hand back a delivery', { event: delivery.event.id, error });
       }

@@ -18,18 +18,22 @@ async function mustExist(session: Session, id: string): Promise<StoredEvent> {
   return event;
 }
 
+/** Settled, handed back, revoked (lease expired), or another connection's. */
+const unknownDelivery = (delivery: string): EventflowError =>
+  new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
+
 export const handlers: Handlers = {
-  async publish(session, { event }) {
+  async publish(session, { event, expectedVersion }) {
     const { store, router, gatewayId } = session.context;
-    const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId });
+    const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId, expectedVersion });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
     void router.publish(stored).catch((error: unknown) => session.context.log.error('routing failed', { event: stored.id, error }));
     return appended(stored);
   },
 
-  async persist(session, { event }) {
-    return appended((await session.context.store.append(toNewEvent(event))).event);
+  async persist(session, { event, expectedVersion }) {
+    return appended((await session.context.store.append(toNewEvent(event), { expectedVersion })).event);
   },
 
   async schedule(session, { at, event }) {
@@ -68,9 +72,15 @@ export const handlers: Handlers = {
   async settle(session, { delivery, outcome, error }) {
     if (error) session.context.log.info('consumer reported a failure', { connection: session.id, delivery, outcome, reason: error });
     if (!(await session.context.dispatcher.settle(session, delivery, outcome))) {
-      throw new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
+      throw unknownDelivery(delivery);
     }
     return {};
+  },
+
+  async extend(session, { delivery, ms }) {
+    const granted = session.context.dispatcher.extend(session, delivery, ms);
+    if (granted === undefined) throw unknownDelivery(delivery);
+    return { ms: granted };
   },
 
   async wait(session, { wait, domain, pid, names, afterId, afterPosition }) {

@@ -96,7 +96,10 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   await store.init();
   const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await joinMesh(settings, config, store, id, log);
   const router = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
-  const dispatcher = new Dispatcher(store, router, id, log);
+  const dispatcher = new Dispatcher(store, router, id, log, {
+    leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
+    maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+  });
   await dispatcher.start();
   await router.start(dispatcher);
   const scheduler = new Scheduler(store, router, log);
@@ -169,6 +172,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
     close: () =>
       (closing ??= (async () => {
         await scheduler.stop();
+        dispatcher.stop();
         for (const client of wss.clients) client.close(1001, 'gateway shutting down');
         for (const session of sessions) session.close(1001, 'gateway shutting down');
         await new Promise<void>((resolve) => wss.close(() => resolve()));

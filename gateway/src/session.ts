@@ -127,6 +127,10 @@ export class Session implements Peer {
     this.#send({ type: 'delivery', consumer, delivery, attempt, event });
   }
 
+  sendRevoked(delivery: string): void {
+    this.#send({ type: 'revoked', delivery });
+  }
+
   sendWaited(wait: string, event: StoredEvent): void {
     this.waits.delete(wait);
     this.#send({ type: 'waited', wait, event });

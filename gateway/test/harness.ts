@@ -72,12 +72,12 @@ export async function startHarness(config: Record<string, string | number> = {})
   return harness;
 }
 
-/** Polls until `check` returns a value other than undefined/false, or fails after `timeout` ms. */
-export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeout = 5_000, what = 'condition'): Promise<T> {
+/** Polls until `check` returns a value other than undefined/null/false, or fails after `timeout` ms. */
+export async function eventually<T>(check: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeout = 5_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeout;
   for (;;) {
     const value = await check();
-    if (value !== undefined && value !== false) return value;
+    if (value !== undefined && value !== null && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

@@ -56,7 +56,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       );
       expect(tables.map((table) => table.name).sort()).toEqual([
         'certificate', 'event', 'event_cpid', 'event_eid', 'event_published', 'event_scheduled',
-        'eventflow_position', 'eventflow_schedule', 'eventflow_sequence', 'hub', 'log',
+        'eventflow_dead_letter', 'eventflow_position', 'eventflow_schedule', 'eventflow_sequence', 'hub', 'log',
       ]);
       for (const table of tables) expect(table, table.name).toMatchObject({ engine: 'InnoDB', collation: 'ascii_bin' });
 
@@ -127,7 +127,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       expect(keys.map((row) => row.fk).sort()).toEqual([
         'event>event RESTRICT/SET NULL', 'event_cpid>event CASCADE/CASCADE', 'event_eid>event CASCADE/CASCADE',
         'event_published>event CASCADE/CASCADE', 'event_published>hub RESTRICT/RESTRICT', 'event_scheduled>event CASCADE/CASCADE',
-        'eventflow_position>event CASCADE/CASCADE', 'eventflow_schedule>event CASCADE/CASCADE',
+        'eventflow_dead_letter>event CASCADE/CASCADE', 'eventflow_position>event CASCADE/CASCADE', 'eventflow_schedule>event CASCADE/CASCADE',
       ]);
 
       const partitions = await db.query<{ p: string }>(

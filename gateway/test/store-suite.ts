@@ -4,7 +4,7 @@
  * checks them through their observable effects; implementation tests may inspect the columns.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { isEventflowError, type ErrorCode, type StoredEvent } from '@eventflow/core';
+import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent } from '@eventflow/core';
 import type { EventStore, NewEvent } from '../src/store/store.js';
 
 export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
@@ -580,6 +580,111 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(second.position).toBeGreaterThan(first.position);
         expect(await store.head()).toBe(second.position);
         expect(await store.readEventlog('orders', 'p1')).toEqual([first, second]);
+      });
+    });
+
+    describe('expectedVersion (optimistic concurrency)', () => {
+      /** The rejection of `promise`, which must be an E_EVENTFLOW_VERSION_CONFLICT. */
+      const conflictOf = async (promise: Promise<unknown>): Promise<EventflowError> => {
+        const error = await promise.then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(isEventflowError(error, 'E_EVENTFLOW_VERSION_CONFLICT'), `expected a version conflict, got ${String(error)}`).toBe(true);
+        return error as EventflowError;
+      };
+
+      it('appends when the eventlog holds exactly expectedVersion events, counting persisted events and no other stream', async () => {
+        const store = await open();
+        const first = await store.append(newEvent(), { publisher: 's', expectedVersion: 0 });
+        expect(first.created).toBe(true);
+        // Persisted (unrouted) events count; so does an event written without a check.
+        await store.append(newEvent(), { expectedVersion: 1 });
+        await store.append(newEvent(), { publisher: 's' });
+        // Other pids and other domains are other streams.
+        await store.append(newEvent({ pid: 'p2' }), { expectedVersion: 0 });
+        await store.append(newEvent({ domain: 'billing' }), { expectedVersion: 0 });
+        const fourth = await store.append(newEvent(), { publisher: 's', expectedVersion: 3 });
+        expect(fourth.created).toBe(true);
+        expect(await store.countEventlog('orders', 'p1')).toBe(4);
+        expect(ids(await store.readEventlog('orders', 'p1')).at(-1)).toBe(fourth.event.id);
+      });
+
+      it('throws E_EVENTFLOW_VERSION_CONFLICT with the current and expected versions, and stores nothing', async () => {
+        const store = await open();
+        await store.append(newEvent(), { publisher: 's' });
+        await store.append(newEvent(), { publisher: 's' });
+        const head = await store.head();
+        const behind = newEvent({ data: { n: 1 } });
+        const error = await conflictOf(store.append(behind, { publisher: 's', expectedVersion: 1 }));
+        expect(error.details).toEqual({ domain: 'orders', pid: 'p1', currentVersion: 2, expectedVersion: 1 });
+        expect(error.message).toBe('orders › p1 is at version 2, not 1: read the eventlog and retry');
+        const ahead = newEvent();
+        expect((await conflictOf(store.append(ahead, { expectedVersion: 3 }))).details).toMatchObject({ currentVersion: 2, expectedVersion: 3 });
+        expect(await store.read(behind.id)).toBeUndefined();
+        expect(await store.read(ahead.id)).toBeUndefined();
+        expect(await store.countEventlog('orders', 'p1')).toBe(2);
+        expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toHaveLength(2);
+        // A failed check assigns no position (a store may skip one; it must not store the event).
+        const next = await store.append(behind, { publisher: 's', expectedVersion: 2 });
+        expect(next.created).toBe(true);
+        expect(next.event.position).toBeGreaterThan(head);
+        expect(await store.countEventlog('orders', 'p1')).toBe(3);
+      });
+
+      it('leaves unfired scheduled events out of the version, and counts them once fired', async () => {
+        const store = await open();
+        await store.append(newEvent(), { publisher: 's' });
+        const later = (await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(Date.now() + 3_600_000) })).event;
+        expect((await conflictOf(store.append(newEvent(), { expectedVersion: 2 }))).details).toMatchObject({ currentVersion: 1 });
+        await store.append(newEvent(), { expectedVersion: 1 });
+        await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(0) });
+        expect(await store.countEventlog('orders', 'p1')).toBe(2);
+        await fireOne(store);
+        expect(await store.countEventlog('orders', 'p1')).toBe(3);
+        await store.append(newEvent(), { expectedVersion: 3 });
+        expect(await store.read(later.id)).toBeDefined();
+        expect(await store.countEventlog('orders', 'p1')).toBe(4);
+      });
+
+      it('does not check an idempotent retry: a retried write whose first attempt stored the event returns it', async () => {
+        const store = await open();
+        const input = newEvent({ data: { a: 1, b: 2 } });
+        const first = await store.append(input, { publisher: 's', expectedVersion: 0 });
+        // The stream is now at version 1, yet resending the same write (same id and content) succeeds.
+        const retried = await store.append({ ...input, data: { b: 2, a: 1 } }, { publisher: 's', expectedVersion: 0 });
+        expect(retried).toEqual({ event: first.event, created: false });
+        expect((await store.append(input, { expectedVersion: 42 })).created).toBe(false);
+        // The same id with other content is still a duplicate, whatever the version says.
+        await expectCode(store.append({ ...input, data: { a: 2 } }, { expectedVersion: 1 }), 'E_EVENTFLOW_DUPLICATE_ID');
+        expect(await store.countEventlog('orders', 'p1')).toBe(1);
+      });
+
+      it('counts deletions: deleting events lowers the version', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent())).event;
+        await store.append(newEvent());
+        expect(await store.delete(a.id)).toBe(true);
+        await expectCode(store.append(newEvent(), { expectedVersion: 2 }), 'E_EVENTFLOW_VERSION_CONFLICT');
+        await store.append(newEvent(), { expectedVersion: 1 });
+        expect(await store.deleteEventlog('orders', 'p1')).toBe(true);
+        await store.append(newEvent(), { expectedVersion: 0 });
+      });
+
+      it('lets exactly one of concurrent appends with the same expectedVersion win', async () => {
+        const store = await open();
+        await store.append(newEvent());
+        const racers = Array.from({ length: 6 }, (_, i) => newEvent({ data: { racer: i } }));
+        const results = await Promise.allSettled(racers.map((input) => store.append(input, { publisher: 's', expectedVersion: 1 })));
+        const won = results.filter((result) => result.status === 'fulfilled');
+        const lost = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(racers.length - 1);
+        for (const error of lost) {
+          expect(isEventflowError(error, 'E_EVENTFLOW_VERSION_CONFLICT'), String(error)).toBe(true);
+          expect((error as EventflowError).details).toEqual({ domain: 'orders', pid: 'p1', currentVersion: 2, expectedVersion: 1 });
+        }
+        expect(await store.countEventlog('orders', 'p1')).toBe(2);
       });
     });
   });

@@ -11,6 +11,8 @@
  *     v4 spokes get theirs lazily (see MysqlStore).
  *   - eventflow_schedule: the due time with milliseconds; v4's `event_scheduled.scheduled` is a
  *     DATETIME of whole seconds, so it holds the due time rounded up (nothing fires early).
+ *   - eventflow_dead_letter: events failed because their last delivery attempt was not settled
+ *     (consume leases, see dispatcher.ts); v4's `failed` column is set as well.
  * Also here: the two statements on the sequence row that every position assignment uses.
  */
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
@@ -228,6 +230,22 @@ ${ASCII}`,
   event_id ${eventId} NOT NULL,
   due      DATETIME(3) NOT NULL,
   PRIMARY KEY (event_id),
+  FOREIGN KEY (event_id) REFERENCES event (id)
+    ON UPDATE CASCADE
+    ON DELETE CASCADE
+)
+${ASCII}`,
+    ],
+    [
+      'eventflow_dead_letter',
+      `CREATE TABLE IF NOT EXISTS eventflow_dead_letter
+(
+  event_id ${eventId} NOT NULL,
+  attempts INT UNSIGNED NOT NULL,
+  reason   VARCHAR(64)  NOT NULL,
+  at       DATETIME(3)  NOT NULL,
+  PRIMARY KEY (event_id),
+  INDEX idx_dead_letter_at (at),
   FOREIGN KEY (event_id) REFERENCES event (id)
     ON UPDATE CASCADE
     ON DELETE CASCADE

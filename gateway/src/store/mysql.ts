@@ -24,7 +24,8 @@
 import { createPool, type Pool, type PoolConnection, type RowDataPacket, type ResultSetHeader } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence, setSequence } from './mysql-schema.js';
-import type { AppendOptions, AppendResult, EventFilter, EventStore, NewEvent, Outcome } from './store.js';
+import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
+import type { DeadLetter } from './store.js';
 
 /** Defaults as v4's: 127.0.0.1:3306, root without password, database eventflow, 10 connections. */
 export interface MysqlStoreOptions {
@@ -282,6 +283,15 @@ export class MysqlStore implements EventStore {
         const message = `event "${event.id}" refers (rid) to event "${rid}", which does not exist`;
         throw new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } });
       }
+      const { expectedVersion } = options;
+      if (expectedVersion !== undefined) {
+        // Counted under the sequence lock, which every append and firing takes first: appends to the stream cannot
+        // interleave with this count and the insert, on this gateway or any other. Every read of this transaction comes
+        // after the lock was granted, so its snapshot sees every earlier append's commit (see the header).
+        const sql = `SELECT COUNT(*) AS count FROM event e WHERE e.domain = ? AND e.pid = ? AND ${FIRED}`;
+        const current = Number((await select<{ count: number }>(conn, sql, [event.domain, event.pid]))[0]?.count ?? 0);
+        if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
+      }
       // Read after taking the lock, so that timestamps ascend with positions across gateways.
       const now = await utcNow(conn);
       const row = [event.id, now, event.domain, rid, event.pid, event.name, data];
@@ -415,6 +425,27 @@ export class MysqlStore implements EventStore {
 
   async markOrphan(eventId: string): Promise<void> {
     await this.#exec('mark the event orphan', 'UPDATE event_published SET orphan = UTC_TIMESTAMP() WHERE event_id = ? AND orphan IS NULL', [eventId]);
+  }
+
+  async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
+    const work = async (conn: PoolConnection): Promise<boolean> => {
+      if ((await affected(conn, `UPDATE event_published SET failed = UTC_TIMESTAMP() WHERE event_id = ? AND ${UNSETTLED}`, [eventId])) !== 1) return false;
+      const why = reason.slice(0, 64);
+      await conn.query(
+        `INSERT INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))
+         ON DUPLICATE KEY UPDATE attempts = ?, reason = ?, at = UTC_TIMESTAMP(3)`,
+        [eventId, attempts, why, attempts, why],
+      );
+      return true;
+    };
+    return this.#do('record the dead letter', () => this.#transaction(work));
+  }
+
+  async deadLetters(limit = 100): Promise<DeadLetter[]> {
+    const sql = `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.attempts, d.reason, d.at
+      FROM eventflow_dead_letter d JOIN event e ON e.id = d.event_id ORDER BY d.at DESC, d.event_id DESC LIMIT ?`;
+    const rows = await this.#do('read the dead letters', (pool) => select<Omit<DeadLetter, 'at'> & { at: Date }>(pool, sql, [limit]));
+    return rows.map((row) => ({ ...row, attempts: Number(row.attempts), at: row.at.toISOString() }));
   }
 
   async nextScheduled(): Promise<Date | undefined> {

@@ -9,7 +9,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
-import type { AppendOptions, AppendResult, EventFilter, EventStore, NewEvent, Outcome } from './store.js';
+import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
+import type { DeadLetter } from './store.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -62,6 +63,12 @@ CREATE TABLE IF NOT EXISTS event_scheduled (
   timestamp TEXT NOT NULL, scheduled TEXT NOT NULL, executed TEXT NULL, success TEXT NULL, failed TEXT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_scheduled_due ON event_scheduled (executed, scheduled);
+
+CREATE TABLE IF NOT EXISTS eventflow_dead_letter (
+  event_id TEXT NOT NULL PRIMARY KEY REFERENCES event(id) ON DELETE CASCADE ON UPDATE CASCADE,
+  attempts INTEGER NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_dead_letter_at ON eventflow_dead_letter (at);
 `;
 
 /** An event as stored: `data` is JSON text. */
@@ -168,6 +175,13 @@ function prepareStatements(db: Database.Database) {
     ),
     settle: firstOutcome('event_published'),
     markOrphan: write<IdNow>(`UPDATE event_published SET orphan = @now WHERE event_id = @id AND orphan IS NULL`),
+    insertDeadLetter: write<IdNow & { attempts: number; reason: string }>(
+      `INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @reason, @now)`,
+    ),
+    deadLetters: db.prepare<{ limit: number }, DeadLetter>(
+      `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.attempts, d.reason, d.at
+       FROM eventflow_dead_letter d JOIN event e ON e.id = d.event_id ORDER BY d.at DESC, d.rowid DESC LIMIT @limit`,
+    ),
 
     nextScheduled: db.prepare<[], { next: string | null }>(
       `SELECT MIN(scheduled) AS next FROM event_scheduled WHERE executed IS NULL`,
@@ -278,7 +292,7 @@ export class SqliteStore implements EventStore {
     const scheduled = options.scheduledAt === undefined ? undefined : isoDate(options.scheduledAt, 'scheduledAt');
     const rid = event.rid ?? null;
     const data = JSON.stringify(event.data);
-    // IMMEDIATE takes the write lock up front, so the existence checks cannot go stale before the insert.
+    // IMMEDIATE takes the write lock up front, so the existence and version checks cannot go stale before the insert.
     const run = this.#store.db.transaction((): AppendResult => {
       const existing = s.read.get({ id: event.id });
       if (existing !== undefined) {
@@ -302,6 +316,11 @@ export class SqliteStore implements EventStore {
           `event "${event.id}" refers (rid) to event "${rid}", which does not exist`,
           { details: { id: event.id, rid } },
         );
+      }
+      const { expectedVersion } = options;
+      if (expectedVersion !== undefined) {
+        const current = s.countEventlog.get({ domain: event.domain, pid: event.pid })?.count ?? 0;
+        if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
       }
       const timestamp = now();
       const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
@@ -420,6 +439,21 @@ export class SqliteStore implements EventStore {
 
   async markOrphan(eventId: string): Promise<void> {
     this.#s.markOrphan.run({ id: eventId, now: now() });
+  }
+
+  async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
+    const s = this.#s;
+    const run = this.#store.db.transaction((): boolean => {
+      const at = now();
+      if (s.settle.failed.run({ id: eventId, now: at }).changes !== 1) return false;
+      s.insertDeadLetter.run({ id: eventId, now: at, attempts, reason });
+      return true;
+    });
+    return run.immediate();
+  }
+
+  async deadLetters(limit = 100): Promise<DeadLetter[]> {
+    return this.#s.deadLetters.all({ limit });
   }
 
   async nextScheduled(): Promise<Date | undefined> {

@@ -11,7 +11,7 @@
  * leaves it out, and only `read(id)` returns it. Subscribers resume by position, so a fired event
  * must come after everything they already saw; and a composed state must not reflect the future.
  */
-import type { JsonObject, Position, StoredEvent } from '@eventflow/core';
+import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
 
 export interface NewEvent {
   id: string;
@@ -30,6 +30,14 @@ export interface AppendOptions {
    * reads until it fires (see EventStore.claimDueScheduled).
    */
   scheduledAt?: Date | undefined;
+  /**
+   * Optimistic concurrency: the number of events the eventlog of (domain, pid) must hold, counted
+   * as `countEventlog` counts (unfired scheduled events not counted), for the event to be stored.
+   * Checked inside the append's transaction, atomically with the insert; any other count throws
+   * E_EVENTFLOW_VERSION_CONFLICT with details { domain, pid, currentVersion, expectedVersion } and
+   * stores nothing. Not checked for an idempotent retry (see `append`).
+   */
+  expectedVersion?: number | undefined;
 }
 
 export interface AppendResult {
@@ -39,6 +47,20 @@ export interface AppendResult {
 }
 
 export type Outcome = 'success' | 'failed';
+
+/** An event failed because none of its deliveries was settled (see EventStore.deadLetter). */
+export interface DeadLetter {
+  eventId: string;
+  domain: string;
+  name: string;
+  pid: string;
+  /** Deliveries made, the last one included. */
+  attempts: number;
+  /** Why the last delivery ended unsettled: `lease expired`, `connection closed`, `consumer removed`, `released`. */
+  reason: string;
+  /** When it was recorded (ISO-8601 UTC). */
+  at: string;
+}
 
 /** Selects the events a subscription to (domain, name) sees; `*` matches every name. */
 export interface EventFilter {
@@ -61,9 +83,12 @@ export interface EventStore {
   /**
    * Stores an event, and its published/scheduled rows, all or nothing.
    * A retry is matched on id + domain/name/pid/rid/data (data compared as JSON, key order aside)
-   * and returns the stored event with `created: false`; the AppendOptions of a retry are ignored.
+   * and returns the stored event with `created: false`; the AppendOptions of a retry are ignored,
+   * expectedVersion included: a retried publish whose first attempt stored the event must not fail
+   * with a conflict that the event itself caused.
    * Throws E_EVENTFLOW_DUPLICATE_ID when the id exists with other content, and
-   * E_EVENTFLOW_REFERENCE_NOT_FOUND when `rid` names no stored event.
+   * E_EVENTFLOW_REFERENCE_NOT_FOUND when `rid` names no stored event, and (after those checks)
+   * E_EVENTFLOW_VERSION_CONFLICT when `expectedVersion` is not the eventlog's current count.
    */
   append(event: NewEvent, options?: AppendOptions): Promise<AppendResult>;
 
@@ -133,6 +158,14 @@ export interface EventStore {
   /** Records the outcome once: a second outcome for the same event is ignored. */
   settle(eventId: string, outcome: Outcome): Promise<void>;
   markOrphan(eventId: string): Promise<void>;
+  /**
+   * The event's last delivery attempt ended unsettled: records `failed` (first outcome wins) and,
+   * if that outcome is the one recorded, a dead letter (the gateway's own table, not a v4 one), in
+   * one transaction. True when recorded; false when the event was already settled or is gone.
+   */
+  deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean>;
+  /** Dead letters, newest first, at most `limit` (default 100). Deleting an event deletes its dead letter. */
+  deadLetters(limit?: number): Promise<DeadLetter[]>;
 
   // ── scheduling ──
 
@@ -148,4 +181,13 @@ export interface EventStore {
    */
   claimDueScheduled(now: Date): Promise<StoredEvent[]>;
   settleScheduled(eventId: string, outcome: Outcome): Promise<void>;
+}
+
+/** The error of a failed expectedVersion check (AppendOptions.expectedVersion). */
+export function versionConflict(domain: string, pid: string, currentVersion: number, expectedVersion: number): EventflowError {
+  return new EventflowError(
+    'E_EVENTFLOW_VERSION_CONFLICT',
+    `${domain} › ${pid} is at version ${currentVersion}, not ${expectedVersion}: read the eventlog and retry`,
+    { details: { domain, pid, currentVersion, expectedVersion } },
+  );
 }

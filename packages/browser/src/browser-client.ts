@@ -22,7 +22,7 @@ import {
   type State,
   type StoredEvent,
 } from '@eventflow/core';
-import { createCache, parse, type Cache, type Stored } from './cache.js';
+import { createCache, parse, type Cache, type Stored, type StreamRecord } from './cache.js';
 import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
 
 export interface BrowserClientOptions extends ClientOptions {
@@ -45,13 +45,10 @@ export interface EventlogSnapshot {
 
 type DomainOf<M extends EventMap> = Extract<keyof M, string>;
 
-interface Base {
+interface Fetched {
   state: State;
   position: number;
   count: number;
-}
-
-interface Fetched extends Base {
   /** What came after the base (everything when there was no base or it was reset). */
   events: StoredEvent[];
   /** The cached copy disagreed with the gateway (events were deleted) and was dropped. */
@@ -65,6 +62,7 @@ type Watcher = [(snapshot: EventlogSnapshot) => void, ((error: unknown) => void)
 interface Watch {
   readonly domain: string;
   readonly pid: string;
+  /** Its watchers. */
   readonly listeners: Set<Watcher>;
   /** The latest snapshot; it always shows all of `log`. */
   snapshot?: EventlogSnapshot;
@@ -198,9 +196,8 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   // ── reads ───────────────────────────────────────────────────────────────────────────────
 
   /** The events of a process: the cached ones plus those stored after them; offline, the cached ones. */
-  override async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, options: { after?: Position } = {}): Promise<Array<EventOf<M, D>>> {
+  override async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, { after = -1 }: { after?: Position } = {}): Promise<Array<EventOf<M, D>>> {
     const { events = [] } = await this.#read(domain, pid, true);
-    const after = options.after ?? -1;
     return events.filter((event) => event.position > after) as unknown as Array<EventOf<M, D>>;
   }
 
@@ -211,15 +208,16 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
 
   /** What the cache holds, without the network (`stale` unless a live watch keeps it current). */
   async readCached(domain: string, pid: string): Promise<EventlogSnapshot | undefined> {
-    return this.#watches.get(keyOf(domain, pid))?.snapshot ?? (await this.#cached(domain, pid))?.[0];
+    const watched = this.#watches.get(keyOf(domain, pid))?.snapshot;
+    if (watched) return watched;
+    const cached = await this.#cached(domain, pid);
+    return cached && snapshotOf(domain, pid, cached.state, cached.position, true, cached.log);
   }
 
-  async #cached(domain: string, pid: string): Promise<[EventlogSnapshot, Log] | undefined> {
+  /** The cached copy of an eventlog: its record and its log. */
+  async #cached(domain: string, pid: string): Promise<(StreamRecord & { log: Log }) | undefined> {
     const loaded = await this.#cache?.load(keyOf(domain, pid), true);
-    if (!loaded) return undefined;
-    const [{ state, position, count }, raw] = loaded;
-    const log = logOf(raw, count);
-    return [snapshotOf(domain, pid, state, position, true, log), log];
+    return loaded && { ...loaded[0], log: logOf(loaded[1], loaded[0].count) };
   }
 
   async #read(domain: string, pid: string, withEvents: boolean): Promise<{ state: State; events?: readonly StoredEvent[] | undefined }> {
@@ -230,32 +228,33 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const loaded = await this.#cache?.load(key, withEvents);
     const record = loaded?.[0];
     // The delta request goes out first; the cached events are parsed while it is in flight.
-    const fetching = this.#fetch(domain, pid, record, !!record).catch((error: unknown) => {
+    const fetching = this.#fetch(domain, pid, record, record?.count, !!record).catch((error: unknown) => {
       if (!record) throw error;
     });
     const cached = loaded?.[1] && parse(loaded[1]);
     const fetched = await fetching;
     if (!fetched) return { state: record?.state ?? emptyState, events: cached }; // offline or failing: the cache
-    const { state, events, reset } = fetched;
+    const { state, position, count, events, reset } = fetched;
     const kept = record && !reset;
     const all = kept ? cached && [...cached, ...events] : events;
-    void this.#store({ key, domain, pid, ...fetched }, kept ? record.position : 0, events, all && (() => all), reset ? this.#generation : generation);
+    void this.#store({ key, domain, pid, state, position, count }, kept ? record.position : 0, events, all && (() => all), reset ? this.#generation : generation);
     return { state, events: all };
   }
 
   /**
-   * Brings `base` up to date: only the events after its position, or all of them without a base
-   * or when the counts disagree (events were deleted meanwhile, so the cached copy is dropped).
-   * `bounded`: fail at once when offline or when the connection is lost, as there is a cache.
+   * Brings `base` (of `size` events) up to date: only the events after its position, or all of
+   * them without a base or when the counts disagree (events were deleted meanwhile, so the cached
+   * copy is dropped, and the result says `reset`). `bounded`: fail at once when offline or when
+   * the connection is lost, as there is a cache.
    */
-  async #fetch(domain: string, pid: string, base: Base | undefined, bounded: boolean): Promise<Fetched> {
+  async #fetch(domain: string, pid: string, base: { state: State; position: number } | undefined, size = 0, bounded: boolean, reset = false): Promise<Fetched> {
     const { events, count } = await this.#request({ domain, pid, after: base?.position }, bounded);
-    if (base && base.count + events.length !== count) {
+    if (base && size + events.length !== count) {
       this.#drop(keyOf(domain, pid));
-      return { ...(await this.#fetch(domain, pid, undefined, bounded)), reset: true };
+      return this.#fetch(domain, pid, undefined, 0, bounded, true);
     }
     const state = base ? events.reduce((folded, event) => applyEvent(folded, event), base.state) : composeEventlogState(events);
-    return { state, position: events.at(-1)?.position ?? base?.position ?? 0, count, events, reset: false };
+    return { state, position: events.at(-1)?.position ?? base?.position ?? 0, count, events, reset };
   }
 
   async #request(params: Params<'readEventlog'>, bounded: boolean): Promise<Result<'readEventlog'>> {
@@ -341,10 +340,10 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     if (!watch.loaded) {
       const cached = await this.#cached(domain, pid);
       if (cached) {
-        watch.log = cached[1];
-        this.#emit(watch, cached[0].state, cached[0].position, true);
+        watch.log = cached.log;
+        this.#emit(watch, cached.state, cached.position, true);
       }
-      watch.saved = cached?.[0].position ?? 0;
+      watch.saved = cached?.position ?? 0;
       watch.loaded = true;
     }
     if (!current()) return; // runs again on open
@@ -352,7 +351,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
       // Once the `*` subscription is registered, no event can fall between it and the fetch.
       await watch.ready;
       const base = watch.reset ? undefined : watch.snapshot;
-      const fetched = await this.#fetch(domain, pid, base && { state: base.state, position: base.position, count: watch.log.size }, true);
+      const fetched = await this.#fetch(domain, pid, base, watch.log.size, true);
       if (epoch !== watch.epoch) return; // invalidated meanwhile: runs again
       if (!base || fetched.reset) {
         watch.saved = 0;
@@ -454,10 +453,9 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const cached = await this.#cached(domain, pid);
     const current = watch.snapshot;
     // A live watch only takes a newer copy; one that cannot catch up by itself takes what the cache has.
-    if (!cached || !current || (watch.fresh && cached[0].position <= current.position)) return;
-    const [{ state, position }, log] = cached;
-    watch.log = log;
-    this.#emit(watch, state, position, current.stale);
+    if (!cached || !current || (watch.fresh && cached.position <= current.position)) return;
+    watch.log = cached.log;
+    this.#emit(watch, cached.state, cached.position, current.stale);
   }
 
   /** The IndexedDB copy is gone; what watches hold stays valid and is stored again in full. */

@@ -41,8 +41,8 @@ export interface UsageRecord {
  * segment's first event, 0 for a merged base segment] → a JSON array of events) and `usage`
  * (UsageRecord by key, index `used`).
  */
-const stores = ['streams', 'events', 'usage'] as const;
-type StoreName = (typeof stores)[number];
+type StoreName = 'streams' | 'events' | 'usage';
+const stores = 'streams events usage'.split(' ') as StoreName[];
 
 /** Version 1 kept the LRU fields in the stream record itself. */
 type StreamRecordV1 = StreamRecord & { bytes?: number; used?: number };
@@ -86,10 +86,11 @@ export interface Cache {
   /** The record of an eventlog and, when `withEvents`, its segments (see `parse`), from one transaction. */
   load(key: string, withEvents: boolean): Promise<[StreamRecord, string[] | undefined] | undefined>;
   /**
-   * Stores `next` (the state at `next.position`, `next.count` events), which is the stored copy
-   * at position `from` plus `tail`. When nothing is stored, or the stored copy is behind `from`,
-   * all events are written from `all()`, or nothing without it. Resolves with the stored position
-   * before the write and the events appended after it (undefined: written in full).
+   * Stores `next` as the eventlog's record (the state at `next.position`, `next.count` events;
+   * nothing else may be in it), which is the stored copy at position `from` plus `tail`. When
+   * nothing is stored, or the stored copy is behind `from`, all events are written from `all()`,
+   * or nothing without it. Resolves with the stored position before the write and the events
+   * appended after it (undefined: written in full).
    */
   save(next: Stored, from: number, tail: readonly StoredEvent[], all?: () => readonly StoredEvent[]): Promise<[at: number, added: StoredEvent[] | undefined] | undefined>;
   /** Drops one eventlog, or all of them. */
@@ -115,7 +116,7 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       opening.onupgradeneeded = async ({ oldVersion }) => {
         const tx = opening.transaction as IDBTransaction;
         try {
-          for (let version = oldVersion; version < VERSION; version++) await migrations[version]?.(opening.result, tx);
+          for (const migrate of migrations.slice(oldVersion, VERSION)) await migrate(opening.result, tx);
         } catch {
           tx.abort(); // the open fails: no half-migrated schema
         }
@@ -175,8 +176,9 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       return loaded as [StreamRecord, string[] | undefined];
     },
 
-    save: ({ key, domain, pid, state, position, count }, from, tail, all) =>
+    save: (next, from, tail, all) =>
       run('readwrite', async (store) => {
+        const { key, state, position } = next;
         const events = store('events');
         const old = await request<StreamRecord | undefined>(store('streams').get(key));
         const at = old?.position ?? 0;
@@ -196,12 +198,12 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
           whole = JSON.stringify(all());
           eventBytes = whole.length;
         } else return undefined;
-        if (whole !== undefined) {
+        if (whole) {
           events.delete(range(key));
           events.put(whole, [key, 0]);
           segments = 1;
         }
-        store('streams').put({ key, domain, pid, state, position, count, segments, eventBytes });
+        store('streams').put({ ...next, segments, eventBytes });
         store('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() });
         return [at, added];
       }),

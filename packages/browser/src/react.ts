@@ -21,17 +21,21 @@ export function useEventflowClient<M extends EventMap = EventMap>(): BrowserClie
   return client as unknown as BrowserClient<M>;
 }
 
-/** An external store holding `initial` until `start` (run while subscribed) sets new values. */
-function useStore<T>(initial: T, start: (set: (update: (value: T) => T) => void) => () => void, deps: unknown[]): T {
+/**
+ * An external store holding `initial` until `start` (run with the context's client while
+ * subscribed) sets new values; made anew when the client or `deps` change.
+ */
+function useStore<T>(initial: T, start: (set: (update: (value: T) => T) => void, client: BrowserClient) => () => void, ...deps: unknown[]): T {
+  const client = useEventflowClient();
   const [subscribe, get] = useMemo(() => {
     let value = initial;
     const subscribe = (notify: () => void): (() => void) =>
       start((update) => {
         value = update(value);
         notify();
-      });
+      }, client);
     return [subscribe, () => value] as const;
-  }, deps);
+  }, [client, ...deps]);
   return useSyncExternalStore(subscribe, get, get);
 }
 
@@ -47,33 +51,33 @@ export interface EventlogStateView {
 
 /** The composed state of (domain, pid): the cached one at once, then live. */
 export function useEventlogState(domain: string, pid: string): EventlogStateView {
-  const client = useEventflowClient();
   return useStore<EventlogStateView>(
     { state: emptyState, position: 0, stale: true, loading: true, error: undefined },
-    (set) =>
+    (set, client) =>
       client.watchEventlogState(
         domain,
         pid,
         ({ state, position, stale }) => set(() => ({ state, position, stale, loading: false, error: undefined })),
         (error) => set((view) => ({ ...view, loading: false, error })),
       ),
-    [client, domain, pid],
+    domain,
+    pid,
   );
 }
 
 /** The latest `limit` events of (domain, name) routed while mounted (`*`: every name), newest last. */
-export function useSubscription(domain: string, name: string, options: { limit?: number } = {}): StoredEvent[] {
-  const client = useEventflowClient();
-  const { limit = 50 } = options;
+export function useSubscription(domain: string, name: string, { limit = 50 }: { limit?: number } = {}): StoredEvent[] {
   return useStore<StoredEvent[]>(
     [],
-    (set) => {
+    (set, client) => {
       const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
       // Refused registrations are reported through the client's onError.
       client.subscribe(domain, name, listener).catch(() => undefined);
       return () => void client.unsubscribe(domain, name, listener).catch(() => undefined);
     },
-    [client, domain, name, limit],
+    domain,
+    name,
+    limit,
   );
 }
 

@@ -7,7 +7,7 @@ import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { EventflowError, isEventflowError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
-import type { DeletedFrame, DeliveryFrame, EventFrame, EventInput, JsonObject, OperationName, Params, Position, Result, ServerFrame, StoredEvent } from './protocol.js';
+import type { DeletedFrame, DeliveryFrame, EventFrame, EventInput, JsonObject, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { connectionLost, pending, RequestManager, type RequestOptions, type Settle } from './requests.js';
 import { composeEventlogState, type State } from './state.js';
 import { keyOf, SubscriptionRegistry } from './subscriptions.js';
@@ -46,8 +46,17 @@ export type Listener<E> = (event: E) => void;
 export interface ConsumeContext {
   /** 1 for the first delivery of this event, higher when it is redelivered. */
   attempt: number;
-  /** Aborted when the delivery is lost (connection dropped); the gateway then redelivers it. */
+  /**
+   * Aborted when the delivery is lost: the connection dropped, or the lease expired (the gateway
+   * sent `revoked`). The gateway then redelivers the event and refuses this delivery's outcome.
+   */
   signal: AbortSignal;
+  /**
+   * Extends the lease to `ms` from now (default: the gateway's EVENTFLOW_CONSUME_LEASE_MS, at most
+   * ten of them); call it while working longer than the lease. Resolves with the lease granted,
+   * rejects with E_EVENTFLOW_UNKNOWN_DELIVERY once the delivery is revoked.
+   */
+  extend(ms?: number): Promise<{ ms: number }>;
 }
 /** Resolving marks the event success; throwing (or rejecting) marks it failed. */
 export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;
@@ -71,6 +80,11 @@ export interface WaitOptions {
   /** Also resolve with a matching event already stored after this event id. */
   after?: string;
   signal?: AbortSignal;
+}
+
+/** `publish`/`persist` options: `expectedVersion` fails the write with E_EVENTFLOW_VERSION_CONFLICT unless the eventlog of (domain, pid) holds exactly that many events. */
+export interface PublishOptions extends RequestOptions {
+  expectedVersion?: number;
 }
 
 export interface RequestEventOptions {
@@ -120,6 +134,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
   readonly #registrations = new Map<string, Registration>();
   /** Running consume handlers, by the controller that aborts them when their delivery is lost. */
   readonly #inFlight = new Map<AbortController, Promise<void>>();
+  /** The same controllers by delivery, for `revoked` frames. */
+  readonly #leases = new Map<string, AbortController>();
 
   readonly #deletedListeners = new Set<(deleted: Deleted) => void>();
   #nextHandle = 1;
@@ -148,6 +164,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
         } else if (frame.type === 'event') this.#dispatchEvent(frame);
         else if (frame.type === 'delivery') this.#handleDelivery(frame);
         else if (frame.type === 'waited') this.#registrations.get(frame.wait)?.settle?.(undefined, frame.event);
+        else if (frame.type === 'revoked') this.#leases.get(frame.delivery)?.abort();
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
@@ -204,13 +221,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
   // ── publishing ──────────────────────────────────────────────────────────────────────────
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
-  async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: RequestOptions): Promise<string> {
-    return this.#field('publish', { event: withId(event) }, 'id', options);
+  async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    return this.#field('publish', { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
   }
 
   /** Stores an event without routing it (v4's persist). */
-  async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: RequestOptions): Promise<string> {
-    return this.#field('persist', { event: withId(event) }, 'id', options);
+  async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    return this.#field('persist', { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -381,14 +398,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
     const run = (async () => {
       let error: { message: string; code?: string | undefined } | undefined;
       try {
-        await handler(event, { attempt, signal });
+        await handler(event, { attempt, signal, extend: (ms) => this.#send('extend', { delivery, ms }) });
       } catch (cause) {
         error = describeFailure(cause);
       }
       if (!signal.aborted) await this.#settle(delivery, error ? 'failed' : 'success', error);
     })();
     this.#inFlight.set(controller, run);
-    void run.finally(() => this.#inFlight.delete(controller));
+    this.#leases.set(delivery, controller);
+    void run.finally(() => this.#inFlight.delete(controller) && this.#leases.delete(delivery));
   }
 
   #settle(delivery: string, outcome: 'success' | 'failed' | 'release', error?: { message: string; code?: string | undefined }): Promise<unknown> {
@@ -436,7 +454,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
           // which also starts the clock.
           params.afterPosition ??= result.head;
           params.afterId = undefined;
-          if (timer !== undefined || !this.#registrations.has(wait)) return;
+          if (timer || !this.#registrations.has(wait)) return;
           timer = setTimeout(
             () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
             timeout,
@@ -451,7 +469,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       return (error) => {
         clearTimeout(timer);
         this.#registrations.delete(wait);
-        if (error !== undefined && this.state === 'open') void this.#send('cancelWait', { wait }).catch(() => undefined);
+        if (error && this.state === 'open') void this.#send('cancelWait', { wait }).catch(() => undefined);
       };
     });
   }

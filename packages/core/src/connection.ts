@@ -55,6 +55,7 @@ export function createConnection(
 ): Connection {
   const stateListeners = new Set<(state: ConnectionState) => void>();
   const stop = new AbortController();
+  const { signal } = stop;
   let state: ConnectionState = 'connecting';
   let transport: Transport | undefined;
   let attempt = 0;
@@ -67,7 +68,7 @@ export function createConnection(
   };
 
   const retry = (): void => {
-    if (stop.signal.aborted) return;
+    if (signal.aborted) return;
     setState('connecting');
     retryTimer = setTimeout(connect, backoffDelay(attempt++, reconnect));
   };
@@ -75,12 +76,12 @@ export function createConnection(
   const connect = async (): Promise<void> => {
     let opened: Transport;
     try {
-      opened = await connector(stop.signal);
+      opened = await connector(signal);
     } catch (error) {
-      if (!stop.signal.aborted) handlers.error(error);
+      if (!signal.aborted) handlers.error(error);
       return retry();
     }
-    if (stop.signal.aborted) return opened.close(1000, 'client closed');
+    if (signal.aborted) return opened.close(1000, 'client closed');
     transport = opened;
     let welcomed = false;
     const handshake = setTimeout(() => {
@@ -92,14 +93,12 @@ export function createConnection(
       message: (data) => {
         const frame = parseServerFrame(data);
         if (!frame) return handlers.error(new EventflowError('E_EVENTFLOW_INVALID_FRAME', 'ignored an unreadable frame from the gateway'));
-        if (welcomed) {
-          lastFrameAt = Date.now();
-          handlers.frame(frame);
-        } else if (frame.type === 'welcome') {
+        lastFrameAt = Date.now();
+        if (welcomed) handlers.frame(frame);
+        else if (frame.type === 'welcome') {
           welcomed = true;
           clearTimeout(handshake);
           attempt = 0;
-          lastFrameAt = Date.now();
           // An idle connection is pinged; a missed answer drops the transport, which reconnects.
           clearInterval(heartbeat);
           if (heartbeatInterval > 0) {
@@ -121,7 +120,7 @@ export function createConnection(
         if (transport !== opened) return;
         clearInterval(heartbeat);
         transport = undefined;
-        if (stop.signal.aborted) return;
+        if (signal.aborted) return;
         if (welcomed) handlers.lost();
         retry();
       },
@@ -155,7 +154,7 @@ export function createConnection(
   };
 }
 
-const frameTypes: unknown[] = 'welcome result error event delivery waited deleted'.split(' ');
+const frameTypes: unknown[] = 'welcome result error event delivery waited deleted revoked'.split(' ');
 
 /**
  * The gateway validates what it sends against protocol.ts, so the client only checks the frame's

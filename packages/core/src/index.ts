@@ -4,6 +4,7 @@ export * from './error-catalog.js';
 export * from './transport.js';
 export { webSocketConnector } from './websocket-transport.js';
 export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js';
+export { retry, retryOnConflict, type GenericRetryOptions, type RetryOptions } from './retry.js';
 export { generateEventId, generatePid } from './ids.js';
 export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
@@ -20,6 +21,7 @@ export {
   type EventOf,
   type Listener,
   type PublishInput,
+  type PublishOptions,
   type RequestEventOptions,
   type Subscription,
   type WaitOptions,

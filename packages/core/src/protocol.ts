@@ -88,6 +88,12 @@ const events = z.object({ events: z.array(storedEvent) });
 const empty = z.object({});
 const deleted = z.object({ deleted: z.boolean() });
 const appended = z.object({ id: z.string(), position: position, timestamp: z.string() });
+/**
+ * publish/persist params. `expectedVersion` (optimistic concurrency): the number of events the
+ * eventlog of (event.domain, event.pid) must hold, unfired scheduled events not counted, for the
+ * event to be stored; otherwise E_EVENTFLOW_VERSION_CONFLICT. An idempotent retry is not checked.
+ */
+const write = z.strictObject({ event: eventInput, expectedVersion: z.optional(count()) });
 /** Positions let a resuming client skip what it already has; `head` is the newest stored position. */
 const registered = z.object({ head: position });
 
@@ -100,8 +106,8 @@ const eventNames = (max: number) =>
 
 /** Every request operation: its params and its result. */
 export const operations = {
-  publish: { params: z.strictObject({ event: eventInput }), result: appended },
-  persist: { params: z.strictObject({ event: eventInput }), result: appended },
+  publish: { params: write, result: appended },
+  persist: { params: write, result: appended },
   schedule: {
     params: z.strictObject({ at: isoTimestamp, event: eventInput }),
     result: appended,
@@ -126,6 +132,14 @@ export const operations = {
       ),
     }),
     result: empty,
+  },
+  /**
+   * Pushes an open delivery's lease deadline to now + `ms` (default: the gateway's lease; capped at
+   * ten leases). `ms` in the result is the lease granted.
+   */
+  extend: {
+    params: z.strictObject({ delivery: handle, ms: z.optional(z.int().check(z.positive())) }),
+    result: z.object({ ms: count() }),
   },
   wait: {
     params: z.strictObject({
@@ -266,6 +280,12 @@ export const deliveryFrame = z.object({
 });
 
 /**
+ * The delivery's lease expired (or it was otherwise taken back): it is no longer open on this
+ * connection and the event goes to a consumer again. The client aborts the handler's signal.
+ */
+export const revokedFrame = z.object({ type: z.literal('revoked'), delivery: handle });
+
+/**
  * Events were deleted through this gateway: one (`id`) or a whole eventlog (no `id`). Sent to
  * every connection subscribed to anything in the domain, so that caches can drop what they hold.
  */
@@ -287,6 +307,7 @@ export const serverFrame = z.discriminatedUnion('type', [
   deliveryFrame,
   waitedFrame,
   deletedFrame,
+  revokedFrame,
 ]);
 export type WelcomeFrame = z.infer<typeof welcomeFrame>;
 export type ResultFrame = z.infer<typeof resultFrame>;
@@ -295,6 +316,7 @@ export type EventFrame = z.infer<typeof eventFrame>;
 export type DeliveryFrame = z.infer<typeof deliveryFrame>;
 export type WaitedFrame = z.infer<typeof waitedFrame>;
 export type DeletedFrame = z.infer<typeof deletedFrame>;
+export type RevokedFrame = z.infer<typeof revokedFrame>;
 export type ServerFrame = z.infer<typeof serverFrame>;
 
 /**

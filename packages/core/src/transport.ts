@@ -48,7 +48,7 @@ export class ListenerSlot {
   }
 
   get closed(): boolean {
-    return this.#closed !== undefined;
+    return !!this.#closed;
   }
 }
 

@@ -42,7 +42,7 @@ export const webSocketConnector =
       try {
         socket = new WebSocket(url);
       } catch (cause) {
-        reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `cannot open WebSocket to ${url}: ${cause}`, { cause }));
+        reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `cannot open WebSocket to ${url}: ${String(cause)}`, { cause }));
         return;
       }
       /** Opened (no message) or failed: the handlers of the opening are detached either way. */
@@ -53,7 +53,7 @@ export const webSocketConnector =
         // unhandled one: a listener stays attached. An error after open is always followed by
         // close, which the transport reports.
         socket.onerror = () => undefined;
-        if (message === undefined) return resolve(new WebSocketTransport(socket));
+        if (!message) return resolve(new WebSocketTransport(socket));
         if (socket.readyState !== WebSocket.CLOSED) socket.close();
         reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', message));
       };
