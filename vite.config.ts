@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { chromiumArgs, chromiumPath } from './test-support/chromium.js';
@@ -10,8 +11,20 @@ import { gatewayCommands } from './test-support/gateway-commands.js';
 const conditions = ['source', 'module', 'browser', 'import', 'default'];
 const nodeConditions = ['source', 'module', 'node', 'import', 'default'];
 
+/**
+ * The same, as aliases: a globalSetup (test-support/gateway-control.ts) is loaded by Vite's module
+ * runner without the "source" condition, so workspace imports are pointed at their sources here.
+ */
+const source = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+const alias = [
+  { find: /^@eventflow\/core$/, replacement: source('./packages/core/src/index.ts') },
+  { find: /^@eventflow\/node$/, replacement: source('./packages/node/src/index.ts') },
+  { find: /^@eventflow\/browser\/react$/, replacement: source('./packages/browser/src/react.ts') },
+  { find: /^@eventflow\/browser$/, replacement: source('./packages/browser/src/index.ts') },
+];
+
 export default defineConfig({
-  resolve: { conditions },
+  resolve: { conditions, alias },
   ssr: { resolve: { conditions: nodeConditions, externalConditions: ['source'] } },
   test: {
     projects: [
@@ -33,6 +46,7 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['packages/browser/test/**/*.browser.test.{ts,tsx}'],
+          globalSetup: ['test-support/gateway-control.ts'],
           testTimeout: 20_000,
           hookTimeout: 20_000,
           browser: {
