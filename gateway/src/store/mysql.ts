@@ -24,6 +24,7 @@
 import { createPool, type Pool, type PoolConnection, type RowDataPacket, type ResultSetHeader } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence, setSequence } from './mysql-schema.js';
+import { isSameEvent } from './same-event.js';
 import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
 
@@ -97,16 +98,6 @@ function storeError(error: unknown, what: string): EventflowError {
 function toStoredEvent({ id, timestamp, domain, rid, pid, name, data, position }: EventRow): StoredEvent {
   const json = typeof data === 'string' ? data : data.toString('utf8');
   return { id, timestamp: timestamp.toISOString(), domain, rid, pid, name, data: JSON.parse(json) as JsonValue, position: Number(position) };
-}
-
-/** JSON text with object keys sorted, so that a retry whose keys arrive in another order still matches. */
-function canonicalJson(value: JsonValue): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key] as JsonValue)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 function validDate(date: Date, what: string): Date {
@@ -269,9 +260,7 @@ export class MysqlStore implements EventStore {
       const [existing] = await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id = ?`, [event.id]);
       if (existing !== undefined) {
         const stored = toStoredEvent({ ...existing, position: existing.position ?? base + 1 });
-        const { domain, name, pid } = stored;
-        const same = domain === event.domain && name === event.name && pid === event.pid && stored.rid === rid && canonicalJson(stored.data) === canonicalJson(event.data);
-        if (!same) {
+        if (!isSameEvent(stored, event)) {
           const message = `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`;
           throw new EventflowError('E_EVENTFLOW_DUPLICATE_ID', message, { details: { id: event.id } });
         }

@@ -9,6 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
+import { isSameEvent } from './same-event.js';
 import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
 
@@ -207,16 +208,6 @@ function toStoredEvent(row: EventRow): StoredEvent {
   return { ...row, data: JSON.parse(row.data) as JsonValue };
 }
 
-/** JSON text with object keys sorted, so that a retry whose keys arrive in another order still matches. */
-function canonicalJson(value: JsonValue): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key] as JsonValue)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 function isoDate(date: Date, what: string): string {
   if (Number.isNaN(date.getTime())) {
     throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${what} is not a valid date`);
@@ -297,13 +288,7 @@ export class SqliteStore implements EventStore {
       const existing = s.read.get({ id: event.id });
       if (existing !== undefined) {
         const stored = toStoredEvent(existing);
-        const same =
-          stored.domain === event.domain &&
-          stored.name === event.name &&
-          stored.pid === event.pid &&
-          stored.rid === rid &&
-          canonicalJson(stored.data) === canonicalJson(event.data);
-        if (same) return { event: stored, created: false };
+        if (isSameEvent(stored, event)) return { event: stored, created: false };
         throw new EventflowError(
           'E_EVENTFLOW_DUPLICATE_ID',
           `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
