@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
+import { actions, type Action } from './auth.js';
 import { parseAllowedOrigins } from './limits.js';
 import type { MysqlStoreOptions } from './store/mysql.js';
 
@@ -70,6 +71,31 @@ export const configSchema = z.object({
       return z.NEVER;
     })
     .optional(),
+  /**
+   * `none`: no authentication, every connection may do everything (keep the gateway on loopback or
+   * behind a trusted proxy). `jwt`: connections present a JWT in `hello`; its `eventflow` claim
+   * lists the domains allowed per action (see README "Authentication").
+   */
+  EVENTFLOW_AUTH: z.enum(['none', 'jwt']).default('none'),
+  /** HS256 shared secret (at least 32 characters). */
+  EVENTFLOW_JWT_SECRET: z.string().min(32, { error: 'must be at least 32 characters (256 bits) for HS256' }).optional(),
+  /** PEM (SPKI) public key: RSA for RS256, P-256 for ES256. Literal "\n" sequences are read as newlines. */
+  EVENTFLOW_JWT_PUBLIC_KEY: z.string().min(1).optional(),
+  /** When set, tokens must carry this `iss`. */
+  EVENTFLOW_JWT_ISSUER: z.string().min(1).optional(),
+  /** When set, tokens must carry this `aud`. */
+  EVENTFLOW_JWT_AUDIENCE: z.string().min(1).optional(),
+  /** With EVENTFLOW_AUTH=jwt: comma-separated actions a connection without a token may do on every domain (default: none). */
+  EVENTFLOW_AUTH_ANONYMOUS: z
+    .string()
+    .transform((value, context) => {
+      const list = value.split(',').map((item) => item.trim()).filter(Boolean);
+      const unknown = list.filter((item) => !(actions as readonly string[]).includes(item));
+      if (unknown.length === 0) return list as Action[];
+      context.addIssue({ code: 'custom', message: `unknown action(s) ${unknown.join(', ')}; expected a comma-separated list of ${actions.join(', ')}` });
+      return z.NEVER;
+    })
+    .default([]),
   /** Directory with the built demo dashboard, served at `/` when it exists. */
   EVENTFLOW_DEMO_DIR: z.string().optional(),
   EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
@@ -98,10 +124,16 @@ export function mysqlOptions(config: GatewayConfig): MysqlStoreOptions {
 /** Parses a config from environment-style values; throws E_EVENTFLOW_CONFIG naming each bad variable. */
 export function parseConfig(values: Record<string, string | number | undefined>): GatewayConfig {
   const relevant = Object.fromEntries(Object.entries(values).filter(([key, value]) => key.startsWith('EVENTFLOW_') && value !== '' && value !== undefined));
-  const parsed = configSchema.refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
-    error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
-    path: ['EVENTFLOW_ROUTER'],
-  }).safeParse(relevant);
+  const parsed = configSchema
+    .refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
+      error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
+      path: ['EVENTFLOW_ROUTER'],
+    })
+    .refine((config) => config.EVENTFLOW_AUTH !== 'jwt' || (config.EVENTFLOW_JWT_SECRET === undefined) !== (config.EVENTFLOW_JWT_PUBLIC_KEY === undefined), {
+      error: 'EVENTFLOW_AUTH=jwt needs exactly one of EVENTFLOW_JWT_SECRET (HS256) or EVENTFLOW_JWT_PUBLIC_KEY (RS256/ES256)',
+      path: ['EVENTFLOW_AUTH'],
+    })
+    .safeParse(relevant);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
     throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid gateway configuration: ${problems}`);

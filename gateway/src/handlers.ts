@@ -87,7 +87,11 @@ export const handlers: Handlers = {
     const { store, dispatcher } = session.context;
     const head = await store.head();
     let after = afterPosition;
-    if (after === undefined && afterId !== undefined) after = (await mustExist(session, afterId)).position;
+    if (after === undefined && afterId !== undefined) {
+      const reference = await mustExist(session, afterId);
+      session.authorize('wait', 'subscribe', reference.domain);
+      after = reference.position;
+    }
     // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (Session.sendWaited) or cancelled.
     session.waits.add(wait);
     await dispatcher.addWait(session, wait, domain, pid, names, after);
@@ -103,6 +107,8 @@ export const handlers: Handlers = {
   async delete(session, { id }) {
     const { store, dispatcher } = session.context;
     const event = await store.read(id);
+    // Checked before anything is deleted; an id that does not exist deletes nothing.
+    if (event) session.authorize('delete', 'delete', event.domain);
     const deleted = await store.delete(id);
     if (deleted && event) dispatcher.deleted(event.domain, event.pid, id);
     return { deleted };
@@ -115,7 +121,10 @@ export const handlers: Handlers = {
   },
 
   async read(session, { id }) {
-    return { event: await mustExist(session, id) };
+    const event = await mustExist(session, id);
+    // Never returned unless the connection may read its domain.
+    session.authorize('read', 'read', event.domain);
+    return { event };
   },
 
   async readEventlog(session, { domain, pid, after }) {
@@ -151,12 +160,21 @@ export const handlers: Handlers = {
   },
 
   async persistEntityAssociation(session, { eventId, eid }) {
+    const event = await session.context.store.read(eventId);
+    if (event) session.authorize('persistEntityAssociation', 'publish', event.domain);
     await session.context.store.persistEntityAssociation(eventId, eid);
     return {};
   },
 
   async persistChildProcessAssociation(session, { eventId, domain, cpid }) {
+    const event = await session.context.store.read(eventId);
+    if (event) session.authorize('persistChildProcessAssociation', 'publish', event.domain);
     await session.context.store.persistChildProcessAssociation(eventId, domain, cpid);
+    return {};
+  },
+
+  async authenticate(session, { token }) {
+    await session.authenticate(token);
     return {};
   },
 

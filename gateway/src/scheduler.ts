@@ -1,43 +1,51 @@
 /**
- * Fires scheduled events at their due time: one timer on the nearest due row (not a 1 s poll),
- * re-armed after each firing and when an earlier event is scheduled. The store's guarded claim
- * makes each event fire exactly once, also across several gateways; the slow safety poll only
- * notices rows that other processes scheduled.
+ * Fires scheduled events at their due time, for gateways and hubs alike, as v4 intended
+ * (eventflow-v4.md §9.5, §11 A4) instead of as it ran (never): a timer on the nearest due row (not a
+ * 1 s poll), re-armed after each run and when an earlier event is scheduled here, plus a poll for
+ * rows other processes (v4 spokes tell nobody) schedule. Each run claims the due rows with the
+ * store's guarded update, so an event fires exactly once across all hubs and gateways; `fire` routes
+ * it, and the row is settled success (routed) or failed.
  */
-import type { Logger } from './log.js';
-import type { Router } from './router/router.js';
+import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from './store/store.js';
 
 /** setTimeout cannot wait longer than 2^31-1 ms. */
 const MAX_TIMER = 2 ** 31 - 1;
 
+export interface SchedulerOptions {
+  store: Pick<EventStore, 'nextScheduled' | 'claimDueScheduled' | 'settleScheduled'>;
+  /** Routes a fired event; true when it was routed (success), false when another router had it (failed). */
+  fire(event: StoredEvent): Promise<boolean>;
+  /** Reports a problem (a hub writes a log row). */
+  log(message: string, error?: unknown): void;
+  pollMs: number;
+}
+
 export class Scheduler {
-  readonly #store: EventStore;
-  readonly #router: Router;
-  readonly #log: Logger;
-  readonly #pollInterval: number;
+  readonly #options: SchedulerOptions;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #armedFor: number | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #running: Promise<void> = Promise.resolve();
-  #stopped = false;
+  #stopped = true;
+  /** After a failed run the timer waits for the poll, so that an unclaimable due row cannot spin. */
+  #backoffUntil = 0;
 
-  constructor(store: EventStore, router: Router, log: Logger, pollInterval = 30_000) {
-    this.#store = store;
-    this.#router = router;
-    this.#log = log;
-    this.#pollInterval = pollInterval;
+  constructor(options: SchedulerOptions) {
+    this.#options = options;
   }
 
-  async start(): Promise<void> {
-    this.#poll = setInterval(() => void this.#arm(), this.#pollInterval);
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#poll = setInterval(() => void this.#arm(), this.#options.pollMs);
     this.#poll.unref();
-    await this.#arm();
+    void this.#arm();
   }
 
-  /** An event was scheduled for `at`: fire earlier than planned if needed. */
+  /** An event was scheduled here for `at`: fire earlier than planned if needed. */
   scheduled(at: Date): void {
-    if (this.#armedFor === undefined || at.getTime() < this.#armedFor) this.#setTimer(at.getTime());
+    this.#setTimer(at.getTime());
   }
 
   async stop(): Promise<void> {
@@ -50,15 +58,15 @@ export class Scheduler {
   async #arm(): Promise<void> {
     if (this.#stopped) return;
     try {
-      const next = await this.#store.nextScheduled();
-      if (next) this.#setTimer(next.getTime());
+      const next = await this.#options.store.nextScheduled();
+      if (next) this.#setTimer(Math.max(next.getTime(), this.#backoffUntil));
     } catch (error) {
-      this.#log.error('could not read scheduled events', { error });
+      this.#options.log('could not read the scheduled events', error);
     }
   }
 
   #setTimer(at: number): void {
-    if (this.#stopped) return;
+    if (this.#stopped || (this.#armedFor !== undefined && this.#armedFor <= at)) return;
     clearTimeout(this.#timer);
     this.#armedFor = at;
     this.#timer = setTimeout(() => this.#fire(), Math.min(MAX_TIMER, Math.max(0, at - Date.now())));
@@ -70,17 +78,23 @@ export class Scheduler {
     this.#running = this.#running.then(async () => {
       if (this.#stopped) return;
       try {
-        for (const event of await this.#store.claimDueScheduled(new Date())) {
+        for (const event of await this.#options.store.claimDueScheduled(new Date())) {
+          let routed = false;
           try {
-            await this.#router.publish(event);
-            await this.#store.settleScheduled(event.id, 'success');
+            routed = await this.#options.fire(event);
+            if (!routed) this.#options.log(`scheduled event ${event.id} was already routed by another process`);
           } catch (error) {
-            this.#log.error('scheduled event could not be routed', { event: event.id, error });
-            await this.#store.settleScheduled(event.id, 'failed');
+            this.#options.log(`failed to route scheduled event ${event.id}`, error);
           }
+          // Every claimed event gets its turn, even if the database fails on one.
+          await this.#options.store.settleScheduled(event.id, routed ? 'success' : 'failed').catch((error: unknown) => {
+            this.#options.log(`could not settle scheduled event ${event.id}`, error);
+          });
         }
       } catch (error) {
-        this.#log.error('scheduled run failed', { error });
+        this.#backoffUntil = Date.now() + this.#options.pollMs;
+        this.#options.log('scheduled run failed', error);
+        return;
       }
       await this.#arm();
     });

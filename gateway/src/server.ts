@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
 import { originAllowed } from './limits.js';
@@ -88,6 +89,14 @@ export type GatewaySettings = GatewayConfigInput | Record<string, string | numbe
  */
 export async function startGateway(config: GatewaySettings = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
   const settings = parseConfig(config as Record<string, string | number | undefined>);
+  const auth = createAuthenticator({
+    mode: settings.EVENTFLOW_AUTH,
+    secret: settings.EVENTFLOW_JWT_SECRET,
+    publicKey: settings.EVENTFLOW_JWT_PUBLIC_KEY,
+    issuer: settings.EVENTFLOW_JWT_ISSUER,
+    audience: settings.EVENTFLOW_JWT_AUDIENCE,
+    anonymous: settings.EVENTFLOW_AUTH_ANONYMOUS,
+  });
   const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL)).child({ gateway: id });
   const store =
@@ -102,8 +111,17 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   });
   await dispatcher.start();
   await router.start(dispatcher);
-  const scheduler = new Scheduler(store, router, log);
-  await scheduler.start();
+  const scheduler = new Scheduler({
+    store,
+    fire: async (event) => {
+      await router.publish(event);
+      return true;
+    },
+    log: (message, error) => log.error(message, { error }),
+    // Events scheduled through this gateway re-arm the timer at once; the poll finds other processes'.
+    pollMs: 30_000,
+  });
+  scheduler.start();
 
   const sessions = new Set<Session>();
   let nextSession = 1;
@@ -121,6 +139,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
       maxInFlight: settings.EVENTFLOW_MAX_IN_FLIGHT,
       maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
     },
+    auth,
     scheduled: (at: Date) => scheduler.scheduled(at),
   };
   const accept = (transport: Transport): Session => {

@@ -19,6 +19,7 @@ import {
 } from '@eventflow/core';
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
+import { allows, allowsAll, allowsAny, denied, rules, type Action, type Authenticator, type Authorization } from './auth.js';
 import type { Dispatcher, Peer } from './dispatcher.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { Logger } from './log.js';
@@ -35,6 +36,8 @@ export interface SessionContext {
   readonly maxBufferedBytes: number;
   readonly handshakeTimeout: number;
   readonly limits: ConnectionLimits;
+  /** Verifies tokens and knows the anonymous rights (auth.ts). */
+  readonly auth: Authenticator;
   /** Called after a schedule request, so the scheduler can move its timer earlier. */
   scheduled(at: Date): void;
 }
@@ -82,7 +85,13 @@ export class Session implements Peer {
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
   #afterResult: Array<() => void> = [];
   #greeted = false;
+  /** A hello is being verified: later hellos are ignored. */
+  #greeting = false;
   #closed = false;
+  /** What this connection may do; set from the hello's token. */
+  #auth: Authorization;
+  /** Closes the connection with 4401 when its token expires. */
+  #expiryTimer: ReturnType<typeof setTimeout> | undefined;
   #resolveClosed!: () => void;
   /** Settles once the connection is gone and its registrations are cleaned up. */
   readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
@@ -94,6 +103,7 @@ export class Session implements Peer {
     this.#transport = transport;
     this.#handlers = handlers;
     this.#log = context.log.child({ connection: id });
+    this.#auth = context.auth.anonymous;
     this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     transport.listen({
@@ -109,6 +119,66 @@ export class Session implements Peer {
 
   close(code: number, reason: string): void {
     this.#transport.close(code, reason);
+  }
+
+  // ── authorization ──
+
+  /** Throws E_EVENTFLOW_FORBIDDEN (E_EVENTFLOW_UNAUTHORIZED when anonymous) unless the connection may do `action` on `domain`. */
+  authorize(op: OperationName, action: Action, domain: string): void {
+    if (!allows(this.#auth, action, domain)) throw denied(this.#auth, op, action, domain);
+  }
+
+  /** Replaces the connection's rights with those of `token`; throws E_EVENTFLOW_UNAUTHORIZED (keeping the old rights) when it is not valid. */
+  async authenticate(token: string): Promise<void> {
+    const auth = await this.context.auth.verify(token);
+    this.#setAuth(auth);
+    // Narrower rights: subscriptions and consumers they no longer cover are dropped, so that no event of those domains arrives any more.
+    for (const key of [...this.subscriptions.keys()]) {
+      const [domain = '', name = ''] = key.split('\u001f');
+      if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
+    }
+    for (const [consumer, key] of [...this.consumers]) {
+      if (allows(auth, 'consume', key.split('\u001f')[0] ?? '')) continue;
+      this.consumers.delete(consumer);
+      await this.context.dispatcher.removeConsumer(this, consumer);
+    }
+  }
+
+  #setAuth(auth: Authorization): void {
+    this.#auth = auth;
+    clearTimeout(this.#expiryTimer);
+    this.#expiryTimer = undefined;
+    if (auth.expiresAt === undefined || this.#closed) return;
+    const check = (): void => {
+      const left = (auth.expiresAt ?? 0) - Date.now();
+      if (left > 0) {
+        // setTimeout holds at most 2^31-1 ms; longer lifetimes are re-checked.
+        this.#expiryTimer = setTimeout(check, Math.min(left, 2 ** 31 - 1));
+        return;
+      }
+      this.#log.debug('token expired; closing so that the client reconnects with a fresh one');
+      this.close(4401, 'token expired');
+    };
+    check();
+  }
+
+  /** The check that needs only the params (auth.ts `rules`); undefined when allowed. */
+  #refusal(op: OperationName, params: unknown): Error | undefined {
+    const rule = rules[op];
+    const auth = this.#auth;
+    switch (rule.kind) {
+      case 'none':
+        return undefined;
+      case 'domain': {
+        const domain = rule.domain(params as Record<string, unknown>);
+        return allows(auth, rule.action, domain) ? undefined : denied(auth, op, rule.action, domain);
+      }
+      case 'byEvent':
+      case 'own':
+        return allowsAny(auth, rule.action) ? undefined : denied(auth, op, rule.action, undefined);
+      case 'allDomains':
+        return allowsAll(auth, rule.action) ? undefined : denied(auth, op, rule.action, '*');
+    }
   }
 
   // ── Peer ──
@@ -204,7 +274,7 @@ export class Session implements Peer {
       return;
     }
     if (frame.data.type === 'hello') {
-      this.#hello(frame.data.protocol, frame.data.client);
+      await this.#hello(frame.data.protocol, frame.data.client, frame.data.token);
       return;
     }
     const { id, op, params } = frame.data;
@@ -249,6 +319,12 @@ export class Session implements Peer {
       return;
     }
     const data = parsed.data as z.infer<(typeof operations)[O]['params']>;
+    // Nothing is done, counted or answered with data for a request the connection may not make.
+    const refusal = this.#refusal(op, data);
+    if (refusal instanceof EventflowError) {
+      this.#sendError(id, refusal.code, refusal.message, refusal.details);
+      return;
+    }
     if (this.#writeBucket && writes.has(op)) {
       const retryAfterMs = this.#writeBucket.take();
       if (retryAfterMs > 0) {
@@ -323,13 +399,28 @@ export class Session implements Peer {
     return this.subscriptions.size + this.consumers.size + this.waits.size + pending;
   }
 
-  #hello(protocol: number, client: string | undefined): void {
-    if (this.#greeted) return;
+  async #hello(protocol: number, client: string | undefined, token: string | undefined): Promise<void> {
+    if (this.#greeted || this.#greeting) return;
     if (protocol !== PROTOCOL_VERSION) {
       this.#sendError(undefined, 'E_EVENTFLOW_PROTOCOL_VERSION', `this gateway speaks protocol ${PROTOCOL_VERSION}, the client ${protocol}; upgrade the older side`);
       this.close(1002, 'protocol version mismatch');
       return;
     }
+    this.#greeting = true;
+    let auth = this.context.auth.anonymous;
+    if (token !== undefined && this.context.auth.mode === 'jwt') {
+      try {
+        auth = await this.context.auth.verify(token);
+      } catch (error) {
+        const message = error instanceof EventflowError ? error.message : 'the token could not be verified';
+        this.#log.info('handshake refused: bad token', { client, reason: message });
+        this.#sendError(undefined, 'E_EVENTFLOW_UNAUTHORIZED', message);
+        this.close(4401, 'unauthorized');
+        return;
+      }
+      if (this.#closed) return;
+    }
+    this.#setAuth(auth);
     this.#greeted = true;
     clearTimeout(this.#handshakeTimer);
     this.#log.debug('client connected', { client });
@@ -354,6 +445,7 @@ export class Session implements Peer {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#handshakeTimer);
+    clearTimeout(this.#expiryTimer);
     this.#log.debug('client disconnected', { code });
     try {
       await this.context.dispatcher.removePeer(this);

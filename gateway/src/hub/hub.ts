@@ -13,7 +13,7 @@
  * - `online` is forwarded as received to every connected socket, but only when the sender's
  *   certificate is the announced hub's own (§11 C19: v4 let any client redirect every spoke). Hubs,
  *   v4's and ours, always announce themselves with their own leaf.
- * - Scheduled events fire (§9.5 never did): hub-scheduler.ts. Stuck claims are redelivered after a
+ * - Scheduled events fire (§9.5 never did): ../scheduler.ts. Stuck claims are redelivered after a
  *   lease: hub-sweeper.ts. A peer's false "quit" mark on this hub's row is undone (§11 C18).
  *
  * Unchanged on purpose: subscriptions live in memory per socket; the winner of the routing claim
@@ -30,7 +30,7 @@ import { clientTlsOptions, hubServerTlsOptions, peerCertificateId } from './cert
 import { ClientReader, RecordDecoder, STX, encodeRecord } from './codec.js';
 import { generateHubId, parseHubConfig, type HubConfig, type HubEnv } from './hub-config.js';
 import { HubRegistry } from './hub-registry.js';
-import { HubScheduler } from './hub-scheduler.js';
+import { Scheduler } from '../scheduler.js';
 import { HubSweeper } from './hub-sweeper.js';
 import { asciiText, persistHub, persistLog, readOnlineHubs, restoreHubOnline, updateHubToQuit, type HubRow } from './hub-store.js';
 
@@ -115,7 +115,7 @@ export class Hub {
   /** Unfinished work (routing, log rows) that destroy() waits for before closing the pools. */
   readonly #pending = new Set<Promise<unknown>>();
   readonly #registered = deferred();
-  readonly #scheduler: HubScheduler;
+  readonly #scheduler: Scheduler;
   readonly #sweeper: HubSweeper;
   #server: tls.Server | undefined;
   #ownRowTimer: ReturnType<typeof setInterval> | undefined;
@@ -144,7 +144,7 @@ export class Hub {
       config: config.certificates,
       onError: (error) => this.#logger.warn('certificate refresh failed', { error }),
     });
-    this.#scheduler = new HubScheduler({
+    this.#scheduler = new Scheduler({
       store: this.#store,
       fire: (event) => this.#fireScheduled(event),
       log: (message, error) => this.#log(message, error),

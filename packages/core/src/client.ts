@@ -72,6 +72,8 @@ export interface ClientOptions {
   reconnect?: BackoffOptions;
   /** Shown in gateway logs. */
   clientName?: string;
+  /** Credentials for a gateway with EVENTFLOW_AUTH=jwt: a JWT, or a callback asked for a fresh one before every (re)connect. */
+  token?: string | (() => string | Promise<string>);
   /** Receives connection failures and exceptions thrown by listeners. Default: listener exceptions go to console.error. */
   onError?: (error: unknown) => void;
 }

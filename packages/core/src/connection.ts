@@ -27,6 +27,7 @@ export interface ConnectionOptions {
   heartbeatInterval?: number | undefined;
   reconnect?: BackoffOptions | undefined;
   clientName?: string | undefined;
+  token?: string | (() => string | Promise<string>) | undefined;
 }
 
 export interface Connection {
@@ -50,7 +51,7 @@ export const notify = <T>(listeners: Iterable<(value: T) => void>, value: T, onE
 
 export function createConnection(
   connector: Connector,
-  { handshakeTimeout = 10_000, heartbeatInterval = 20_000, reconnect, clientName }: ConnectionOptions,
+  { handshakeTimeout = 10_000, heartbeatInterval = 20_000, reconnect, clientName, token }: ConnectionOptions,
   handlers: ConnectionHandlers,
 ): Connection {
   const stateListeners = new Set<(state: ConnectionState) => void>();
@@ -75,7 +76,10 @@ export function createConnection(
 
   const connect = async (): Promise<void> => {
     let opened: Transport;
+    let credentials: string | undefined;
     try {
+      // A token callback is asked again before every handshake, so a reconnect sends a fresh token.
+      credentials = typeof token === 'function' ? await token() : token;
       opened = await connector(signal);
     } catch (error) {
       if (!signal.aborted) handlers.error(error);
@@ -112,7 +116,7 @@ export function createConnection(
           setState('open');
           handlers.open(frame);
         } else if (frame.type === 'error') {
-          handlers.error(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`));
+          handlers.error(new EventflowError(frame.code === 'E_EVENTFLOW_UNAUTHORIZED' ? frame.code : 'E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`));
         }
       },
       close: () => {
@@ -125,7 +129,7 @@ export function createConnection(
         retry();
       },
     });
-    opened.send(JSON.stringify({ type: 'hello', protocol: PROTOCOL_VERSION, client: clientName }));
+    opened.send(JSON.stringify({ type: 'hello', protocol: PROTOCOL_VERSION, client: clientName, token: credentials }));
   };
 
   void connect();

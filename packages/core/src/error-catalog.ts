@@ -64,6 +64,7 @@ export const closeCodes = {
   1011: 'The gateway failed (store unavailable, or a subscription replay failed); the client reconnects and resumes.',
   4000: 'Handshake timeout: no "hello" (gateway) or no "welcome" (client) in time.',
   4001: 'Heartbeat timeout: the client got no answer to its ping and reconnects.',
+  4401: 'Unauthorized: the token in "hello" is invalid, forged or expired, or the connection\'s token expired; the client reconnects with a fresh token (ClientOptions.token).',
   4008: 'The client could not keep up (EVENTFLOW_MAX_BUFFERED_BYTES unsent); it reconnects and resumes from its positions.',
 };
 

@@ -196,6 +196,8 @@ export const operations = {
   },
   /** Application heartbeat: browsers cannot send WebSocket pings. */
   ping: { params: z.strictObject({}), result: empty },
+  /** Replaces the connection's credentials with a fresh token (EVENTFLOW_AUTH=jwt); a bad one gets E_EVENTFLOW_UNAUTHORIZED and the old ones stay. */
+  authenticate: { params: z.strictObject({ token: z.string().check(z.minLength(1), z.maxLength(8192)) }), result: empty },
 } as const;
 
 export type Operations = typeof operations;
@@ -217,6 +219,8 @@ export const helloFrame = z.strictObject({
   protocol: z.int(),
   /** Free-form client label, shown in gateway logs. */
   client: z.optional(z.string().check(z.maxLength(128))),
+  /** Credentials: a JWT, checked when the gateway runs with EVENTFLOW_AUTH=jwt. Absent: anonymous. */
+  token: z.optional(z.string().check(z.maxLength(8192))),
 });
 
 export const requestFrame = z.strictObject({
