@@ -21,7 +21,7 @@ import { certificateConfigFromEnv } from './hub/certificate-config.js';
 import { createPool, type Pool } from 'mysql2/promise';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
-import { Session } from './session.js';
+import { BINARY_FRAME, Session } from './session.js';
 import { serveStatic } from './static.js';
 import { MysqlStore } from './store/mysql.js';
 import { SqliteStore } from './store/sqlite.js';
@@ -56,8 +56,8 @@ class WsTransport implements Transport {
   constructor(socket: WebSocket) {
     this.#socket = socket;
     socket.on('message', (data, isBinary) => {
-      // Binary frames are not part of the protocol; hand them on as text so they get a coded error.
-      this.#slot.message(isBinary ? '\u0000binary' : data.toString());
+      // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
+      this.#slot.message(isBinary ? BINARY_FRAME : data.toString());
     });
     socket.on('close', (code, reason) => this.#slot.close(code, reason.toString()));
     socket.on('error', () => undefined); // always followed by 'close'

@@ -62,6 +62,9 @@ interface SubscriptionState {
   parked: StoredEvent[] | undefined;
 }
 
+/** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
+export const BINARY_FRAME = '\u0000binary';
+
 export class Session implements Peer {
   readonly id: string;
   readonly context: SessionContext;
@@ -262,7 +265,7 @@ export class Session implements Peer {
     try {
       json = JSON.parse(data);
     } catch {
-      this.#sendError(undefined, 'E_EVENTFLOW_INVALID_FRAME', 'frame is not valid JSON');
+      this.#sendError(undefined, 'E_EVENTFLOW_INVALID_FRAME', data === BINARY_FRAME ? 'binary frames are not part of the protocol; send JSON text frames' : 'frame is not valid JSON');
       return;
     }
     const frame = clientFrame.safeParse(json, english);
