@@ -5,109 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { mulberry32 } from './fuzz-support.js';
 import { eventually, startHarness, type Harness } from './harness.js';
-
-interface Frame {
-  type: string;
-  id?: number;
-  code?: string;
-  message?: string;
-  result?: unknown;
-  [key: string]: unknown;
-}
-
-interface Closed {
-  code: number;
-  reason: string;
-}
-
-interface Conn {
-  ws: WebSocket;
-  /** Every frame received so far, in order. */
-  readonly frames: Frame[];
-  /** Resolves with the close code once the socket is closed. */
-  readonly closed: Promise<Closed>;
-  /** The first not-yet-taken frame matching `predicate` (already received or arriving within `timeout`). */
-  next(predicate?: (frame: Frame) => boolean, timeout?: number): Promise<Frame>;
-  send(data: unknown): void;
-  sendRaw(data: string | Buffer): void;
-  /** Sends a request and returns its result or error frame. */
-  request(op: string, params: unknown): Promise<Frame>;
-  /** Proves the connection still serves requests. */
-  ping(): Promise<void>;
-}
-
-let nextRequestId = 1000;
-
-async function connect(url: string, { hello = true } = {}): Promise<Conn> {
-  const ws = new WebSocket(url);
-  const frames: Frame[] = [];
-  const taken = new Set<Frame>();
-  const waiters = new Set<() => void>();
-  ws.on('message', (data, isBinary) => {
-    expect(isBinary).toBe(false);
-    frames.push(JSON.parse(data.toString()) as Frame);
-    for (const wake of waiters) wake();
-  });
-  ws.on('error', () => undefined); // followed by 'close'
-  const closed = new Promise<Closed>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-
-  const conn: Conn = {
-    ws,
-    frames,
-    closed,
-    next(predicate = () => true, timeout = 3_000) {
-      return new Promise<Frame>((resolve, reject) => {
-        const check = (): boolean => {
-          const frame = frames.find((candidate) => !taken.has(candidate) && predicate(candidate));
-          if (!frame) return false;
-          taken.add(frame);
-          resolve(frame);
-          return true;
-        };
-        if (check()) return;
-        const wake = (): void => {
-          if (check()) done();
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`no matching frame within ${timeout} ms; received ${JSON.stringify(frames).slice(0, 2_000)}`));
-        }, timeout);
-        const done = (): void => {
-          clearTimeout(timer);
-          waiters.delete(wake);
-        };
-        waiters.add(wake);
-      });
-    },
-    send(data) {
-      ws.send(JSON.stringify(data));
-    },
-    sendRaw(data) {
-      ws.send(data);
-    },
-    async request(op, params) {
-      const id = nextRequestId++;
-      conn.send({ type: 'request', id, op, params });
-      return conn.next((frame) => (frame.type === 'result' || frame.type === 'error') && frame.id === id);
-    },
-    async ping() {
-      expect(ws.readyState).toBe(WebSocket.OPEN);
-      const reply = await conn.request('ping', {});
-      expect(reply).toMatchObject({ type: 'result', result: {} });
-    },
-  };
-
-  if (hello) {
-    conn.send({ type: 'hello', protocol: 1, client: 'bad-input-test' });
-    await conn.next((frame) => frame.type === 'welcome');
-  }
-  return conn;
-}
+import { connect, type Conn, type Frame } from './raw-socket.js';
 
 const errorFrame = (frame: Frame): boolean => frame.type === 'error';
 
@@ -124,7 +24,7 @@ let conn: Conn;
 const sockets: WebSocket[] = [];
 
 async function open(options?: { hello?: boolean }, harness = h): Promise<Conn> {
-  const opened = await connect(harness.gateway.url, options);
+  const opened = await connect(harness.gateway.url, { client: 'bad-input-test', ...options });
   sockets.push(opened.ws);
   return opened;
 }
@@ -488,15 +388,3 @@ describe('gateway limits', () => {
     await polite.ping();
   });
 });
-
-/** A small seeded PRNG so that a failing burst can be reproduced. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

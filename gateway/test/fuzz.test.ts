@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { closeCodes, errorCodes, operationNames, operations } from '@eventflow/core';
 import { startHarness, type Harness } from './harness.js';
+import { connect, type Frame } from './raw-socket.js';
 import { categories, createGenerator, oversizedFrames, templates, validParams, type Category, type FuzzFrame } from './fuzz-support.js';
 
 const SEED = 0xf022;
@@ -21,15 +22,6 @@ const FRAMES_PER_BATCH = 20_000;
 const WINDOW = 128;
 const OVERSIZED = 60;
 const PING_ID = 4_000_000_000;
-
-interface Frame {
-  type: string;
-  id?: number;
-  code?: string;
-  message?: string;
-  result?: unknown;
-  [key: string]: unknown;
-}
 
 type Pending = FuzzFrame | { ping: number };
 
@@ -73,33 +65,20 @@ function check(conn: FuzzConn, frame: Frame): void {
 }
 
 async function openConn(url: string): Promise<FuzzConn> {
-  const ws = new WebSocket(url);
-  const conn: FuzzConn = { ws, pending: [], answered: 0, codes: new Map() };
-  let welcomed!: () => void;
-  const welcome = new Promise<void>((resolve) => (welcomed = resolve));
-  let greeted = false;
-  ws.on('message', (data, isBinary) => {
+  let conn: FuzzConn | undefined;
+  const onFrame = (frame: Frame, isBinary: boolean): void => {
     if (isBinary) mismatch('the gateway sent a binary frame');
-    const frame = JSON.parse(data.toString()) as Frame;
-    if (!greeted && frame.type === 'welcome') {
-      greeted = true;
-      welcomed();
-      return;
-    }
+    if (!conn) return mismatch(`frame before the connection was ready: ${JSON.stringify(frame).slice(0, 300)}`);
     check(conn, frame);
     conn.onFrame?.();
-  });
-  ws.on('error', () => undefined);
+  };
+  const { ws } = await connect(url, { client: 'fuzz', onFrame });
+  const opened: FuzzConn = { ws, pending: [], answered: 0, codes: new Map() };
   ws.on('close', (code) => {
-    conn.closedWith = code;
-    conn.onFrame?.();
+    opened.closedWith = code;
+    opened.onFrame?.();
   });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  ws.send(JSON.stringify({ type: 'hello', protocol: 1, client: 'fuzz' }));
-  await welcome;
+  conn = opened;
   return conn;
 }
 
@@ -265,33 +244,15 @@ describe('fuzz: 100k bad frames', () => {
     expect(await h.gateway.store.head()).toBe(headBefore);
     expect(await h.gateway.store.readEventlog('orders', 'p1')).toEqual([]);
 
-    const fresh = new WebSocket(h.gateway.url);
-    const replies: Frame[] = [];
-    const waiters: Array<() => void> = [];
-    fresh.on('message', (data) => {
-      replies.push(JSON.parse(data.toString()) as Frame);
-      waiters.splice(0).forEach((wake) => wake());
-    });
-    const reply = (predicate: (frame: Frame) => boolean): Promise<Frame> =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no reply; got ${JSON.stringify(replies)}`)), 5_000);
-        const look = (): void => {
-          const found = replies.find(predicate);
-          if (found) {
-            clearTimeout(timer);
-            resolve(found);
-          } else waiters.push(look);
-        };
-        look();
-      });
-    await new Promise((resolve) => fresh.once('open', resolve));
-    fresh.send(JSON.stringify({ type: 'hello', protocol: 1, client: 'fuzz-after' }));
+    const fresh = await connect(h.gateway.url, { hello: false });
+    const reply = (predicate: (frame: Frame) => boolean): Promise<Frame> => fresh.next(predicate, 5_000);
+    fresh.send({ type: 'hello', protocol: 1, client: 'fuzz-after' });
     expect(await reply((f) => f.type === 'welcome')).toMatchObject({ head: headBefore });
-    fresh.send(JSON.stringify({ type: 'request', id: 1, op: 'publish', params: { event: { id: 'after-fuzz', domain: 'orders', name: 'placed', pid: 'p1', data: { ok: true } } } }));
+    fresh.send({ type: 'request', id: 1, op: 'publish', params: { event: { id: 'after-fuzz', domain: 'orders', name: 'placed', pid: 'p1', data: { ok: true } } } });
     expect(await reply((f) => f.id === 1)).toMatchObject({ type: 'result', result: { id: 'after-fuzz', position: headBefore + 1 } });
-    fresh.send(JSON.stringify({ type: 'request', id: 2, op: 'read', params: { id: 'after-fuzz' } }));
+    fresh.send({ type: 'request', id: 2, op: 'read', params: { id: 'after-fuzz' } });
     expect(await reply((f) => f.id === 2)).toMatchObject({ type: 'result', result: { event: { id: 'after-fuzz', data: { ok: true } } } });
-    fresh.terminate();
+    fresh.ws.terminate();
     for (const conn of conns) conn.ws.terminate();
     expect(Date.now() - started).toBeLessThan(90_000);
   }, 120_000);

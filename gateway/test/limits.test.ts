@@ -13,95 +13,13 @@ import { EventflowError } from '@eventflow/core';
 import { createLogger, parseConfig, startGateway } from '../src/index.js';
 import { TokenBucket } from '../src/limits.js';
 import { eventually, startHarness, type Harness } from './harness.js';
+import { connect as connectRaw, type Conn } from './raw-socket.js';
 
-interface Frame {
-  type: string;
-  id?: number;
-  code?: string;
-  message?: string;
-  result?: unknown;
-  details?: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
-interface Conn {
-  ws: WebSocket;
-  readonly frames: Frame[];
-  /** The first not-yet-taken frame matching `predicate` (already received or arriving within `timeout`). */
-  next(predicate?: (frame: Frame) => boolean, timeout?: number): Promise<Frame>;
-  /** Sends a request without waiting; returns its id. */
-  send(op: string, params: unknown): number;
-  /** The result or error frame of request `id`. */
-  answer(id: number): Promise<Frame>;
-  request(op: string, params: unknown): Promise<Frame>;
-  /** Proves the connection still serves requests. */
-  ping(): Promise<void>;
-}
-
-let nextRequestId = 1;
 const sockets: WebSocket[] = [];
 
 async function connect(url: string, options: WebSocket.ClientOptions = {}): Promise<Conn> {
-  const ws = new WebSocket(url, options);
-  sockets.push(ws);
-  const frames: Frame[] = [];
-  const taken = new Set<Frame>();
-  const waiters = new Set<() => void>();
-  ws.on('message', (data) => {
-    frames.push(JSON.parse(data.toString()) as Frame);
-    for (const wake of waiters) wake();
-  });
-  ws.on('error', () => undefined);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-
-  const conn: Conn = {
-    ws,
-    frames,
-    next(predicate = () => true, timeout = 3_000) {
-      return new Promise<Frame>((resolve, reject) => {
-        const check = (): boolean => {
-          const frame = frames.find((candidate) => !taken.has(candidate) && predicate(candidate));
-          if (!frame) return false;
-          taken.add(frame);
-          resolve(frame);
-          return true;
-        };
-        if (check()) return;
-        const wake = (): void => {
-          if (check()) done();
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`no matching frame within ${timeout} ms; received ${JSON.stringify(frames).slice(0, 2_000)}`));
-        }, timeout);
-        const done = (): void => {
-          clearTimeout(timer);
-          waiters.delete(wake);
-        };
-        waiters.add(wake);
-      });
-    },
-    send(op, params) {
-      const id = nextRequestId++;
-      ws.send(JSON.stringify({ type: 'request', id, op, params }));
-      return id;
-    },
-    answer(id) {
-      return conn.next((frame) => (frame.type === 'result' || frame.type === 'error') && frame.id === id);
-    },
-    request(op, params) {
-      return conn.answer(conn.send(op, params));
-    },
-    async ping() {
-      expect(ws.readyState).toBe(WebSocket.OPEN);
-      expect(await conn.request('ping', {})).toMatchObject({ type: 'result', result: {} });
-    },
-  };
-  ws.send(JSON.stringify({ type: 'hello', protocol: 1, client: 'limits-test' }));
-  await conn.next((frame) => frame.type === 'welcome');
+  const conn = await connectRaw(url, { client: 'limits-test', ...options });
+  sockets.push(conn.ws);
   return conn;
 }
 
@@ -151,7 +69,7 @@ describe('EVENTFLOW_MAX_SUBSCRIPTIONS: subscriptions + consumers + waits per con
       ['wait', { wait: 'w1', domain: 'orders', pid: 'p1', names: ['done'] }],
     ];
     for (const [op, params] of attempts) {
-      const id = conn.send(op, params);
+      const id = conn.sendRequest(op, params);
       const error = await conn.answer(id);
       expect(error, op).toMatchObject({
         type: 'error',
@@ -197,7 +115,7 @@ describe('EVENTFLOW_MAX_SUBSCRIPTIONS: subscriptions + consumers + waits per con
   it('registrations sent all at once cannot together pass the limit', async () => {
     const { gateway } = await harness({ EVENTFLOW_MAX_SUBSCRIPTIONS: 3 });
     const conn = await connect(gateway.url);
-    const ids = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => conn.send('subscribe', { domain: 'orders', name, after: 0 }));
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => conn.sendRequest('subscribe', { domain: 'orders', name, after: 0 }));
     const answers = await Promise.all(ids.map((id) => conn.answer(id)));
     expect(answers.filter((frame) => frame.type === 'result')).toHaveLength(3);
     expect(answers.filter((frame) => frame.code === 'E_EVENTFLOW_LIMIT_EXCEEDED')).toHaveLength(3);
@@ -220,7 +138,7 @@ describe('EVENTFLOW_MAX_IN_FLIGHT: unanswered requests per connection', () => {
       await gate;
       return read(id);
     });
-    const pending = [conn.send('read', { id: 'e1' }), conn.send('read', { id: 'e1' })];
+    const pending = [conn.sendRequest('read', { id: 'e1' }), conn.sendRequest('read', { id: 'e1' })];
     await eventually(() => slowRead.mock.calls.length === 2, 2_000, 'two reads in the store');
 
     for (const [op, params] of [
@@ -228,7 +146,7 @@ describe('EVENTFLOW_MAX_IN_FLIGHT: unanswered requests per connection', () => {
       ['publish', { event: event({ id: 'e2' }) }],
       ['subscribe', { domain: 'orders', name: 'placed' }],
     ] as const) {
-      const id = conn.send(op, params);
+      const id = conn.sendRequest(op, params);
       expect(await conn.answer(id), op).toMatchObject({
         type: 'error',
         id,
@@ -252,9 +170,9 @@ describe('EVENTFLOW_MAX_PUBLISH_RATE: events per second per connection', () => {
   it('a burst above the rate → E_EVENTFLOW_RATE_LIMITED with retryAfterMs; the bucket refills over time', async () => {
     const { gateway } = await harness({ EVENTFLOW_MAX_PUBLISH_RATE: 5 });
     const conn = await connect(gateway.url);
-    const ids = Array.from({ length: 8 }, (_, i) => conn.send('publish', { event: event({ id: `e${i}` }) }));
-    ids.push(conn.send('persist', { event: event({ id: 'persisted' }) }));
-    ids.push(conn.send('schedule', { at: new Date(Date.now() + 60_000).toISOString(), event: event({ id: 'scheduled' }) }));
+    const ids = Array.from({ length: 8 }, (_, i) => conn.sendRequest('publish', { event: event({ id: `e${i}` }) }));
+    ids.push(conn.sendRequest('persist', { event: event({ id: 'persisted' }) }));
+    ids.push(conn.sendRequest('schedule', { at: new Date(Date.now() + 60_000).toISOString(), event: event({ id: 'scheduled' }) }));
     const answers = await Promise.all(ids.map((id) => conn.answer(id)));
     expect(answers.slice(0, 5).map((frame) => frame.type)).toEqual(['result', 'result', 'result', 'result', 'result']);
     const limited = answers.slice(5);
@@ -279,7 +197,7 @@ describe('EVENTFLOW_MAX_PUBLISH_RATE: events per second per connection', () => {
 
     // After a second the full burst is available again; another connection has its own bucket.
     await new Promise((resolve) => setTimeout(resolve, 1_050));
-    const again = Array.from({ length: 5 }, (_, i) => conn.send('publish', { event: event({ id: `f${i}` }) }));
+    const again = Array.from({ length: 5 }, (_, i) => conn.sendRequest('publish', { event: event({ id: `f${i}` }) }));
     for (const id of again) expect(await conn.answer(id)).toMatchObject({ type: 'result' });
     const other = await connect(gateway.url);
     expect(await other.request('persist', { event: event({ id: 'other' }) })).toMatchObject({ type: 'result' });
@@ -289,7 +207,7 @@ describe('EVENTFLOW_MAX_PUBLISH_RATE: events per second per connection', () => {
   it('0 means unlimited', async () => {
     const { gateway } = await harness({ EVENTFLOW_MAX_PUBLISH_RATE: 0 });
     const conn = await connect(gateway.url);
-    const ids = Array.from({ length: 100 }, (_, i) => conn.send('publish', { event: event({ id: `e${i}` }) }));
+    const ids = Array.from({ length: 100 }, (_, i) => conn.sendRequest('publish', { event: event({ id: `e${i}` }) }));
     for (const id of ids) expect(await conn.answer(id)).toMatchObject({ type: 'result' });
     expect(await gateway.store.head()).toBe(100);
   });
