@@ -307,6 +307,30 @@ export class Dispatcher implements RouteTarget {
   // ── internals ──
 
   /** Claims the event for one consumer and sends it; false when nobody here consumes it. */
+  /**
+   * A consumer came back with its position: events of its (domain, name) published after it that
+   * nobody claimed (published while no consumer was connected, or handed back when none was left)
+   * go to it now. The claim guard keeps each to one consumer, also across gateways.
+   */
+  async catchUp(peer: Peer, handle: string, after: number): Promise<void> {
+    const consumer = [...this.#consumers.values()].flat().find((candidate) => candidate.peer === peer && candidate.handle === handle);
+    if (!consumer) return;
+    const registered = (): boolean => this.#consumers.get(keyOf(consumer.domain, consumer.name))?.includes(consumer) ?? false;
+    try {
+      for (let last = after; ; ) {
+        const page = await this.#store.readPublishedAfter({ domain: consumer.domain, name: consumer.name }, last, 200);
+        for (const event of page) {
+          last = event.position;
+          if (!registered()) return;
+          if (await this.#store.claimForConsumer(event.id, this.#consumerId)) this.#hand(consumer, event, 1);
+        }
+        if (page.length < 200) return;
+      }
+    } catch (error) {
+      this.#log.error('consumer catch-up failed', { consumer: handle, error });
+    }
+  }
+
   async #deliver(event: StoredEvent, attempt: number, exclude: ConsumerRef | undefined): Promise<boolean> {
     const candidates = this.#candidates(event.domain, event.name);
     if (candidates.length === 0) return false;
@@ -314,12 +338,16 @@ export class Dispatcher implements RouteTarget {
     const pool = others.length > 0 ? others : candidates;
     // v4's spoke claim: only a gateway that has a consumer for the event claims it.
     if (!(await this.#store.claimForConsumer(event.id, this.#consumerId))) return true;
-    const consumer = pool[this.#rotation++ % pool.length] as ConsumerRef;
+    this.#hand(pool[this.#rotation++ % pool.length] as ConsumerRef, event, attempt);
+    return true;
+  }
+
+  /** Opens a delivery of a claimed event to one consumer, under a lease. */
+  #hand(consumer: ConsumerRef, event: StoredEvent, attempt: number): void {
     const delivery: Delivery = { id: `d${this.#nextDelivery++}`, event, consumer, attempt, timer: undefined };
     this.#deliveries.set(delivery.id, delivery);
     this.#lease(delivery, this.#leaseMs);
     consumer.peer.sendDelivery(consumer.handle, delivery.id, attempt, event);
-    return true;
   }
 
   /** The delivery, if it is open on this peer. */

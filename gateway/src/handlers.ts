@@ -53,14 +53,16 @@ export const handlers: Handlers = {
     return {};
   },
 
-  async consume(session, { consumer, domain, name }) {
+  async consume(session, { consumer, domain, name, after }) {
     const existing = session.consumers.get(consumer);
     if (existing !== undefined && existing !== `${domain}\u001f${name}`) {
       throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${consumer}" already names another consumer on this connection; use a new handle`);
     }
     session.consumers.set(consumer, `${domain}\u001f${name}`);
+    const head = await session.context.store.head();
     session.context.dispatcher.addConsumer(session, consumer, domain, name);
-    return {};
+    if (after !== undefined) void session.context.dispatcher.catchUp(session, consumer, after);
+    return { head };
   },
 
   async removeConsumer(session, { consumer }) {

@@ -71,6 +71,26 @@ describe('reconnect', () => {
     expect((await waiting).pid).toBe('p2');
   });
 
+  it('a consumer that was away gets, once each, the events nobody consumed meanwhile', async () => {
+    const worker = h.client();
+    const handled: string[] = [];
+    await worker.consume('jobs', 'run', async (event) => void handled.push(event.id));
+    const before = await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p-before' });
+    await eventually(() => handled.length === 1, 5_000, 'the first job');
+    await h.gateway.close();
+    // Published while the worker is away and nobody else consumes: unclaimed (marked orphan).
+    const offline = await startOnSameFile();
+    const missed: string[] = [];
+    for (let i = 0; i < 5; i++) missed.push(await offline.publish({ domain: 'jobs', name: 'run', pid: `p${i}` }));
+    await offline.stop();
+    await h.restart();
+    await eventually(() => handled.length === 6, 10_000, 'the missed jobs');
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p-after' });
+    await eventually(() => handled.length === 7, 5_000, 'a live job after the catch-up');
+    expect(handled.slice(0, 6)).toEqual([before, ...missed]);
+    expect(new Set(handled).size).toBe(7);
+  });
+
   it('a wait finds an outcome stored while it was disconnected', async () => {
     const waiter = h.client();
     const waiting = waiter.wait('jobs', 'p1', ['success'], 10_000);

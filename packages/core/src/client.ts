@@ -117,6 +117,8 @@ interface Registration {
   domain?: string;
   name?: string;
   handler?: AnyHandler;
+  /** A consumer's position: it catches up on unclaimed events after it when it registers again. */
+  after?: number;
   remove?(): Promise<void>;
 }
 
@@ -369,7 +371,10 @@ export class EventflowClient<M extends EventMap = EventMap> {
     };
     const register = async (): Promise<void> => {
       try {
-        if (!(await this.#register('consume', { consumer, domain, name }))) return;
+        const entry = this.#registrations.get(consumer);
+        const result = await this.#register('consume', { consumer, domain, name, after: entry?.after });
+        if (!result) return;
+        if (entry) entry.after ??= result.head;
         // Removed while registering: take it back off the gateway.
         if (!this.#registrations.has(consumer)) return void (await this.#send('removeConsumer', { consumer }));
         this.#registered.add(consumer);
@@ -393,8 +398,10 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   #handleDelivery({ consumer, delivery, event, attempt }: DeliveryFrame): void {
-    const handler = this.#registrations.get(consumer)?.handler;
-    if (!handler || this.#closed) return void this.#settle(delivery, 'release');
+    const entry = this.#registrations.get(consumer);
+    const handler = entry?.handler;
+    if (!entry || !handler || this.#closed) return void this.#settle(delivery, 'release');
+    entry.after = Math.max(entry.after ?? 0, event.position);
     const controller = new AbortController();
     const { signal } = controller;
     const run = (async () => {

@@ -118,8 +118,12 @@ export const operations = {
   },
   unsubscribe: { params: z.strictObject({ domain: identifier, name: identifier }), result: empty },
   consume: {
-    params: z.strictObject({ consumer: handle, domain: identifier, name: identifier }),
-    result: empty,
+    /**
+     * `after`: the consumer's position. Events of (domain, name) published after it that no
+     * consumer has claimed (published while none was connected) are delivered to it at once.
+     */
+    params: z.strictObject({ consumer: handle, domain: identifier, name: identifier, after: z.optional(position) }),
+    result: registered,
   },
   removeConsumer: { params: z.strictObject({ consumer: handle }), result: empty },
   settle: {
