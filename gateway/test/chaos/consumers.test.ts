@@ -1,8 +1,9 @@
 /**
- * Chaos: four competing consumer processes, 10 000 events, one consumer SIGKILLed mid-run.
+ * Chaos: four competing consumer processes, 10 000 events, one consumer SIGKILLed mid-run; run
+ * once per store (SQLite, and MariaDB when a server answers).
  *
  * Asserted:
- *  - in the SQLite file, every one of the 10 000 events has `success` set and `failed` NULL
+ *  - in the store (the SQLite file, or the MariaDB tables event JOIN event_published), every one of the 10 000 events has `success` set and `failed` NULL
  *    (the outcome columns are written once: exactly one success per event);
  *  - every event id was handled successfully by at least one consumer process (the union of the
  *    per-process files covers all 10 000);
@@ -17,9 +18,11 @@ import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient } from '@eventflow/core';
-import { buildOnce, chaosDir, eventually, freePort, kill9, killAllChildren, sleep, spawnNode, startGatewayProcess, stop, tempDir } from './support.js';
+import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '../mysql-support.js';
+import { buildOnce, chaosDir, chaosStores, eventually, freePort, kill9, killAllChildren, mysqlGatewayEnv, sleep, spawnNode, startGatewayProcess, stop, tempDir } from './support.js';
 
-const EVENTS = 10_000;
+/** Events per run, by store: MariaDB publishes are slower, so its run is smaller to stay well under 60 s. */
+const EVENTS_BY_STORE = { sqlite: 10_000, mysql: 10_000 } as const;
 const PIPELINE = 200;
 const CONSUMERS = 4;
 
@@ -34,7 +37,17 @@ afterAll(async () => {
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
 
-function outcomes(dbPath: string): { total: number; success: number; failed: number } {
+type Outcomes = { total: number; success: number; failed: number };
+
+async function mysqlOutcomes(db: TestDatabase): Promise<Outcomes> {
+  const [row] = await db.query<{ total: number | string; success: number | string | null; failed: number | string | null }>(
+    `SELECT COUNT(*) AS total, COUNT(p.success) AS success, COUNT(p.failed) AS failed
+     FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = 'jobs'`,
+  );
+  return { total: Number(row!.total), success: Number(row!.success ?? 0), failed: Number(row!.failed ?? 0) };
+}
+
+function sqliteOutcomes(dbPath: string): Outcomes {
   const db = new Database(dbPath, { readonly: true, timeout: 5_000 });
   try {
     return db
@@ -48,15 +61,26 @@ function outcomes(dbPath: string): { total: number; success: number; failed: num
   }
 }
 
-describe('chaos: competing consumer processes', () => {
-  it('10 000 events, one of four consumers SIGKILLed mid-run: every event ends success exactly once', async () => {
+const databases = useTestDatabases();
+
+describe.each(chaosStores)('chaos: competing consumer processes ($store)', ({ store }) => {
+  const skip = store === 'mysql' ? mysqlUnavailable : undefined;
+  if (skip !== undefined) console.warn(`Skipping the MariaDB consumers chaos proof: ${skip}`);
+  const EVENTS = EVENTS_BY_STORE[store];
+  it.skipIf(skip !== undefined)(`${EVENTS} events, one of four consumers SIGKILLed mid-run: every event ends success exactly once`, async () => {
     const port = await freePort();
-    const dbPath = join(temp.dir, 'eventflow.db');
-    const gateway = (await startGatewayProcess(port, dbPath, { EVENTFLOW_CONSUME_LEASE_MS: 2_000 })).proc;
+    const dbPath = join(temp.dir, `eventflow-${store}.db`);
+    const mysql = store === 'mysql' ? await databases.fresh() : undefined;
+    const outcomes = (): Promise<Outcomes> | Outcomes => (mysql ? mysqlOutcomes(mysql) : sqliteOutcomes(dbPath));
+    const gateway = (await startGatewayProcess(port, dbPath, { EVENTFLOW_CONSUME_LEASE_MS: 2_000, ...(mysql ? mysqlGatewayEnv(mysql.options) : {}) })).proc;
+    // Killed before the test database is dropped (clean-ups run first).
+    databases.onCleanup(() => kill9(gateway));
     const url = `ws://127.0.0.1:${port}/`;
 
-    const files = Array.from({ length: CONSUMERS }, (_, i) => join(temp.dir, `consumer-${i}.log`));
+    const files = Array.from({ length: CONSUMERS }, (_, i) => join(temp.dir, `consumer-${store}-${i}.log`));
     const consumers: ChildProcess[] = await Promise.all(files.map(async (file) => (await spawnNode([join(chaosDir, 'consumer.mjs'), url, file], {}, 'consumer ready')).proc));
+    // Killed before the test database is dropped, should the test fail before it stops them.
+    databases.onCleanup(() => Promise.all(consumers.map((proc) => kill9(proc))));
 
     const publisher = createClient(url, { reconnect: { minDelay: 20, maxDelay: 300 }, onError: () => undefined });
     clients.push(publisher);
@@ -79,10 +103,17 @@ describe('chaos: competing consumer processes', () => {
     await publishing;
     const publishedAt = Date.now();
 
-    await eventually(() => outcomes(dbPath).success + outcomes(dbPath).failed >= EVENTS, 60_000, 'an outcome for every event');
+    await eventually(
+      async () => {
+        const now = await outcomes();
+        return now.success + now.failed >= EVENTS;
+      },
+      60_000,
+      'an outcome for every event',
+    );
     const settledIn = Date.now() - publishedAt;
     await sleep(300); // a late duplicate handling would show up in the files now
-    const result = outcomes(dbPath);
+    const result = await outcomes();
     expect(result).toEqual({ total: EVENTS, success: EVENTS, failed: 0 });
 
     const handled = files.map(lines);
@@ -99,7 +130,7 @@ describe('chaos: competing consumer processes', () => {
     expect(killedOnly + survivors.length).toBe(EVENTS);
 
     console.log(
-      `[chaos consumers] ${EVENTS} events, consumer 0 SIGKILLed after ${killedAt} publishes; handled per process ${handled.map((h) => h.length).join('/')}; ` +
+      `[chaos consumers ${store}] ${EVENTS} events, consumer 0 SIGKILLed after ${killedAt} publishes; handled per process ${handled.map((h) => h.length).join('/')}; ` +
         `killed process handled ${handled[0]!.length} (${redone} of them handled again by a survivor after the kill); ` +
         `outcomes: ${result.success} success, ${result.failed} failed; all settled ${settledIn} ms after the last publish`,
     );

@@ -1,6 +1,6 @@
 /**
  * Chaos: kill -9 of a gateway process during sustained publishing with subscribers attached.
- * After a restart on the same port and SQLite file: no acknowledged event is lost, and every
+ * After a restart on the same port and store (SQLite file, or MariaDB database): no acknowledged event is lost, and every
  * subscriber saw every stored event of the domain exactly once, in position order (no gaps, no
  * duplicates).
  */
@@ -9,7 +9,8 @@ import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, generateEventId, type EventflowClient, type StoredEvent } from '@eventflow/core';
-import { buildOnce, eventually, freePort, kill9, killAllChildren, sleep, startGatewayProcess, stop, tempDir } from './support.js';
+import { mysqlUnavailable, useTestDatabases } from '../mysql-support.js';
+import { buildOnce, chaosStores, eventually, freePort, kill9, killAllChildren, mysqlGatewayEnv, sleep, startGatewayProcess, stop, tempDir } from './support.js';
 
 const PIDS = 20; // events spread over pids so that each readEventlog answer stays small
 
@@ -22,11 +23,19 @@ afterAll(async () => {
   temp.remove();
 }, 30_000);
 
-describe('chaos: kill -9 of the gateway', () => {
-  it('loses no acknowledged event; subscribers see no gap and no duplicate across the restart', async () => {
+const databases = useTestDatabases();
+
+describe.each(chaosStores)('chaos: kill -9 of the gateway ($store)', ({ store }) => {
+  const skip = store === 'mysql' ? mysqlUnavailable : undefined;
+  if (skip !== undefined) console.warn(`Skipping the MariaDB kill -9 chaos proof: ${skip}`);
+  it.skipIf(skip !== undefined)('loses no acknowledged event; subscribers see no gap and no duplicate across the restart', async () => {
     const port = await freePort();
-    const dbPath = join(temp.dir, 'eventflow.db');
-    let gateway: ChildProcess = (await startGatewayProcess(port, dbPath)).proc;
+    const dbPath = join(temp.dir, `eventflow-${store}.db`);
+    const mysql = store === 'mysql' ? await databases.fresh() : undefined;
+    const storeEnv = mysql ? mysqlGatewayEnv(mysql.options) : {};
+    let gateway: ChildProcess = (await startGatewayProcess(port, dbPath, storeEnv)).proc;
+    // Killed before the test database is dropped (clean-ups run first).
+    databases.onCleanup(() => kill9(gateway));
     const url = `ws://127.0.0.1:${port}/`;
     const client = (): EventflowClient => {
       const c = createClient(url, { reconnect: { minDelay: 20, maxDelay: 300 }, onError: () => undefined });
@@ -69,7 +78,7 @@ describe('chaos: kill -9 of the gateway', () => {
     const atKill = acknowledged.length;
     await sleep(500);
     const beforeRestart = acknowledged.length;
-    gateway = (await startGatewayProcess(port, dbPath)).proc;
+    gateway = (await startGatewayProcess(port, dbPath, storeEnv)).proc;
     const afterRestart = acknowledged.length;
     await sleep(1_000);
     running = false;
@@ -91,12 +100,17 @@ describe('chaos: kill -9 of the gateway', () => {
     expect(lost).toEqual([]);
     expect(new Set(acknowledged).size).toBe(acknowledged.length);
 
-    // Cross-check against the SQLite file itself.
-    const db = new Database(dbPath, { readonly: true });
-    try {
-      expect((db.prepare(`SELECT COUNT(*) AS n FROM event WHERE domain = 'chaos'`).get() as { n: number }).n).toBe(stored.length);
-    } finally {
-      db.close();
+    // Cross-check against the store itself (the SQLite file, or the MariaDB table).
+    if (mysql) {
+      const [row] = await mysql.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM event WHERE domain = 'chaos'`);
+      expect(Number(row!.n)).toBe(stored.length);
+    } else {
+      const db = new Database(dbPath, { readonly: true });
+      try {
+        expect((db.prepare(`SELECT COUNT(*) AS n FROM event WHERE domain = 'chaos'`).get() as { n: number }).n).toBe(stored.length);
+      } finally {
+        db.close();
+      }
     }
 
     // Every subscriber catches up to exactly the stored events, in order, each once.
@@ -111,7 +125,7 @@ describe('chaos: kill -9 of the gateway', () => {
     }
 
     console.log(
-      `[chaos kill -9] acknowledged ${acknowledged.length} (${beforeKill} before the kill, ${atKill} at it, ${acknowledged.length - afterRestart} after the restart), ` +
+      `[chaos kill -9 ${store}] acknowledged ${acknowledged.length} (${beforeKill} before the kill, ${atKill} at it, ${acknowledged.length - afterRestart} after the restart), ` +
         `stored ${stored.length} (${stored.length - acknowledged.length} stored but not acknowledged), retries ${retries}, acknowledged while down ${beforeRestart - atKill}, ` +
         `subscribers saw ${seen.map((log) => log.length).join('/')}, lost 0, gaps 0, duplicates 0`,
     );

@@ -146,3 +146,19 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     await sleep(25);
   }
 }
+
+/** The stores each chaos proof runs on; the MariaDB variant skips (reason printed) when no server answers. */
+export type ChaosStore = 'sqlite' | 'mysql';
+export const chaosStores: Array<{ store: ChaosStore }> = [{ store: 'sqlite' }, { store: 'mysql' }];
+
+/** Gateway environment for the MySQL/MariaDB store on the given test database. */
+export function mysqlGatewayEnv(options: { host?: string; port?: number; user?: string; password?: string; database?: string }): Record<string, string | number> {
+  return {
+    EVENTFLOW_STORE: 'mysql',
+    EVENTFLOW_MYSQL_HOST: options.host ?? '127.0.0.1',
+    EVENTFLOW_MYSQL_PORT: options.port ?? 3306,
+    EVENTFLOW_MYSQL_USER: options.user ?? 'root',
+    EVENTFLOW_MYSQL_PASSWORD: options.password ?? '',
+    EVENTFLOW_MYSQL_DATABASE: options.database ?? '',
+  };
+}
