@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 import { EventflowError } from '@eventflow/core';
 import { startGateway } from './server.js';
+import { stopOnSignals } from './shutdown.js';
 
 const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
 
@@ -18,18 +19,7 @@ if (process.argv[2] === 'hub') {
       ...process.env,
     });
     process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz\n`);
-    let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      process.stdout.write(`${signal}: stopping gateway\n`);
-      gateway.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    };
-    process.on('SIGINT', () => stop('SIGINT'));
-    process.on('SIGTERM', () => stop('SIGTERM'));
+    stopOnSignals('gateway', () => gateway.close());
   } catch (error) {
     const message = error instanceof EventflowError ? `${error.code}: ${error.message}` : String(error);
     process.stderr.write(`eventflow gateway failed to start: ${message}\n`);

@@ -4,6 +4,7 @@
  */
 import { Hub } from './hub.js';
 import { parseHubConfig, type HubEnv } from './hub-config.js';
+import { stopOnSignals } from '../shutdown.js';
 
 /** Starts the hub and stops it on SIGINT/SIGTERM; exits the process with 1 if it cannot start. */
 export async function runHubCli(env: HubEnv = process.env): Promise<Hub | undefined> {
@@ -20,17 +21,6 @@ export async function runHubCli(env: HubEnv = process.env): Promise<Hub | undefi
   }
   const { internalIp, internalPort, externalIp, externalPort } = hub.address;
   process.stdout.write(`eventflow hub ${hub.id}\n  listening:  ${internalIp}:${internalPort}\n  advertised: ${externalIp}:${externalPort}\n`);
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    process.stdout.write(`${signal}: stopping hub\n`);
-    hub.destroy().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  stopOnSignals('hub', () => hub.destroy());
   return hub;
 }

@@ -16,24 +16,17 @@ import { join } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type EventflowClient } from '@eventflow/core';
+import { describe, expect, it } from 'vitest';
+import { createClient } from '@eventflow/core';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '../mysql-support.js';
-import { buildOnce, chaosDir, chaosStores, eventually, freePort, kill9, killAllChildren, mysqlGatewayEnv, sleep, spawnNode, startGatewayProcess, stop, tempDir } from './support.js';
+import { chaosDir, chaosStores, eventually, freePort, kill9, mysqlGatewayEnv, sleep, spawnNode, startGatewayProcess, stop, useChaosLifecycle } from './support.js';
 
 /** Events per run, by store: MariaDB publishes are slower, so its run is smaller to stay well under 60 s. */
 const EVENTS_BY_STORE = { sqlite: 10_000, mysql: 10_000 } as const;
 const PIPELINE = 200;
 const CONSUMERS = 4;
 
-const temp = tempDir();
-const clients: EventflowClient[] = [];
-beforeAll(() => buildOnce(), 120_000);
-afterAll(async () => {
-  await Promise.all(clients.map((client) => client.close({ drainTimeout: 100 }).catch(() => undefined)));
-  await killAllChildren();
-  temp.remove();
-}, 30_000);
+const { temp, clients } = useChaosLifecycle();
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
 

@@ -7,21 +7,14 @@
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createClient, generateEventId, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { mysqlUnavailable, useTestDatabases } from '../mysql-support.js';
-import { buildOnce, chaosStores, eventually, freePort, kill9, killAllChildren, mysqlGatewayEnv, sleep, startGatewayProcess, stop, tempDir } from './support.js';
+import { chaosStores, eventually, freePort, kill9, mysqlGatewayEnv, sleep, startGatewayProcess, stop, useChaosLifecycle } from './support.js';
 
 const PIDS = 20; // events spread over pids so that each readEventlog answer stays small
 
-const temp = tempDir();
-const clients: EventflowClient[] = [];
-beforeAll(() => buildOnce(), 120_000);
-afterAll(async () => {
-  await Promise.all(clients.map((client) => client.close({ drainTimeout: 100 }).catch(() => undefined)));
-  await killAllChildren();
-  temp.remove();
-}, 30_000);
+const { temp, clients } = useChaosLifecycle();
 
 const databases = useTestDatabases();
 

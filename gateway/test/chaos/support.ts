@@ -9,6 +9,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
+import type { EventflowClient } from '@eventflow/core';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 export const gatewayMain = join(repoRoot, 'gateway/dist/main.js');
@@ -161,4 +163,20 @@ export function mysqlGatewayEnv(options: { host?: string; port?: number; user?: 
     EVENTFLOW_MYSQL_PASSWORD: options.password ?? '',
     EVENTFLOW_MYSQL_DATABASE: options.database ?? '',
   };
+}
+
+/**
+ * A chaos suite's shared lifecycle: builds the packages once before it, and afterwards closes the
+ * clients it registered, kills every child process it started and removes its temp dir.
+ */
+export function useChaosLifecycle(): { temp: { dir: string; remove: () => void }; clients: EventflowClient[] } {
+  const temp = tempDir();
+  const clients: EventflowClient[] = [];
+  beforeAll(() => buildOnce(), 120_000);
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close({ drainTimeout: 100 }).catch(() => undefined)));
+    await killAllChildren();
+    temp.remove();
+  }, 30_000);
+  return { temp, clients };
 }
