@@ -44,3 +44,6 @@ export function prng(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+// Every bench passes `summary: [{ measure, value, target, meets?, note? }]` to writeResult; run.js
+// prints those rows, in step order, as the one summary table of `npm run bench`.
