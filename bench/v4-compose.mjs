@@ -25,15 +25,20 @@ export function clone(v) {
   return out;
 }
 
-/** MERGE(a, b): pure, returns a new value. */
+/**
+ * MERGE(a, b): pure, returns a new value. "The same value" (§8.12) is SameValue, Object.is, as in
+ * @superhero/deep (`===` would keep 0 over a later -0). "Keys that exist only in a" are own keys:
+ * with `k in b`, a data key named like an Object.prototype member ("constructor", "toString")
+ * would vanish from the merge whenever a later object lacks it, which §8.12 does not allow.
+ */
 export function merge(a, b) {
   if (b === undefined) return a;
-  if (a === b) return a;
+  if (Object.is(a, b)) return a;
   if (Array.isArray(a) && Array.isArray(b)) return [...new Set([...a, ...b])];
   if (isPlainObject(a) && isPlainObject(b)) {
     const out = {};
-    for (const k of Object.keys(a)) if (!(k in b)) out[k] = a[k];
-    for (const k of Object.keys(b)) out[k] = k in a ? merge(a[k], b[k]) : b[k];
+    for (const k of Object.keys(a)) if (!Object.hasOwn(b, k)) out[k] = a[k];
+    for (const k of Object.keys(b)) out[k] = Object.hasOwn(a, k) ? merge(a[k], b[k]) : b[k];
     return out;
   }
   if (a instanceof Set && b instanceof Set) return new Set([...a, ...b]);

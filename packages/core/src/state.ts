@@ -2,20 +2,12 @@
  * Composed process state: v4's `composeEventlogState` (eventflow-v4.md §8.12) with exactly its
  * results, plus `applyEvent` for live views that must not re-fold the whole log per event.
  *
- * Every result is deeply frozen and built with immer, so a view can compare subtrees by identity.
- * Only `.data` of an event is read; input events are never mutated and never shared with the
- * result (Dates, Maps and Sets included), because the caller may keep and reuse them.
+ * Every result is deeply frozen, and `applyEvent` copies only the path it changes, so a view can
+ * compare subtrees by identity. Only `.data` of an event is read; input events are never mutated
+ * and never shared with the result (Dates, Maps and Sets included), because the caller may keep
+ * and reuse them.
  */
-import { Immer, freeze } from 'immer';
 import { invalid, isPlainObject } from './validate.js';
-
-// SERDE-decoded data (v4 §5) can hold Maps and Sets. They are merged outside the draft (see
-// assignInto) and only assigned into it, so immer never drafts one and its MapSet plugin, a
-// kilobyte of every browser bundle, is not needed.
-
-// A private instance (auto-freezing, immer's default): a global setAutoFreeze(false) elsewhere in
-// the app must not unfreeze states.
-const immer = new Immer();
 
 export type State = Readonly<Record<string, unknown>>;
 
@@ -28,17 +20,44 @@ export const emptyState: State = Object.freeze({});
 
 type Plain = Record<string, unknown>;
 
-// JSON.parse makes "__proto__" an own key. Writing it back with `obj[k] = v` (as immer drafts do)
-// would swap the prototype, and reading a missing one walks into Object.prototype; v4 could even
-// pollute it. Such keys are dropped instead.
-function keysOf(value: Plain): string[] {
-  return Object.keys(value).filter((key) => key !== '__proto__');
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null;
+
+// JSON.parse makes "__proto__" an own key. Writing it back with `obj[k] = v` would swap the
+// prototype, and reading a missing one walks into Object.prototype; v4 could even pollute it.
+// Such keys are dropped instead.
+const keysOf = (value: object): string[] => Object.keys(value).filter((key) => key !== '__proto__');
+
+function mutateFrozen(): never {
+  throw new TypeError('eventflow: a composed state is frozen');
 }
 
-/** v4's clone: a structural copy. Anything immer cannot freeze is at least copied when known. */
+/**
+ * Deep freeze of what a state can hold. Like Object.freeze it stops at frozen values (shared
+ * subtrees of an earlier state are frozen already); Map and Set methods are locked too, which
+ * Object.freeze alone does not do. Class instances (kept by reference) are left alone.
+ */
+function deepFreeze<T>(value: T): T {
+  if (!isObject(value) || Object.isFrozen(value)) return value;
+  const collection = value instanceof Map || value instanceof Set;
+  if (!collection && !Array.isArray(value) && !isPlainObject(value)) return value;
+  if (collection) {
+    const locked = { value: mutateFrozen };
+    Object.defineProperties(value, { set: locked, add: locked, clear: locked, delete: locked });
+  }
+  Object.freeze(value);
+  for (const item of collection ? value.values() : Object.values(value)) deepFreeze(item);
+  return value;
+}
+
+/** v4's clone: a structural copy. Anything that cannot be frozen in depth is at least copied when known. */
 function clone(value: unknown): unknown {
+  if (!isObject(value)) return value;
   if (Array.isArray(value)) return value.map(clone);
-  if (isPlainObject(value)) return Object.fromEntries(keysOf(value).map((key) => [key, clone(value[key])]));
+  if (isPlainObject(value)) {
+    const out: Plain = {};
+    for (const key of keysOf(value)) out[key] = clone(value[key]);
+    return out;
+  }
   if (value instanceof Map) return new Map([...value].map(([k, v]) => [clone(k), clone(v)]));
   if (value instanceof Set) return new Set([...value].map(clone));
   // Freezing a Date does not stop setTime(); the copy is what protects the caller's Date.
@@ -74,46 +93,176 @@ function merge(a: unknown, b: unknown): unknown {
   return b;
 }
 
-/** MERGEs the data of a chunk (never empty) from left to right; the result shares nothing with it. */
-const mergeChunk = (chunk: ReadonlyArray<StateEvent>): unknown => clone(chunk.map((event) => event.data).reduce((merged, data) => merge(merged, data)));
-
-/** Keeps the old array or Set (and its identity) when a union added nothing and collapsed nothing. */
-function unchanged(current: unknown, merged: unknown): boolean {
-  if (Array.isArray(current) && Array.isArray(merged)) {
-    return merged.length === current.length && merged.every((item, i) => Object.is(item, current[i]));
-  }
-  if (current instanceof Set && merged instanceof Set) return merged.size === current.size;
-  return Object.is(current, merged);
-}
+/** Arrays made by a union, or found free of duplicates by one, that nothing mutates. */
+const unique = new WeakSet<unknown[]>();
 
 /**
- * v4's ASSIGN, run on an immer draft. Values are read from `base` (the frozen previous state)
- * rather than from the draft, so only the path that actually changes gets drafted: the cost is
- * proportional to `update`, not to the state. Each path is visited once per call, so `base` is
- * always up to date.
+ * v4's ASSIGN of one key that exists in the target: there it equals MERGE (arrays and Sets
+ * unite, existing items first; Maps merge by key; `undefined` keeps the old value; anything else
+ * overwrites). The old array or Set (and its identity) is kept when the union added and collapsed
+ * nothing.
  */
-function assignInto(draft: Plain, base: Readonly<Plain>, update: Readonly<Plain>): void {
+function assigned(current: unknown, next: unknown): unknown {
+  if (Array.isArray(current) && Array.isArray(next)) {
+    // Most unions of a live state add nothing; that is decided without building a Set when the
+    // state array is known to hold no duplicates (a union made it, and it is frozen since).
+    if (unique.has(current) && next.every((item) => !isObject(item) && current.includes(item))) return current;
+    const merged = [...new Set([...current, ...next])];
+    const result = merged.length === current.length && merged.every((item, i) => Object.is(item, current[i])) ? current : merged;
+    if (result === merged || Object.isFrozen(current)) unique.add(result);
+    return result;
+  }
+  const merged = merge(current, next);
+  return current instanceof Set && merged instanceof Set && merged.size === current.size ? current : merged;
+}
+
+/** v4's ASSIGN by mutation, for the exact (chunked) fold. An array taken as a new key is not de-duplicated, as in v4. */
+function assignInto(state: Plain, update: Readonly<Plain>): void {
   for (const key of keysOf(update)) {
     const next = update[key];
-    const current = base[key];
-    if (!Object.hasOwn(base, key)) draft[key] = next; // taken as is: an array here is not de-duplicated, as in v4
-    else if (isPlainObject(current) && isPlainObject(next)) assignInto(draft[key] as Plain, current, next);
-    else {
-      // On an existing key ASSIGN equals MERGE: arrays and Sets unite (existing items first),
-      // Maps merge by key, `undefined` keeps the old value, anything else overwrites.
-      const merged = merge(current, next);
-      if (!unchanged(current, merged)) draft[key] = merged;
-    }
+    const current = state[key];
+    if (!Object.hasOwn(state, key)) state[key] = next;
+    else if (isPlainObject(current) && isPlainObject(next)) assignInto(current, next);
+    else state[key] = assigned(current, next);
   }
 }
 
-function assignState(state: State, update: unknown): State {
-  // A non-object chunk result is silently ignored, as in v4.
-  if (!isPlainObject(update)) return state;
-  freeze(update, true);
-  return immer.produce(state, (draft) => {
-    assignInto(draft, state, update);
-  });
+/** v4's algorithm as written: MERGE each chunk, clone it, ASSIGN it. Exact for every input. */
+function foldChunks(eventlog: ReadonlyArray<StateEvent>, size: number): Plain {
+  const state: Plain = {};
+  for (let start = 0; start < eventlog.length; start += size) {
+    const update = clone(eventlog.slice(start, start + size).map((event) => event.data).reduce(merge));
+    // A non-object chunk result is silently ignored, as in v4. (So is v4's trailing empty chunk.)
+    if (isPlainObject(update)) assignInto(state, update);
+  }
+  return state;
+}
+
+/** Thrown by `foldDirect` for input whose direct fold is not proven equal to the chunked one. */
+const NOT_DIRECT = Symbol('not direct');
+
+/**
+ * The same result as `foldChunks` without merging and cloning chunks: each event's data is
+ * assigned straight into one mutable state, copying only what it adds. ASSIGN of a chunk's MERGE
+ * equals ASSIGNing its events one by one (MERGE is associative where types agree) except in the
+ * cases below, which this fold follows or detects, throwing NOT_DIRECT so that the caller falls
+ * back to `foldChunks`:
+ * - a data that is not a plain object wins over everything before it in its chunk, and a chunk
+ *   whose MERGE is not a plain object is ignored: only the events after a chunk's last such data
+ *   are applied;
+ * - a mergeable value replaced by another type and then a mergeable value again, in one chunk:
+ *   v4 merges the last one into the value the chunk started from, which is gone here. Detected
+ *   (conservatively) as a replacement by an object or array after any such "wipe" in the chunk;
+ * - MERGE keeps a value merged with itself (an array taken as is stays un-de-duplicated) and
+ *   de-duplicates objects in arrays by reference: one array seen twice at a path of a chunk is
+ *   skipped, an object item seen twice anywhere is not proven;
+ * - values that are not JSON (Dates, Maps, Sets, Errors, instances) and `undefined` values.
+ */
+function foldDirect(eventlog: ReadonlyArray<StateEvent>, size: number): Plain {
+  const state: Plain = {};
+  const items = new Set<object>(); // object items of arrays seen so far
+  const members = new Map<unknown[], Set<unknown>>(); // state arrays that were united → their items
+  const takenAsIs = new Map<unknown[], unknown>(); // arrays copied in this chunk → their input
+  const fresh = new Set<object>(); // objects copied in this chunk: all their keys are new in it
+  const added = new Map<object, Set<string>>(); // older objects → keys they got in this chunk
+  let wiped = false;
+
+  const fail = (): never => {
+    throw NOT_DIRECT;
+  };
+  const copyItem = (item: unknown): unknown => {
+    if (!isObject(item)) return item;
+    if (items.has(item)) fail();
+    items.add(item);
+    return copy(item);
+  };
+  const copy = (value: unknown): unknown => {
+    if (!isObject(value)) return value;
+    if (Array.isArray(value)) {
+      const out = value.map(copyItem);
+      if (out.length > 0) takenAsIs.set(out, value);
+      return out;
+    }
+    if (!isPlainObject(value)) return fail();
+    const out: Plain = {};
+    for (const key of keysOf(value)) out[key] = value[key] === undefined ? fail() : copy(value[key]);
+    fresh.add(out);
+    return out;
+  };
+  const unite = (current: unknown[], next: unknown[]): void => {
+    if (takenAsIs.get(current) === next) return;
+    let set = members.get(current);
+    if (!set) {
+      // v4's union goes through a Set: duplicates collapse and -0 becomes 0.
+      set = new Set(current);
+      current.length = 0;
+      for (const item of set) current.push(item);
+      members.set(current, set);
+    }
+    for (const item of next) {
+      // A copied object never equals an existing item.
+      if (isObject(item)) current.push(copyItem(item));
+      else if (!set.has(item)) {
+        set.add(item);
+        current.push(item === 0 ? 0 : item);
+      }
+    }
+  };
+  const assign = (target: Plain, data: Plain): void => {
+    for (const key of Object.keys(data)) {
+      if (key === '__proto__') continue;
+      const next = data[key];
+      const current = target[key];
+      if (!Object.hasOwn(target, key)) {
+        target[key] = next === undefined ? fail() : copy(next);
+        if (!fresh.has(target)) {
+          const keys = added.get(target);
+          if (keys) keys.add(key);
+          else added.set(target, new Set([key]));
+        }
+        continue;
+      }
+      let value = next;
+      if (!isObject(next)) {
+        if (next === undefined) fail();
+        wiped ||= isObject(current);
+      } else if (isPlainObject(next) && isPlainObject(current)) {
+        assign(current, next);
+        value = current;
+      } else if (Array.isArray(next) && Array.isArray(current)) {
+        unite(current, next);
+        value = current;
+      } else {
+        if (wiped) fail();
+        wiped = isObject(current);
+        value = copy(next);
+      }
+      // In a chunk's MERGE, a key of a later event moves behind the keys that only earlier events
+      // have; ASSIGN keeps the place of a key the state had before the chunk.
+      if ((fresh.size > 0 && fresh.has(target)) || (added.size > 0 && added.get(target)?.has(key))) {
+        delete target[key];
+        target[key] = value;
+      } else if (!Object.is(value, current)) target[key] = value;
+    }
+  };
+
+  for (let start = 0; start < eventlog.length; start += size) {
+    const end = Math.min(start + size, eventlog.length);
+    let from = start;
+    for (let i = start; i < end; i++) {
+      const data = eventlog[i]?.data;
+      if (data !== undefined && !isPlainObject(data)) from = i + 1;
+    }
+    wiped = false;
+    takenAsIs.clear();
+    fresh.clear();
+    added.clear();
+    for (let i = from; i < end; i++) {
+      const data = eventlog[i]?.data;
+      if (isPlainObject(data)) assign(state, data);
+    }
+  }
+  return state;
 }
 
 /**
@@ -125,16 +274,28 @@ export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size =
   if (!Number.isInteger(size) || size < 1) {
     throw invalid(`composeEventlogState: size must be a positive integer, got ${typeof size === 'number' ? size : typeof size}`, { size });
   }
-  // A full fold owns every object it builds (each chunk's merge is a fresh clone), so it assigns in
-  // place and freezes once; immer's copy-on-write pays off for applyEvent's steps on a shared state.
-  // v4's trailing empty chunk merges to undefined, which ASSIGN ignores, so it is skipped.
-  const state: Plain = {};
-  for (let start = 0; start < eventlog.length; start += size) {
-    const update = mergeChunk(eventlog.slice(start, start + size));
-    // A non-object chunk result is silently ignored, as in v4.
-    if (isPlainObject(update)) assignInto(state, state, update);
+  let state: Plain;
+  try {
+    state = foldDirect(eventlog, size);
+  } catch (error) {
+    if (error !== NOT_DIRECT) throw error;
+    state = foldChunks(eventlog, size);
   }
-  return Object.keys(state).length > 0 ? freeze(state, true) : emptyState;
+  return Object.keys(state).length > 0 ? deepFreeze(state) : emptyState;
+}
+
+/** ASSIGN without mutation: copies the objects on the changed paths only, and freezes them. */
+function assignCopy(base: Readonly<Plain>, update: Readonly<Plain>): Readonly<Plain> {
+  let out: Plain | undefined;
+  for (const key of keysOf(update)) {
+    const next = update[key];
+    const current = base[key];
+    const has = Object.hasOwn(base, key);
+    // A one-event chunk is cloned before ASSIGN; only what is taken from it needs the copy.
+    const value = !has ? clone(next) : isPlainObject(current) && isPlainObject(next) ? assignCopy(current, next) : assigned(current, clone(next));
+    if (!has || !Object.is(value, current)) (out ??= { ...base })[key] = deepFreeze(value);
+  }
+  return out ? Object.freeze(out) : base;
 }
 
 /**
@@ -151,8 +312,9 @@ export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size =
  * (`{a:{x:1,y:2}}` instead of `{a:{y:2}}`). applyEvent follows the size-1 semantics there.
  */
 export function applyEvent(state: State, event: StateEvent): State {
-  return assignState(state, clone(event.data));
+  // A non-object data is silently ignored, as in v4.
+  return isPlainObject(event.data) ? assignCopy(state, event.data) : state;
 }
 
 /** Deep-freezes a state built elsewhere (e.g. read back from storage) the way core freezes its own. */
-export const freezeState = <S extends State>(state: S): S => freeze(state, true);
+export const freezeState = <S extends State>(state: S): S => deepFreeze(state);

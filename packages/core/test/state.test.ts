@@ -386,6 +386,53 @@ describe('composeEventlogState', () => {
   });
 });
 
+describe('composeEventlogState: inputs where folding event by event could differ from v4 chunks', () => {
+  it('keys named like Object.prototype members are kept', () => {
+    // Compared as JSON: toStrictEqual takes an own "constructor" key for the class.
+    const events = log({ constructor: { x: 1 }, toString: 1 }, { a: 1 }, { constructor: { y: 2 } });
+    const expected = JSON.stringify({ constructor: { x: 1, y: 2 }, toString: 1, a: 1 });
+    expect(JSON.stringify(composeEventlogState(events, 1))).toBe(expected);
+    expect(JSON.stringify(composeEventlogState(events))).toBe(JSON.stringify({ toString: 1, a: 1, constructor: { x: 1, y: 2 } }));
+    expect(JSON.stringify(foldApply(events))).toBe(expected);
+  });
+
+  it('a union turns -0 into 0 (through a Set), a taken array and an overwrite keep -0', () => {
+    expect(Object.is((composeEventlogState(log({ l: [-0] }))['l'] as number[])[0], -0)).toBe(true);
+    expect(Object.is((composeEventlogState(log({ l: [-0] }, { l: [1] }))['l'] as number[])[0], 0)).toBe(true);
+    expect(Object.is((composeEventlogState(log({ l: [1] }, {}, { l: [-0] }), 1)['l'] as number[])[1], 0)).toBe(true);
+    expect(Object.is(composeEventlogState(log({ n: 0 }, { n: -0 }))['n'], -0)).toBe(true);
+  });
+
+  it('an array shared by two events of a chunk is merged with itself: kept as is', () => {
+    const shared = [1, 1, -0];
+    const state = composeEventlogState(log({ l: shared }, { l: shared }, { m: 1 }));
+    expect(state['l']).toStrictEqual([1, 1, -0]);
+    expect(composeEventlogState(log({ l: shared }, { l: shared }), 1)['l']).toStrictEqual([1, 0]);
+  });
+
+  it('an object shared by arrays of one chunk is one item, of two chunks two', () => {
+    const item = { k: 1 };
+    expect(composeEventlogState(log({ l: [item] }, { l: [item] }))).toStrictEqual({ l: [{ k: 1 }] });
+    expect(composeEventlogState(log({ l: [item] }, { l: [item] }), 1)).toStrictEqual({ l: [{ k: 1 }, { k: 1 }] });
+  });
+
+  it('a key new in a chunk moves behind the keys of later events, an older key keeps its place', () => {
+    const state = composeEventlogState(log({ x: 0 }, {}, {}, { a: 1 }, { b: 1 }, { a: 2, x: 1 }), 3);
+    expect(Object.keys(state)).toEqual(['x', 'b', 'a']);
+    expect(Object.keys(composeEventlogState(log({ x: 0 }, { a: 1 }, { b: 1 }, { a: 2, x: 1 }), 10))).toEqual(['b', 'a', 'x']);
+  });
+
+  it('a Date or Map anywhere still composes exactly', () => {
+    const events = log({ a: { x: 1 } }, { a: null }, { a: { y: 2 }, d: new Date(3), m: new Map([['k', 1]]) });
+    expect(composeEventlogState(events)).toStrictEqual({ a: { y: 2 }, d: new Date(3), m: new Map([['k', 1]]) });
+    expect(composeEventlogState(log({ a: { x: 1 } }, ...events.map((event) => event.data)), 2)).toStrictEqual({
+      a: { x: 1, y: 2 },
+      d: new Date(3),
+      m: new Map([['k', 1]]),
+    });
+  });
+});
+
 describe('applyEvent', () => {
   it.each([1, 3, 10])('folded over 500 random type-stable events deep-equals compose with size %i', (size) => {
     const events = randomLog(42, 500, true);
