@@ -250,7 +250,7 @@ function foldDirect(eventlog: ReadonlyArray<StateEvent>, size: number): Plain {
     const end = Math.min(start + size, eventlog.length);
     let from = start;
     for (let i = start; i < end; i++) {
-      const data = eventlog[i]?.data;
+      const data = (eventlog[i] as StateEvent).data;
       if (data !== undefined && !isPlainObject(data)) from = i + 1;
     }
     wiped = false;
@@ -258,7 +258,7 @@ function foldDirect(eventlog: ReadonlyArray<StateEvent>, size: number): Plain {
     fresh.clear();
     added.clear();
     for (let i = from; i < end; i++) {
-      const data = eventlog[i]?.data;
+      const data = (eventlog[i] as StateEvent).data;
       if (isPlainObject(data)) assign(state, data);
     }
   }
