@@ -95,17 +95,17 @@ const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
  * are read: a view of the state (what UIs render) never pays for parsing the eventlog.
  */
 interface Log {
-  /** The cached part, still as JSON segments. */
-  segments: string[] | undefined;
+  /** The cached part, still as JSON segments (still in IndexedDB's result until called). */
+  segments: (() => string[]) | undefined;
   /** The parsed events (after the segments until they are parsed). */
   events: StoredEvent[];
   size: number;
 }
 
-const logOf = (segments?: string[], size = 0): Log => ({ segments, events: [], size });
+const logOf = (segments?: () => string[], size = 0): Log => ({ segments, events: [], size });
 
 function eventsOf(log: Log): StoredEvent[] {
-  if (log.segments) log.events = parse(log.segments).concat(log.events);
+  if (log.segments) log.events = parse(log.segments()).concat(log.events);
   log.segments = undefined;
   return log.events;
 }
@@ -231,7 +231,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const fetching = this.#fetch(domain, pid, record, record?.count, !!record).catch((error: unknown) => {
       if (!record) throw error;
     });
-    const cached = loaded?.[1] && parse(loaded[1]);
+    const cached = loaded?.[1] && parse(loaded[1]());
     const fetched = await fetching;
     if (!fetched) return { state: record?.state ?? emptyState, events: cached }; // offline or failing: the cache
     const { state, position, count, events, reset } = fetched;

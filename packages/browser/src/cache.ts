@@ -83,8 +83,12 @@ export const parse = (segments: string[]): StoredEvent[] => JSON.parse(join(segm
 
 
 export interface Cache {
-  /** The record of an eventlog and, when `withEvents`, its segments (see `parse`), from one transaction. */
-  load(key: string, withEvents: boolean): Promise<[StreamRecord, string[] | undefined] | undefined>;
+  /**
+   * The record of an eventlog and, when `withEvents`, its segments (see `parse`), from one
+   * transaction. The segments come as a function: IndexedDB deserialises a value when its result
+   * is first read, so a caller that only needs the state never pays for copying the eventlog.
+   */
+  load(key: string, withEvents: boolean): Promise<[StreamRecord, (() => string[]) | undefined] | undefined>;
   /**
    * Stores `next` as the eventlog's record (the state at `next.position`, `next.count` events;
    * nothing else may be in it), which is the stored copy at position `from` plus `tail`. When
@@ -153,6 +157,9 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
     }
   };
 
+  // Opened at once, so that opening overlaps the client's connection instead of the first read.
+  void open();
+
   const drop = (key?: string): Promise<void> =>
     run('readwrite', async (store) => {
       for (const name of stores) {
@@ -163,17 +170,18 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
 
   return {
     async load(key, withEvents) {
-      const loaded = await run('readonly', (store) =>
-        Promise.all([request<StreamRecord | undefined>(store('streams').get(key)), withEvents ? request<string[]>(store('events').getAll(range(key))) : undefined]),
-      );
-      if (!loaded?.[0]) return undefined;
+      let segments: IDBRequest<string[]> | undefined;
+      // run() resolves once the transaction is complete, so `segments` has its result by then.
+      const record = await run('readonly', (store) => ((segments = withEvents ? store('events').getAll(range(key)) : undefined), request<StreamRecord | undefined>(store('streams').get(key))));
+      if (!record) return undefined;
       void run('readwrite', async (store) => {
         const usage = await request<UsageRecord | undefined>(store('usage').get(key));
         if (usage) store('usage').put({ ...usage, used: now() });
       });
       // States read back from IndexedDB are plain objects: frozen like the ones core builds.
-      freezeState(loaded[0].state);
-      return loaded as [StreamRecord, string[] | undefined];
+      freezeState(record.state);
+      const read = segments;
+      return [record, read && (() => read.result)];
     },
 
     save: (next, from, tail, all) =>
