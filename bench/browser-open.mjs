@@ -7,7 +7,8 @@
 // performance.now(), from the call to its answer, once the client is connected.
 // Operations: readEventlogState, readEventlog, watchEventlogState (first snapshot).
 // Runs alternate cold/warm pairs per operation until REPS pairs or the time budget is used up.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,10 +21,16 @@ import { printEnvironment, prng, writeResult } from './results.mjs';
 const here = dirname(fileURLToPath(import.meta.url));
 const N = Number(process.env.BENCH_BROWSER_EVENTS ?? 10_000);
 const REPS = Number(process.env.BENCH_BROWSER_REPS ?? 5);
-const BUDGET_MS = 35_000; // for the timed opens (at least one pair each); set-up (publish, bundle, launch) takes 5-10 s more
+const BUDGET_MS = Number(process.env.BENCH_BROWSER_BUDGET_MS ?? 35_000); // for the timed opens (at least one pair each); set-up (publish, bundle, launch) takes 5-10 s more
 const TARGET = 10;
 /** BENCH_BROWSER_PROFILE=1: CPU-profile every timed open in the page and print self time by function. */
 const PROFILE = !!process.env.BENCH_BROWSER_PROFILE;
+/**
+ * BENCH_BROWSER_COMPARE=<git ref>: also bundle the page with packages/browser/src as of that ref
+ * and time it in the same run, interleaved (an A/B of cache changes on a noisy machine).
+ */
+const COMPARE = process.env.BENCH_BROWSER_COMPARE;
+const root = join(here, '..');
 const DOMAIN = 'orders';
 const PID = 'order-4711';
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -81,16 +88,30 @@ const dir = mkdtempSync(join(tmpdir(), 'eventflow-bench-browser-'));
 let gateway;
 let browser;
 try {
-  // ── the page, bundled as an app would ship it ──
+  // ── the page, bundled as an app would ship it (and, to compare, with an older @eventflow/browser) ──
   const pageDir = join(dir, 'page');
-  await build({
-    configFile: false,
-    logLevel: 'warn',
-    root: join(here, 'browser-open'),
-    mode: 'production',
-    build: { outDir: pageDir, emptyOutDir: true, minify: !PROFILE, // readable names in profiles
-       reportCompressedSize: false },
-  });
+  const bundle = (outDir, alias = []) =>
+    build({
+      configFile: false,
+      logLevel: 'warn',
+      root: join(here, 'browser-open'),
+      base: './',
+      mode: 'production',
+      resolve: { alias },
+      build: { outDir, emptyOutDir: true, minify: !PROFILE /* readable names in profiles */, reportCompressedSize: false },
+    });
+  await bundle(pageDir);
+  const variants = [{ label: 'current', path: '/' }];
+  if (COMPARE) {
+    const src = join(dir, 'compare');
+    mkdirSync(src);
+    execFileSync('sh', ['-c', `git -C "${root}" archive "${COMPARE}" packages/browser/src | tar -x -C "${src}"`]);
+    await bundle(join(pageDir, 'compare'), [
+      { find: /^@eventflow\/browser$/, replacement: join(src, 'packages/browser/src/index.ts') },
+      { find: /^@eventflow\/core$/, replacement: join(root, 'packages/core/dist/index.js') },
+    ]);
+    variants.push({ label: COMPARE, path: '/compare/index.html' });
+  }
 
   gateway = await startGateway({
     EVENTFLOW_PORT: 0,
@@ -123,10 +144,10 @@ try {
   browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
 
   /** Loads the page in `context` and runs one open there. */
-  async function openIn(context, op, profile) {
+  async function openIn(context, path, op, profile) {
     const page = await context.newPage();
     try {
-      await page.goto(pageUrl);
+      await page.goto(new URL(path, pageUrl).href);
       await page.waitForFunction(() => window.benchReady === true);
       const cdp = profile && (await context.newCDPSession(page));
       if (cdp) {
@@ -145,58 +166,60 @@ try {
     { op: 'eventlog', measure: 'readEventlog' },
     { op: 'watch', measure: 'watchEventlogState first snapshot' },
   ];
-  const runs = Object.fromEntries(ops.map(({ op }) => [op, { cold: [], warm: [], warmFresh: [] }]));
-  const profiles = Object.fromEntries(ops.map(({ op }) => [op, { cold: [], warm: [] }]));
+  const runs = Object.fromEntries(variants.flatMap(({ label }) => ops.map(({ op }) => [`${label} ${op}`, { cold: [], warm: [], warmFresh: [] }])));
+  const profiles = Object.fromEntries(variants.flatMap(({ label }) => ops.map(({ op }) => [`${label} ${op}`, { cold: [], warm: [] }])));
   const deadline = performance.now() + BUDGET_MS;
   // One warm-up pair (browser and gateway code paths, JIT), then alternating cold/warm pairs.
   for (let rep = -1; rep < REPS && (rep < 1 || performance.now() < deadline); rep++) {
-    for (const { op } of ops) {
+    for (const { op } of ops) for (const { label, path } of variants) {
       const context = await browser.newContext(); // a fresh profile: empty IndexedDB
+      const key = `${label} ${op}`;
       try {
-        const cold = await openIn(context, op, PROFILE && rep >= 0 && profiles[op].cold);
-        const warm = await openIn(context, op, PROFILE && rep >= 0 && profiles[op].warm); // reloaded: same profile, the cache persists
+        const cold = await openIn(context, path, op, PROFILE && rep >= 0 && profiles[key].cold);
+        const warm = await openIn(context, path, op, PROFILE && rep >= 0 && profiles[key].warm); // reloaded: same profile, the cache persists
         if (JSON.stringify(cold.requests) !== '[null]') throw new Error(`cold ${op} sent ${JSON.stringify(cold.requests)}`);
         if (JSON.stringify(warm.requests) !== JSON.stringify([position])) throw new Error(`warm ${op} sent ${JSON.stringify(warm.requests)}`);
         if (cold.check !== warm.check) throw new Error(`${op}: warm read ${warm.check}, cold ${cold.check}`);
         if (op === 'eventlog' && (cold.check !== stored.length || warm.lastPosition !== position)) throw new Error(`readEventlog read ${cold.check} events`);
         if (op === 'watch' && !warm.firstStale) throw new Error('the warm watch did not start from the cache');
         if (rep < 0) continue;
-        runs[op].cold.push(cold.ms);
-        runs[op].warm.push(warm.ms);
-        if (op === 'watch') runs[op].warmFresh.push(warm.freshMs);
+        runs[key].cold.push(cold.ms);
+        runs[key].warm.push(warm.ms);
+        if (op === 'watch') runs[key].warmFresh.push(warm.freshMs);
       } finally {
         await context.close();
       }
     }
   }
 
-  const rows = ops.map(({ op, measure }) => {
-    const { cold, warm, warmFresh } = runs[op];
-    const row = { operation: measure, runs: cold.length, coldMs: round(median(cold)), warmMs: round(median(warm)) };
+  const rows = variants.flatMap(({ label }) => ops.map(({ op, measure }) => {
+    const { cold, warm, warmFresh } = runs[`${label} ${op}`];
+    const row = { operation: measure, ...(COMPARE && { variant: label }), runs: cold.length, coldMs: round(median(cold)), warmMs: round(median(warm)) };
     row.ratio = +(row.coldMs / row.warmMs).toFixed(1);
     row.coldAll = cold.map(round).join(' ');
     row.warmAll = warm.map(round).join(' ');
     if (warmFresh.length) row.warmCaughtUpMs = round(median(warmFresh));
     return row;
-  });
+  }));
   console.table(rows);
   const watch = rows[2];
   console.log(`watchEventlogState warm: first (cached, stale) snapshot ${watch.warmMs} ms, caught up with the gateway ${watch.warmCaughtUpMs} ms`);
   if (PROFILE) {
-    for (const { op, measure } of ops) {
+    for (const { label } of variants) for (const { op, measure } of ops) {
       for (const mode of ['cold', 'warm']) {
+        const taken = profiles[`${label} ${op}`][mode];
         const sum = new Map();
-        for (const profile of profiles[op][mode]) for (const [name, ms] of profile) sum.set(name, (sum.get(name) ?? 0) + ms / profiles[op][mode].length);
-        console.log(`\n${measure} ${mode}: self time per open (ms), top 12`);
+        for (const profile of taken) for (const [name, ms] of profile) sum.set(name, (sum.get(name) ?? 0) + ms / taken.length);
+        console.log(`\n${COMPARE ? `${label}: ` : ''}${measure} ${mode}: self time per open (ms), top 12`);
         for (const [name, ms] of [...sum].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${ms.toFixed(1).padStart(7)}  ${name}`);
       }
     }
     console.log('(profiled run: timings include the profiler; results not written)');
-    process.exit(0);
   }
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
-  writeResult('browser-open', {
+  // A profiled or compared run is not the standard one: nothing is written.
+  if (!PROFILE && !COMPARE) writeResult('browser-open', {
     events: stored.length,
     eventlogBytes: eventBytes,
     rows,
