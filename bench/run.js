@@ -17,6 +17,7 @@ const STEPS = [
   { name: 'size', script: 'scripts/size.mjs', timeoutMs: 120_000 },
   { name: 'compose', script: 'bench/compose.mjs', timeoutMs: 90_000 },
   { name: 'publish-throughput', script: 'bench/publish-throughput.mjs', timeoutMs: 90_000 },
+  { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
 ];
 
 const step = (label, command, args, timeoutMs) => {

@@ -22,7 +22,7 @@ import {
   type State,
   type StoredEvent,
 } from '@eventflow/core';
-import { createCache, parse, type Cache, type Stored, type StreamRecord } from './cache.js';
+import { createCache, type Cache, type Stored, type StreamRecord } from './cache.js';
 import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
 
 export interface BrowserClientOptions extends ClientOptions {
@@ -95,18 +95,18 @@ const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
  * are read: a view of the state (what UIs render) never pays for parsing the eventlog.
  */
 interface Log {
-  /** The cached part, still as JSON segments. */
-  segments: string[] | undefined;
-  /** The parsed events (after the segments until they are parsed). */
+  /** The cached part, still unread (in IndexedDB's result) until called. */
+  cached: (() => StoredEvent[]) | undefined;
+  /** The events read (after the cached part until that is read). */
   events: StoredEvent[];
   size: number;
 }
 
-const logOf = (segments?: string[], size = 0): Log => ({ segments, events: [], size });
+const logOf = (cached?: () => StoredEvent[], size = 0): Log => ({ cached, events: [], size });
 
 function eventsOf(log: Log): StoredEvent[] {
-  if (log.segments) log.events = parse(log.segments).concat(log.events);
-  log.segments = undefined;
+  if (log.cached) log.events = log.cached().concat(log.events);
+  log.cached = undefined;
   return log.events;
 }
 
@@ -231,7 +231,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const fetching = this.#fetch(domain, pid, record, record?.count, !!record).catch((error: unknown) => {
       if (!record) throw error;
     });
-    const cached = loaded?.[1] && parse(loaded[1]);
+    const cached = loaded?.[1]?.();
     const fetched = await fetching;
     if (!fetched) return { state: record?.state ?? emptyState, events: cached }; // offline or failing: the cache
     const { state, position, count, events, reset } = fetched;

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { openDB } from 'idb';
+import { openDB, type IDBPDatabase } from 'idb';
 import { CACHE_VERSION } from '../src/index.js';
 import { browserClient, type CacheSchema, cacheName, gateway, ids, otherClient, publishAll, record, spyReads, stored, storedAt } from './helpers.js';
 
@@ -12,7 +12,19 @@ async function usage(name: string, pid: string): Promise<{ bytes: number; used: 
   }
 }
 
-it('upgrades a version-1 cache to the current schema, keeping its eventlogs', async () => {
+/** The layouts of older schema versions, as those versions wrote them (whole events as JSON). */
+const oldLayouts = {
+  1: (db: IDBPDatabase) => {
+    db.createObjectStore('streams', { keyPath: 'key' });
+    db.createObjectStore('events');
+  },
+  2: (db: IDBPDatabase) => {
+    oldLayouts[1](db);
+    db.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
+  },
+};
+
+it.each([1, 2] as const)('upgrades a version-%i cache to the current schema, dropping its eventlogs (they are fetched again)', async (version) => {
   const { url } = await gateway();
   const name = cacheName();
   const other = otherClient(url);
@@ -20,35 +32,52 @@ it('upgrades a version-1 cache to the current schema, keeping its eventlogs', as
   const events = await other.readEventlog('d', 'p');
   const position = events[1]?.position ?? 0;
 
-  // The layout version 1 wrote: LRU fields inside the eventlog record, no usage store.
-  const v1 = await openDB(name, 1, {
-    upgrade(db) {
-      db.createObjectStore('streams', { keyPath: 'key' });
-      db.createObjectStore('events');
-    },
-  });
-  await v1.put('streams', { key: 'd\u001fp', domain: 'd', pid: 'p', position, count: 2, state: { n: 1, m: 2 }, segments: 1, eventBytes: 400, bytes: 420, used: 7 });
-  await v1.put('events', JSON.stringify(events), ['d\u001fp', 0]);
-  v1.close();
+  const old = await openDB(name, version, { upgrade: oldLayouts[version] });
+  await old.put('streams', { key: 'd\u001fp', domain: 'd', pid: 'p', position, count: 2, state: { n: 1, m: 2 }, segments: 1, eventBytes: 400, bytes: 420, used: 7 });
+  await old.put('events', JSON.stringify(events), ['d\u001fp', 0]);
+  if (version === 2) await old.put('usage', { key: 'd\u001fp', bytes: 420, used: 7 });
+  old.close();
 
   const client = browserClient(url, name);
-  const cached = await client.readCached('d', 'p');
-  expect(cached).toMatchObject({ state: { n: 1, m: 2 }, position, stale: true });
-  expect(ids(cached?.events ?? [])).toEqual(ids(events));
-  expect(Object.isFrozen(cached?.state)).toBe(true);
-
+  expect(await client.readCached('d', 'p')).toBeUndefined();
   const db = await openDB<CacheSchema>(name);
   expect(db.version).toBe(CACHE_VERSION);
-  expect(CACHE_VERSION).toBe(2);
+  expect(CACHE_VERSION).toBe(3);
   expect([...db.objectStoreNames].sort()).toEqual(['events', 'streams', 'usage']);
-  expect(await db.get('usage', 'd\u001fp')).toMatchObject({ key: 'd\u001fp', bytes: 420 });
+  expect([await db.count('streams'), await db.count('events'), await db.count('usage')]).toEqual([0, 0, 0]);
   db.close();
 
-  // The migrated copy is used as a cache: only the delta is fetched.
+  // Fetched in full, then cached in the current layout.
   const reads = spyReads(client);
-  await other.publish({ domain: 'd', name: 'changed', pid: 'p', data: { n: 3 } });
-  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 3, m: 2 });
-  expect(reads()).toEqual([{ domain: 'd', pid: 'p', after: position }]);
+  expect(await client.readEventlog('d', 'p')).toEqual(events);
+  expect(reads()).toEqual([{ domain: 'd', pid: 'p' }]);
+  await storedAt(name, 'd', 'p', position);
+  expect((await browserClient(url, name).readCached('d', 'p'))?.events).toEqual(events);
+});
+
+it('stores events packed (no field names, domain or pid) and reads them back as the gateway has them', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  const other = otherClient(url);
+  await publishAll(other, 'orders', 'o-1', [{ lines: { a: { qty: 1, title: 'Mug "blue"' } } }, { note: null, tags: ['x', 'é'] }]);
+  await other.publish({ domain: 'orders', name: 'shipped', pid: 'o-1', data: { n: 3 } });
+  const client = browserClient(url, name);
+  const first = await client.readEventlog('orders', 'o-1');
+  await storedAt(name, 'orders', 'o-1', first[2]?.position);
+  await other.publish({ domain: 'orders', name: 'changed', pid: 'o-1', data: { n: 4 } });
+  const all = await client.readEventlog('orders', 'o-1'); // appends a second segment
+  await storedAt(name, 'orders', 'o-1', all[3]?.position);
+
+  const db = await openDB<CacheSchema>(name);
+  const segments = await db.getAll('events');
+  db.close();
+  expect(segments).toHaveLength(2);
+  expect(segments.flatMap((segment) => JSON.parse(segment) as unknown[])).toEqual(all.map((e) => [e.id, e.name, e.data, e.timestamp, e.rid, e.position]));
+
+  const gatewayEvents = await other.readEventlog('orders', 'o-1');
+  const reloaded = browserClient(url, name);
+  expect((await reloaded.readCached('orders', 'o-1'))?.events).toEqual(gatewayEvents);
+  expect(await reloaded.readEventlog('orders', 'o-1')).toEqual(gatewayEvents);
 });
 
 it('runs without a cache when IndexedDB holds a newer schema than it knows', async () => {

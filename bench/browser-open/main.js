@@ -1,0 +1,86 @@
+// The bench page (bundled by vite in bench/browser-open.mjs): opens one process through
+// @eventflow/browser as an app does, timing the open with performance.now() in the page.
+import { createBrowserClient } from '@eventflow/browser';
+
+const CACHE = 'eventflow-bench';
+
+/** The cache's record of an eventlog, read straight from IndexedDB (to know its write is done). */
+function storedPosition(key) {
+  return new Promise((resolve) => {
+    const opening = indexedDB.open(CACHE);
+    opening.onerror = () => resolve(undefined);
+    opening.onsuccess = () => {
+      const db = opening.result;
+      const done = (value) => {
+        db.close();
+        resolve(value);
+      };
+      if (!db.objectStoreNames.contains('streams')) return done(undefined);
+      const get = db.transaction('streams').objectStore('streams').get(key);
+      get.onsuccess = () => done(get.result?.position);
+      get.onerror = () => done(undefined);
+    };
+  });
+}
+
+const connected = (client) =>
+  new Promise((resolve) => {
+    if (client.state === 'open') return resolve();
+    const stop = client.onStateChange((state) => state === 'open' && (stop(), resolve()));
+  });
+
+/** Runs one open; `op`: 'state' | 'eventlog' | 'watch'. Resolves with its timings and what it read. */
+async function timedOpen({ op, domain, pid, position, clear, profile }) {
+  const client = createBrowserClient(new URL('/', location.href.replace(/^http/, 'ws')), { cache: { name: CACHE } });
+  // The readEventlog requests this open sends (after: the cached position it asked from).
+  const requests = [];
+  const call = client.call.bind(client);
+  client.call = (name, params, options) => {
+    if (name === 'readEventlog') requests.push(params.after ?? null);
+    return call(name, params, options);
+  };
+  try {
+    await connected(client); // the WebSocket handshake is the same for both: not timed
+    if (clear) await client.clearCache();
+    const result = { op, requests };
+    if (profile) console.profile('open'); // only the timed part (see BENCH_BROWSER_PROFILE)
+    const t0 = performance.now();
+    if (op === 'state') {
+      const state = await client.readEventlogState(domain, pid);
+      result.ms = performance.now() - t0;
+      result.check = JSON.stringify(state).length;
+    } else if (op === 'eventlog') {
+      const events = await client.readEventlog(domain, pid);
+      result.ms = performance.now() - t0;
+      result.check = events.length;
+      result.lastPosition = events.at(-1)?.position;
+    } else {
+      // First snapshot (what a UI renders first), then the first one caught up with the gateway.
+      await new Promise((resolve, reject) => {
+        const stop = client.watchEventlogState(domain, pid, (snapshot) => {
+          const ms = performance.now() - t0;
+          result.ms ??= ms;
+          result.firstStale ??= snapshot.stale;
+          if (snapshot.stale) return;
+          result.freshMs = ms;
+          result.check = JSON.stringify(snapshot.state).length;
+          stop();
+          resolve();
+        }, reject);
+      });
+    }
+    if (profile) console.profileEnd('open');
+    // Reads store what they fetched in the background: wait for it, so the next page finds it.
+    const deadline = performance.now() + 10_000;
+    while ((await storedPosition(`${domain}\u001f${pid}`)) !== position) {
+      if (performance.now() > deadline) throw new Error(`the cache did not reach position ${position}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return result;
+  } finally {
+    await client.close();
+  }
+}
+
+window.benchOpen = timedOpen;
+window.benchReady = true;
