@@ -39,11 +39,17 @@ const secretNames = [
 /** The secret names at the top level and one level down (`{ headers: { authorization } }`, `{ config: { … } }`). */
 export const redactedPaths = [...secretNames, ...secretNames.map((name) => `*.${name}`)];
 
+let stderrStream: DestinationStream | undefined;
+/** One synchronous stderr stream for every logger of the process: a line is out before an exit. */
+function stderr(): DestinationStream {
+  return (stderrStream ??= pino.destination({ dest: 2, sync: true }));
+}
+
 export function createLogger(level: LogLevel, base: LogFields = {}, destination?: LogDestination): Logger {
   const stream: DestinationStream =
     typeof destination === 'function'
       ? { write: (line: string) => destination(line.endsWith('\n') ? line.slice(0, -1) : line) }
-      : (destination ?? pino.destination({ dest: 2, sync: true }));
+      : (destination ?? stderr());
   const root = pino(
     {
       level,

@@ -360,10 +360,10 @@ export class Session implements Peer {
       }
       this.#reserved.add(reserved);
     }
-    const log = this.#log.child({ request: id, op });
+    const request = requestScope(this.#log, id, op);
     try {
       const handler = this.#handlers[op] as Handler<O>;
-      const result = await handler(this, data, { id, log });
+      const result = await handler(this, data, request);
       this.context.metrics.handled(op);
       this.#send({ type: 'result', id, result });
       for (const start of this.#afterResult.splice(0)) start();
@@ -372,7 +372,7 @@ export class Session implements Peer {
       if (error instanceof EventflowError) {
         this.#sendError(id, error.code, error.message, error.details);
       } else {
-        log.error('request failed', { error });
+        request.log.error('request failed', { error });
         this.#sendError(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
       }
     } finally {
@@ -487,6 +487,17 @@ export class Session implements Peer {
     logRefusal(this.#log, id, code, message);
     this.#send({ type: 'error', ...(id === undefined ? {} : { id }), code, message, ...(details ? { details } : {}) });
   }
+}
+
+/** The request's logger is made when a line is logged: most requests log nothing. */
+function requestScope(connection: Logger, id: number, op: OperationName): RequestScope {
+  let log: Logger | undefined;
+  return {
+    id,
+    get log() {
+      return (log ??= connection.child({ request: id, op }));
+    },
+  };
 }
 
 function readId(json: unknown): number | undefined {
