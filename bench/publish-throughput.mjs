@@ -31,6 +31,8 @@ async function runWindow(inFlight) {
     EVENTFLOW_LOG_LEVEL: 'silent',
     EVENTFLOW_MAX_PUBLISH_RATE: 0,
     EVENTFLOW_MAX_IN_FLIGHT: 100_000,
+    // EVENTFLOW_METRICS=off in the environment measures the gateway without its metrics.
+    EVENTFLOW_METRICS: process.env.EVENTFLOW_METRICS ?? 'on',
   });
   const client = createNodeClient(gateway.url, { clientName: 'bench', requestTimeout: 60_000 });
   try {

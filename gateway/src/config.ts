@@ -99,6 +99,14 @@ export const configSchema = z.object({
   /** Directory with the built demo dashboard, served at `/` when it exists. */
   EVENTFLOW_DEMO_DIR: z.string().optional(),
   EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  /**
+   * `on`: Prometheus metrics at GET /metrics on the gateway's port, which is loopback unless
+   * EVENTFLOW_HOST says otherwise: on a reachable host, put it behind the proxy that guards the
+   * gateway or turn it `off`. They hold counts and latencies only, no event data or ids.
+   */
+  EVENTFLOW_METRICS: z.enum(['on', 'off']).default('on'),
+  /** How long /readyz waits for the store's answer before it reports the store not ready. */
+  EVENTFLOW_READY_TIMEOUT_MS: positiveInt.default(2_000),
   /** The gateway's identity in event_published (publisher, hub, consumer); generated when unset. */
   EVENTFLOW_GATEWAY_ID: z
     .string()

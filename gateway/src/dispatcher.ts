@@ -21,6 +21,7 @@ import type { StoredEvent } from '@eventflow/core';
 import type { RouteTarget, Router } from './router/router.js';
 import type { EventStore, Outcome } from './store/store.js';
 import type { Logger } from './log.js';
+import { noMetrics, type GatewayMetrics } from './metrics.js';
 
 /** What the dispatcher needs from a connection. */
 export interface Peer {
@@ -68,6 +69,7 @@ export interface DispatcherOptions {
   leaseMs?: number;
   /** Deliveries of one event before it is failed as a dead letter (EVENTFLOW_CONSUME_MAX_ATTEMPTS). */
   maxAttempts?: number;
+  metrics?: GatewayMetrics;
 }
 
 /** `extend` grants at most this many leases at once. */
@@ -100,6 +102,7 @@ export class Dispatcher implements RouteTarget {
   readonly #markOrphans: boolean;
   readonly #leaseMs: number;
   readonly #maxAttempts: number;
+  readonly #metrics: GatewayMetrics;
   #stopped = false;
 
   constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
@@ -110,6 +113,7 @@ export class Dispatcher implements RouteTarget {
     this.#markOrphans = options.markOrphans ?? router.kind === 'local';
     this.#leaseMs = options.leaseMs ?? 30_000;
     this.#maxAttempts = options.maxAttempts ?? 5;
+    this.#metrics = options.metrics ?? noMetrics;
   }
 
   /** Events published before this position were routed by an earlier run; routing starts after it. */
@@ -260,7 +264,10 @@ export class Dispatcher implements RouteTarget {
     }
 
     const consumed = await this.#deliver(event, 1, undefined);
-    if (this.#markOrphans && recipients.size === 0 && !waited && !consumed) await this.#store.markOrphan(event.id);
+    if (this.#markOrphans && recipients.size === 0 && !waited && !consumed) {
+      this.#metrics.orphaned();
+      await this.#store.markOrphan(event.id);
+    }
   }
 
   /** Tells every connection subscribed to anything in the domain that events were deleted. */
@@ -279,6 +286,7 @@ export class Dispatcher implements RouteTarget {
     const delivery = this.#open(peer, deliveryId);
     if (!delivery) return false;
     this.#close(delivery);
+    this.#metrics.consumed(outcome === 'release' ? 'released' : outcome);
     if (outcome === 'release') await this.#redeliver(delivery, 'released');
     else await this.#store.settle(delivery.event.id, outcome);
     return true;
@@ -378,6 +386,7 @@ export class Dispatcher implements RouteTarget {
     const { event, consumer, attempt } = delivery;
     this.#log.info('delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
     consumer.peer.sendRevoked?.(delivery.id);
+    this.#metrics.consumed('revoked');
     try {
       await this.#redeliver(delivery, 'lease expired');
     } catch (error) {
@@ -398,6 +407,7 @@ export class Dispatcher implements RouteTarget {
       // The consumer claim stays: the event is settled (failed), as by a consumer.
       const recorded = await this.#store.deadLetter(event.id, attempt, reason);
       const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, attempts: attempt, reason };
+      if (recorded) this.#metrics.consumed('dead_lettered');
       if (recorded) this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
       return;
     }

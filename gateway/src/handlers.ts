@@ -23,12 +23,12 @@ const unknownDelivery = (delivery: string): EventflowError =>
   new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
 
 export const handlers: Handlers = {
-  async publish(session, { event, expectedVersion }) {
+  async publish(session, { event, expectedVersion }, request) {
     const { store, router, gatewayId } = session.context;
     const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId, expectedVersion });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
-    void router.publish(stored).catch((error: unknown) => session.context.log.error('routing failed', { event: stored.id, error }));
+    void router.publish(stored).catch((error: unknown) => request.log.error('routing failed', { event: stored.id, error }));
     return appended(stored);
   },
 
@@ -71,8 +71,8 @@ export const handlers: Handlers = {
     return {};
   },
 
-  async settle(session, { delivery, outcome, error }) {
-    if (error) session.context.log.info('consumer reported a failure', { connection: session.id, delivery, outcome, reason: error });
+  async settle(session, { delivery, outcome, error }, request) {
+    if (error) request.log.debug('consumer reported a failure', { delivery, outcome, reason: error });
     if (!(await session.context.dispatcher.settle(session, delivery, outcome))) {
       throw unknownDelivery(delivery);
     }

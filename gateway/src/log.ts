@@ -1,4 +1,13 @@
-/** Structured JSON logs, one line per entry, on stderr. Secrets are never passed to it. */
+/**
+ * Structured JSON logs (pino), one line per entry, on stderr by default. The gateway's call sites
+ * keep the `log.info(message, fields)` shape; this module maps it onto pino.
+ *
+ * Secrets are never passed to a log call. Redaction is the second line of defence: fields named
+ * like a secret (token, password, secret, authorization, the secret EVENTFLOW_* variables) are
+ * replaced by "[redacted]" wherever a call site might pass them by mistake.
+ */
+import { pino, stdSerializers, stdTimeFunctions, type DestinationStream, type Logger as PinoLogger } from 'pino';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFields = Record<string, unknown>;
 
@@ -7,26 +16,85 @@ export interface Logger {
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+  /** A logger whose lines all carry `fields` (a connection id, a request id). Cheap until it logs. */
   child(fields: LogFields): Logger;
 }
 
-const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+/** Where log lines go: a function given each line (without its newline), or a pino destination. */
+export type LogDestination = ((line: string) => void) | DestinationStream;
 
-export function createLogger(level: LogLevel, base: LogFields = {}, write: (line: string) => void = (line) => process.stderr.write(line + '\n')): Logger {
-  const emit = (at: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields): void => {
-    if (rank[at] < rank[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, msg: message, ...base, ...fields }, errorReplacer));
-  };
+const secretNames = [
+  'token',
+  'jwt',
+  'password',
+  'secret',
+  'passphrase',
+  'privateKey',
+  'authorization',
+  'cookie',
+  'EVENTFLOW_JWT_SECRET',
+  'EVENTFLOW_MYSQL_PASSWORD',
+  'EVENTFLOW_CERT_PASS_ENCRYPTION_KEY',
+];
+/** The secret names at the top level and one level down (`{ headers: { authorization } }`, `{ config: { … } }`). */
+export const redactedPaths = [...secretNames, ...secretNames.map((name) => `*.${name}`)];
+
+let stderrStream: DestinationStream | undefined;
+/** One synchronous stderr stream for every logger of the process: a line is out before an exit. */
+function stderr(): DestinationStream {
+  return (stderrStream ??= pino.destination({ dest: 2, sync: true }));
+}
+
+export function createLogger(level: LogLevel, base: LogFields = {}, destination?: LogDestination): Logger {
+  const stream: DestinationStream =
+    typeof destination === 'function'
+      ? { write: (line: string) => destination(line.endsWith('\n') ? line.slice(0, -1) : line) }
+      : (destination ?? stderr());
+  const root = pino(
+    {
+      level,
+      base: { pid: process.pid },
+      timestamp: stdTimeFunctions.isoTime,
+      // `level: "info"` rather than pino's numbers: the lines read the same as before pino.
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { error: stdSerializers.err, err: stdSerializers.err },
+      redact: { paths: redactedPaths, censor: '[redacted]' },
+    },
+    stream,
+  );
+  return wrap(Object.keys(base).length > 0 ? root.child(base) : root);
+}
+
+function wrap(target: PinoLogger): Logger {
   return {
-    debug: (message, fields) => emit('debug', message, fields),
-    info: (message, fields) => emit('info', message, fields),
-    warn: (message, fields) => emit('warn', message, fields),
-    error: (message, fields) => emit('error', message, fields),
-    child: (fields) => createLogger(level, { ...base, ...fields }, write),
+    debug: (message, fields) => target.debug(fields ?? {}, message),
+    info: (message, fields) => target.info(fields ?? {}, message),
+    warn: (message, fields) => target.warn(fields ?? {}, message),
+    error: (message, fields) => target.error(fields ?? {}, message),
+    child: (fields) => lazyChild(target, fields),
   };
 }
 
-function errorReplacer(_key: string, value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message, code: (value as { code?: unknown }).code, stack: value.stack };
-  return value;
+/**
+ * A pino child is made on the first line logged: connections and requests get a child each, and
+ * most of them never log (a request logs only when it fails), so the hot path pays for an object.
+ */
+function lazyChild(parent: PinoLogger, fields: LogFields): Logger {
+  let made: Logger | undefined;
+  const get = (): Logger => (made ??= wrap(parent.child(fields)));
+  return {
+    debug: (message, more) => {
+      if (parent.isLevelEnabled('debug')) get().debug(message, more);
+    },
+    info: (message, more) => {
+      if (parent.isLevelEnabled('info')) get().info(message, more);
+    },
+    warn: (message, more) => {
+      if (parent.isLevelEnabled('warn')) get().warn(message, more);
+    },
+    error: (message, more) => {
+      if (parent.isLevelEnabled('error')) get().error(message, more);
+    },
+    child: (more) => lazyChild(parent, { ...fields, ...more }),
+  };
 }

@@ -18,11 +18,13 @@ if (process.argv[2] === 'hub') {
       ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}),
       ...process.env,
     });
-    process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz\n`);
+    const metrics = gateway.config.EVENTFLOW_METRICS === 'on' ? `\n  metrics: ${gateway.httpUrl}metrics` : '';
+    process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz, ${gateway.httpUrl}readyz${metrics}\n`);
     stopOnSignals('gateway', () => gateway.close());
   } catch (error) {
-    const message = error instanceof EventflowError ? `${error.code}: ${error.message}` : String(error);
-    process.stderr.write(`eventflow gateway failed to start: ${message}\n`);
+    // startGateway has logged why (a JSON line on stderr); this line is for a reader of a terminal.
+    const message = error instanceof EventflowError ? error.code : 'see the log above';
+    process.stderr.write(`eventflow gateway failed to start (${message})\n`);
     process.exit(1);
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The gateway: one HTTP + WebSocket port. `/healthz`, the demo dashboard at `/` when built, and
- * WebSocket upgrades on any path (from an allowed `Origin`, see EVENTFLOW_ALLOWED_ORIGINS).
+ * The gateway: one HTTP + WebSocket port. `/healthz`, `/readyz`, `/metrics` (EVENTFLOW_METRICS),
+ * the demo dashboard at `/` when built, and WebSocket upgrades on any path (from an allowed
+ * `Origin`, see EVENTFLOW_ALLOWED_ORIGINS).
  * Transports are accepted through `accept()`, so tests can also attach in-memory transports.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -8,12 +9,14 @@ import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { configSchema, mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
 import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
 import { originAllowed } from './limits.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, type LogDestination, type Logger } from './log.js';
+import { noMetrics, PrometheusMetrics } from './metrics.js';
+import { checkReadiness, hubConnections } from './readiness.js';
 import { LocalRouter } from './router/local.js';
 import { HubRouter } from './router/hubs.js';
 import { CertificateManager } from './hub/certificates.js';
@@ -34,6 +37,7 @@ export interface Gateway {
   /** `ws://host:port/` for clients. */
   readonly url: string;
   readonly httpUrl: string;
+  /** The store and router as given or made (not the metrics decorators the gateway calls through). */
   readonly store: EventStore;
   readonly router: Router;
   readonly dispatcher: Dispatcher;
@@ -47,6 +51,8 @@ export interface GatewayDependencies {
   store?: EventStore;
   router?: Router;
   logger?: Logger;
+  /** Where the gateway's log lines go (default stderr), at EVENTFLOW_LOG_LEVEL; ignored with `logger`. */
+  logDestination?: LogDestination;
 }
 
 class WsTransport implements Transport {
@@ -88,7 +94,32 @@ export type GatewaySettings = GatewayConfigInput | Record<string, string | numbe
  * validated like it: a bad value rejects with E_EVENTFLOW_CONFIG naming the variable.
  */
 export async function startGateway(config: GatewaySettings = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
-  const settings = parseConfig(config as Record<string, string | number | undefined>);
+  let settings: GatewayConfig;
+  try {
+    settings = parseConfig(config as Record<string, string | number | undefined>);
+  } catch (error) {
+    // The message names the variables, never their values.
+    startupLogger(config, dependencies).error('gateway not started: invalid configuration', { error });
+    throw error;
+  }
+  const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
+  const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL, {}, dependencies.logDestination)).child({ gateway: id });
+  try {
+    return await start(id, settings, config, dependencies, log);
+  } catch (error) {
+    log.error('gateway not started', { error });
+    throw error;
+  }
+}
+
+/** Logs a configuration that could not be parsed: at its EVENTFLOW_LOG_LEVEL when that one is valid. */
+function startupLogger(config: GatewaySettings, dependencies: GatewayDependencies): Logger {
+  if (dependencies.logger) return dependencies.logger;
+  const level = configSchema.shape.EVENTFLOW_LOG_LEVEL.safeParse((config as Record<string, unknown>).EVENTFLOW_LOG_LEVEL);
+  return createLogger(level.success ? level.data : 'info', {}, dependencies.logDestination);
+}
+
+async function start(id: string, settings: GatewayConfig, config: GatewaySettings, dependencies: GatewayDependencies, log: Logger): Promise<Gateway> {
   const auth = createAuthenticator({
     mode: settings.EVENTFLOW_AUTH,
     secret: settings.EVENTFLOW_JWT_SECRET,
@@ -97,17 +128,36 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
     audience: settings.EVENTFLOW_JWT_AUDIENCE,
     anonymous: settings.EVENTFLOW_AUTH_ANONYMOUS,
   });
-  const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
-  const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL)).child({ gateway: id });
-  const store =
+  const sessions = new Set<Session>();
+  const prometheus =
+    settings.EVENTFLOW_METRICS === 'on'
+      ? new PrometheusMetrics({
+          connections: () => sessions.size,
+          registrations: () => {
+            const counts = { subscriptions: 0, consumers: 0, waits: 0 };
+            for (const session of sessions) {
+              counts.subscriptions += session.subscriptions.size;
+              counts.consumers += session.consumers.size;
+              counts.waits += session.waits.size;
+            }
+            return counts;
+          },
+        })
+      : undefined;
+  const metrics = prometheus ?? noMetrics;
+  const givenStore =
     dependencies.store ??
     (settings.EVENTFLOW_STORE === 'mysql' ? new MysqlStore(mysqlOptions(settings)) : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
+  const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
   await store.init();
   const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await joinMesh(settings, config, store, id, log);
-  const router = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
+  const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
+  const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
+  if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   const dispatcher = new Dispatcher(store, router, id, log, {
     leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
     maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+    metrics,
   });
   await dispatcher.start();
   await router.start(dispatcher);
@@ -123,14 +173,18 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   });
   scheduler.start();
 
-  const sessions = new Set<Session>();
   let nextSession = 1;
+  let nextHttpRequest = 1;
+  /** The last /readyz answer (a gateway starts ready: a first 503 is logged, a first 200 is not). */
+  let wasReady = true;
+  let closing: Promise<void> | undefined;
   const context = {
     gatewayId: id,
     store,
     router,
     dispatcher,
     log,
+    metrics,
     maxFrameBytes: settings.EVENTFLOW_MAX_FRAME_BYTES,
     maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
     handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
@@ -175,21 +229,21 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   const address = http.address();
   const port = typeof address === 'object' && address ? address.port : settings.EVENTFLOW_PORT;
   const host = settings.EVENTFLOW_HOST.includes(':') ? `[${settings.EVENTFLOW_HOST}]` : settings.EVENTFLOW_HOST;
-  log.info('gateway listening', { url: `http://${host}:${port}/`, store: store.kind });
+  log.info('gateway listening', { url: `http://${host}:${port}/`, store: store.kind, router: router.kind, metrics: settings.EVENTFLOW_METRICS });
 
-  let closing: Promise<void> | undefined;
   return {
     id,
     config: settings,
     port,
     url: `ws://${host}:${port}/`,
     httpUrl: `http://${host}:${port}/`,
-    store,
-    router,
+    store: givenStore,
+    router: givenRouter,
     dispatcher,
     accept,
     close: () =>
       (closing ??= (async () => {
+        log.info('gateway stopping', { connections: sessions.size });
         await scheduler.stop();
         dispatcher.stop();
         for (const client of wss.clients) client.close(1001, 'gateway shutting down');
@@ -208,8 +262,19 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
 
   function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): void {
     const url = new URL(request.url ?? '/', 'http://gateway');
+    // The path only: a query string may carry a token.
+    const requestLog = log.child({ request: `http-${nextHttpRequest++}` });
+    requestLog.debug('http request', { method: request.method, path: url.pathname });
     if (url.pathname === '/healthz') {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', gateway: id }));
+      return;
+    }
+    if (url.pathname === '/readyz') {
+      void readiness(response, requestLog);
+      return;
+    }
+    if (url.pathname === '/metrics' && prometheus) {
+      void scrape(prometheus, response, requestLog);
       return;
     }
     if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
@@ -223,6 +288,33 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
       return;
     }
     response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  }
+
+  /** `/readyz`: 200 when the store answers and the router is ready, else 503 saying what is not. */
+  async function readiness(response: ServerResponse, requestLog: Logger): Promise<void> {
+    const result = closing
+      ? { ready: false, checks: { gateway: { ready: false, reason: 'shutting down' } } }
+      : await checkReadiness(store, givenRouter, settings.EVENTFLOW_READY_TIMEOUT_MS);
+    if (result.ready !== wasReady) {
+      // Probes come every few seconds: log the changes, not every answer.
+      if (result.ready) requestLog.info('gateway ready', { checks: result.checks });
+      else requestLog.warn('gateway not ready', { checks: result.checks });
+      wasReady = result.ready;
+    }
+    response
+      .writeHead(result.ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+      .end(JSON.stringify({ status: result.ready ? 'ready' : 'not ready', gateway: id, ...result }));
+  }
+}
+
+/** `/metrics`: the Prometheus text format. */
+async function scrape(prometheus: PrometheusMetrics, response: ServerResponse, log: Logger): Promise<void> {
+  try {
+    const body = await prometheus.text();
+    response.writeHead(200, { 'content-type': prometheus.contentType }).end(body);
+  } catch (error) {
+    log.error('could not collect metrics', { error });
+    response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
   }
 }
 

@@ -23,6 +23,8 @@ import { allows, allowsAll, allowsAny, denied, rules, type Action, type Authenti
 import type { Dispatcher, Peer } from './dispatcher.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { Logger } from './log.js';
+import type { GatewayMetrics } from './metrics.js';
+import { logRefusal } from './refusal-log.js';
 import type { EventStore } from './store/store.js';
 import type { Router } from './router/router.js';
 
@@ -32,6 +34,7 @@ export interface SessionContext {
   readonly router: Router;
   readonly dispatcher: Dispatcher;
   readonly log: Logger;
+  readonly metrics: GatewayMetrics;
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
   readonly handshakeTimeout: number;
@@ -42,7 +45,13 @@ export interface SessionContext {
   scheduled(at: Date): void;
 }
 
-export type Handler<O extends OperationName> = (session: Session, params: z.infer<(typeof operations)[O]['params']>) => Promise<Result<O>>;
+/** The request being handled: its id (unique on its connection) and a logger whose lines carry it. */
+export interface RequestScope {
+  readonly id: number;
+  readonly log: Logger;
+}
+
+export type Handler<O extends OperationName> = (session: Session, params: z.infer<(typeof operations)[O]['params']>, request: RequestScope) => Promise<Result<O>>;
 export type Handlers = { [O in OperationName]: Handler<O> };
 
 /**
@@ -351,9 +360,11 @@ export class Session implements Peer {
       }
       this.#reserved.add(reserved);
     }
+    const request = requestScope(this.#log, id, op);
     try {
       const handler = this.#handlers[op] as Handler<O>;
-      const result = await handler(this, data);
+      const result = await handler(this, data, request);
+      this.context.metrics.handled(op);
       this.#send({ type: 'result', id, result });
       for (const start of this.#afterResult.splice(0)) start();
     } catch (error) {
@@ -361,7 +372,7 @@ export class Session implements Peer {
       if (error instanceof EventflowError) {
         this.#sendError(id, error.code, error.message, error.details);
       } else {
-        this.#log.error('request failed', { op, error });
+        request.log.error('request failed', { error });
         this.#sendError(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
       }
     } finally {
@@ -463,15 +474,30 @@ export class Session implements Peer {
     if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
       // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
       this.#log.warn('client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
+      this.context.metrics.dropped(frame);
       this.close(4008, 'client too slow');
       return;
     }
+    this.context.metrics.sent(frame);
     this.#transport.send(JSON.stringify(frame));
   }
 
   #sendError(id: number | undefined, code: string, message: string, details?: Record<string, unknown>): void {
+    this.context.metrics.errorSent(code);
+    logRefusal(this.#log, id, code, message);
     this.#send({ type: 'error', ...(id === undefined ? {} : { id }), code, message, ...(details ? { details } : {}) });
   }
+}
+
+/** The request's logger is made when a line is logged: most requests log nothing. */
+function requestScope(connection: Logger, id: number, op: OperationName): RequestScope {
+  let log: Logger | undefined;
+  return {
+    id,
+    get log() {
+      return (log ??= connection.child({ request: id, op }));
+    },
+  };
 }
 
 function readId(json: unknown): number | undefined {

@@ -1,0 +1,276 @@
+/**
+ * Prometheus metrics of one gateway (served at /metrics, see README "Observability").
+ *
+ * Each gateway has its own registry: tests and embedders run many gateways in one process, and
+ * prom-client's global registry would make their metric names collide. Process metrics (CPU,
+ * memory, event loop, GC) describe the process, not a gateway: they live in one shared registry,
+ * created on first use, and every gateway's /metrics appends them.
+ *
+ * Hot paths only bump plain numbers (one call, one increment); prom-client sees them when it is
+ * scraped (`collect`). Labels are bounded: operations, frame kinds, outcomes, error codes, store
+ * methods, router kinds. Never a domain, pid, event or connection id.
+ *
+ * Store and router latency come from decorators around the EventStore and Router objects, so the
+ * store and router code stays as it is.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { OperationName, ServerFrame } from '@eventflow/core';
+import type { Router } from './router/router.js';
+import type { EventStore } from './store/store.js';
+
+export type WriteOperation = 'publish' | 'persist' | 'schedule';
+export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'revoked' | 'dead_lettered';
+
+/** The hooks the session and dispatcher call. Each is O(1) and allocation-free. */
+export interface GatewayMetrics {
+  /** A request was answered with a result. */
+  handled(op: OperationName): void;
+  /** An error frame was sent (a refusal, bad input, a failure), by its code. */
+  errorSent(code: string): void;
+  /** A frame went to a client. */
+  sent(frame: ServerFrame): void;
+  /** A frame was not sent because the client was too slow (and is being disconnected). */
+  dropped(frame: ServerFrame): void;
+  /** A published event nobody here subscribed to, waited for or consumed (marked orphan). */
+  orphaned(): void;
+  /** How a delivery to a consumer ended. */
+  consumed(outcome: ConsumeOutcome): void;
+}
+
+const nothing = (): void => undefined;
+
+/** EVENTFLOW_METRICS=off: the hooks do nothing. */
+export const noMetrics: GatewayMetrics = { handled: nothing, errorSent: nothing, sent: nothing, dropped: nothing, orphaned: nothing, consumed: nothing };
+
+/** What the gauges read when scraped. */
+export interface MetricSources {
+  connections(): number;
+  registrations(): { subscriptions: number; consumers: number; waits: number };
+}
+
+/** Store calls take tens of µs (SQLite) to tens of ms (a loaded MySQL): buckets from 50 µs to 5 s. */
+const latencyBuckets = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+const deliveredKinds = { event: 'subscription', delivery: 'consumer', waited: 'wait' } as const;
+type DeliveredKind = (typeof deliveredKinds)[keyof typeof deliveredKinds];
+type DropReason = 'slow_client' | 'no_recipient';
+
+let processRegistry: Registry | undefined;
+/** Default process metrics, collected once per process however many gateways run in it. */
+function sharedProcessRegistry(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export class PrometheusMetrics implements GatewayMetrics {
+  readonly registry = new Registry();
+  readonly #requests = new Map<string, number>();
+  readonly #errors = new Map<string, number>();
+  readonly #published: Record<WriteOperation, number> = { publish: 0, persist: 0, schedule: 0 };
+  readonly #delivered: Record<DeliveredKind, number> = { subscription: 0, consumer: 0, wait: 0 };
+  readonly #dropped: Record<DropReason, number> = { slow_client: 0, no_recipient: 0 };
+  readonly #outcomes: Record<ConsumeOutcome, number> = { success: 0, failed: 0, released: 0, revoked: 0, dead_lettered: 0 };
+  #redeliveries = 0;
+  readonly #storeErrors = new Map<string, number>();
+  readonly #storeLatency: Histogram<'operation'>;
+  readonly #routerLatency: Histogram<'router'>;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    const counts = <L extends string>(name: string, help: string, label: L, read: () => Iterable<[string, number]>): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: [label],
+        registers,
+        collect() {
+          this.reset();
+          for (const [value, count] of read()) this.inc({ [label]: value } as Record<L, string>, count);
+        },
+      });
+    };
+    counts('eventflow_requests_total', 'Requests answered with a result, by operation.', 'operation', () => this.#requests);
+    counts('eventflow_errors_total', 'Error frames sent to clients (refusals, bad input, failures), by error code.', 'code', () => this.#errors);
+    counts('eventflow_events_published_total', 'Events written by clients (idempotent retries included), by operation.', 'operation', () => Object.entries(this.#published));
+    counts('eventflow_events_delivered_total', 'Events sent to clients: to subscriptions (replays included), consumers (redeliveries included) and waits.', 'kind', () =>
+      Object.entries(this.#delivered),
+    );
+    counts('eventflow_events_dropped_total', 'Events not sent: the client was too slow (it resumes), or nobody here took a published event (orphan).', 'reason', () =>
+      Object.entries(this.#dropped),
+    );
+    counts('eventflow_consume_outcomes_total', 'How deliveries to consumers ended.', 'outcome', () => Object.entries(this.#outcomes));
+    counts('eventflow_store_errors_total', 'Store calls that failed, by store method.', 'operation', () => this.#storeErrors);
+    const redeliveries = (): number => this.#redeliveries;
+    new Counter({
+      name: 'eventflow_redeliveries_total',
+      help: 'Deliveries with attempt > 1 (after a lease expired, a release, or a consumer left).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(redeliveries());
+      },
+    });
+    new Gauge({
+      name: 'eventflow_connections',
+      help: 'Open client connections.',
+      registers,
+      collect() {
+        this.set(sources.connections());
+      },
+    });
+    for (const kind of ['subscriptions', 'consumers', 'waits'] as const) {
+      new Gauge({
+        name: `eventflow_${kind}`,
+        help: `${kind[0]?.toUpperCase()}${kind.slice(1)} held by the open connections.`,
+        registers,
+        collect() {
+          this.set(sources.registrations()[kind]);
+        },
+      });
+    }
+    this.#storeLatency = new Histogram({
+      name: 'eventflow_store_operation_seconds',
+      help: 'Store call latency, by store method.',
+      labelNames: ['operation'],
+      buckets: latencyBuckets,
+      registers,
+    });
+    this.#routerLatency = new Histogram({
+      name: 'eventflow_router_publish_seconds',
+      help: 'Time from handing a stored event to the router until it is routed to this gateway\'s connections, by router kind.',
+      labelNames: ['router'],
+      buckets: latencyBuckets,
+      registers,
+    });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The text exposition: this gateway's metrics, then the process's. */
+  async text(): Promise<string> {
+    return (await this.registry.metrics()) + (await sharedProcessRegistry().metrics());
+  }
+
+  /** Reports the hub router's ready connections (EVENTFLOW_ROUTER=hubs). */
+  watchHubs(connected: () => number): void {
+    new Gauge({
+      name: 'eventflow_hub_connections',
+      help: 'Hubs this gateway holds a ready connection to (EVENTFLOW_ROUTER=hubs).',
+      registers: [this.registry],
+      collect() {
+        this.set(connected());
+      },
+    });
+  }
+
+  // ── hooks ──
+
+  handled(op: OperationName): void {
+    this.#requests.set(op, (this.#requests.get(op) ?? 0) + 1);
+    if (op === 'publish' || op === 'persist' || op === 'schedule') this.#published[op]++;
+  }
+
+  errorSent(code: string): void {
+    this.#errors.set(code, (this.#errors.get(code) ?? 0) + 1);
+  }
+
+  sent(frame: ServerFrame): void {
+    if (frame.type === 'event' || frame.type === 'waited') this.#delivered[deliveredKinds[frame.type]]++;
+    else if (frame.type === 'delivery') {
+      this.#delivered.consumer++;
+      if (frame.attempt > 1) this.#redeliveries++;
+    }
+  }
+
+  dropped(frame: ServerFrame): void {
+    if (frame.type === 'event' || frame.type === 'delivery' || frame.type === 'waited') this.#dropped.slow_client++;
+  }
+
+  orphaned(): void {
+    this.#dropped.no_recipient++;
+  }
+
+  consumed(outcome: ConsumeOutcome): void {
+    this.#outcomes[outcome]++;
+  }
+
+  // ── decorators ──
+
+  /** The store, with every method call timed into eventflow_store_operation_seconds{operation}. */
+  measureStore(store: EventStore): EventStore {
+    const children = new Map<string, { observe(seconds: number): void }>();
+    return decorate(store, () => true, (operation, started, failed) => {
+      let child = children.get(operation);
+      if (!child) children.set(operation, (child = this.#storeLatency.labels(operation)));
+      child.observe((performance.now() - started) / 1000);
+      if (failed) this.#storeErrors.set(operation, (this.#storeErrors.get(operation) ?? 0) + 1);
+    });
+  }
+
+  /** The router, with `publish` timed into eventflow_router_publish_seconds{router}. */
+  measureRouter(router: Router): Router {
+    const child = this.#routerLatency.labels(router.kind);
+    return decorate(router, (name) => name === 'publish', (_operation, started) => child.observe((performance.now() - started) / 1000));
+  }
+}
+
+type Method = (...args: unknown[]) => unknown;
+
+/**
+ * An object with the target's methods and properties (own and inherited), the methods chosen by
+ * `timed` reporting their duration (to the settlement of a returned promise) to `observe`. Built
+ * once, so a call costs one extra function call, not a Proxy trap. Methods are looked up on the
+ * target at each call (a test may replace one) and run with the target as `this`, so classes with
+ * private fields work.
+ */
+function decorate<T extends object>(target: T, timed: (name: string) => boolean, observe: (name: string, started: number, failed: boolean) => void): T {
+  const wrapper: Record<string, unknown> = {};
+  const source = target as Record<string, unknown>;
+  const seen = new Set<string>();
+  for (let layer: object | null = target; layer && layer !== Object.prototype; layer = Object.getPrototypeOf(layer) as object | null) {
+    for (const name of Object.getOwnPropertyNames(layer)) {
+      if (name === 'constructor' || seen.has(name)) continue;
+      seen.add(name);
+      const descriptor = Object.getOwnPropertyDescriptor(layer, name);
+      const value: unknown = descriptor && 'value' in descriptor ? descriptor.value : undefined;
+      if (typeof value !== 'function') {
+        // Properties and getters (`kind`, `connected`) are read from the target each time.
+        Object.defineProperty(wrapper, name, { get: () => source[name], enumerable: true });
+        continue;
+      }
+      const call = (args: unknown[]): unknown => (source[name] as Method).apply(target, args);
+      wrapper[name] = timed(name)
+        ? (...args: unknown[]): unknown => {
+            const started = performance.now();
+            let result: unknown;
+            try {
+              result = call(args);
+            } catch (error) {
+              observe(name, started, true);
+              throw error;
+            }
+            if (!(result instanceof Promise)) {
+              observe(name, started, false);
+              return result;
+            }
+            return result.then(
+              (resolved: unknown) => {
+                observe(name, started, false);
+                return resolved;
+              },
+              (error: unknown) => {
+                observe(name, started, true);
+                throw error;
+              },
+            );
+          }
+        : (...args: unknown[]): unknown => call(args);
+    }
+  }
+  return wrapper as T;
+}
