@@ -17,6 +17,10 @@ const STEPS = [
   { name: 'size', script: 'scripts/size.mjs', timeoutMs: 120_000 },
   { name: 'compose', script: 'bench/compose.mjs', timeoutMs: 90_000 },
   { name: 'publish-throughput', script: 'bench/publish-throughput.mjs', timeoutMs: 90_000 },
+  { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },
+  { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 90_000 },
+  { name: 'idle-memory', script: 'bench/idle-memory.mjs', timeoutMs: 90_000 },
+  { name: 'resume', script: 'bench/resume.mjs', timeoutMs: 90_000 },
 ];
 
 const step = (label, command, args, timeoutMs) => {
