@@ -151,7 +151,8 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
 
   const demoDir = settings.EVENTFLOW_DEMO_DIR;
   const http: Server = createServer((request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES });
+  // No permessage-deflate (also ws's default): zlib per connection costs ~hundreds of kB and CPU per frame.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
   wss.on('connection', (socket) => accept(new WsTransport(socket)));
   wss.on('error', (error) => log.error('websocket server error', { error }));
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -54,6 +54,9 @@ const english = { error: en().localeError };
 /** Replay pages: large enough to be quick, small enough to bound memory per subscription. */
 const REPLAY_PAGE = 500;
 
+/** How long a replay waits for a client that takes none of its buffered frames before cutting it off. */
+const REPLAY_STALL_MS = 30_000;
+
 /** The operations that write events, and so spend the connection's publish rate. */
 const writes: ReadonlySet<OperationName> = new Set<OperationName>(['publish', 'persist', 'schedule']);
 
@@ -246,7 +249,10 @@ export class Session implements Peer {
     try {
       for (;;) {
         const page = await this.context.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
-        for (const event of page) this.#sendFrame(encodeEvent(event, names));
+        for (const event of page) {
+          if (this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) await this.#drained();
+          this.#sendFrame(encodeEvent(event, names));
+        }
         const newest = page.at(-1);
         if (newest) last = newest.position;
         if (page.length < REPLAY_PAGE || this.#closed) break;
@@ -262,6 +268,25 @@ export class Session implements Peer {
     const parked = state.parked ?? [];
     state.parked = undefined;
     for (const event of parked) if (event.position > last) this.#sendFrame(encodeEvent(event, names));
+  }
+
+  /**
+   * Waits until the client has taken most of what was sent. A replay is written without waiting
+   * for the network, so a long one (tens of thousands of events) would otherwise exceed
+   * EVENTFLOW_MAX_BUFFERED_BYTES by itself and cut the client off with 4008 mid-resume, over and
+   * over; this way it goes at the client's pace. A client that has not taken its backlog within
+   * REPLAY_STALL_MS is cut off as too slow (its parked live events would grow meanwhile).
+   */
+  async #drained(): Promise<void> {
+    const started = Date.now();
+    while (!this.#closed && this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) {
+      if (Date.now() - started > REPLAY_STALL_MS) {
+        this.#log.warn('client too slow during replay; disconnecting', { buffered: this.#transport.bufferedAmount });
+        this.close(4008, 'client too slow');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   unsubscribe(domain: string, name: string): void {

@@ -93,4 +93,31 @@ describe('fan-out', () => {
     const live = events(subscriber).filter((frame) => (frame.names as string[])[0] === 'live');
     expect(live.map(seqOf)).toEqual(Array.from({ length: 30 }, (_, i) => 600 + i));
   });
+
+  it('replays a backlog larger than EVENTFLOW_MAX_BUFFERED_BYTES at the pace of the client instead of cutting it off', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_BUFFERED_BYTES: 64 * 1024 });
+    const publisher = await open();
+    const big = 'x'.repeat(4096);
+    const count = 1000; // ≈ 4 MB of frames: more than the kernel's socket buffers take while the client reads nothing
+    for (let first = 0; first < count; first += 200) {
+      const ids = Array.from({ length: 200 }, (_, i) => publisher.sendRequest('publish', { event: { domain: 'fan', name: 'big', pid: 'p', data: { seq: first + i, big } } }));
+      for (const id of ids) expect((await publisher.answer(id)).type).toBe('result');
+    }
+    const subscriber = await open();
+    const received: number[] = [];
+    subscriber.ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as Frame;
+      if (frame.type === 'event') received.push(seqOf(frame));
+    });
+    const answer = subscriber.answer(subscriber.sendRequest('subscribe', { domain: 'fan', name: 'big', after: 0 }));
+    // The client stops reading while the replay starts, then takes everything.
+    const socket = (subscriber.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    socket.pause();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    socket.resume();
+    expect((await answer).type).toBe('result');
+    await subscriber.next((frame) => frame.type === 'event' && seqOf(frame) === count - 1, 10_000);
+    expect(received).toEqual(Array.from({ length: count }, (_, i) => i));
+    await subscriber.ping();
+  });
 });
