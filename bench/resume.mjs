@@ -61,7 +61,8 @@ async function startProxy(port) {
 
 /** Publishes `count` events from one connection, LANES at a time; resolves with their positions. */
 async function publishFrom(url, first, count) {
-  const client = createNodeClient(url, { clientName: `bench-publisher-${first}` });
+  // A long request timeout: on a busy machine 200 queued publishes may wait more than the default 10 s.
+  const client = createNodeClient(url, { clientName: `bench-publisher-${first}`, requestTimeout: 60_000 });
   const positions = [];
   let next = 0;
   try {
