@@ -36,6 +36,7 @@ async function publish(conn: Conn, name: string, seq: number): Promise<number> {
 
 const events = (conn: Conn): Frame[] => conn.frames.filter((frame) => frame.type === 'event');
 const seqOf = (frame: Frame): number => (frame.event as { data: { seq: number } }).data.seq;
+const nameOf = (frame: Frame): string | undefined => (frame.names as string[] | undefined)?.[0];
 
 describe('fan-out', () => {
   it('gives every subscriber its own names and the whole event, once', async () => {
@@ -85,12 +86,12 @@ describe('fan-out', () => {
       }
     })();
     await Promise.all([replay, more]);
-    await subscriber.next((frame) => frame.type === 'event' && frame.names?.[0] === 'old' && seqOf(frame) === 629, 10_000);
-    await subscriber.next((frame) => frame.type === 'event' && frame.names?.[0] === 'live' && seqOf(frame) === 629, 10_000);
+    await subscriber.next((frame) => frame.type === 'event' && nameOf(frame) === 'old' && seqOf(frame) === 629, 10_000);
+    await subscriber.next((frame) => frame.type === 'event' && nameOf(frame) === 'live' && seqOf(frame) === 629, 10_000);
 
-    const old = events(subscriber).filter((frame) => (frame.names as string[])[0] === 'old');
+    const old = events(subscriber).filter((frame) => nameOf(frame) === 'old');
     expect(old.map(seqOf)).toEqual(Array.from({ length: 630 }, (_, i) => i));
-    const live = events(subscriber).filter((frame) => (frame.names as string[])[0] === 'live');
+    const live = events(subscriber).filter((frame) => nameOf(frame) === 'live');
     expect(live.map(seqOf)).toEqual(Array.from({ length: 30 }, (_, i) => 600 + i));
   });
 
