@@ -5,7 +5,7 @@
 //             hello: send the protocol's hello and wait for the welcome (the gateway); false: just open.
 //             subscribe: then subscribe each connection and wait for its result.
 //   subscribe { domain, name } → { subscribed, ms }     subscribes every connection (after connect)
-//   reset     {}               → { reset }              zeroes the counters
+//   reset     { stampedAfter? } → { reset }             zeroes the counters; 'latency' then ignores frames stamped earlier
 //   report    {}               → { total, firstAt, lastAt, checked, bad, sample (a checked frame), latency? }
 //   close     {}               → exits
 // While measuring, it sends { progress: total } every 5 ms when the total changed.
@@ -80,6 +80,8 @@ async function run() {
   let bad = 0;
   let firstBad;
   let sample;
+  /** measure 'latency': frames stamped before this (hrtime ns) are not counted. */
+  let stampedAfter = 0;
   let latencies = new Float64Array(1 << 16);
   let samples = 0;
   let nextRequest = 1;
@@ -110,6 +112,11 @@ async function run() {
         checked++;
         const frame = JSON.parse(data.toString());
         if (frame.type !== 'event' || frame.event?.data?.t !== t || typeof frame.event?.data?.payload !== 'string') t = NaN;
+      }
+      if (t > 0 && t < stampedAfter) {
+        // Published before the measured phase (a backlog of the warm-up): not a sample.
+        total--;
+        return;
       }
       if (!(t > 0)) {
         bad++;
@@ -211,6 +218,7 @@ async function run() {
         process.send({ subscribed: sockets.length, ms: Math.round(performance.now() - t0) });
       } else if (message.cmd === 'reset') {
         total = firstAt = lastAt = checked = bad = samples = 0;
+        stampedAfter = message.stampedAfter ?? 0;
         firstBad = undefined;
         lastReported = -1;
         process.send({ reset: true });

@@ -46,7 +46,7 @@ async function measure(server, clients, fire) {
   await clients.ask({ cmd: 'reset' });
   await paced(WARMUP_MS, fire);
   await sleep(200);
-  await clients.ask({ cmd: 'reset' });
+  await clients.ask({ cmd: 'reset', stampedAfter: hrNow() });
   const cpu0 = await server.cpu();
   const sent = await paced(DURATION_MS, fire);
   await sleep(500);
