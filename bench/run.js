@@ -18,6 +18,10 @@ const STEPS = [
   { name: 'compose', script: 'bench/compose.mjs', timeoutMs: 90_000 },
   { name: 'publish-throughput', script: 'bench/publish-throughput.mjs', timeoutMs: 90_000 },
   { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
+  { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },
+  { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 90_000 },
+  { name: 'idle-memory', script: 'bench/idle-memory.mjs', timeoutMs: 90_000 },
+  { name: 'resume', script: 'bench/resume.mjs', timeoutMs: 90_000 },
 ];
 
 const step = (label, command, args, timeoutMs) => {

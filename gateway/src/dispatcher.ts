@@ -248,12 +248,7 @@ export class Dispatcher implements RouteTarget {
   }
 
   async #handOut(event: StoredEvent): Promise<void> {
-    const exact = this.#subscriptions.get(keyOf(event.domain, event.name));
-    const wildcard = event.name === '*' ? undefined : this.#subscriptions.get(keyOf(event.domain, '*'));
-    const recipients = new Map<Peer, string[]>();
-    for (const peer of exact ?? []) recipients.set(peer, [event.name]);
-    for (const peer of wildcard ?? []) recipients.get(peer)?.push('*') ?? recipients.set(peer, ['*']);
-    for (const [peer, names] of recipients) peer.sendEvent(event, names);
+    const subscribed = this.#fanOut(event);
 
     let waited = false;
     for (const wait of this.#waits.get(keyOf(event.domain, event.pid)) ?? []) {
@@ -264,10 +259,35 @@ export class Dispatcher implements RouteTarget {
     }
 
     const consumed = await this.#deliver(event, 1, undefined);
-    if (this.#markOrphans && recipients.size === 0 && !waited && !consumed) {
+    if (this.#markOrphans && !subscribed && !waited && !consumed) {
       this.#metrics.orphaned();
       await this.#store.markOrphan(event.id);
     }
+  }
+
+  /**
+   * Sends the event to every connection subscribed to its name or to `*`; false when there is none.
+   * Connections on one key get the same `names` array, one after the other, so that the session
+   * encodes the frame once for all of them (session.ts encodeEvent).
+   */
+  #fanOut(event: StoredEvent): boolean {
+    const exact = this.#subscriptions.get(keyOf(event.domain, event.name));
+    const wildcard = event.name === '*' ? undefined : this.#subscriptions.get(keyOf(event.domain, '*'));
+    if (!wildcard) {
+      if (!exact) return false;
+      const names = [event.name];
+      for (const peer of exact) peer.sendEvent(event, names);
+      return true;
+    }
+    // Subscribed to both: one frame naming both, so the client's listeners of each get it once.
+    const both = [event.name, '*'];
+    const star = ['*'];
+    if (exact) {
+      const names = [event.name];
+      for (const peer of exact) peer.sendEvent(event, wildcard.has(peer) ? both : names);
+    }
+    for (const peer of wildcard) if (!exact?.has(peer)) peer.sendEvent(event, star);
+    return true;
   }
 
   /** Tells every connection subscribed to anything in the domain that events were deleted. */

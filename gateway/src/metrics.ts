@@ -28,9 +28,9 @@ export interface GatewayMetrics {
   /** An error frame was sent (a refusal, bad input, a failure), by its code. */
   errorSent(code: string): void;
   /** A frame went to a client. */
-  sent(frame: ServerFrame): void;
+  sent(type: ServerFrame['type'], attempt: number): void;
   /** A frame was not sent because the client was too slow (and is being disconnected). */
-  dropped(frame: ServerFrame): void;
+  dropped(type: ServerFrame['type']): void;
   /** A published event nobody here subscribed to, waited for or consumed (marked orphan). */
   orphaned(): void;
   /** How a delivery to a consumer ended. */
@@ -179,16 +179,16 @@ export class PrometheusMetrics implements GatewayMetrics {
     this.#errors.set(code, (this.#errors.get(code) ?? 0) + 1);
   }
 
-  sent(frame: ServerFrame): void {
-    if (frame.type === 'event' || frame.type === 'waited') this.#delivered[deliveredKinds[frame.type]]++;
-    else if (frame.type === 'delivery') {
+  sent(type: ServerFrame['type'], attempt: number): void {
+    if (type === 'event' || type === 'waited') this.#delivered[deliveredKinds[type]]++;
+    else if (type === 'delivery') {
       this.#delivered.consumer++;
-      if (frame.attempt > 1) this.#redeliveries++;
+      if (attempt > 1) this.#redeliveries++;
     }
   }
 
-  dropped(frame: ServerFrame): void {
-    if (frame.type === 'event' || frame.type === 'delivery' || frame.type === 'waited') this.#dropped.slow_client++;
+  dropped(type: ServerFrame['type']): void {
+    if (type === 'event' || type === 'delivery' || type === 'waited') this.#dropped.slow_client++;
   }
 
   orphaned(): void {

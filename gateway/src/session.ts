@@ -63,6 +63,9 @@ const english = { error: en().localeError };
 /** Replay pages: large enough to be quick, small enough to bound memory per subscription. */
 const REPLAY_PAGE = 500;
 
+/** How long a replay waits for a client that takes none of its buffered frames before cutting it off. */
+const REPLAY_STALL_MS = 30_000;
+
 /** The operations that write events, and so spend the connection's publish rate. */
 const writes: ReadonlySet<OperationName> = new Set<OperationName>(['publish', 'persist', 'schedule']);
 
@@ -92,6 +95,8 @@ export class Session implements Peer {
   readonly #reserved = new Set<string>();
   /** Requests received and not answered yet. */
   #inFlight = 0;
+  /** Subscriptions whose replay is running (their live events are parked meanwhile). */
+  #replaying = 0;
   /** The publish rate; undefined when unlimited. */
   readonly #writeBucket: TokenBucket | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
@@ -196,13 +201,19 @@ export class Session implements Peer {
   // ── Peer ──
 
   sendEvent(event: StoredEvent, names: string[]): void {
+    // Fan-out calls this once per subscribed connection: the common case (no replay running on
+    // this connection) looks nothing up and sends the frame encoded for the previous connection.
+    if (this.#replaying === 0) {
+      this.#sendFrame(encodeEvent(event, names));
+      return;
+    }
     const live: string[] = [];
     for (const name of names) {
       const subscription = this.subscriptions.get(`${event.domain}\u001f${name}`);
       if (subscription?.parked) subscription.parked.push(event);
       else live.push(name);
     }
-    if (live.length > 0) this.#send({ type: 'event', names: live, event });
+    if (live.length > 0) this.#sendFrame(encodeEvent(event, live));
   }
 
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
@@ -234,6 +245,7 @@ export class Session implements Peer {
     }
     const state: SubscriptionState = { parked: [] };
     this.subscriptions.set(key, state);
+    this.#replaying++;
     this.context.dispatcher.subscribe(this, domain, name);
     // The result goes out first; the replay follows on the same ordered connection.
     this.#afterResult.push(() => void this.#replay(domain, name, after, state));
@@ -242,10 +254,14 @@ export class Session implements Peer {
 
   async #replay(domain: string, name: string, after: number, state: SubscriptionState): Promise<void> {
     let last = after;
+    const names = [name];
     try {
       for (;;) {
         const page = await this.context.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
-        for (const event of page) this.#send({ type: 'event', names: [name], event });
+        for (const event of page) {
+          if (this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) await this.#drained();
+          this.#sendFrame(encodeEvent(event, names));
+        }
         const newest = page.at(-1);
         if (newest) last = newest.position;
         if (page.length < REPLAY_PAGE || this.#closed) break;
@@ -255,10 +271,31 @@ export class Session implements Peer {
       this.#log.error('subscription replay failed; closing so that the client resumes', { domain, name, error });
       this.close(1011, 'replay failed');
       return;
+    } finally {
+      this.#replaying--;
     }
     const parked = state.parked ?? [];
     state.parked = undefined;
-    for (const event of parked) if (event.position > last) this.#send({ type: 'event', names: [name], event });
+    for (const event of parked) if (event.position > last) this.#sendFrame(encodeEvent(event, names));
+  }
+
+  /**
+   * Waits until the client has taken most of what was sent. A replay is written without waiting
+   * for the network, so a long one (tens of thousands of events) would otherwise exceed
+   * EVENTFLOW_MAX_BUFFERED_BYTES by itself and cut the client off with 4008 mid-resume, over and
+   * over; this way it goes at the client's pace. A client that has not taken its backlog within
+   * REPLAY_STALL_MS is cut off as too slow (its parked live events would grow meanwhile).
+   */
+  async #drained(): Promise<void> {
+    const started = Date.now();
+    while (!this.#closed && this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) {
+      if (Date.now() - started > REPLAY_STALL_MS) {
+        this.#log.warn('client too slow during replay; disconnecting', { buffered: this.#transport.bufferedAmount });
+        this.close(4008, 'client too slow');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   unsubscribe(domain: string, name: string): void {
@@ -470,16 +507,21 @@ export class Session implements Peer {
   }
 
   #send(frame: ServerFrame): void {
+    if (!this.#closed) this.#sendFrame(JSON.stringify(frame), frame.type, frame.type === 'delivery' ? frame.attempt : 1);
+  }
+
+  /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encodeEvent). */
+  #sendFrame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
     if (this.#closed) return;
     if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
       // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
       this.#log.warn('client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
-      this.context.metrics.dropped(frame);
+      this.context.metrics.dropped(type);
       this.close(4008, 'client too slow');
       return;
     }
-    this.context.metrics.sent(frame);
-    this.#transport.send(JSON.stringify(frame));
+    this.context.metrics.sent(type, attempt);
+    this.#transport.send(frame);
   }
 
   #sendError(id: number | undefined, code: string, message: string, details?: Record<string, unknown>): void {
@@ -498,6 +540,28 @@ function requestScope(connection: Logger, id: number, op: OperationName): Reques
       return (log ??= connection.child({ request: id, op }));
     },
   };
+}
+
+/**
+ * The event frames encoded for the event handed out last, by their names. A fan-out hands one
+ * event to every subscribed connection in a row (dispatcher.ts), so each event is encoded once
+ * per distinct `names` instead of once per subscriber. Events are not mutated once stored.
+ */
+let encodedFor: StoredEvent | undefined;
+const encoded = new Map<string, string>();
+
+export function encodeEvent(event: StoredEvent, names: string[]): string {
+  if (encodedFor !== event) {
+    encodedFor = event;
+    encoded.clear();
+  }
+  const key = names.length === 1 ? (names[0] as string) : names.join('\u001f');
+  let frame = encoded.get(key);
+  if (frame === undefined) {
+    frame = JSON.stringify({ type: 'event', names, event } satisfies ServerFrame);
+    encoded.set(key, frame);
+  }
+  return frame;
 }
 
 function readId(json: unknown): number | undefined {

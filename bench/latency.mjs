@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// bench latency: publish → deliver latency at a steady 1,000 events/s with 100 subscribers.
+//   gateway:  gateway/dist in its own process (SQLite temp file, default limits). The publisher is
+//             @eventflow/node in this process: every publish is durable, and its event data
+//             carries t = process.hrtime.bigint() taken just before the publish call. The 100
+//             subscribers are raw `ws` clients (hello/welcome, subscribe) in a third process that
+//             reads data.t from every event frame and records now − data.t. hrtime is CLOCK_MONOTONIC, one
+//             clock for every process on the machine, so the two readings compare.
+//   baseline: a plain `ws` relay in its own process, fed frames of the same shape and size by a
+//             raw `ws` publisher at the same rate, received by the same subscriber process.
+// Each run: 1 s warm-up, then DURATION s measured; every delivery to every subscriber is a sample.
+import { createNodeClient } from '@eventflow/node';
+import WebSocket from 'ws';
+import { startClients } from './clients-support.mjs';
+import { startServer } from './server-support.mjs';
+import { printEnvironment, writeResult } from './results.mjs';
+
+const SUBSCRIBERS = Number(process.env.BENCH_LATENCY_SUBSCRIBERS ?? 100);
+const RATE = 1000;
+const WARMUP_MS = 1_000;
+const DURATION_MS = Number(process.env.BENCH_LATENCY_MS ?? 5_000);
+const TARGET_P99 = 2;
+const V4 = { p50: 1.5, p99: 5.9 };
+const DOMAIN = 'lat';
+const NAME = 'tick';
+printEnvironment('latency');
+
+const payload = 'x'.repeat(200);
+const hrNow = () => Number(process.hrtime.bigint());
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Calls fire(i) RATE times a second for `ms`, on schedule: a late timer fires every event that is due. */
+async function paced(ms, fire) {
+  const start = performance.now();
+  const total = Math.round((ms / 1000) * RATE);
+  let i = 0;
+  while (i < total) {
+    const due = Math.floor(((performance.now() - start) / 1000) * RATE) + 1;
+    while (i < Math.min(due, total)) fire(i++);
+    await sleep(1);
+  }
+  return total;
+}
+
+async function measure(server, clients, fire) {
+  await clients.ask({ cmd: 'reset' });
+  await paced(WARMUP_MS, fire);
+  await sleep(200);
+  await clients.ask({ cmd: 'reset', stampedAfter: hrNow() });
+  const cpu0 = await server.cpu();
+  const sent = await paced(DURATION_MS, fire);
+  await sleep(500);
+  const cpu1 = await server.cpu();
+  const report = await clients.ask({ cmd: 'report' });
+  // Robust to a busy machine: the server's CPU time per published event (its 100 deliveries included).
+  const serverCpuUsPerEvent = Math.round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / sent);
+  return { sent, expected: sent * SUBSCRIBERS, delivered: report.total, bad: report.bad, firstBad: report.firstBad, serverCpuUsPerEvent, ...report.latency };
+}
+
+async function runGateway() {
+  const server = await startServer('gateway');
+  const clients = await startClients();
+  const publisher = createNodeClient(server.url, { clientName: 'bench-publisher' });
+  let errors = 0;
+  let firstError;
+  try {
+    await clients.ask({ cmd: 'connect', url: server.url, count: SUBSCRIBERS, hello: true, subscribe: { domain: DOMAIN, name: NAME }, measure: 'latency' });
+    let seq = 0;
+    const result = await measure(server, clients, () => {
+      const i = seq++;
+      publisher.publish({ domain: DOMAIN, name: NAME, pid: `p${i % 100}`, data: { seq: i, t: hrNow(), payload } }).catch((error) => {
+        errors++;
+        firstError ??= String(error?.code ?? error);
+      });
+    });
+    return { ...result, errors, firstError, sample: undefined };
+  } finally {
+    await publisher.close().catch(() => {});
+    await clients.close();
+    await server.stop();
+  }
+}
+
+async function runBaseline() {
+  const server = await startServer('relay');
+  const clients = await startClients();
+  const socket = new WebSocket(server.url, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  try {
+    await clients.ask({ cmd: 'connect', url: server.url, count: SUBSCRIBERS, hello: false, measure: 'latency' });
+    let seq = 0;
+    const timestamp = new Date().toISOString();
+    return await measure(server, clients, () => {
+      const i = seq++;
+      // The gateway's event frame, field for field.
+      const event = { id: `bench-${i}-${'0'.repeat(20)}`, domain: DOMAIN, name: NAME, pid: `p${i % 100}`, data: { seq: i, t: hrNow(), payload }, timestamp, rid: null, position: 1_000_000 + i };
+      socket.send(JSON.stringify({ type: 'event', names: [NAME], event }));
+    });
+  } finally {
+    socket.terminate();
+    await clients.close();
+    await server.stop();
+  }
+}
+
+const gateway = await runGateway();
+const baseline = await runBaseline();
+console.log(`${SUBSCRIBERS} subscribers, ${RATE} events/s for ${DURATION_MS / 1000} s after ${WARMUP_MS / 1000} s warm-up; latency = subscriber's receipt − publish call (ms)`);
+console.table(
+  [
+    ['gateway (SQLite, durable)', gateway],
+    ['plain ws relay', baseline],
+    ['eventflow v4.8 on MariaDB (reference, measured earlier)', { p50: V4.p50, p99: V4.p99 }],
+  ].map(([name, r]) => ({ server: name, samples: r.samples ?? '', delivered: r.delivered ?? '', 'of': r.expected ?? '', p50: r.p50, p90: r.p90 ?? '', p99: r.p99, 'p99.9': r.p999 ?? '', max: r.max ?? '', 'server cpu µs/event': r.serverCpuUsPerEvent ?? '' })),
+);
+const complete = gateway.delivered === gateway.expected && !gateway.errors && !gateway.bad;
+console.log(`gateway p99 ${gateway.p99} ms (target <= ${TARGET_P99} ms embedded: ${gateway.p99 <= TARGET_P99 ? 'meets' : 'BELOW'} target)`);
+console.log(`reference: eventflow v4.8 on this machine's MariaDB measured p50 ${V4.p50} ms, p99 ${V4.p99} ms`);
+if (!complete) console.log(`gateway: ${gateway.delivered} of ${gateway.expected} deliveries, ${gateway.errors} publish errors (first: ${gateway.firstError}), ${gateway.bad} bad frames (first: ${gateway.firstBad})`);
+writeResult('latency', {
+  subscribers: SUBSCRIBERS, rate: RATE, durationMs: DURATION_MS, gateway, baseline, v4Reference: V4,
+  summary: [
+    { measure: `gateway p50 / p99 ms, ${RATE}/s, ${SUBSCRIBERS} subscribers`, value: `${gateway.p50} / ${gateway.p99}`, target: `p99 <= ${TARGET_P99}`, meets: complete && gateway.p99 <= TARGET_P99, note: complete ? '' : 'incomplete, see output' },
+    { measure: 'plain ws relay p50 / p99 ms', value: `${baseline.p50} / ${baseline.p99}`, target: '' },
+    { measure: 'server CPU µs per event (100 deliveries), gateway / plain ws', value: `${gateway.serverCpuUsPerEvent} / ${baseline.serverCpuUsPerEvent}`, target: '' },
+    { measure: 'v4.8 on MariaDB p50 / p99 ms (reference)', value: `${V4.p50} / ${V4.p99}`, target: '' },
+  ],
+});
