@@ -2,9 +2,8 @@
  * The IndexedDB cache: per eventlog (domain, pid) its composed state, position and count, and its
  * events as JSON segments of packed events (a warm open parses a few strings instead of cloning
  * thousands of records; see `Packed`), plus LRU bookkeeping within a size budget, through `idb`
- * (typed stores, promises, `tx.done`).
- * Every operation degrades to "nothing cached" when IndexedDB is unavailable, blocked by a newer
- * schema, or failing.
+ * (typed stores, promises, `tx.done`). Every operation degrades to "nothing cached" when IndexedDB
+ * is unavailable, newer than this code, blocked by an older connection, or failing.
  */
 import { openDB, unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import { freezeState, type JsonValue, type State, type StoredEvent } from '@eventflow/core';
