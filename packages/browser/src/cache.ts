@@ -74,7 +74,9 @@ export const migrations: Array<(db: Db, tx: Tx<'versionchange'>) => Promise<void
   },
   // 2 → 3: events are packed. Cached eventlogs are dropped (they are fetched again when read):
   // converting them would cost more code than refetching costs once.
-  (_db, tx) => Promise.all(stores.map((name) => tx.objectStore(name).clear())).then(() => undefined),
+  async (_db, tx) => {
+    await Promise.all(stores.map((name) => tx.objectStore(name).clear()));
+  },
 ];
 
 /** Segments beyond this many are merged into one (by string concatenation, without parsing). */
