@@ -1,11 +1,11 @@
 /**
  * The IndexedDB cache: per eventlog (domain, pid) its composed state, position and count, and its
  * events as JSON segments of packed events (a warm open parses a few strings instead of cloning
- * thousands of records; see `Packed`), plus LRU bookkeeping within a size budget. Plain IndexedDB
- * behind two small promise helpers (a wrapper library would cost more than this whole module).
- * Every operation degrades to "nothing cached" when IndexedDB is unavailable, blocked by a newer
- * schema, or failing.
+ * thousands of records; see `Packed`), plus LRU bookkeeping within a size budget, through `idb`
+ * (typed stores, promises, `tx.done`). Every operation degrades to "nothing cached" when IndexedDB
+ * is unavailable, newer than this code, blocked by an older connection, or failing.
  */
+import { openDB, unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import { freezeState, type JsonValue, type State, type StoredEvent } from '@eventflow/core';
 
 /** The schema version; `migrations[v]` upgrades a database from version v to v + 1. */
@@ -50,10 +50,17 @@ export interface UsageRecord {
  * segment's first event, 0 for a merged base segment] → a JSON array of Packed events) and `usage`
  * (UsageRecord by key, index `used`).
  */
-type StoreName = 'streams' | 'events' | 'usage';
+export interface CacheSchema extends DBSchema {
+  streams: { key: string; value: StreamRecord };
+  events: { key: [string, number]; value: string };
+  usage: { key: string; value: UsageRecord; indexes: { used: number } };
+}
+type StoreName = StoreNames<CacheSchema>;
 const stores = 'streams events usage'.split(' ') as StoreName[];
+type Db = IDBPDatabase<CacheSchema>;
+type Tx<Mode extends IDBTransactionMode> = IDBPTransaction<CacheSchema, StoreName[], Mode>;
 
-export const migrations: Array<(db: IDBDatabase, tx: IDBTransaction) => Promise<void> | void> = [
+export const migrations: Array<(db: Db, tx: Tx<'versionchange'>) => Promise<void> | void> = [
   // 0 → 1: one record per eventlog, its events in segments.
   (db) => {
     db.createObjectStore('streams', { keyPath: 'key' });
@@ -67,20 +74,13 @@ export const migrations: Array<(db: IDBDatabase, tx: IDBTransaction) => Promise<
   },
   // 2 → 3: events are packed. Cached eventlogs are dropped (they are fetched again when read):
   // converting them would cost more code than refetching costs once.
-  (_db, tx) => {
-    for (const name of stores) tx.objectStore(name).clear();
+  async (_db, tx) => {
+    await Promise.all(stores.map((name) => tx.objectStore(name).clear()));
   },
 ];
 
 /** Segments beyond this many are merged into one (by string concatenation, without parsing). */
 const MAX_SEGMENTS = 32;
-
-export function request<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
 
 const range = (key: string): IDBKeyRange => IDBKeyRange.bound([key, 0], [key, Infinity]);
 const now = (): number => performance.timeOrigin + performance.now();
@@ -117,51 +117,52 @@ export interface Cache {
 }
 
 export const createCache = (name: string, maxBytes: number, onError: (error: unknown) => void): Cache => {
-  let db: Promise<IDBDatabase | undefined> | undefined;
+  let db: Promise<Db | undefined> | undefined;
+  /** Settles (with no database) when the open waits for a connection elsewhere to let go. */
+  let blocked: Promise<undefined> | undefined;
 
   /** Closes the database; unless `final`, the next operation opens it again. */
   const close = (final?: boolean): void => {
     void db?.then((open) => open?.close());
     db = final ? Promise.resolve(undefined) : undefined;
+    blocked = undefined;
   };
 
-  const open = (): Promise<IDBDatabase | undefined> =>
-    (db ??= new Promise<IDBDatabase>((resolve, reject) => {
-      const opening = indexedDB.open(name, VERSION);
-      opening.onupgradeneeded = async ({ oldVersion }) => {
-        const tx = opening.transaction as IDBTransaction;
-        try {
-          for (const migrate of migrations.slice(oldVersion, VERSION)) await migrate(opening.result, tx);
-        } catch {
-          tx.abort(); // the open fails: no half-migrated schema
-        }
-      };
-      opening.onsuccess = () => {
-        const opened = opening.result;
+  /** The open database, or none (unavailable, newer than this code, failing, or blocked for now). */
+  const open = (): Promise<Db | undefined> => {
+    if (!db) {
+      let unblock!: () => void;
+      blocked = new Promise((resolve) => (unblock = () => resolve(undefined)));
+      db = openDB<CacheSchema>(name, VERSION, {
+        async upgrade(opened, oldVersion, _version, tx) {
+          try {
+            for (const migrate of migrations.slice(oldVersion, VERSION)) await migrate(opened, tx);
+          } catch {
+            tx.abort(); // the open fails: no half-migrated schema
+          }
+        },
+        // A connection elsewhere (a tab of an older release) keeps the old schema open: work
+        // without the cache until it lets go, instead of leaving every read waiting for it.
+        blocked: unblock,
         // Another tab wants a newer schema: let it upgrade; the next operation reopens (and finds
         // no usable cache if the schema became newer than this code).
-        opened.onversionchange = () => close();
-        opened.onclose = () => (db = undefined);
-        resolve(opened);
-      };
-      opening.onerror = () => reject(opening.error);
-    }).catch((error: unknown) => {
-      onError(error);
-      return undefined;
-    }));
+        blocking: () => close(),
+        // Closed by the browser (storage cleared, say): the next operation reopens.
+        terminated: () => close(),
+      }).catch((error: unknown) => {
+        onError(error);
+        return undefined;
+      });
+    }
+    // Once the open settles, it comes first: `blocked` only matters while the open is pending.
+    return blocked ? Promise.race([db, blocked]) : db;
+  };
 
   /** Runs `work` in one transaction over all stores; failures are reported and read as "nothing cached". */
-  const run = async <T>(mode: IDBTransactionMode, work: (store: (name: StoreName) => IDBObjectStore) => Promise<T>): Promise<T | undefined> => {
+  const run = async <T, Mode extends 'readonly' | 'readwrite'>(mode: Mode, work: (tx: Tx<Mode>) => Promise<T>): Promise<T | undefined> => {
     try {
       const tx = (await open())?.transaction(stores, mode);
-      if (!tx) return undefined;
-      const done = new Promise((resolve, reject) => {
-        tx.oncomplete = resolve;
-        tx.onerror = tx.onabort = () => reject(tx.error);
-      });
-      const result = await work((store) => tx.objectStore(store));
-      await done;
-      return result;
+      return tx && (await Promise.all([work(tx), tx.done]))[0];
     } catch (error) {
       onError(error);
       return undefined;
@@ -172,22 +173,23 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
   void open();
 
   const drop = (key?: string): Promise<void> =>
-    run('readwrite', async (store) => {
-      for (const name of stores) {
-        if (key === undefined) store(name).clear();
-        else store(name).delete(name === 'events' ? range(key) : key);
-      }
+    run('readwrite', async (tx) => {
+      await Promise.all(stores.map((name) => (key === undefined ? tx.objectStore(name).clear() : name === 'events' ? tx.objectStore(name).delete(range(key)) : tx.objectStore(name).delete(key))));
     });
 
   return {
     async load(key, withEvents) {
       let segments: IDBRequest<string[]> | undefined;
-      // run() resolves once the transaction is complete, so `segments` has its result by then.
-      const record = await run('readonly', (store) => ((segments = withEvents ? store('events').getAll(range(key)) : undefined), request<StreamRecord | undefined>(store('streams').get(key))));
+      const record = await run('readonly', (tx) => {
+        // The raw request: idb would read its result (and so deserialise the whole eventlog) as
+        // soon as it succeeds. run() resolves once the transaction is complete, so it has its result by then.
+        segments = withEvents ? unwrap(tx.objectStore('events')).getAll(range(key)) : undefined;
+        return tx.objectStore('streams').get(key);
+      });
       if (!record) return undefined;
-      void run('readwrite', async (store) => {
-        const usage = await request<UsageRecord | undefined>(store('usage').get(key));
-        if (usage) store('usage').put({ ...usage, used: now() });
+      void run('readwrite', async (tx) => {
+        const usage = await tx.objectStore('usage').get(key);
+        if (usage) await tx.objectStore('usage').put({ ...usage, used: now() });
       });
       // States read back from IndexedDB are plain objects: frozen like the ones core builds.
       freezeState(record.state);
@@ -196,10 +198,11 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
     },
 
     save: (next, from, tail, all) =>
-      run('readwrite', async (store) => {
+      run('readwrite', async (tx) => {
         const { key, state, position } = next;
-        const events = store('events');
-        const old = await request<StreamRecord | undefined>(store('streams').get(key));
+        const events = tx.objectStore('events');
+        const writes: Array<Promise<unknown>> = [];
+        const old = await tx.objectStore('streams').get(key);
         const at = old?.position ?? 0;
         let { segments = 0, eventBytes = 0 } = old ?? {};
         let added: StoredEvent[] | undefined = [];
@@ -210,27 +213,29 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
           added = tail.filter((event) => event.position > at);
           const json = pack(added);
           eventBytes += json.length;
-          if (++segments > MAX_SEGMENTS) whole = join([...(await request<string[]>(events.getAll(range(key)))), json]);
-          else if (added[0]) events.put(json, [key, added[0].position]);
+          if (++segments > MAX_SEGMENTS) whole = join([...(await events.getAll(range(key))), json]);
+          else if (added[0]) writes.push(events.put(json, [key, added[0].position]));
         } else if (all) {
           added = undefined;
           whole = pack(all());
           eventBytes = whole.length;
         } else return undefined;
         if (whole) {
-          events.delete(range(key));
-          events.put(whole, [key, 0]);
+          writes.push(events.delete(range(key)), events.put(whole, [key, 0]));
           segments = 1;
         }
-        store('streams').put({ ...next, segments, eventBytes });
-        store('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() });
+        writes.push(
+          tx.objectStore('streams').put({ ...next, segments, eventBytes }),
+          tx.objectStore('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() }),
+        );
+        await Promise.all(writes);
         return [at, added];
       }),
 
     drop,
 
     async evict(keep) {
-      const usage = (await run('readonly', (store) => request<UsageRecord[]>(store('usage').index('used').getAll()))) ?? [];
+      const usage = (await run('readonly', (tx) => tx.objectStore('usage').index('used').getAll())) ?? [];
       let total = usage.reduce((sum, entry) => sum + entry.bytes, 0);
       for (const { key, bytes } of usage) {
         if (total <= maxBytes) return;

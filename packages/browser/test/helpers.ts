@@ -1,17 +1,13 @@
 /** Shared set-up for the browser tests: a real gateway, unique IndexedDB names, clean-up after each test. */
 import { commands } from 'vitest/browser';
 import { onTestFinished, vi } from 'vitest';
-import { deleteDB, openDB, type DBSchema } from 'idb';
+import { deleteDB, openDB } from 'idb';
 import { createClient, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
-import type { StreamRecord, UsageRecord } from '../src/cache.js';
+import type { CacheSchema, StreamRecord } from '../src/cache.js';
 import { createBrowserClient, type BrowserClient, type BrowserClientOptions, type EventlogSnapshot } from '../src/index.js';
 
-/** The cache's IndexedDB layout (see src/cache.ts), for reading it directly. */
-export interface CacheSchema extends DBSchema {
-  streams: { key: string; value: StreamRecord };
-  events: { key: [string, number]; value: string };
-  usage: { key: string; value: UsageRecord; indexes: { used: number } };
-}
+/** The cache's IndexedDB layout, for reading it directly. */
+export type { CacheSchema };
 
 export async function gateway(): Promise<{ handle: string; url: string }> {
   const started = await commands.gatewayStart();

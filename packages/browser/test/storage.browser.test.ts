@@ -92,6 +92,44 @@ it('runs without a cache when IndexedDB holds a newer schema than it knows', asy
   expect(errors.map((error) => (error as Error).name)).toContain('VersionError');
 });
 
+it('gives way to another tab opening a newer schema, then runs without the cache', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  const errors: unknown[] = [];
+  const client = browserClient(url, name, { cache: { name }, onError: (error) => errors.push(error) });
+  await client.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 1 } });
+  const events = await client.readEventlog('d', 'p');
+  await storedAt(name, 'd', 'p', events[0]?.position);
+
+  // The newer release's open would wait forever if this client kept its connection.
+  const newer = await openDB(name, CACHE_VERSION + 1);
+  expect(newer.version).toBe(CACHE_VERSION + 1);
+  newer.close();
+  expect(await client.readCached('d', 'p')).toBeUndefined();
+  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 1 });
+  expect(errors.map((error) => (error as Error).name)).toContain('VersionError');
+});
+
+it('works without the cache while a connection to an older schema does not let go, and with it once it does', async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  // An older release's tab that ignores version changes: the upgrade waits for it to close.
+  const old = await openDB(name, 2, { upgrade: oldLayouts[2] });
+  const client = browserClient(url, name);
+  await client.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 1 } });
+  expect(await client.readEventlogState('d', 'p')).toEqual({ n: 1 });
+  expect(await client.readCached('d', 'p')).toBeUndefined();
+
+  old.close();
+  await expect
+    .poll(async () => {
+      const events = await client.readEventlog('d', 'p');
+      return (await stored(name, 'd', 'p'))?.position === events[0]?.position;
+    })
+    .toBe(true);
+  expect(await client.readCached('d', 'p')).toMatchObject({ state: { n: 1 }, stale: true });
+});
+
 it('evicts the least recently used eventlogs when over the size budget', async () => {
   const { url } = await gateway();
   const name = cacheName();
