@@ -235,15 +235,19 @@ export class Dispatcher implements RouteTarget {
     for (;;) {
       const after = this.#cursors.get(domain) ?? this.#start;
       const page = await this.#store.readPublishedAfter({ domain, name: '*' }, after, 500);
+      const orphans: string[] = [];
       for (const event of page) {
         this.#cursors.set(domain, event.position);
-        await this.#handOut(event);
+        if (!(await this.#handOut(event))) orphans.push(event.id);
       }
+      // One store transaction per page: per event, marking orphans cost as much as storing them.
+      if (this.#markOrphans && orphans.length > 0) await this.#store.markOrphans(orphans);
       if (page.length < 500) return;
     }
   }
 
-  async #handOut(event: StoredEvent): Promise<void> {
+  /** Hands the event to its recipients here; false when there is none (an orphan, if this gateway decides that). */
+  async #handOut(event: StoredEvent): Promise<boolean> {
     const exact = this.#subscriptions.get(keyOf(event.domain, event.name));
     const wildcard = event.name === '*' ? undefined : this.#subscriptions.get(keyOf(event.domain, '*'));
     const recipients = new Map<Peer, string[]>();
@@ -260,7 +264,7 @@ export class Dispatcher implements RouteTarget {
     }
 
     const consumed = await this.#deliver(event, 1, undefined);
-    if (this.#markOrphans && recipients.size === 0 && !waited && !consumed) await this.#store.markOrphan(event.id);
+    return recipients.size > 0 || waited || consumed;
   }
 
   /** Tells every connection subscribed to anything in the domain that events were deleted. */

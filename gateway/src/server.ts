@@ -51,10 +51,14 @@ export interface GatewayDependencies {
 
 class WsTransport implements Transport {
   readonly #socket: WebSocket;
+  /** The TCP socket under the WebSocket, corked while frames are sent in one turn of the event loop. */
+  readonly #stream: Duplex;
+  #corked = false;
   readonly #slot = new ListenerSlot();
 
-  constructor(socket: WebSocket) {
+  constructor(socket: WebSocket, stream: Duplex) {
     this.#socket = socket;
+    this.#stream = stream;
     socket.on('message', (data, isBinary) => {
       // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
       this.#slot.message(isBinary ? BINARY_FRAME : data.toString());
@@ -64,7 +68,17 @@ class WsTransport implements Transport {
   }
 
   send(frame: string): void {
-    if (this.#socket.readyState === this.#socket.OPEN) this.#socket.send(frame);
+    if (this.#socket.readyState !== this.#socket.OPEN) return;
+    if (!this.#corked) {
+      // The answers to a group-committed batch go out together: one write, not one system call per frame.
+      this.#corked = true;
+      this.#stream.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        this.#stream.uncork();
+      });
+    }
+    this.#socket.send(frame);
   }
 
   close(code = 1000, reason = ''): void {
@@ -152,7 +166,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   const demoDir = settings.EVENTFLOW_DEMO_DIR;
   const http: Server = createServer((request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined));
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES });
-  wss.on('connection', (socket) => accept(new WsTransport(socket)));
+  wss.on('connection', (socket, request: IncomingMessage) => accept(new WsTransport(socket, request.socket)));
   wss.on('error', (error) => log.error('websocket server error', { error }));
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const origin = request.headers.origin;

@@ -24,8 +24,9 @@
 import { createPool, type Pool, type PoolConnection, type RowDataPacket, type ResultSetHeader } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence, setSequence } from './mysql-schema.js';
+import { GroupCommit } from './group-commit.js';
 import { isSameEvent } from './same-event.js';
-import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
+import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
 
 /** Defaults as v4's: 127.0.0.1:3306, root without password, database eventflow, 10 connections. */
@@ -71,6 +72,36 @@ const SWEEP_EVERY_MS = 60_000;
 const SWEEP_MARGIN_MS = 10_000;
 const ATTEMPTS = 5;
 
+/** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
+interface PreparedAppend {
+  index: number;
+  event: NewEvent;
+  options: AppendOptions;
+  rid: string | null;
+  data: string;
+  due: Date | undefined;
+}
+
+const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
+
+/** UTC_TIMESTAMP() as a value of a multi-row INSERT (mysql2 inserts an object with toSqlString as raw SQL). */
+const UTC_NOW = { toSqlString: () => 'UTC_TIMESTAMP()' };
+
+/** Multi-row INSERT statements carry at most this many bytes of event data each, well below max_allowed_packet. */
+const INSERT_BYTES = 1 << 20;
+
+/** Inserts `rows` with as few multi-row INSERTs as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
+async function insertRows(conn: PoolConnection, sql: string, rows: readonly unknown[][], bytes: (row: unknown[]) => number = () => 0): Promise<void> {
+  for (let start = 0; start < rows.length; ) {
+    let end = start;
+    for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as unknown[]) <= INSERT_BYTES); end += 1) {
+      size += bytes(rows[end] as unknown[]);
+    }
+    await conn.query(sql, [rows.slice(start, end)]);
+    start = end;
+  }
+}
+
 async function select<T>(on: Pool | PoolConnection, sql: string, params: Params = []): Promise<T[]> {
   const [rows] = await on.query<RowDataPacket[]>(sql, params);
   return rows as T[];
@@ -115,6 +146,7 @@ export class MysqlStore implements EventStore {
   #sweptBefore = new Date(0);
   #sweptAt = 0;
   #sweeping: Promise<void> | undefined;
+  readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;
@@ -143,6 +175,8 @@ export class MysqlStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    // Appends already accepted are written (or fail) before the pool goes.
+    await this.#group.idle();
     const pool = this.#open;
     this.#open = undefined;
     this.#hubs.clear();
@@ -251,55 +285,130 @@ export class MysqlStore implements EventStore {
     return Number(row?.value ?? 0);
   }
 
-  async append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
-    const due = options.scheduledAt === undefined ? undefined : validDate(options.scheduledAt, 'scheduledAt');
-    const rid = event.rid ?? null;
-    const data = JSON.stringify(event.data);
-    const work = async (conn: PoolConnection): Promise<AppendResult> => {
-      const base = await lockSequence(conn);
-      const [existing] = await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id = ?`, [event.id]);
-      if (existing !== undefined) {
-        const stored = toStoredEvent({ ...existing, position: existing.position ?? base + 1 });
-        if (!isSameEvent(stored, event)) {
+  append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
+    return this.#group.append(event, options);
+  }
+
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    const outcomes: AppendOutcome[] = new Array<AppendOutcome>(requests.length);
+    const valid: PreparedAppend[] = [];
+    requests.forEach(({ event, options = {} }, index) => {
+      try {
+        const due = options.scheduledAt === undefined ? undefined : validDate(options.scheduledAt, 'scheduledAt');
+        valid.push({ index, event, options, rid: event.rid ?? null, data: JSON.stringify(event.data), due });
+      } catch (error) {
+        outcomes[index] = { ok: false, error: storeError(error, 'append the event') };
+      }
+    });
+    if (valid.length === 0) return outcomes;
+    for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
+    // A v4 spoke may insert the same id, or delete a rid, between our checks and our inserts: a second attempt sees it.
+    const retryOn = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
+    try {
+      const written = await this.#do('append the events', () => this.#transaction((conn) => this.#appendAll(conn, valid), retryOn));
+      valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
+    } catch (error) {
+      if (valid.length === 1) {
+        outcomes[valid[0]?.index ?? 0] = { ok: false, error: storeError(error, 'append the event') };
+        return outcomes;
+      }
+      // Something unexpected rolled the batch back (a value too long for its column, say): each
+      // append alone, so that only the one that causes it fails.
+      for (const append of valid) {
+        const [alone] = await this.appendBatch([requests[append.index] as AppendRequest]);
+        outcomes[append.index] = alone as AppendOutcome;
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * The appends of one batch in one transaction, under the sequence lock: every check is one query for the whole batch,
+   * decided here in request order (an append sees the ones before it), then one multi-row INSERT per table. A refused
+   * append writes nothing and is an outcome, not a throw, so that the rest commits.
+   */
+  async #appendAll(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<AppendOutcome[]> {
+    const base = await lockSequence(conn);
+    const ids = [...new Set(appends.map((append) => append.event.id))];
+    const stored = new Map((await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?)`, [ids])).map((row) => [row.id, row]));
+    const rids = [...new Set(appends.flatMap(({ rid }) => (rid === null || stored.has(rid) ? [] : [rid])))];
+    const ridsFound = new Set(rids.length === 0 ? [] : (await select<{ id: string }>(conn, 'SELECT id FROM event WHERE id IN (?)', [rids])).map((row) => row.id));
+    // Counted under the sequence lock, which every append and firing takes first: appends to a stream cannot interleave
+    // with its count and the insert, on this gateway or any other. Every read of this transaction comes after the lock
+    // was granted, so its snapshot sees every earlier append's commit (see the header).
+    const versions = await this.#versions(conn, appends.filter((append) => append.options.expectedVersion !== undefined && !stored.has(append.event.id)));
+    // Read after taking the lock, so that timestamps ascend with positions across gateways.
+    const now = await utcNow(conn);
+    const timestamp = now.toISOString();
+
+    let next = base;
+    const created = new Map<string, StoredEvent>();
+    const rows = { event: [] as unknown[][], position: [] as unknown[][], published: [] as unknown[][], scheduled: [] as unknown[][], due: [] as unknown[][] };
+    const outcomes = appends.map(({ event, options, rid, data, due }): AppendOutcome => {
+      const found = stored.get(event.id);
+      const earlier = found === undefined ? created.get(event.id) : toStoredEvent({ ...found, position: found.position ?? next + 1 });
+      if (earlier !== undefined) {
+        if (!isSameEvent(earlier, event)) {
           const message = `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`;
-          throw new EventflowError('E_EVENTFLOW_DUPLICATE_ID', message, { details: { id: event.id } });
+          return { ok: false, error: new EventflowError('E_EVENTFLOW_DUPLICATE_ID', message, { details: { id: event.id } }) };
         }
-        // The same event written by a v4 spoke, without a position yet: it gets the next one.
-        if (existing.position === null) await this.#position(conn, event.id, base + 1);
-        return { event: stored, created: false };
+        if (found !== undefined && found.position === null) {
+          // The same event written by a v4 spoke, without a position yet: it gets the next one.
+          next += 1;
+          found.position = next;
+          rows.position.push([next, event.id]);
+        }
+        return { ok: true, result: { event: earlier, created: false } };
       }
-      if (rid !== null && (await select(conn, 'SELECT 1 FROM event WHERE id = ?', [rid])).length === 0) {
+      if (rid !== null && !ridsFound.has(rid) && !stored.has(rid) && !created.has(rid)) {
         const message = `event "${event.id}" refers (rid) to event "${rid}", which does not exist`;
-        throw new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } });
+        return { ok: false, error: new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } }) };
       }
+      const stream = keyOf(event.domain, event.pid);
+      const current = versions.get(stream);
       const { expectedVersion } = options;
-      if (expectedVersion !== undefined) {
-        // Counted under the sequence lock, which every append and firing takes first: appends to the stream cannot
-        // interleave with this count and the insert, on this gateway or any other. Every read of this transaction comes
-        // after the lock was granted, so its snapshot sees every earlier append's commit (see the header).
-        const sql = `SELECT COUNT(*) AS count FROM event e WHERE e.domain = ? AND e.pid = ? AND ${FIRED}`;
-        const current = Number((await select<{ count: number }>(conn, sql, [event.domain, event.pid]))[0]?.count ?? 0);
-        if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
+      if (expectedVersion !== undefined && current !== expectedVersion) {
+        return { ok: false, error: versionConflict(event.domain, event.pid, current ?? 0, expectedVersion) };
       }
-      // Read after taking the lock, so that timestamps ascend with positions across gateways.
-      const now = await utcNow(conn);
-      const row = [event.id, now, event.domain, rid, event.pid, event.name, data];
-      await conn.query('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES (?, ?, ?, ?, ?, ?, ?)', row);
-      await this.#position(conn, event.id, base + 1);
+      // An unfired scheduled event does not count toward the version.
+      if (current !== undefined && due === undefined) versions.set(stream, current + 1);
+      next += 1;
+      rows.event.push([event.id, now, event.domain, rid, event.pid, event.name, data]);
+      rows.position.push([next, event.id]);
       if (options.publisher !== undefined) {
-        await conn.query('INSERT INTO event_published (event_id, published, publisher) VALUES (?, UTC_TIMESTAMP(), ?)', [event.id, options.publisher]);
+        const hub = options.routedBy ?? null;
+        rows.published.push([event.id, UTC_NOW, options.publisher, hub, hub === null ? null : UTC_NOW]);
       }
       if (due !== undefined) {
         // v4's column holds whole seconds: rounded up, so that nothing reading it fires early.
-        const seconds = new Date(Math.ceil(due.getTime() / 1000) * 1000);
-        await conn.query('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES (?, UTC_TIMESTAMP(), ?)', [event.id, seconds]);
-        await conn.query('INSERT INTO eventflow_schedule (event_id, due) VALUES (?, ?)', [event.id, due]);
+        rows.scheduled.push([event.id, new Date(Math.ceil(due.getTime() / 1000) * 1000)]);
+        rows.due.push([event.id, due]);
       }
-      const stored = { id: event.id, timestamp: now.toISOString(), domain: event.domain, rid, pid: event.pid, name: event.name };
-      return { event: { ...stored, data: JSON.parse(data) as JsonValue, position: base + 1 }, created: true };
-    };
-    // A v4 spoke may insert the same id, or delete the rid, between our check and our insert: a second attempt sees it.
-    return this.#do('append the event', () => this.#transaction(work, ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW']));
+      const made: StoredEvent = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data: event.data, position: next };
+      created.set(event.id, made);
+      return { ok: true, result: { event: made, created: true } };
+    });
+
+    await insertRows(conn, 'INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES ?', rows.event, (row) => String(row[6]).length);
+    await insertRows(conn, 'INSERT INTO eventflow_position (position, event_id) VALUES ?', rows.position);
+    await insertRows(conn, 'INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES ?', rows.published);
+    await insertRows(conn, 'INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES ?', rows.scheduled.map(([id, at]) => [id, UTC_NOW, at]));
+    await insertRows(conn, 'INSERT INTO eventflow_schedule (event_id, due) VALUES ?', rows.due);
+    if (next > base) await setSequence(conn, next);
+    return outcomes;
+  }
+
+  /** The current version of each stream that `appends` check, counted as countEventlog counts. */
+  async #versions(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<Map<string, number>> {
+    const streams = new Map(appends.map(({ event }) => [keyOf(event.domain, event.pid), [event.domain, event.pid]] as const));
+    const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
+    if (streams.size === 0) return versions;
+    const where = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ');
+    const sql = `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${where}) AND ${FIRED} GROUP BY e.domain, e.pid`;
+    for (const row of await select<{ domain: string; pid: string; count: number }>(conn, sql, [...streams.values()].flat())) {
+      versions.set(keyOf(row.domain, row.pid), Number(row.count));
+    }
+    return versions;
   }
 
   /** Sets the event's position (a fired event moves) and raises the sequence to it. The sequence row must be locked. */
@@ -392,9 +501,29 @@ export class MysqlStore implements EventStore {
   }
 
   async claimForRouting(eventId: string, hub: string): Promise<boolean> {
-    if (!this.#hubs.has(hub)) await this.#exec('register the hub', PLACEHOLDER_HUB, [hub]).then(() => this.#hubs.add(hub));
+    await this.#registerHub(hub);
     const sql = 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id = ? AND consumed_hub IS NULL';
     return (await this.#exec('claim the event for routing', sql, [hub, eventId])) === 1;
+  }
+
+  /** A router's id needs a hub row before it can claim (see PLACEHOLDER_HUB). */
+  async #registerHub(hub: string): Promise<void> {
+    if (!this.#hubs.has(hub)) await this.#exec('register the hub', PLACEHOLDER_HUB, [hub]).then(() => this.#hubs.add(hub));
+  }
+
+  async claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]> {
+    if (eventIds.length === 0) return [];
+    await this.#registerHub(hub);
+    // The locking read decides which rows this router wins (it waits for, then sees, a concurrent claimer's commit);
+    // in id order, so that two routers claiming overlapping sets lock in the same order.
+    const work = async (conn: PoolConnection): Promise<Set<string>> => {
+      const sql = 'SELECT event_id AS id FROM event_published WHERE event_id IN (?) AND consumed_hub IS NULL ORDER BY event_id FOR UPDATE';
+      const won = (await select<{ id: string }>(conn, sql, [[...eventIds]])).map((row) => row.id);
+      if (won.length > 0) await conn.query('UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id IN (?)', [hub, won]);
+      return new Set(won);
+    };
+    const won = await this.#do('claim the events for routing', () => this.#transaction(work));
+    return eventIds.filter((id) => won.has(id));
   }
 
   async claimForConsumer(eventId: string, consumer: string): Promise<boolean> {
@@ -414,6 +543,12 @@ export class MysqlStore implements EventStore {
 
   async markOrphan(eventId: string): Promise<void> {
     await this.#exec('mark the event orphan', 'UPDATE event_published SET orphan = UTC_TIMESTAMP() WHERE event_id = ? AND orphan IS NULL', [eventId]);
+  }
+
+  async markOrphans(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    const sql = 'UPDATE event_published SET orphan = UTC_TIMESTAMP() WHERE event_id IN (?) AND orphan IS NULL';
+    await this.#exec('mark the events orphan', sql, [[...eventIds]]);
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
