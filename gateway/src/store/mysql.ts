@@ -18,8 +18,10 @@
  * positioned so far, under the same lock: init() sweeps the whole database, and every read first positions the
  * unpositioned events of its scope. Narrow scopes (an id, an eventlog, an eid, a cpid) are checked whole. A whole
  * domain (readPublishedAfter, which must stay a seek by position) is checked only from 10 s before the last sweep,
- * and a sweep runs in the background at most once a minute: an event whose timestamp is older than that window when
- * inserted (a caller-set timestamp, a non-UTC server) joins the published log by the next sweep at the latest.
+ * at most once a second per domain and then only back to 2 s before the previous check (see CHECK_EVERY_MS), and a
+ * sweep runs in the background at most once a minute: an event whose timestamp is older than that window when
+ * inserted (a caller-set timestamp, a non-UTC server, a commit later than 2 s) joins the published log by the next
+ * sweep at the latest.
  */
 import { createPool, type Pool, type PoolConnection, type RowDataPacket, type ResultSetHeader } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
@@ -48,9 +50,9 @@ type EventRow = Omit<StoredEvent, 'timestamp' | 'data' | 'position'> & { timesta
 
 /**
  * A multi-event read: FROM and WHERE over `event e` (#events joins the positions), the events positioned after `after`
- * if set, at most `limit`. onlyFired false for read(id) only; wide for a read scoped to a whole domain.
+ * if set, at most `limit`. onlyFired false for read(id) only; wide (the domain) for a read scoped to a whole domain.
  */
-type Read = { from: string; where: string; params: Params; after?: Position; limit?: number; onlyFired?: boolean; wide?: boolean };
+type Read = { from: string; where: string; params: Params; after?: Position; limit?: number; onlyFired?: boolean; wide?: string };
 
 const COLUMNS = 'e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data, x.position';
 const WITH_POSITION = 'LEFT JOIN eventflow_position x ON x.event_id = e.id';
@@ -70,6 +72,13 @@ const INSERT_BATCH = 1000;
 /** How often wide reads start a background sweep, and how far before a sweep's start its window begins. */
 const SWEEP_EVERY_MS = 60_000;
 const SWEEP_MARGIN_MS = 10_000;
+/**
+ * A wide read looks for unpositioned events of its domain at most this often, and then only at those stamped since
+ * its previous look, less CHECK_MARGIN_MS (for commits that came late). Looking at the whole window on every read
+ * cost a scan of every event of the last minute per routed batch; what a look misses, the next sweep positions.
+ */
+const CHECK_EVERY_MS = 1_000;
+const CHECK_MARGIN_MS = 2_000;
 const ATTEMPTS = 5;
 
 /** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
@@ -146,6 +155,8 @@ export class MysqlStore implements EventStore {
   #sweptBefore = new Date(0);
   #sweptAt = 0;
   #sweeping: Promise<void> | undefined;
+  /** Domain → when a wide read last looked for its unpositioned events (Date.now()), and the server time it looked from then. */
+  readonly #checked = new Map<string, { at: number; serverTime: Date }>();
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: MysqlStoreOptions = {}) {
@@ -265,19 +276,32 @@ export class MysqlStore implements EventStore {
   async #events(what: string, read: Read): Promise<StoredEvent[]> {
     return this.#do(what, async (pool) => {
       const scope = read.onlyFired === false ? read.where : `${read.where} AND ${FIRED}`;
-      if (read.wide && Date.now() - this.#sweptAt > SWEEP_EVERY_MS) {
+      if (read.wide !== undefined && Date.now() - this.#sweptAt > SWEEP_EVERY_MS) {
         this.#sweeping ??= this.#sweep(pool).catch(() => undefined).finally(() => (this.#sweeping = undefined));
       }
-      const since = read.wide ? ' AND e.timestamp >= ?' : '';
-      const unpositioned = `SELECT e.id FROM ${read.from} ${WITH_POSITION} WHERE ${scope}${since} AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
-      const missing = await select<{ id: string }>(pool, unpositioned, read.wide ? [...read.params, this.#sweptBefore] : read.params);
-      if (missing.length > 0) await this.#assign(missing.map((row) => row.id));
+      const since = read.wide === undefined ? undefined : await this.#checkSince(pool, read.wide);
+      if (read.wide === undefined || since !== undefined) {
+        const window = since === undefined ? '' : ' AND e.timestamp >= ?';
+        const unpositioned = `SELECT e.id FROM ${read.from} ${WITH_POSITION} WHERE ${scope}${window} AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
+        const missing = await select<{ id: string }>(pool, unpositioned, since === undefined ? read.params : [...read.params, since]);
+        if (missing.length > 0) await this.#assign(missing.map((row) => row.id));
+      }
       const after = read.after === undefined ? '' : ' AND x.position > ?';
       const limit = read.limit === undefined ? '' : ' LIMIT ?';
       const sql = `SELECT ${COLUMNS} FROM ${read.from} JOIN eventflow_position x ON x.event_id = e.id WHERE ${scope}${after} ORDER BY x.position${limit}`;
       const params = [...read.params, ...(read.after === undefined ? [] : [read.after]), ...(read.limit === undefined ? [] : [read.limit])];
       return (await select<EventRow>(pool, sql, params)).map(toStoredEvent);
     });
+  }
+
+  /** Where a wide read of `domain` looks for unpositioned events from, or undefined when it looked less than CHECK_EVERY_MS ago. */
+  async #checkSince(pool: Pool, domain: string): Promise<Date | undefined> {
+    const last = this.#checked.get(domain);
+    if (last !== undefined && Date.now() - last.at < CHECK_EVERY_MS) return undefined;
+    const serverTime = await utcNow(pool);
+    this.#checked.set(domain, { at: Date.now(), serverTime });
+    const since = last === undefined ? this.#sweptBefore : new Date(last.serverTime.getTime() - CHECK_MARGIN_MS);
+    return since > this.#sweptBefore ? since : this.#sweptBefore;
   }
 
   async head(): Promise<Position> {
@@ -465,7 +489,7 @@ export class MysqlStore implements EventStore {
   async readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]> {
     const from = 'event e JOIN event_published p ON p.event_id = e.id';
     const [where, params] = filter.name === '*' ? ['e.domain = ?', [filter.domain]] : ['e.domain = ? AND e.name = ?', [filter.domain, filter.name]];
-    return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: true });
+    return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: filter.domain });
   }
 
   async findOutcome(domain: string, pid: string, names: readonly string[], after: Position): Promise<StoredEvent | undefined> {
