@@ -584,7 +584,9 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
     });
 
     describe('group commit (appendBatch)', () => {
-      /** The outcomes as [created, error code] pairs, with the ok ones' events. */
+      /** A stored event as the input that stored it (rid aside), with `data` if given. */
+      const inputOf = ({ id, domain, name, pid, data }: StoredEvent, other?: NewEvent['data']): NewEvent => ({ id, domain, name, pid, data: other ?? (data as NewEvent['data']) });
+      /** Each outcome as `created`, or its error code. */
       const summary = (outcomes: readonly AppendOutcome[]): Array<boolean | string> =>
         outcomes.map((outcome) => (outcome.ok ? outcome.result.created : ((outcome.error as EventflowError).code ?? String(outcome.error))));
 
@@ -598,10 +600,10 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
           // The stream p1 is at version 1: a conflict, for this append only.
           { event: newEvent({ data: { late: true } }), options: { publisher: 's', expectedVersion: 0 } },
           // A retry of a stored event, with its keys in another order, and of one earlier in this batch.
-          { event: { ...stored, data: { n: 0 } }, options: { publisher: 's' } },
+          { event: inputOf(stored, { n: 0 }), options: { publisher: 's' } },
           { event: { ...first }, options: { publisher: 's', expectedVersion: 7 } },
           // The stored id with other content.
-          { event: { ...stored, data: { n: 1 } }, options: { publisher: 's' } },
+          { event: inputOf(stored, { n: 1 }), options: { publisher: 's' } },
           // Sees the append before it: p2 is at version 1 now, and `first` exists as a rid.
           { event: newEvent({ pid: 'p2', rid: first.id }), options: { publisher: 's', expectedVersion: 1 } },
           { event: newEvent({ rid: 'no-such-event' }), options: { publisher: 's' } },
@@ -671,7 +673,7 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(await store.claimAllForRouting([a.id], 'GW-2')).toEqual([]);
         expect(await store.claimAllForRouting([], 'GW-2')).toEqual([]);
         // A retry does not take the claim again, nor fail for it.
-        expect((await store.append({ ...routed }, { publisher: 's', routedBy: 'GW-3' })).created).toBe(false);
+        expect((await store.append(inputOf(routed), { publisher: 's', routedBy: 'GW-3' })).created).toBe(false);
         await store.markOrphans([a.id, b.id, 'missing']);
         await store.markOrphans([]);
         // Orphan marks leave the claims alone.
