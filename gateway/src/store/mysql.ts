@@ -99,16 +99,18 @@ const UTC_NOW = { toSqlString: () => 'UTC_TIMESTAMP()' };
 /** Multi-row INSERT statements carry at most this many bytes of event data each, well below max_allowed_packet. */
 const INSERT_BYTES = 1 << 20;
 
-/** Inserts `rows` with as few multi-row INSERTs as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
-async function insertRows(conn: PoolConnection, sql: string, rows: readonly unknown[][], bytes: (row: unknown[]) => number = () => 0): Promise<void> {
+/** `rows` cut into as few multi-row INSERTs as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
+function chunks(rows: readonly unknown[][], bytes: (row: unknown[]) => number): unknown[][][] {
+  const cut: unknown[][][] = [];
   for (let start = 0; start < rows.length; ) {
     let end = start;
     for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as unknown[]) <= INSERT_BYTES); end += 1) {
       size += bytes(rows[end] as unknown[]);
     }
-    await conn.query(sql, [rows.slice(start, end)]);
+    cut.push(rows.slice(start, end));
     start = end;
   }
+  return cut;
 }
 
 async function select<T>(on: Pool | PoolConnection, sql: string, params: Params = []): Promise<T[]> {
@@ -149,6 +151,8 @@ export class MysqlStore implements EventStore {
   readonly kind = 'mysql';
   readonly #options: MysqlStoreOptions;
   #open: Pool | undefined;
+  /** Connections for group commits (multipleStatements). */
+  #writer: Pool | undefined;
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   /** Every event with an earlier timestamp had a position at the last sweep (at #sweptAt); wide reads look after it. */
@@ -167,18 +171,28 @@ export class MysqlStore implements EventStore {
     if (this.#open !== undefined) return;
     const { host = '127.0.0.1', port = 3306, database = 'eventflow', sessionTimeZone } = this.#options;
     const { user = 'root', password = '', connectionLimit = 10 } = this.#options;
-    const pool = createPool({ host, port, user, password, database, connectionLimit, charset: 'utf8mb4', timezone: 'Z', dateStrings: false, jsonStrings: true });
-    if (sessionTimeZone !== undefined) {
-      // A connection whose session cannot be set up is dropped rather than used as it is.
-      pool.pool.on('connection', (conn) => conn.query('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
-    }
+    const open = (limit: number, multipleStatements: boolean): Pool => {
+      const created = createPool({ host, port, user, password, database, connectionLimit: limit, multipleStatements, charset: 'utf8mb4', timezone: 'Z', dateStrings: false, jsonStrings: true });
+      if (sessionTimeZone !== undefined) {
+        // A connection whose session cannot be set up is dropped rather than used as it is.
+        created.pool.on('connection', (conn) => conn.query('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
+      }
+      return created;
+    };
+    const pool = open(connectionLimit, false);
+    // Group commits run one at a time: their own connections, which take several statements per round trip (built
+    // from constants and placeholders only, see #appendAll).
+    const writer = open(2, true);
     try {
       await createSchema(pool);
       this.#open = pool;
+      this.#writer = writer;
       await this.#sweep(pool);
     } catch (error) {
       this.#open = undefined;
+      this.#writer = undefined;
       await pool.end().catch(() => undefined);
+      await writer.end().catch(() => undefined);
       if (driverCode(error) !== 'ER_BAD_DB_ERROR') throw storeError(error, `open database "${database}" on ${host}:${port}`);
       const message = `database "${database}" does not exist on ${host}:${port}; create it or set EVENTFLOW_MYSQL_DATABASE`;
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
@@ -189,10 +203,13 @@ export class MysqlStore implements EventStore {
     // Appends already accepted are written (or fail) before the pool goes.
     await this.#group.idle();
     const pool = this.#open;
+    const writer = this.#writer;
     this.#open = undefined;
+    this.#writer = undefined;
     this.#hubs.clear();
     await this.#sweeping;
     await pool?.end();
+    await writer?.end();
   }
 
   get #pool(): Pool {
@@ -329,7 +346,7 @@ export class MysqlStore implements EventStore {
     // A v4 spoke may insert the same id, or delete a rid, between our checks and our inserts: a second attempt sees it.
     const retryOn = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
     try {
-      const written = await this.#do('append the events', () => this.#transaction((conn) => this.#appendAll(conn, valid), retryOn));
+      const written = await this.#do('append the events', () => this.#appendTransaction(valid, retryOn));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
     } catch (error) {
       if (valid.length === 1) {
@@ -351,19 +368,54 @@ export class MysqlStore implements EventStore {
    * decided here in request order (an append sees the ones before it), then one multi-row INSERT per table. A refused
    * append writes nothing and is an outcome, not a throw, so that the rest commits.
    */
+  /** #appendAll on a writer connection, rolled back on failure and run again (from the start) on `retryOn` or a deadlock. */
+  async #appendTransaction(appends: readonly PreparedAppend[], retryOn: readonly string[]): Promise<AppendOutcome[]> {
+    const writer = this.#writer;
+    if (writer === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the MySQL store is not open; call init() first');
+    for (let attempt = 1; ; attempt += 1) {
+      const conn = await writer.getConnection();
+      try {
+        const outcomes = await this.#appendAll(conn, appends);
+        conn.release();
+        return outcomes;
+      } catch (error) {
+        await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+        const code = driverCode(error);
+        if (!(code === 'ER_LOCK_DEADLOCK' || (code !== undefined && retryOn.includes(code))) || attempt >= ATTEMPTS) throw error;
+      }
+    }
+  }
+
   async #appendAll(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<AppendOutcome[]> {
-    const base = await lockSequence(conn);
+    // Round trip 1: begin, take the sequence lock, then (after the lock, so that their snapshot sees every earlier
+    // append's commit, and timestamps ascend with positions across gateways) the server time and every check's rows.
+    // Counted under the sequence lock, which every append and firing takes first, versions cannot change before the
+    // insert, on this gateway or any other.
     const ids = [...new Set(appends.map((append) => append.event.id))];
-    const stored = new Map((await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?)`, [ids])).map((row) => [row.id, row]));
-    const rids = [...new Set(appends.flatMap(({ rid }) => (rid === null || stored.has(rid) ? [] : [rid])))];
-    const ridsFound = new Set(rids.length === 0 ? [] : (await select<{ id: string }>(conn, 'SELECT id FROM event WHERE id IN (?)', [rids])).map((row) => row.id));
-    // Counted under the sequence lock, which every append and firing takes first: appends to a stream cannot interleave
-    // with its count and the insert, on this gateway or any other. Every read of this transaction comes after the lock
-    // was granted, so its snapshot sees every earlier append's commit (see the header).
-    const versions = await this.#versions(conn, appends.filter((append) => append.options.expectedVersion !== undefined && !stored.has(append.event.id)));
-    // Read after taking the lock, so that timestamps ascend with positions across gateways.
-    const now = await utcNow(conn);
+    const rids = [...new Set(appends.flatMap(({ rid }) => (rid === null ? [] : [rid])))];
+    const streams = new Map(
+      appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [keyOf(event.domain, event.pid), [event.domain, event.pid]] as const),
+    );
+    const versionsWhere = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ') || 'FALSE';
+    const reads = [
+      'START TRANSACTION',
+      `SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`,
+      'SELECT UTC_TIMESTAMP(3) AS now',
+      `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?)`,
+      rids.length === 0 ? 'SELECT id FROM event WHERE FALSE' : 'SELECT id FROM event WHERE id IN (?)',
+      `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${versionsWhere}) AND ${FIRED} GROUP BY e.domain, e.pid`,
+    ];
+    const params = [ids, ...(rids.length === 0 ? [] : [rids]), ...[...streams.values()].flat()];
+    const [results] = await conn.query<RowDataPacket[][]>(reads.join(';\n'), params);
+    const [, [sequence], [clock], existing, found, counted] = results as unknown as [unknown, RowDataPacket[], RowDataPacket[], EventRow[], Array<{ id: string }>, Array<{ domain: string; pid: string; count: number }>];
+    if (sequence === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'eventflow_sequence lost its row; restart the gateway to restore it');
+    const base = Number(sequence.value);
+    const now = (clock?.now as Date | undefined) ?? new Date();
     const timestamp = now.toISOString();
+    const stored = new Map(existing.map((row) => [row.id, row]));
+    const ridsFound = new Set(found.map((row) => row.id));
+    const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
+    for (const row of counted) versions.set(keyOf(row.domain, row.pid), Number(row.count));
 
     let next = base;
     const created = new Map<string, StoredEvent>();
@@ -413,26 +465,23 @@ export class MysqlStore implements EventStore {
       return { ok: true, result: { event: made, created: true } };
     });
 
-    await insertRows(conn, 'INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES ?', rows.event, (row) => String(row[6]).length);
-    await insertRows(conn, 'INSERT INTO eventflow_position (position, event_id) VALUES ?', rows.position);
-    await insertRows(conn, 'INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES ?', rows.published);
-    await insertRows(conn, 'INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES ?', rows.scheduled.map(([id, at]) => [id, UTC_NOW, at]));
-    await insertRows(conn, 'INSERT INTO eventflow_schedule (event_id, due) VALUES ?', rows.due);
-    if (next > base) await setSequence(conn, next);
+    // Round trip 2 (unless the batch is large): every insert, the sequence, and the commit.
+    const writes: Array<[sql: string, rows: unknown[][]]> = [];
+    const add = (sql: string, rows: readonly unknown[][], bytes: (row: unknown[]) => number = () => 0): void => {
+      for (const chunk of chunks(rows, bytes)) writes.push([sql, chunk]);
+    };
+    add('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES ?', rows.event, (row) => String(row[6]).length);
+    add('INSERT INTO eventflow_position (position, event_id) VALUES ?', rows.position);
+    add('INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES ?', rows.published);
+    add('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES ?', rows.scheduled.map(([id, at]) => [id, UTC_NOW, at]));
+    add('INSERT INTO eventflow_schedule (event_id, due) VALUES ?', rows.due);
+    // Formatted by the connection, with its settings (UTC dates), as a query with placeholders would be.
+    const statements = [...writes.map(([sql, chunk]) => conn.format(sql, [chunk])), ...(next > base ? [conn.format(`UPDATE eventflow_sequence SET value = ? WHERE name = 'event'`, [next])] : []), 'COMMIT'];
+    const sql = statements.join(';\n');
+    // One packet, well below max_allowed_packet (16 MB by default); a larger batch goes statement by statement.
+    if (sql.length <= 4 * INSERT_BYTES) await conn.query(sql);
+    else for (const statement of statements) await conn.query(statement);
     return outcomes;
-  }
-
-  /** The current version of each stream that `appends` check, counted as countEventlog counts. */
-  async #versions(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<Map<string, number>> {
-    const streams = new Map(appends.map(({ event }) => [keyOf(event.domain, event.pid), [event.domain, event.pid]] as const));
-    const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
-    if (streams.size === 0) return versions;
-    const where = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ');
-    const sql = `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${where}) AND ${FIRED} GROUP BY e.domain, e.pid`;
-    for (const row of await select<{ domain: string; pid: string; count: number }>(conn, sql, [...streams.values()].flat())) {
-      versions.set(keyOf(row.domain, row.pid), Number(row.count));
-    }
-    return versions;
   }
 
   /** Sets the event's position (a fired event moves) and raises the sequence to it. The sequence row must be locked. */
