@@ -349,12 +349,13 @@ export class MysqlStore implements EventStore {
       const written = await this.#do('append the events', () => this.#appendTransaction(valid, retryOn));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
     } catch (error) {
-      if (valid.length === 1) {
-        outcomes[valid[0]?.index ?? 0] = { ok: false, error: storeError(error, 'append the event') };
+      // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:
+      // each append alone, so that only the one that causes it fails. A connection error would only fail each again.
+      const cause = error instanceof EventflowError ? error.cause : error;
+      if (valid.length === 1 || !driverCode(cause)?.startsWith('ER_')) {
+        for (const append of valid) outcomes[append.index] = { ok: false, error: storeError(error, 'append the event') };
         return outcomes;
       }
-      // Something unexpected rolled the batch back (a value too long for its column, say): each
-      // append alone, so that only the one that causes it fails.
       for (const append of valid) {
         const [alone] = await this.appendBatch([requests[append.index] as AppendRequest]);
         outcomes[append.index] = alone as AppendOutcome;

@@ -234,6 +234,12 @@ function prepareAppend({ event, options = {} }: AppendRequest): PreparedAppend {
   }
 }
 
+/** A driver error caused by one row's values, not by the database's state. */
+function isRowError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH');
+}
+
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
@@ -362,9 +368,10 @@ export class SqliteStore implements EventStore {
     try {
       return run.immediate();
     } catch (error) {
-      // Something unexpected (the batch was rolled back whole): each request alone, so that
-      // only the one that causes it fails.
-      if (requests.length === 1) return [{ ok: false, error: asError(error) }];
+      // The batch was rolled back whole. An error of one row (a constraint, a value too big): each
+      // request alone, so that only the one that causes it fails. Anything else (the database
+      // busy or broken) would fail each of them again, after as long a wait: it fails them all.
+      if (requests.length === 1 || !isRowError(error)) return requests.map(() => ({ ok: false, error: asError(error) }));
       const outcomes: AppendOutcome[] = [];
       for (const request of requests) outcomes.push(...(await this.appendBatch([request])));
       return outcomes;
