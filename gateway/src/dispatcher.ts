@@ -239,15 +239,22 @@ export class Dispatcher implements RouteTarget {
     for (;;) {
       const after = this.#cursors.get(domain) ?? this.#start;
       const page = await this.#store.readPublishedAfter({ domain, name: '*' }, after, 500);
+      const orphans: string[] = [];
       for (const event of page) {
         this.#cursors.set(domain, event.position);
-        await this.#handOut(event);
+        if (!(await this.#handOut(event))) orphans.push(event.id);
+      }
+      // One store transaction per page: per event, marking orphans cost as much as storing them.
+      if (this.#markOrphans && orphans.length > 0) {
+        this.#metrics.orphaned(orphans.length);
+        await this.#store.markOrphans(orphans);
       }
       if (page.length < 500) return;
     }
   }
 
-  async #handOut(event: StoredEvent): Promise<void> {
+  /** Hands the event to its recipients here; false when there is none (an orphan, if this gateway decides that). */
+  async #handOut(event: StoredEvent): Promise<boolean> {
     const subscribed = this.#fanOut(event);
 
     let waited = false;
@@ -259,10 +266,7 @@ export class Dispatcher implements RouteTarget {
     }
 
     const consumed = await this.#deliver(event, 1, undefined);
-    if (this.#markOrphans && !subscribed && !waited && !consumed) {
-      this.#metrics.orphaned();
-      await this.#store.markOrphan(event.id);
-    }
+    return subscribed || waited || consumed;
   }
 
   /**

@@ -25,10 +25,11 @@ const unknownDelivery = (delivery: string): EventflowError =>
 export const handlers: Handlers = {
   async publish(session, { event, expectedVersion }, request) {
     const { store, router, gatewayId } = session.context;
-    const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId, expectedVersion });
+    const routedBy = router.claimsOnAppend;
+    const { event: stored, created } = await store.append(toNewEvent(event), { publisher: gatewayId, expectedVersion, routedBy });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
-    void router.publish(stored).catch((error: unknown) => request.log.error('routing failed', { event: stored.id, error }));
+    void router.publish(stored, created && routedBy !== undefined).catch((error: unknown) => request.log.error('routing failed', { event: stored.id, error }));
     return appended(stored);
   },
 

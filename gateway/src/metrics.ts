@@ -32,7 +32,7 @@ export interface GatewayMetrics {
   /** A frame was not sent because the client was too slow (and is being disconnected). */
   dropped(type: ServerFrame['type']): void;
   /** A published event nobody here subscribed to, waited for or consumed (marked orphan). */
-  orphaned(): void;
+  orphaned(count: number): void;
   /** How a delivery to a consumer ended. */
   consumed(outcome: ConsumeOutcome): void;
 }
@@ -191,8 +191,8 @@ export class PrometheusMetrics implements GatewayMetrics {
     if (type === 'event' || type === 'delivery' || type === 'waited') this.#dropped.slow_client++;
   }
 
-  orphaned(): void {
-    this.#dropped.no_recipient++;
+  orphaned(count: number): void {
+    this.#dropped.no_recipient += count;
   }
 
   consumed(outcome: ConsumeOutcome): void {

@@ -376,6 +376,16 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       expect((error as Error).message).toContain('database "eventflow_no_such_db" does not exist');
     });
 
+    it('fails only the append the database refuses inside a batch; the others commit', async () => {
+      const { store } = await fresh();
+      const [good, bad, after] = [newEvent(), newEvent({ id: `too-long-${'x'.repeat(64)}` }), newEvent()];
+      const outcomes = await store.appendBatch([{ event: good, options: { publisher: 's' } }, { event: bad, options: { publisher: 's' } }, { event: after }]);
+      expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, false, true]);
+      const refused = outcomes[1];
+      expect(refused?.ok === false && isEventflowError(refused.error, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
+      expect((await store.readEventlog('orders', 'p1')).map((event) => event.id)).toEqual([good.id, after.id]);
+    });
+
     it('wraps driver errors without SQL text or values, and stores nothing partial', async () => {
       const { store } = await fresh();
       const input = newEvent({ id: `too-long-${'x'.repeat(64)}` });

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent } from '@eventflow/core';
-import type { EventStore, NewEvent } from '../src/store/store.js';
+import type { AppendOutcome, AppendRequest, AppendResult, EventStore, NewEvent } from '../src/store/store.js';
 
 export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
   const error = await promise.then(
@@ -580,6 +580,104 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(second.position).toBeGreaterThan(first.position);
         expect(await store.head()).toBe(second.position);
         expect(await store.readEventlog('orders', 'p1')).toEqual([first, second]);
+      });
+    });
+
+    describe('group commit (appendBatch)', () => {
+      /** A stored event as the input that stored it (rid aside), with `data` if given. */
+      const inputOf = ({ id, domain, name, pid, data }: StoredEvent, other?: NewEvent['data']): NewEvent => ({ id, domain, name, pid, data: other ?? (data as NewEvent['data']) });
+      /** Each outcome as `created`, or its error code. */
+      const summary = (outcomes: readonly AppendOutcome[]): Array<boolean | string> =>
+        outcomes.map((outcome) => (outcome.ok ? outcome.result.created : ((outcome.error as EventflowError).code ?? String(outcome.error))));
+
+      it('decides each append alone, in request order: a conflict, a duplicate or a bad date fails only itself', async () => {
+        const store = await open();
+        const stored = (await store.append(newEvent({ data: { n: 0 } }), { publisher: 's' })).event;
+        const head = await store.head();
+        const first = newEvent({ pid: 'p2' });
+        const requests: AppendRequest[] = [
+          { event: first, options: { publisher: 's', expectedVersion: 0 } },
+          // The stream p1 is at version 1: a conflict, for this append only.
+          { event: newEvent({ data: { late: true } }), options: { publisher: 's', expectedVersion: 0 } },
+          // A retry of a stored event, with its keys in another order, and of one earlier in this batch.
+          { event: inputOf(stored, { n: 0 }), options: { publisher: 's' } },
+          { event: { ...first }, options: { publisher: 's', expectedVersion: 7 } },
+          // The stored id with other content.
+          { event: inputOf(stored, { n: 1 }), options: { publisher: 's' } },
+          // Sees the append before it: p2 is at version 1 now, and `first` exists as a rid.
+          { event: newEvent({ pid: 'p2', rid: first.id }), options: { publisher: 's', expectedVersion: 1 } },
+          { event: newEvent({ rid: 'no-such-event' }), options: { publisher: 's' } },
+          { event: newEvent(), options: { publisher: 's', scheduledAt: new Date(Number.NaN) } },
+          // Unfired scheduled events do not count: p3 stays at version 0.
+          { event: newEvent({ pid: 'p3' }), options: { publisher: 's', scheduledAt: new Date(Date.now() + 3_600_000) } },
+          { event: newEvent({ pid: 'p3' }), options: { expectedVersion: 0 } },
+        ];
+        const outcomes = await store.appendBatch(requests);
+        expect(summary(outcomes)).toEqual([
+          true,
+          'E_EVENTFLOW_VERSION_CONFLICT',
+          false,
+          false,
+          'E_EVENTFLOW_DUPLICATE_ID',
+          true,
+          'E_EVENTFLOW_REFERENCE_NOT_FOUND',
+          'E_EVENTFLOW_INVALID_DATE',
+          true,
+          true,
+        ]);
+        const conflict = outcomes[1] as Extract<AppendOutcome, { ok: false }>;
+        expect((conflict.error as EventflowError).details).toEqual({ domain: 'orders', pid: 'p1', currentVersion: 1, expectedVersion: 0 });
+        const events = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.result.event] : []));
+        expect(events[1]).toEqual(stored);
+        expect(events[2]).toEqual(events[0]);
+        // The created ones: positions after the head, ascending in request order.
+        const created = outcomes.flatMap((outcome) => (outcome.ok && outcome.result.created ? [outcome.result.event] : []));
+        expect(created.map((event) => event.position)).toEqual([...created.map((event) => event.position)].sort((a, b) => a - b));
+        expect(created[0]!.position).toBeGreaterThan(head);
+        expect(new Set(created.map((event) => event.position)).size).toBe(created.length);
+        for (const event of created) expect(await store.read(event.id)).toEqual(event);
+        expect(ids(await store.readEventlog('orders', 'p2'))).toEqual([first.id, created[1]!.id]);
+        expect(await store.countEventlog('orders', 'p1')).toBe(1);
+        expect(ids(await store.readPublishedAfter({ domain: 'orders', name: '*' }, head, 10))).toEqual([first.id, created[1]!.id]);
+        expect(await store.appendBatch([])).toEqual([]);
+      });
+
+      it('group-commits concurrent appends: positions follow the order of the calls, each settles alone', async () => {
+        const store = await open();
+        await store.append(newEvent({ pid: 'v' }));
+        const inputs = Array.from({ length: 60 }, (_, i) => newEvent({ pid: `p${i % 4}`, data: { i } }));
+        // Two "clients" interleaved, plus a racer on the version of stream v and a duplicate id.
+        const calls = inputs.map((input, i) => store.append(input, { publisher: i % 2 ? 'client-a' : 'client-b' }));
+        const racers = [0, 1, 2].map(() => store.append(newEvent({ pid: 'v' }), { publisher: 's', expectedVersion: 1 }));
+        const duplicate = store.append({ ...inputs[0]!, data: { other: true } }, { publisher: 's' });
+        const results = await Promise.all(calls);
+        const raced = await Promise.allSettled(racers);
+        await expectCode(duplicate, 'E_EVENTFLOW_DUPLICATE_ID');
+        expect(raced.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+        const positions = results.map((result) => result.event.position);
+        expect(positions).toEqual([...positions].sort((a, b) => a - b));
+        expect(new Set(positions).size).toBe(positions.length);
+        expect(results.every((result) => result.created)).toBe(true);
+        const published = await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 100);
+        expect(ids(published)).toEqual([...ids(results.map((result) => result.event)), (raced[0] as PromiseFulfilledResult<AppendResult>).value.event.id]);
+      });
+
+      it('claims a batch for routing once, takes the claim at append for routedBy, and marks orphans in one go', async () => {
+        const store = await open();
+        const a = (await store.append(newEvent(), { publisher: 's' })).event;
+        const b = (await store.append(newEvent(), { publisher: 's' })).event;
+        const routed = (await store.append(newEvent(), { publisher: 's', routedBy: 'GW-1' })).event;
+        const persisted = (await store.append(newEvent())).event;
+        expect(await store.claimForRouting(b.id, 'GW-2')).toBe(true);
+        expect(await store.claimAllForRouting([a.id, b.id, routed.id, persisted.id, 'missing'], 'GW-1')).toEqual([a.id]);
+        expect(await store.claimAllForRouting([a.id], 'GW-2')).toEqual([]);
+        expect(await store.claimAllForRouting([], 'GW-2')).toEqual([]);
+        // A retry does not take the claim again, nor fail for it.
+        expect((await store.append(inputOf(routed), { publisher: 's', routedBy: 'GW-3' })).created).toBe(false);
+        await store.markOrphans([a.id, b.id, 'missing']);
+        await store.markOrphans([]);
+        // Orphan marks leave the claims alone.
+        expect(await store.claimForConsumer(a.id, 'c1')).toBe(true);
       });
     });
 

@@ -1,36 +1,73 @@
 /**
  * The embedded router: this gateway is its own hub. It takes v4's routing claim (consumed_hub)
  * so that the event_published row reads the same as in a v4 deployment, then routes in process.
+ *
+ * Per batch, not per event: events published while a batch is being routed (or in the same turn
+ * of the event loop) are claimed together (one store transaction) and routed with one
+ * notification per domain, since the dispatcher pulls each domain's new events from the store in
+ * position order anyway.
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from '../store/store.js';
 import type { RouteTarget, Router } from './router.js';
 
+interface Batch {
+  /** Events to claim, then route. */
+  readonly events: StoredEvent[];
+  /** Events whose claim was taken when they were stored (see Router.claimsOnAppend). */
+  readonly claimed: StoredEvent[];
+  done: Promise<void>;
+}
+
 export class LocalRouter implements Router {
   readonly kind = 'local';
+  readonly claimsOnAppend: string;
   readonly #store: EventStore;
   readonly #hubId: string;
   #target: RouteTarget | undefined;
-  /** Routing runs one event at a time, in publish order, so subscribers see positions ascending. */
+  /** Batches run one at a time, in publish order, so subscribers see positions ascending. */
   #queue: Promise<void> = Promise.resolve();
+  /** The batch that has not started yet: new events join it. */
+  #open: Batch | undefined;
 
   constructor(store: EventStore, hubId: string) {
     this.#store = store;
     this.#hubId = hubId;
+    this.claimsOnAppend = hubId;
   }
 
   async start(target: RouteTarget): Promise<void> {
     this.#target = target;
   }
 
-  publish(event: StoredEvent): Promise<void> {
+  publish(event: StoredEvent, claimed = false): Promise<void> {
     const target = this.#target;
     if (!target) return Promise.reject(new Error('router not started'));
-    const next = this.#queue.then(async () => {
-      if (await this.#store.claimForRouting(event.id, this.#hubId)) await target.route(event);
-    });
-    this.#queue = next.catch(() => undefined);
-    return next;
+    let batch = this.#open;
+    if (batch === undefined) {
+      const opened: Batch = { events: [], claimed: [], done: Promise.resolve() };
+      opened.done = this.#queue
+        .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        .then(() => {
+          this.#open = undefined;
+          return this.#route(target, opened);
+        });
+      this.#queue = opened.done.catch(() => undefined);
+      this.#open = batch = opened;
+    }
+    (claimed ? batch.claimed : batch.events).push(event);
+    return batch.done;
+  }
+
+  async #route(target: RouteTarget, { events, claimed }: Batch): Promise<void> {
+    const won = events.length === 0 ? new Set<string>() : new Set(await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId));
+    // One notification per domain: the newest event of the domain routed in this batch.
+    const newest = new Map<string, StoredEvent>();
+    for (const event of [...claimed, ...events.filter((candidate) => won.has(candidate.id))]) {
+      const known = newest.get(event.domain);
+      if (known === undefined || known.position < event.position) newest.set(event.domain, event);
+    }
+    for (const event of newest.values()) await target.route(event);
   }
 
   setInterest(): void {

@@ -12,9 +12,18 @@ export interface RouteTarget {
 
 export interface Router {
   readonly kind: string;
+  /**
+   * The hub id of a router that routes right after the store's commit (the embedded one): a
+   * publish takes this router's routing claim in its append transaction (AppendOptions.routedBy)
+   * and says so to `publish`. Undefined for a router that claims by itself, or not at all.
+   */
+  readonly claimsOnAppend?: string | undefined;
   start(target: RouteTarget): Promise<void>;
-  /** Routes a stored event (with its event_published row) to every subscriber and one consumer. */
-  publish(event: StoredEvent): Promise<void>;
+  /**
+   * Routes a stored event (with its event_published row) to every subscriber and one consumer.
+   * `claimed`: the routing claim was taken for this router when the event was stored.
+   */
+  publish(event: StoredEvent, claimed?: boolean): Promise<void>;
   /** This gateway's connections gained their first, or lost their last, interest in (domain, name). */
   setInterest(domain: string, name: string, interested: boolean): void;
   close(): Promise<void>;

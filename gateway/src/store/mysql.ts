@@ -18,14 +18,17 @@
  * positioned so far, under the same lock: init() sweeps the whole database, and every read first positions the
  * unpositioned events of its scope. Narrow scopes (an id, an eventlog, an eid, a cpid) are checked whole. A whole
  * domain (readPublishedAfter, which must stay a seek by position) is checked only from 10 s before the last sweep,
- * and a sweep runs in the background at most once a minute: an event whose timestamp is older than that window when
- * inserted (a caller-set timestamp, a non-UTC server) joins the published log by the next sweep at the latest.
+ * at most once a second per domain and then only back to 2 s before the previous check (see CHECK_EVERY_MS), and a
+ * sweep runs in the background at most once a minute: an event whose timestamp is older than that window when
+ * inserted (a caller-set timestamp, a non-UTC server, a commit later than 2 s) joins the published log by the next
+ * sweep at the latest.
  */
 import { createPool, type Pool, type PoolConnection, type RowDataPacket, type ResultSetHeader } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence, setSequence } from './mysql-schema.js';
+import { GroupCommit } from './group-commit.js';
 import { isSameEvent } from './same-event.js';
-import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
+import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
 
 /** Defaults as v4's: 127.0.0.1:3306, root without password, database eventflow, 10 connections. */
@@ -47,9 +50,9 @@ type EventRow = Omit<StoredEvent, 'timestamp' | 'data' | 'position'> & { timesta
 
 /**
  * A multi-event read: FROM and WHERE over `event e` (#events joins the positions), the events positioned after `after`
- * if set, at most `limit`. onlyFired false for read(id) only; wide for a read scoped to a whole domain.
+ * if set, at most `limit`. onlyFired false for read(id) only; wide (the domain) for a read scoped to a whole domain.
  */
-type Read = { from: string; where: string; params: Params; after?: Position; limit?: number; onlyFired?: boolean; wide?: boolean };
+type Read = { from: string; where: string; params: Params; after?: Position; limit?: number; onlyFired?: boolean; wide?: string };
 
 const COLUMNS = 'e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data, x.position';
 const WITH_POSITION = 'LEFT JOIN eventflow_position x ON x.event_id = e.id';
@@ -69,7 +72,46 @@ const INSERT_BATCH = 1000;
 /** How often wide reads start a background sweep, and how far before a sweep's start its window begins. */
 const SWEEP_EVERY_MS = 60_000;
 const SWEEP_MARGIN_MS = 10_000;
+/**
+ * A wide read looks for unpositioned events of its domain at most this often, and then only at those stamped since
+ * its previous look, less CHECK_MARGIN_MS (for commits that came late). Looking at the whole window on every read
+ * cost a scan of every event of the last minute per routed batch; what a look misses, the next sweep positions.
+ */
+const CHECK_EVERY_MS = 1_000;
+const CHECK_MARGIN_MS = 2_000;
 const ATTEMPTS = 5;
+
+/** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
+interface PreparedAppend {
+  index: number;
+  event: NewEvent;
+  options: AppendOptions;
+  rid: string | null;
+  data: string;
+  due: Date | undefined;
+}
+
+const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
+
+/** UTC_TIMESTAMP() as a value of a multi-row INSERT (mysql2 inserts an object with toSqlString as raw SQL). */
+const UTC_NOW = { toSqlString: () => 'UTC_TIMESTAMP()' };
+
+/** Multi-row INSERT statements carry at most this many bytes of event data each, well below max_allowed_packet. */
+const INSERT_BYTES = 1 << 20;
+
+/** `rows` cut into as few multi-row INSERTs as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
+function chunks(rows: readonly unknown[][], bytes: (row: unknown[]) => number): unknown[][][] {
+  const cut: unknown[][][] = [];
+  for (let start = 0; start < rows.length; ) {
+    let end = start;
+    for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as unknown[]) <= INSERT_BYTES); end += 1) {
+      size += bytes(rows[end] as unknown[]);
+    }
+    cut.push(rows.slice(start, end));
+    start = end;
+  }
+  return cut;
+}
 
 async function select<T>(on: Pool | PoolConnection, sql: string, params: Params = []): Promise<T[]> {
   const [rows] = await on.query<RowDataPacket[]>(sql, params);
@@ -109,12 +151,17 @@ export class MysqlStore implements EventStore {
   readonly kind = 'mysql';
   readonly #options: MysqlStoreOptions;
   #open: Pool | undefined;
+  /** Connections for group commits (multipleStatements). */
+  #writer: Pool | undefined;
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   /** Every event with an earlier timestamp had a position at the last sweep (at #sweptAt); wide reads look after it. */
   #sweptBefore = new Date(0);
   #sweptAt = 0;
   #sweeping: Promise<void> | undefined;
+  /** Domain → when a wide read last looked for its unpositioned events (Date.now()), and the server time it looked from then. */
+  readonly #checked = new Map<string, { at: number; serverTime: Date }>();
+  readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;
@@ -124,18 +171,28 @@ export class MysqlStore implements EventStore {
     if (this.#open !== undefined) return;
     const { host = '127.0.0.1', port = 3306, database = 'eventflow', sessionTimeZone } = this.#options;
     const { user = 'root', password = '', connectionLimit = 10 } = this.#options;
-    const pool = createPool({ host, port, user, password, database, connectionLimit, charset: 'utf8mb4', timezone: 'Z', dateStrings: false, jsonStrings: true });
-    if (sessionTimeZone !== undefined) {
-      // A connection whose session cannot be set up is dropped rather than used as it is.
-      pool.pool.on('connection', (conn) => conn.query('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
-    }
+    const open = (limit: number, multipleStatements: boolean): Pool => {
+      const created = createPool({ host, port, user, password, database, connectionLimit: limit, multipleStatements, charset: 'utf8mb4', timezone: 'Z', dateStrings: false, jsonStrings: true });
+      if (sessionTimeZone !== undefined) {
+        // A connection whose session cannot be set up is dropped rather than used as it is.
+        created.pool.on('connection', (conn) => conn.query('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
+      }
+      return created;
+    };
+    const pool = open(connectionLimit, false);
+    // Group commits run one at a time: their own connections, which take several statements per round trip (built
+    // from constants and placeholders only, see #appendAll).
+    const writer = open(2, true);
     try {
       await createSchema(pool);
       this.#open = pool;
+      this.#writer = writer;
       await this.#sweep(pool);
     } catch (error) {
       this.#open = undefined;
+      this.#writer = undefined;
       await pool.end().catch(() => undefined);
+      await writer.end().catch(() => undefined);
       if (driverCode(error) !== 'ER_BAD_DB_ERROR') throw storeError(error, `open database "${database}" on ${host}:${port}`);
       const message = `database "${database}" does not exist on ${host}:${port}; create it or set EVENTFLOW_MYSQL_DATABASE`;
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
@@ -143,11 +200,16 @@ export class MysqlStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    // Appends already accepted are written (or fail) before the pool goes.
+    await this.#group.idle();
     const pool = this.#open;
+    const writer = this.#writer;
     this.#open = undefined;
+    this.#writer = undefined;
     this.#hubs.clear();
     await this.#sweeping;
     await pool?.end();
+    await writer?.end();
   }
 
   get #pool(): Pool {
@@ -231,13 +293,16 @@ export class MysqlStore implements EventStore {
   async #events(what: string, read: Read): Promise<StoredEvent[]> {
     return this.#do(what, async (pool) => {
       const scope = read.onlyFired === false ? read.where : `${read.where} AND ${FIRED}`;
-      if (read.wide && Date.now() - this.#sweptAt > SWEEP_EVERY_MS) {
+      if (read.wide !== undefined && Date.now() - this.#sweptAt > SWEEP_EVERY_MS) {
         this.#sweeping ??= this.#sweep(pool).catch(() => undefined).finally(() => (this.#sweeping = undefined));
       }
-      const since = read.wide ? ' AND e.timestamp >= ?' : '';
-      const unpositioned = `SELECT e.id FROM ${read.from} ${WITH_POSITION} WHERE ${scope}${since} AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
-      const missing = await select<{ id: string }>(pool, unpositioned, read.wide ? [...read.params, this.#sweptBefore] : read.params);
-      if (missing.length > 0) await this.#assign(missing.map((row) => row.id));
+      const since = read.wide === undefined ? undefined : await this.#checkSince(pool, read.wide);
+      if (read.wide === undefined || since !== undefined) {
+        const window = since === undefined ? '' : ' AND e.timestamp >= ?';
+        const unpositioned = `SELECT e.id FROM ${read.from} ${WITH_POSITION} WHERE ${scope}${window} AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
+        const missing = await select<{ id: string }>(pool, unpositioned, since === undefined ? read.params : [...read.params, since]);
+        if (missing.length > 0) await this.#assign(missing.map((row) => row.id));
+      }
       const after = read.after === undefined ? '' : ' AND x.position > ?';
       const limit = read.limit === undefined ? '' : ' LIMIT ?';
       const sql = `SELECT ${COLUMNS} FROM ${read.from} JOIN eventflow_position x ON x.event_id = e.id WHERE ${scope}${after} ORDER BY x.position${limit}`;
@@ -246,60 +311,178 @@ export class MysqlStore implements EventStore {
     });
   }
 
+  /** Where a wide read of `domain` looks for unpositioned events from, or undefined when it looked less than CHECK_EVERY_MS ago. */
+  async #checkSince(pool: Pool, domain: string): Promise<Date | undefined> {
+    const last = this.#checked.get(domain);
+    if (last !== undefined && Date.now() - last.at < CHECK_EVERY_MS) return undefined;
+    const serverTime = await utcNow(pool);
+    this.#checked.set(domain, { at: Date.now(), serverTime });
+    const since = last === undefined ? this.#sweptBefore : new Date(last.serverTime.getTime() - CHECK_MARGIN_MS);
+    return since > this.#sweptBefore ? since : this.#sweptBefore;
+  }
+
   async head(): Promise<Position> {
     const row = await this.#one<{ value: number }>('read the head position', `SELECT value FROM eventflow_sequence WHERE name = 'event'`);
     return Number(row?.value ?? 0);
   }
 
-  async append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
-    const due = options.scheduledAt === undefined ? undefined : validDate(options.scheduledAt, 'scheduledAt');
-    const rid = event.rid ?? null;
-    const data = JSON.stringify(event.data);
-    const work = async (conn: PoolConnection): Promise<AppendResult> => {
-      const base = await lockSequence(conn);
-      const [existing] = await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id = ?`, [event.id]);
-      if (existing !== undefined) {
-        const stored = toStoredEvent({ ...existing, position: existing.position ?? base + 1 });
-        if (!isSameEvent(stored, event)) {
+  append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
+    return this.#group.append(event, options);
+  }
+
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    const outcomes: AppendOutcome[] = new Array<AppendOutcome>(requests.length);
+    const valid: PreparedAppend[] = [];
+    requests.forEach(({ event, options = {} }, index) => {
+      try {
+        const due = options.scheduledAt === undefined ? undefined : validDate(options.scheduledAt, 'scheduledAt');
+        valid.push({ index, event, options, rid: event.rid ?? null, data: JSON.stringify(event.data), due });
+      } catch (error) {
+        outcomes[index] = { ok: false, error: storeError(error, 'append the event') };
+      }
+    });
+    if (valid.length === 0) return outcomes;
+    for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
+    // A v4 spoke may insert the same id, or delete a rid, between our checks and our inserts: a second attempt sees it.
+    const retryOn = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
+    try {
+      const written = await this.#do('append the events', () => this.#appendTransaction(valid, retryOn));
+      valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
+    } catch (error) {
+      // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:
+      // each append alone, so that only the one that causes it fails. A connection error would only fail each again.
+      const cause = error instanceof EventflowError ? error.cause : error;
+      if (valid.length === 1 || !driverCode(cause)?.startsWith('ER_')) {
+        for (const append of valid) outcomes[append.index] = { ok: false, error: storeError(error, 'append the event') };
+        return outcomes;
+      }
+      for (const append of valid) {
+        const [alone] = await this.appendBatch([requests[append.index] as AppendRequest]);
+        outcomes[append.index] = alone as AppendOutcome;
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * The appends of one batch in one transaction, under the sequence lock: every check is one query for the whole batch,
+   * decided here in request order (an append sees the ones before it), then one multi-row INSERT per table. A refused
+   * append writes nothing and is an outcome, not a throw, so that the rest commits.
+   */
+  /** #appendAll on a writer connection, rolled back on failure and run again (from the start) on `retryOn` or a deadlock. */
+  async #appendTransaction(appends: readonly PreparedAppend[], retryOn: readonly string[]): Promise<AppendOutcome[]> {
+    const writer = this.#writer;
+    if (writer === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the MySQL store is not open; call init() first');
+    for (let attempt = 1; ; attempt += 1) {
+      const conn = await writer.getConnection();
+      try {
+        const outcomes = await this.#appendAll(conn, appends);
+        conn.release();
+        return outcomes;
+      } catch (error) {
+        await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+        const code = driverCode(error);
+        if (!(code === 'ER_LOCK_DEADLOCK' || (code !== undefined && retryOn.includes(code))) || attempt >= ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  async #appendAll(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<AppendOutcome[]> {
+    // Round trip 1: begin, take the sequence lock, then (after the lock, so that their snapshot sees every earlier
+    // append's commit, and timestamps ascend with positions across gateways) the server time and every check's rows.
+    // Counted under the sequence lock, which every append and firing takes first, versions cannot change before the
+    // insert, on this gateway or any other.
+    const ids = [...new Set(appends.map((append) => append.event.id))];
+    const rids = [...new Set(appends.flatMap(({ rid }) => (rid === null ? [] : [rid])))];
+    const streams = new Map(
+      appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [keyOf(event.domain, event.pid), [event.domain, event.pid]] as const),
+    );
+    const versionsWhere = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ') || 'FALSE';
+    const reads = [
+      'START TRANSACTION',
+      `SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`,
+      'SELECT UTC_TIMESTAMP(3) AS now',
+      `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?)`,
+      rids.length === 0 ? 'SELECT id FROM event WHERE FALSE' : 'SELECT id FROM event WHERE id IN (?)',
+      `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${versionsWhere}) AND ${FIRED} GROUP BY e.domain, e.pid`,
+    ];
+    const params = [ids, ...(rids.length === 0 ? [] : [rids]), ...[...streams.values()].flat()];
+    const [results] = await conn.query<RowDataPacket[][]>(reads.join(';\n'), params);
+    const [, [sequence], [clock], existing, found, counted] = results as unknown as [unknown, RowDataPacket[], RowDataPacket[], EventRow[], Array<{ id: string }>, Array<{ domain: string; pid: string; count: number }>];
+    if (sequence === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'eventflow_sequence lost its row; restart the gateway to restore it');
+    const base = Number(sequence.value);
+    const now = (clock?.now as Date | undefined) ?? new Date();
+    const timestamp = now.toISOString();
+    const stored = new Map(existing.map((row) => [row.id, row]));
+    const ridsFound = new Set(found.map((row) => row.id));
+    const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
+    for (const row of counted) versions.set(keyOf(row.domain, row.pid), Number(row.count));
+
+    let next = base;
+    const created = new Map<string, StoredEvent>();
+    const rows = { event: [] as unknown[][], position: [] as unknown[][], published: [] as unknown[][], scheduled: [] as unknown[][], due: [] as unknown[][] };
+    const outcomes = appends.map(({ event, options, rid, data, due }): AppendOutcome => {
+      const found = stored.get(event.id);
+      const earlier = found === undefined ? created.get(event.id) : toStoredEvent({ ...found, position: found.position ?? next + 1 });
+      if (earlier !== undefined) {
+        if (!isSameEvent(earlier, event)) {
           const message = `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`;
-          throw new EventflowError('E_EVENTFLOW_DUPLICATE_ID', message, { details: { id: event.id } });
+          return { ok: false, error: new EventflowError('E_EVENTFLOW_DUPLICATE_ID', message, { details: { id: event.id } }) };
         }
-        // The same event written by a v4 spoke, without a position yet: it gets the next one.
-        if (existing.position === null) await this.#position(conn, event.id, base + 1);
-        return { event: stored, created: false };
+        if (found !== undefined && found.position === null) {
+          // The same event written by a v4 spoke, without a position yet: it gets the next one.
+          next += 1;
+          found.position = next;
+          rows.position.push([next, event.id]);
+        }
+        return { ok: true, result: { event: earlier, created: false } };
       }
-      if (rid !== null && (await select(conn, 'SELECT 1 FROM event WHERE id = ?', [rid])).length === 0) {
+      if (rid !== null && !ridsFound.has(rid) && !stored.has(rid) && !created.has(rid)) {
         const message = `event "${event.id}" refers (rid) to event "${rid}", which does not exist`;
-        throw new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } });
+        return { ok: false, error: new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } }) };
       }
+      const stream = keyOf(event.domain, event.pid);
+      const current = versions.get(stream);
       const { expectedVersion } = options;
-      if (expectedVersion !== undefined) {
-        // Counted under the sequence lock, which every append and firing takes first: appends to the stream cannot
-        // interleave with this count and the insert, on this gateway or any other. Every read of this transaction comes
-        // after the lock was granted, so its snapshot sees every earlier append's commit (see the header).
-        const sql = `SELECT COUNT(*) AS count FROM event e WHERE e.domain = ? AND e.pid = ? AND ${FIRED}`;
-        const current = Number((await select<{ count: number }>(conn, sql, [event.domain, event.pid]))[0]?.count ?? 0);
-        if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
+      if (expectedVersion !== undefined && current !== expectedVersion) {
+        return { ok: false, error: versionConflict(event.domain, event.pid, current ?? 0, expectedVersion) };
       }
-      // Read after taking the lock, so that timestamps ascend with positions across gateways.
-      const now = await utcNow(conn);
-      const row = [event.id, now, event.domain, rid, event.pid, event.name, data];
-      await conn.query('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES (?, ?, ?, ?, ?, ?, ?)', row);
-      await this.#position(conn, event.id, base + 1);
+      // An unfired scheduled event does not count toward the version.
+      if (current !== undefined && due === undefined) versions.set(stream, current + 1);
+      next += 1;
+      rows.event.push([event.id, now, event.domain, rid, event.pid, event.name, data]);
+      rows.position.push([next, event.id]);
       if (options.publisher !== undefined) {
-        await conn.query('INSERT INTO event_published (event_id, published, publisher) VALUES (?, UTC_TIMESTAMP(), ?)', [event.id, options.publisher]);
+        const hub = options.routedBy ?? null;
+        rows.published.push([event.id, UTC_NOW, options.publisher, hub, hub === null ? null : UTC_NOW]);
       }
       if (due !== undefined) {
         // v4's column holds whole seconds: rounded up, so that nothing reading it fires early.
-        const seconds = new Date(Math.ceil(due.getTime() / 1000) * 1000);
-        await conn.query('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES (?, UTC_TIMESTAMP(), ?)', [event.id, seconds]);
-        await conn.query('INSERT INTO eventflow_schedule (event_id, due) VALUES (?, ?)', [event.id, due]);
+        rows.scheduled.push([event.id, new Date(Math.ceil(due.getTime() / 1000) * 1000)]);
+        rows.due.push([event.id, due]);
       }
-      const stored = { id: event.id, timestamp: now.toISOString(), domain: event.domain, rid, pid: event.pid, name: event.name };
-      return { event: { ...stored, data: JSON.parse(data) as JsonValue, position: base + 1 }, created: true };
+      const made: StoredEvent = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data: event.data, position: next };
+      created.set(event.id, made);
+      return { ok: true, result: { event: made, created: true } };
+    });
+
+    // Round trip 2 (unless the batch is large): every insert, the sequence, and the commit.
+    const writes: Array<[sql: string, rows: unknown[][]]> = [];
+    const add = (sql: string, rows: readonly unknown[][], bytes: (row: unknown[]) => number = () => 0): void => {
+      for (const chunk of chunks(rows, bytes)) writes.push([sql, chunk]);
     };
-    // A v4 spoke may insert the same id, or delete the rid, between our check and our insert: a second attempt sees it.
-    return this.#do('append the event', () => this.#transaction(work, ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW']));
+    add('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES ?', rows.event, (row) => String(row[6]).length);
+    add('INSERT INTO eventflow_position (position, event_id) VALUES ?', rows.position);
+    add('INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES ?', rows.published);
+    add('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES ?', rows.scheduled.map(([id, at]) => [id, UTC_NOW, at]));
+    add('INSERT INTO eventflow_schedule (event_id, due) VALUES ?', rows.due);
+    // Formatted by the connection, with its settings (UTC dates), as a query with placeholders would be.
+    const statements = [...writes.map(([sql, chunk]) => conn.format(sql, [chunk])), ...(next > base ? [conn.format(`UPDATE eventflow_sequence SET value = ? WHERE name = 'event'`, [next])] : []), 'COMMIT'];
+    const sql = statements.join(';\n');
+    // One packet, well below max_allowed_packet (16 MB by default); a larger batch goes statement by statement.
+    if (sql.length <= 4 * INSERT_BYTES) await conn.query(sql);
+    else for (const statement of statements) await conn.query(statement);
+    return outcomes;
   }
 
   /** Sets the event's position (a fired event moves) and raises the sequence to it. The sequence row must be locked. */
@@ -356,7 +539,7 @@ export class MysqlStore implements EventStore {
   async readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]> {
     const from = 'event e JOIN event_published p ON p.event_id = e.id';
     const [where, params] = filter.name === '*' ? ['e.domain = ?', [filter.domain]] : ['e.domain = ? AND e.name = ?', [filter.domain, filter.name]];
-    return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: true });
+    return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: filter.domain });
   }
 
   async findOutcome(domain: string, pid: string, names: readonly string[], after: Position): Promise<StoredEvent | undefined> {
@@ -392,9 +575,29 @@ export class MysqlStore implements EventStore {
   }
 
   async claimForRouting(eventId: string, hub: string): Promise<boolean> {
-    if (!this.#hubs.has(hub)) await this.#exec('register the hub', PLACEHOLDER_HUB, [hub]).then(() => this.#hubs.add(hub));
+    await this.#registerHub(hub);
     const sql = 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id = ? AND consumed_hub IS NULL';
     return (await this.#exec('claim the event for routing', sql, [hub, eventId])) === 1;
+  }
+
+  /** A router's id needs a hub row before it can claim (see PLACEHOLDER_HUB). */
+  async #registerHub(hub: string): Promise<void> {
+    if (!this.#hubs.has(hub)) await this.#exec('register the hub', PLACEHOLDER_HUB, [hub]).then(() => this.#hubs.add(hub));
+  }
+
+  async claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]> {
+    if (eventIds.length === 0) return [];
+    await this.#registerHub(hub);
+    // The locking read decides which rows this router wins (it waits for, then sees, a concurrent claimer's commit);
+    // in id order, so that two routers claiming overlapping sets lock in the same order.
+    const work = async (conn: PoolConnection): Promise<Set<string>> => {
+      const sql = 'SELECT event_id AS id FROM event_published WHERE event_id IN (?) AND consumed_hub IS NULL ORDER BY event_id FOR UPDATE';
+      const won = (await select<{ id: string }>(conn, sql, [[...eventIds]])).map((row) => row.id);
+      if (won.length > 0) await conn.query('UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id IN (?)', [hub, won]);
+      return new Set(won);
+    };
+    const won = await this.#do('claim the events for routing', () => this.#transaction(work));
+    return eventIds.filter((id) => won.has(id));
   }
 
   async claimForConsumer(eventId: string, consumer: string): Promise<boolean> {
@@ -414,6 +617,12 @@ export class MysqlStore implements EventStore {
 
   async markOrphan(eventId: string): Promise<void> {
     await this.#exec('mark the event orphan', 'UPDATE event_published SET orphan = UTC_TIMESTAMP() WHERE event_id = ? AND orphan IS NULL', [eventId]);
+  }
+
+  async markOrphans(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    const sql = 'UPDATE event_published SET orphan = UTC_TIMESTAMP() WHERE event_id IN (?) AND orphan IS NULL';
+    await this.#exec('mark the events orphan', sql, [[...eventIds]]);
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {

@@ -9,8 +9,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
+import { GroupCommit } from './group-commit.js';
 import { isSameEvent } from './same-event.js';
-import { versionConflict, type AppendOptions, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
+import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
 
 export interface SqliteStoreOptions {
@@ -108,8 +109,8 @@ function prepareStatements(db: Database.Database) {
       `INSERT INTO event (id, timestamp, domain, rid, pid, name, data)
        VALUES (@id, @timestamp, @domain, @rid, @pid, @name, @data)`,
     ),
-    insertPublished: write<IdNow & { publisher: string }>(
-      `INSERT INTO event_published (event_id, published, publisher) VALUES (@id, @now, @publisher)`,
+    insertPublished: write<IdNow & { publisher: string; hub: string | null; claimed: string | null }>(
+      `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES (@id, @now, @publisher, @hub, @claimed)`,
     ),
     insertScheduled: write<IdNow & { scheduled: string }>(
       `INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES (@id, @now, @scheduled)`,
@@ -219,10 +220,72 @@ function now(): string {
   return new Date().toISOString();
 }
 
+/** An append checked and serialised outside the transaction, or the error that ends it there. */
+type PreparedAppend =
+  | { ok: true; event: NewEvent; options: AppendOptions; rid: string | null; data: string; scheduled: string | undefined }
+  | { ok: false; error: Error };
+
+function prepareAppend({ event, options = {} }: AppendRequest): PreparedAppend {
+  try {
+    const scheduled = options.scheduledAt === undefined ? undefined : isoDate(options.scheduledAt, 'scheduledAt');
+    return { ok: true, event, options, rid: event.rid ?? null, data: JSON.stringify(event.data), scheduled };
+  } catch (error) {
+    return { ok: false, error: asError(error) };
+  }
+}
+
+/** A driver error caused by one row's values, not by the database's state. */
+function isRowError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH');
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * One append inside the batch's transaction. Every coded refusal is thrown before the first
+ * write, so that catching it leaves nothing of this request behind.
+ */
+function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: true }>, timestamp: string): AppendResult {
+  const { event, options, rid, data, scheduled } = append;
+  const existing = s.read.get({ id: event.id });
+  if (existing !== undefined) {
+    const stored = toStoredEvent(existing);
+    if (isSameEvent(stored, event)) return { event: stored, created: false };
+    throw new EventflowError(
+      'E_EVENTFLOW_DUPLICATE_ID',
+      `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
+      { details: { id: event.id } },
+    );
+  }
+  if (rid !== null && s.exists.get(rid) === undefined) {
+    throw new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', `event "${event.id}" refers (rid) to event "${rid}", which does not exist`, {
+      details: { id: event.id, rid },
+    });
+  }
+  const { expectedVersion } = options;
+  if (expectedVersion !== undefined) {
+    const current = s.countEventlog.get({ domain: event.domain, pid: event.pid })?.count ?? 0;
+    if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
+  }
+  const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
+  const position = Number(s.insertEvent.run(row).lastInsertRowid);
+  if (options.publisher !== undefined) {
+    const hub = options.routedBy ?? null;
+    s.insertPublished.run({ id: event.id, now: timestamp, publisher: options.publisher, hub, claimed: hub === null ? null : timestamp });
+  }
+  if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
+  // The request's own data: what was just stored, as plain JSON (no need to parse it back).
+  return { event: { ...row, data: event.data, position }, created: true };
+}
+
 export class SqliteStore implements EventStore {
   readonly kind = 'sqlite';
   readonly #path: string;
   #open: { db: Database.Database; s: Statements } | undefined;
+  readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
@@ -257,6 +320,8 @@ export class SqliteStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    // Appends already accepted are written (or fail) before the database goes.
+    await this.#group.idle();
     const open = this.#open;
     this.#open = undefined;
     open?.db.close();
@@ -278,45 +343,39 @@ export class SqliteStore implements EventStore {
     return this.#s.head.get()?.seq ?? 0;
   }
 
-  async append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
+  append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
+    return this.#group.append(event, options);
+  }
+
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     const s = this.#s;
-    const scheduled = options.scheduledAt === undefined ? undefined : isoDate(options.scheduledAt, 'scheduledAt');
-    const rid = event.rid ?? null;
-    const data = JSON.stringify(event.data);
-    // IMMEDIATE takes the write lock up front, so the existence and version checks cannot go stale before the insert.
-    const run = this.#store.db.transaction((): AppendResult => {
-      const existing = s.read.get({ id: event.id });
-      if (existing !== undefined) {
-        const stored = toStoredEvent(existing);
-        if (isSameEvent(stored, event)) return { event: stored, created: false };
-        throw new EventflowError(
-          'E_EVENTFLOW_DUPLICATE_ID',
-          `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
-          { details: { id: event.id } },
-        );
-      }
-      if (rid !== null && s.exists.get(rid) === undefined) {
-        throw new EventflowError(
-          'E_EVENTFLOW_REFERENCE_NOT_FOUND',
-          `event "${event.id}" refers (rid) to event "${rid}", which does not exist`,
-          { details: { id: event.id, rid } },
-        );
-      }
-      const { expectedVersion } = options;
-      if (expectedVersion !== undefined) {
-        const current = s.countEventlog.get({ domain: event.domain, pid: event.pid })?.count ?? 0;
-        if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
-      }
+    const prepared = requests.map(prepareAppend);
+    // One IMMEDIATE transaction: the write lock is taken up front, so no check can go stale
+    // before its insert, and the whole batch costs one commit.
+    const run = this.#store.db.transaction((): AppendOutcome[] => {
       const timestamp = now();
-      const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
-      const position = Number(s.insertEvent.run(row).lastInsertRowid);
-      if (options.publisher !== undefined) {
-        s.insertPublished.run({ id: event.id, now: timestamp, publisher: options.publisher });
-      }
-      if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
-      return { event: toStoredEvent({ ...row, position }), created: true };
+      return prepared.map((append) => {
+        if (!append.ok) return append;
+        try {
+          return { ok: true, result: insertOne(s, append, timestamp) };
+        } catch (error) {
+          // A coded refusal is thrown before the request writes anything: the batch goes on.
+          if (error instanceof EventflowError) return { ok: false, error };
+          throw error;
+        }
+      });
     });
-    return run.immediate();
+    try {
+      return run.immediate();
+    } catch (error) {
+      // The batch was rolled back whole. An error of one row (a constraint, a value too big): each
+      // request alone, so that only the one that causes it fails. Anything else (the database
+      // busy or broken) would fail each of them again, after as long a wait: it fails them all.
+      if (requests.length === 1 || !isRowError(error)) return requests.map(() => ({ ok: false, error: asError(error) }));
+      const outcomes: AppendOutcome[] = [];
+      for (const request of requests) outcomes.push(...(await this.appendBatch([request])));
+      return outcomes;
+    }
   }
 
   async read(id: string): Promise<StoredEvent | undefined> {
@@ -410,6 +469,12 @@ export class SqliteStore implements EventStore {
     return this.#s.claimForRouting.run({ id: eventId, now: now(), hub }).changes === 1;
   }
 
+  async claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]> {
+    const { db, s } = this.#store;
+    const at = now();
+    return db.transaction(() => eventIds.filter((id) => s.claimForRouting.run({ id, now: at, hub }).changes === 1))();
+  }
+
   async claimForConsumer(eventId: string, consumer: string): Promise<boolean> {
     return this.#s.claimForConsumer.run({ id: eventId, now: now(), consumer }).changes === 1;
   }
@@ -424,6 +489,14 @@ export class SqliteStore implements EventStore {
 
   async markOrphan(eventId: string): Promise<void> {
     this.#s.markOrphan.run({ id: eventId, now: now() });
+  }
+
+  async markOrphans(eventIds: readonly string[]): Promise<void> {
+    const { db, s } = this.#store;
+    const at = now();
+    db.transaction(() => {
+      for (const id of eventIds) s.markOrphan.run({ id, now: at });
+    })();
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {

@@ -26,6 +26,13 @@ export interface AppendOptions {
   /** Creates the event_published row (v4: publish and schedule do, persist does not). */
   publisher?: string | undefined;
   /**
+   * With `publisher`: the event_published row is created with the routing claim already taken by
+   * this hub id (as claimForRouting would take it), in the same transaction. For a router that
+   * routes right after the commit (the embedded one): one write instead of two. Only a created
+   * event is claimed so; a retry returns the event as it is stored.
+   */
+  routedBy?: string | undefined;
+  /**
    * Creates the event_scheduled row with this due time. The event stays out of the multi-event
    * reads until it fires (see EventStore.claimDueScheduled).
    */
@@ -45,6 +52,15 @@ export interface AppendResult {
   /** false when the same event (same id and content) was already stored: a retried publish. */
   created: boolean;
 }
+
+/** One append of a batch (EventStore.appendBatch). */
+export interface AppendRequest {
+  event: NewEvent;
+  options?: AppendOptions | undefined;
+}
+
+/** What became of one append of a batch: its result, or the error that `append` alone would have thrown. */
+export type AppendOutcome = { ok: true; result: AppendResult } | { ok: false; error: Error };
 
 export type Outcome = 'success' | 'failed';
 
@@ -91,6 +107,16 @@ export interface EventStore {
    * E_EVENTFLOW_VERSION_CONFLICT when `expectedVersion` is not the eventlog's current count.
    */
   append(event: NewEvent, options?: AppendOptions): Promise<AppendResult>;
+  /**
+   * Appends several events in one transaction (group commit), each exactly as `append` would,
+   * in request order: positions ascend in that order, and each request sees the ones before it
+   * (a retry of an earlier request's id, a rid naming it, its count toward expectedVersion).
+   * One outcome per request, in order: a request that fails (duplicate id, missing rid, version
+   * conflict, a driver error of its own) stores nothing and fails alone; the others commit. Nothing
+   * is visible before the commit. `append` goes through this: appends that arrive while a commit
+   * is running, or in the same turn of the event loop, share the next transaction (group-commit.ts).
+   */
+  appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]>;
 
   /**
    * Any stored event, including a scheduled one that has not fired yet (with its append-time
@@ -151,6 +177,8 @@ export interface EventStore {
 
   /** consumed_hub NULL → set with `hub`; true when this router won the routing claim. */
   claimForRouting(eventId: string, hub: string): Promise<boolean>;
+  /** claimForRouting for several events in one transaction; returns the ids this router won, in the order given. */
+  claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]>;
   /** consumed_spoke NULL → set with `consumer`; true when this consumer won. */
   claimForConsumer(eventId: string, consumer: string): Promise<boolean>;
   /** Clears the consumer claim so that the event can be delivered again (lease expired, consumer gone). */
@@ -158,6 +186,8 @@ export interface EventStore {
   /** Records the outcome once: a second outcome for the same event is ignored. */
   settle(eventId: string, outcome: Outcome): Promise<void>;
   markOrphan(eventId: string): Promise<void>;
+  /** markOrphan for several events in one transaction. */
+  markOrphans(eventIds: readonly string[]): Promise<void>;
   /**
    * The event's last delivery attempt ended unsettled: records `failed` (first outcome wins) and,
    * if that outcome is the one recorded, a dead letter (the gateway's own table, not a v4 one), in

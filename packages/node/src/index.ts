@@ -1,9 +1,10 @@
 /**
- * @eventflow/node: the core client over WebSocket for Node (isows picks `ws`), graceful shutdown
+ * @eventflow/node: the core client over WebSocket for Node (`ws`, its socket corked per turn: websocket.ts), graceful shutdown
  * on signals, consumer routing to `onEventName` methods, and (as the `eventflow` bin) a small CLI.
  */
-import { EventflowClient, EventflowError, webSocketConnector, type ClientOptions, type EventMap } from '@eventflow/core';
+import { EventflowClient, EventflowError, type ClientOptions, type EventMap } from '@eventflow/core';
 import { closeOnSignals, defaultSignals } from './signals.js';
+import { nodeWebSocketConnector } from './websocket.js';
 
 export * from '@eventflow/core';
 export { methodNameFor, routeConsumers, type RoutableService, type RoutedConsumers } from './routing.js';
@@ -21,7 +22,7 @@ class NodeEventflowClient<M extends EventMap> extends EventflowClient<M> {
   #release: (() => void) | undefined;
 
   constructor(url: string | URL, options: ClientOptions, signals: readonly NodeJS.Signals[]) {
-    super(webSocketConnector(url), options);
+    super(nodeWebSocketConnector(url), options);
     if (signals.length > 0) this.#release = closeOnSignals(this, signals);
   }
 
