@@ -126,7 +126,7 @@ describe('/metrics', () => {
     // One append per write; the router handed 4 published events on.
     expect(moved('eventflow_store_operation_seconds_count{operation="append"}')).toBe(5);
     expect(moved('eventflow_store_operation_seconds_count{operation="settle"}')).toBe(3);
-    expect(moved('eventflow_store_operation_seconds_count{operation="markOrphan"}')).toBe(1);
+    expect(moved('eventflow_store_operation_seconds_count{operation="markOrphans"}')).toBe(1);
     expect(moved('eventflow_router_publish_seconds_count{router="local"}')).toBe(4);
     expect(after.get('eventflow_router_publish_seconds_bucket{le="+Inf",router="local"}')).toBe(after.get('eventflow_router_publish_seconds_count{router="local"}'));
     expect(after.get('eventflow_store_operation_seconds_sum{operation="append"}')).toBeGreaterThan(0);
