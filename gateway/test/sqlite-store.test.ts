@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
+import { eventually } from './harness.js';
 
 let dir = '';
 let files = 0;
@@ -33,6 +34,20 @@ describe('SqliteStore', () => {
   };
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((store) => store.close()));
+  });
+
+  it('checkpoints the WAL into the database file off the event loop, well before SQLite\'s own 1,000-page threshold', async () => {
+    const file = nextFile();
+    const store = await open(file);
+    const before = fs.statSync(file).size;
+    const payload = 'x'.repeat(1_000);
+    // ~2 MB of WAL: half of SQLite's automatic threshold (1,000 pages of 4 kB), which is switched off here.
+    await Promise.all(Array.from({ length: 2_000 }, (_, i) => store.append(newEvent({ pid: `p${i}`, data: { payload } }))));
+    await eventually(() => fs.statSync(file).size > before + 1_500_000, 5_000, 'the events to reach the database file');
+    // The appends are readable, and a reopened store sees them all.
+    await store.close();
+    const reopened = await open(file);
+    expect(await reopened.head()).toBeGreaterThanOrEqual(2_000);
   });
 
   /** A second, read-only connection that looks at the state columns the interface does not expose. */

@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { GroupCommit } from './group-commit.js';
+import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
 import { isSameEvent } from './same-event.js';
 import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
@@ -285,6 +286,7 @@ export class SqliteStore implements EventStore {
   readonly kind = 'sqlite';
   readonly #path: string;
   #open: { db: Database.Database; s: Statements } | undefined;
+  #checkpointer: Checkpointer | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: SqliteStoreOptions) {
@@ -317,6 +319,14 @@ export class SqliteStore implements EventStore {
       db.close();
       throw error;
     }
+    if (this.#path === ':memory:') return;
+    try {
+      // A checkpoint failure is not fatal: SQLite checkpoints again inside the next commits.
+      this.#checkpointer = await startCheckpointer(this.#path, () => this.#open?.db.pragma('wal_autocheckpoint = 1000'));
+      this.#open.db.pragma('wal_autocheckpoint = 0');
+    } catch {
+      // Without a worker the automatic checkpoint stays on: slower tail, same data.
+    }
   }
 
   async close(): Promise<void> {
@@ -324,6 +334,9 @@ export class SqliteStore implements EventStore {
     await this.#group.idle();
     const open = this.#open;
     this.#open = undefined;
+    const checkpointer = this.#checkpointer;
+    this.#checkpointer = undefined;
+    await checkpointer?.stop();
     open?.db.close();
   }
 
