@@ -11,19 +11,10 @@
 import { describe, expect, it } from 'vitest';
 import { composeEventlogStateV4 } from '../../../bench/v4-compose.mjs';
 import { applyEvent, composeEventlogState, emptyState, type State } from '../src/state.js';
+import { prng } from './prng.js';
 
 type Event = { data: unknown };
 
-/** mulberry32: small, seeded, deterministic. */
-function prng(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Options {
   /** Reuse earlier objects and arrays by reference (in-memory data; JSON never shares). */

@@ -2,6 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { applyEvent, composeEventlogState, emptyState, type State } from '../src/state.js';
 import { isEventflowError } from '../src/errors.js';
 import type { JsonValue, StoredEvent } from '../src/protocol.js';
+import { prng } from './prng.js';
 
 /** Wraps data values as events; `undefined` stands for an event without data. */
 const log = (...data: unknown[]) => data.map((value) => ({ data: value }));
@@ -19,16 +20,6 @@ function expectDeepFrozen(value: unknown): void {
   }
 }
 
-/** mulberry32: small, seeded, deterministic. */
-function prng(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * With `stable`, a key's kind never changes (o* objects, l* arrays, p* primitives or null), which is
