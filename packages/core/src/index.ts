@@ -2,7 +2,7 @@ export * from './protocol.js';
 export * from './errors.js';
 export * from './error-catalog.js';
 export * from './transport.js';
-export { webSocketConnector } from './websocket-transport.js';
+export { webSocketConnector, WebSocketTransport } from './websocket-transport.js';
 export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js';
 export { retry, retryOnConflict, type GenericRetryOptions, type RetryOptions } from './retry.js';
 export { generateEventId, generatePid } from './ids.js';

@@ -2,7 +2,8 @@ import { WebSocket } from 'isows';
 import { EventflowError } from './errors.js';
 import { ListenerSlot, type Connector, type Transport, type TransportListener } from './transport.js';
 
-class WebSocketTransport implements Transport {
+/** A Transport over a connected WebSocket (browser's, or `ws` in Node); @eventflow/node extends it to cork its socket. */
+export class WebSocketTransport implements Transport {
   readonly #socket: WebSocket;
   readonly #slot = new ListenerSlot();
 

@@ -9,26 +9,19 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { EventflowError, ListenerSlot, type Connector, type Transport, type TransportListener } from '@eventflow/core';
+import { EventflowError, WebSocketTransport, type Connector, type Transport } from '@eventflow/core';
 
-class CorkedWebSocketTransport implements Transport {
-  readonly #socket: WebSocket;
+class CorkedWebSocketTransport extends WebSocketTransport {
   readonly #stream: Duplex;
-  readonly #slot = new ListenerSlot();
   #corked = false;
 
   constructor(socket: WebSocket, stream: Duplex) {
-    this.#socket = socket;
+    // Core types its socket as the platform WebSocket; in Node that is `ws` (isows), this very class.
+    super(socket as unknown as ConstructorParameters<typeof WebSocketTransport>[0]);
     this.#stream = stream;
-    socket.on('message', (data, isBinary) => {
-      // Binary frames are not part of the protocol; the gateway never sends them.
-      if (!isBinary) this.#slot.message(data.toString());
-    });
-    socket.on('close', (code, reason) => this.#slot.close(code, reason.toString()));
   }
 
-  send(frame: string): void {
-    if (this.#socket.readyState !== WebSocket.OPEN) return;
+  override send(frame: string): void {
     if (!this.#corked) {
       this.#corked = true;
       this.#stream.cork();
@@ -37,20 +30,7 @@ class CorkedWebSocketTransport implements Transport {
         this.#stream.uncork();
       });
     }
-    this.#socket.send(frame);
-  }
-
-  close(code = 1000, reason = ''): void {
-    if (this.#socket.readyState === WebSocket.CLOSED) return;
-    this.#socket.close(code, reason);
-  }
-
-  listen(listener: TransportListener): void {
-    this.#slot.attach(listener);
-  }
-
-  get bufferedAmount(): number {
-    return this.#socket.bufferedAmount;
+    super.send(frame);
   }
 }
 
