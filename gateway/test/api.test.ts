@@ -5,7 +5,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventflowError, type StoredEvent } from '@eventflow/core';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness;
 beforeEach(async () => (h = await startHarness()));

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { parseConfig } from '../src/index.js';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 const SECRET = 'test-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
 const OTHER_SECRET = 'forged-secret-0123456789-abcdefghijklmnopqrstuvwxyz';

@@ -6,8 +6,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { mulberry32 } from './fuzz-support.js';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect, type Conn, type Frame } from './raw-socket.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
 
 const errorFrame = (frame: Frame): boolean => frame.type === 'error';
 

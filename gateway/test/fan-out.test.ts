@@ -4,8 +4,8 @@
  * subscribed to, the full event, once, in order, also while one of its subscriptions replays.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type Conn, type Frame } from './raw-socket.js';
-import { startHarness, type Harness } from './harness.js';
+import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness | undefined;
 const conns: Conn[] = [];

@@ -10,8 +10,8 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { closeCodes, errorCodes, operationNames, operations } from '@eventflow/core';
-import { startHarness, type Harness } from './harness.js';
-import { connect, type Frame } from './raw-socket.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { connect, type Frame } from '@eventflow/test-support/raw-socket';
 import { categories, createGenerator, oversizedFrames, templates, validParams, type Category, type FuzzFrame } from './fuzz-support.js';
 
 const SEED = 0xf022;

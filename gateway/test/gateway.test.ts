@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
 import { parseConfig, startGateway, type Gateway } from '../src/index.js';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness | undefined;
 const extra: Gateway[] = [];

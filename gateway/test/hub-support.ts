@@ -13,7 +13,7 @@ import { createLogger } from '../src/log.js';
 import tls from 'node:tls';
 import { generateEventId, generatePid } from '@eventflow/core';
 import { createPool, type Pool } from 'mysql2/promise';
-import { mysqlUnavailable, useTestDatabases, type TestDatabase } from './mysql-support.js';
+import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 
 export { mysqlUnavailable };
 

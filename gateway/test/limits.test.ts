@@ -12,8 +12,9 @@ import WebSocket from 'ws';
 import { EventflowError } from '@eventflow/core';
 import { createLogger, parseConfig, startGateway } from '../src/index.js';
 import { TokenBucket } from '../src/limits.js';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect as connectRaw, type Conn } from './raw-socket.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { connect as connectRaw, type Conn } from '@eventflow/test-support/raw-socket';
 
 const sockets: WebSocket[] = [];
 

@@ -7,7 +7,7 @@ import { createClient, type EventflowClient, type StoredEvent } from '@eventflow
 import { startGateway, type Gateway } from '../src/index.js';
 import { HubRouter } from '../src/router/hubs.js';
 import type { Hub } from '../src/hub/hub.js';
-import { eventually } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
 import { isPublishOf, mysqlUnavailable, useHubFixture, type HubFixture } from './hub-support.js';
 
 const fixture = useHubFixture();

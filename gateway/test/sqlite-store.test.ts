@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
-import { eventually } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
 
 let dir = '';
 let files = 0;

@@ -9,8 +9,10 @@ import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createClient, generateEventId, type EventflowClient, type StoredEvent } from '@eventflow/core';
-import { mysqlUnavailable, useTestDatabases } from '../mysql-support.js';
-import { chaosStores, eventually, freePort, kill9, mysqlGatewayEnv, sleep, startGatewayProcess, stop, useChaosLifecycle } from './support.js';
+import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { chaosStores, mysqlGatewayEnv, useChaosLifecycle } from './support.js';
+import { eventually, sleep } from '@eventflow/test-support/wait';
+import { freePort, kill9, startGatewayProcess, stop } from '@eventflow/test-support/gateway-process';
 
 const PIDS = 20; // events spread over pids so that each readEventlog answer stays small
 

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { eventually, startHarness, type Harness } from '../../../gateway/test/harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { createNodeClient, EventflowClient, type EventMap } from '../src/index.js';
 import { closeOnSignals, type SignalHost } from '../src/signals.js';
 import { PublishedView, sleep } from './helpers.js';

@@ -1,6 +1,6 @@
 /** Shared test helpers: a read-only view of the gateway's SQLite file for delivery outcomes. */
 import Database from 'better-sqlite3';
-import { eventually } from '../../../gateway/test/harness.js';
+import { eventually } from '@eventflow/test-support/wait';
 
 export interface PublishedRow {
   success: string | null;
