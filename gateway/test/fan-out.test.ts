@@ -114,6 +114,7 @@ describe('fan-out', () => {
     // The client stops reading while the replay starts, then takes everything.
     const socket = (subscriber.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     socket.pause();
+    // Time is the condition: the replay fills the socket's buffers while nothing is read.
     await new Promise((resolve) => setTimeout(resolve, 500));
     socket.resume();
     expect((await answer).type).toBe('result');

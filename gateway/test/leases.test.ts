@@ -9,11 +9,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type ConsumeContext, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import type { Peer } from '../src/dispatcher.js';
-import { eventually } from '@eventflow/test-support/wait';
+import { eventually, sleep } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { LEASE, stuck } from './lease-support.js';
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+// The sleeps below are kept: lease expiry is time, and time is what these tests prove.
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -45,5 +45,3 @@ export class PublishedView {
     this.#db.close();
   }
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -5,7 +5,7 @@
 import { createClient, EventflowClient, EventflowError, webSocketConnector, type ClientOptions, type EventMap, type Transport } from '@eventflow/core';
 import type { Gateway } from '@eventflow/gateway';
 import { startTempGateway, type GatewayEnv } from './temp-gateway.js';
-import { fence, FENCE_NAME } from './wait.js';
+import { fence, FENCE_NAME, FENCE_PID } from './wait.js';
 
 export interface Harness {
   gateway: Gateway;
@@ -15,12 +15,15 @@ export interface Harness {
   /** A client whose connection can be cut as if its process died: it never reconnects after kill(). */
   killableClient(options?: ClientOptions): { client: EventflowClient; kill(): void };
   /**
-   * A fence for the events of `domain` on `client`'s connection: subscribes it to the marker name
-   * (once), publishes a marker in `domain` and waits for it. Every event of the domain stored
-   * before the marker has then reached the client's listeners (the gateway hands a domain's events
-   * out in position order); listeners of `*` see the marker too and should skip it (`isFence`).
+   * A fence for the events of `domain` on `client`'s connection: publishes a marker event (pid
+   * `test-fence-…`) named `name` in `domain` and waits until it reached a listener of `client`.
+   * Every event of the domain stored before it has then reached the client's listeners too: the
+   * gateway hands a domain's events out in position order. With the default name the client is
+   * subscribed to it once for good; with a name the test subscribed to, the marker travels down
+   * that very subscription (replays included) and the test's listener should skip it (`isFence`),
+   * as should listeners of `*`.
    */
-  fence(client: EventflowClient<EventMap>, domain: string): Promise<void>;
+  fence(client: EventflowClient<EventMap>, domain: string, name?: string): Promise<void>;
   /** Stops the gateway and starts a new one on the same port and database file. */
   restart(): Promise<Gateway>;
   stop(): Promise<void>;
@@ -29,6 +32,7 @@ export interface Harness {
 export async function startHarness(config: GatewayEnv = {}): Promise<Harness> {
   const temp = await startTempGateway(config);
   const clients = new Set<EventflowClient<EventMap>>();
+  /** client → domain → the pids of the markers it received there. */
   const fenced = new WeakMap<EventflowClient<EventMap>, Map<string, Set<string>>>();
   let markers = 0;
   const harness: Harness = {
@@ -62,22 +66,31 @@ export async function startHarness(config: GatewayEnv = {}): Promise<Harness> {
         },
       };
     },
-    async fence(client, domain) {
-      let domains = fenced.get(client);
-      if (!domains) fenced.set(client, (domains = new Map()));
-      let seen = domains.get(domain);
-      if (!seen) {
-        const arrived = new Set<string>();
-        await client.subscribe(domain, FENCE_NAME, (event) => void arrived.add(event.id));
-        domains.set(domain, (seen = arrived));
+    async fence(client, domain, name = FENCE_NAME) {
+      const pid = `${FENCE_PID}${++markers}`;
+      if (name === FENCE_NAME) {
+        let domains = fenced.get(client);
+        if (!domains) fenced.set(client, (domains = new Map()));
+        let seen = domains.get(domain);
+        if (!seen) {
+          const arrived = new Set<string>();
+          await client.subscribe(domain, FENCE_NAME, (event) => void arrived.add(event.pid));
+          domains.set(domain, (seen = arrived));
+        }
+        const marks = seen;
+        await fence(() => client.publish({ domain, name, pid }), () => marks.has(pid), 10_000, `the fence marker in ${domain}`);
+        return;
       }
-      const marks = seen;
-      await fence(
-        () => client.publish({ domain, name: FENCE_NAME, pid: `fence-${++markers}` }),
-        (id) => marks.has(id),
-        5_000,
-        `the fence marker in ${domain}`,
-      );
+      // A second listener on the test's key shares its subscription at the gateway (and is removed
+      // after, which leaves that subscription as it was).
+      let arrived = false;
+      const listener = (event: { pid: string }): void => void (event.pid === pid && (arrived = true));
+      await client.subscribe(domain, name, listener);
+      try {
+        await fence(() => client.publish({ domain, name, pid }), () => arrived, 10_000, `the fence marker ${domain}/${name}`);
+      } finally {
+        await client.unsubscribe(domain, name, listener);
+      }
     },
     restart() {
       return temp.restart();

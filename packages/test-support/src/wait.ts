@@ -30,11 +30,14 @@ export async function eventually<T>(
  */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The event name of fence markers: listeners that count events leave these out (`isFence`). */
+/** The event name of fence markers that need no listener of the test's own. */
 export const FENCE_NAME = 'test-fence';
 
+/** Every fence marker's pid starts so: listeners that count events leave markers out (`isFence`). */
+export const FENCE_PID = 'test-fence-';
+
 /** Whether an event is a fence marker (see `fence`). */
-export const isFence = (event: { name: string }): boolean => event.name === FENCE_NAME;
+export const isFence = (event: { pid: string }): boolean => event.pid.startsWith(FENCE_PID);
 
 /**
  * Proves that whatever was going to arrive has arrived, without sleeping: `mark` sends a marker
@@ -46,7 +49,8 @@ export const isFence = (event: { name: string }): boolean => event.name === FENC
  */
 export async function fence<M>(
   mark: () => M | Promise<M>,
-  arrived: (marker: M) => boolean | Promise<boolean>,
+  /** Omitted for a request whose answer is the marker: `mark` resolves once it is back. */
+  arrived: (marker: M) => boolean | Promise<boolean> = () => true,
   timeout = 5_000,
   what = 'the fence marker',
 ): Promise<void> {
