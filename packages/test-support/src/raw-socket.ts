@@ -81,7 +81,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
     ws,
     frames,
     closed,
-    next(predicate = () => true, timeout = 3_000) {
+    next(predicate = () => true, timeout = 10_000) {
       return new Promise<Frame>((resolve, reject) => {
         const check = (): boolean => {
           const frame = frames.find((candidate) => !taken.has(candidate) && predicate(candidate));
