@@ -1,8 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
-import { chromiumArgs, chromiumPath } from './test-support/chromium.js';
-import { gatewayCommands } from './test-support/gateway-commands.js';
+// Relative on purpose: the config is bundled and run by Node before Vite resolves any workspace source.
+import { chromiumArgs, chromiumPath } from './packages/test-support/src/chromium.js';
+import { gatewayCommands } from './packages/test-support/src/gateway-commands.js';
 
 /**
  * Workspace packages export their TypeScript sources under the "source" condition, so tests run
@@ -12,8 +13,9 @@ const conditions = ['source', 'module', 'browser', 'import', 'default'];
 const nodeConditions = ['source', 'module', 'node', 'import', 'default'];
 
 /**
- * The same, as aliases: a globalSetup (test-support/gateway-control.ts) is loaded by Vite's module
- * runner without the "source" condition, so workspace imports are pointed at their sources here.
+ * The same, as aliases: a globalSetup (packages/test-support/src/gateway-control.ts) is loaded by
+ * Vite's module runner without the "source" condition, so workspace imports are pointed at their
+ * sources here. @eventflow/test-support has no build: its exports are its sources.
  */
 const source = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 const alias = [
@@ -21,7 +23,29 @@ const alias = [
   { find: /^@eventflow\/node$/, replacement: source('./packages/node/src/index.ts') },
   { find: /^@eventflow\/browser\/react$/, replacement: source('./packages/browser/src/react.ts') },
   { find: /^@eventflow\/browser$/, replacement: source('./packages/browser/src/index.ts') },
+  { find: /^@eventflow\/gateway$/, replacement: source('./gateway/src/index.ts') },
+  { find: /^@eventflow\/test-support\/(.+)$/, replacement: source('./packages/test-support/src/$1.ts') },
+  { find: /^@eventflow\/bench\/v4-compose$/, replacement: source('./bench/v4-compose.mjs') },
 ];
+
+/**
+ * The integration suites: a MariaDB server, the v4 mesh (hubs, TLS, certificates), child processes
+ * killed with SIGKILL, fuzzing, or long runs. Every other Node test file of the packages and gateway
+ * runs in the fast project: Node only, SQLite only, in-process gateways.
+ */
+const integration = [
+  'gateway/test/mysql-store.test.ts',
+  'gateway/test/leases.mysql.test.ts',
+  'gateway/test/observability.test.ts',
+  'gateway/test/hub.test.ts',
+  'gateway/test/mesh.test.ts',
+  'gateway/test/certificates.test.ts',
+  'gateway/test/fuzz.test.ts',
+  'gateway/test/chaos/**/*.test.ts',
+  'packages/core/test/state.fuzz.test.ts',
+];
+const nodeTests = ['packages/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts'];
+const browserTests = '**/*.browser.test.{ts,tsx}';
 
 export default defineConfig({
   resolve: { conditions, alias },
@@ -32,21 +56,31 @@ export default defineConfig({
         extends: true,
         resolve: { conditions: nodeConditions },
         test: {
-          name: 'unit',
-          include: ['packages/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts'],
-          exclude: ['**/*.browser.test.{ts,tsx}'],
+          name: 'fast',
+          include: nodeTests,
+          exclude: [browserTests, ...integration],
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
+        },
+      },
+      {
+        extends: true,
+        resolve: { conditions: nodeConditions },
+        test: {
+          name: 'integration',
+          include: integration,
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
       },
       {
         // Real Chromium (Debian's), real IndexedDB and BroadcastChannel, a real gateway driven
-        // from the browser through the commands in test-support/gateway-commands.ts.
+        // from the browser through the commands in packages/test-support/src/gateway-commands.ts.
         extends: true,
         test: {
           name: 'browser',
           include: ['packages/browser/test/**/*.browser.test.{ts,tsx}'],
-          globalSetup: ['test-support/gateway-control.ts'],
+          globalSetup: ['packages/test-support/src/gateway-control.ts'],
           testTimeout: 20_000,
           hookTimeout: 20_000,
           browser: {

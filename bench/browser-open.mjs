@@ -34,7 +34,7 @@ const root = join(here, '..');
 const DOMAIN = 'orders';
 const PID = 'order-4711';
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// The flags of test-support/chromium.ts (a .ts file, so repeated here).
+// The flags of packages/test-support/src/chromium.ts (a .ts file, so repeated here).
 const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
 
 printEnvironment('browser-open');

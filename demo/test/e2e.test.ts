@@ -13,8 +13,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient, type EventflowClient } from '@eventflow/node';
-import { startGateway, type Gateway } from '../../gateway/src/index.js';
-import { chromiumArgs, chromiumPath } from '../../test-support/chromium.js';
+import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
+import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
+import { eventually as poll } from '@eventflow/test-support/wait';
 import { startWorker, type Worker } from '../worker.js';
 
 const demoDir = fileURLToPath(new URL('..', import.meta.url));
@@ -34,8 +35,8 @@ const sel = {
 
 let dir: string;
 let outDir: string;
-let settings: Record<string, string | number>;
-let gateway: Gateway | undefined;
+/** The gateway serving the demo build: stopped for the outage, started again on the same port and database. */
+let gateway: TempGateway | undefined;
 let worker: Worker | undefined;
 let client: EventflowClient | undefined;
 let browser: Browser | undefined;
@@ -55,15 +56,12 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeout` ms. */
-async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeout = WAIT): Promise<T> {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/**
+ * Polls `check` on the page until it returns a value other than undefined, for up to WAIT ms; a
+ * check that throws (the page is reloading) counts as not yet.
+ */
+function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  return poll(() => check().catch(() => undefined), WAIT, what, { every: 100 });
 }
 
 async function screenshot(name: string): Promise<void> {
@@ -103,10 +101,6 @@ async function cachedInIndexedDb(pid: string): Promise<boolean> {
   return false;
 }
 
-function startDemoGateway(port: number): Promise<Gateway> {
-  return startGateway({ ...settings, EVENTFLOW_PORT: port });
-}
-
 describe('demo dashboard end to end', () => {
   let selectedPid: string;
   let positionBeforeOutage: number;
@@ -126,11 +120,10 @@ describe('demo dashboard end to end', () => {
       process.env['NODE_ENV'] = nodeEnv;
     }
 
-    settings = { EVENTFLOW_SQLITE_PATH: join(dir, 'eventflow.db'), EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_DEMO_DIR: outDir };
-    gateway = await startDemoGateway(0);
+    gateway = await startTempGateway({ EVENTFLOW_DEMO_DIR: outDir }, 'eventflow-e2e-');
     const reconnect = { minDelay: 50, maxDelay: 500 };
-    worker = await startWorker({ url: gateway.url, domain, intervalMs: 300, client: { reconnect } });
-    client = createNodeClient(gateway.url, { reconnect, onError: () => undefined });
+    worker = await startWorker({ url: gateway.gateway.url, domain, intervalMs: 300, client: { reconnect } });
+    client = createNodeClient(gateway.gateway.url, { reconnect, onError: () => undefined });
 
     browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: WAIT });
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -150,14 +143,14 @@ describe('demo dashboard end to end', () => {
       ['browser', () => browser?.close()],
       ['worker', () => worker?.stop()],
       ['client', () => client?.close()],
-      ['gateway', () => gateway?.close()],
+      ['gateway', () => gateway?.dispose()],
     ];
     for (const [what, step] of steps) await within(Promise.resolve(step()), 15_000, `closing the ${what}`).catch((error: unknown) => console.error(error));
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('connects to the gateway it was served from', async () => {
-    await page.goto(gateway!.httpUrl, { waitUntil: 'load' });
+    await page.goto(gateway!.gateway.httpUrl, { waitUntil: 'load' });
     await page.locator(`${sel.connection}[data-state="open"]`).waitFor();
     expect(await page.locator(sel.connection).textContent()).toBe('open');
     await screenshot('01-connected');
@@ -217,8 +210,7 @@ describe('demo dashboard end to end', () => {
     positionBeforeOutage = await newestFeedPosition();
     pidsBeforeOutage = new Set(await client!.readDistinctPidByDomain(domain));
 
-    await gateway!.close();
-    gateway = undefined;
+    await gateway!.stop();
     await eventually(async () => ((await connectionState()) !== 'open' ? true : undefined), 'the page to notice the gateway is gone');
 
     await page.reload({ waitUntil: 'load' });
@@ -237,8 +229,8 @@ describe('demo dashboard end to end', () => {
   });
 
   it('catches up by itself when the gateway is back on the same port and database', async () => {
-    const port = new URL(page.url()).port;
-    gateway = await startDemoGateway(Number(port));
+    // The port the page was served from, and the same database file.
+    await gateway!.start();
 
     await page.locator(`${sel.connection}[data-state="open"]`).waitFor();
     await page.locator(sel.stale).waitFor({ state: 'detached' });

@@ -5,7 +5,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventflowError, type StoredEvent } from '@eventflow/core';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually, fence, isFence, sleep } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness;
 beforeEach(async () => (h = await startHarness()));
@@ -21,12 +22,11 @@ function published(id: string): Record<string, string | null> | undefined {
   }
 }
 
+/** Collects the events a listener receives, leaving out fence markers (`h.fence`). */
 function collector(): { events: StoredEvent[]; listener: (event: StoredEvent) => void } {
   const events: StoredEvent[] = [];
-  return { events, listener: (event) => events.push(event) };
+  return { events, listener: (event) => void (isFence(event) || events.push(event)) };
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('v4 spoke scenarios', () => {
   it('subscribe: a subscriber receives the published event with its data', async () => {
@@ -61,7 +61,7 @@ describe('v4 spoke scenarios', () => {
   it('wait: resolves with the whole outcome event', async () => {
     const client = h.client();
     const waiting = client.wait('orders', 'p1');
-    await sleep(50);
+    await eventually(() => h.gateway.dispatcher.stats.waits === 1, 5_000, 'wait registered');
     const id = await client.publish({ domain: 'orders', name: 'success', pid: 'p1', data: { ok: true } });
     const outcome = await waiting;
     expect(outcome).toMatchObject({ id, name: 'success', pid: 'p1', data: { ok: true } });
@@ -84,12 +84,14 @@ describe('v4 spoke scenarios', () => {
     await client.subscribe('reminders', 'due', listener);
     const at = Date.now() + 400;
     const id = await client.schedule(new Date(at), { domain: 'reminders', name: 'due', pid: 'r1', data: { x: 1 } });
+    // Time is what is tested: the scheduler's timer has not fired before the due time.
     await sleep(150);
     expect(events).toHaveLength(0);
     expect(await client.readEventlog('reminders', 'r1')).toEqual([]);
     await eventually(() => events.length === 1, 5_000, 'scheduled event');
     expect(Date.now()).toBeGreaterThanOrEqual(at);
     expect(events[0]).toMatchObject({ id, data: { x: 1 } });
+    // Time is what is tested: no second timer fires the event again after its due time.
     await sleep(300);
     expect(events).toHaveLength(1);
     expect(await client.readEventlog('reminders', 'r1')).toHaveLength(1);
@@ -157,7 +159,7 @@ describe('the rest of the API', () => {
     const { events, listener } = collector();
     await client.subscribe('d', '*', listener);
     const id = await client.persist({ domain: 'd', name: 'n', pid: 'p' });
-    await sleep(100);
+    await h.fence(client, 'd');
     expect(events).toHaveLength(0);
     expect(published(id)).toBeUndefined();
     expect((await client.read(id)).id).toBe(id);
@@ -170,7 +172,7 @@ describe('the rest of the API', () => {
     const event = { id: 'fixed-id-1', domain: 'd', name: 'n', pid: 'p', data: { a: 1 } };
     expect(await client.publish(event)).toBe('fixed-id-1');
     expect(await client.publish(event)).toBe('fixed-id-1');
-    await sleep(100);
+    await h.fence(client, 'd', 'n');
     expect(events).toHaveLength(1);
     expect(await client.readEventlog('d', 'p')).toHaveLength(1);
     await expect(client.publish({ ...event, data: { a: 2 } })).rejects.toMatchObject({ code: 'E_EVENTFLOW_DUPLICATE_ID' });
@@ -187,6 +189,7 @@ describe('the rest of the API', () => {
 
   it('reads by timestamp range, inclusive', async () => {
     const client = h.client();
+    // Time is what is tested: three distinct timestamps.
     const a = await client.publish({ domain: 'd', name: 'n', pid: 'p' });
     await sleep(20);
     const b = await client.publish({ domain: 'd', name: 'n', pid: 'p' });
@@ -244,7 +247,9 @@ describe('the rest of the API', () => {
     await client.consume('d', 'n', handler);
     await client.removeConsumer('d', 'n', handler);
     const id = await client.publish({ domain: 'd', name: 'n', pid: 'p' });
-    await sleep(150);
+    await h.fence(client, 'd');
+    // Orphans are marked once per page of the dispatcher, possibly after the marker went out.
+    await eventually(() => published(id)?.orphan, 5_000, 'orphan');
     expect(events).toHaveLength(0);
     expect(handled).toHaveLength(0);
     expect(published(id)).toMatchObject({ orphan: expect.any(String), consumed_spoke: null });
@@ -288,7 +293,7 @@ describe('waits', () => {
     const client = h.client();
     const first = client.wait('orders', 'p1', ['success'], 5_000);
     const second = client.wait('orders', 'p2', ['success'], 5_000);
-    await sleep(50);
+    await eventually(() => h.gateway.dispatcher.stats.waits === 2, 5_000, 'waits registered');
     await client.publish({ domain: 'orders', name: 'success', pid: 'p1' });
     expect((await first).pid).toBe('p1');
     await client.publish({ domain: 'orders', name: 'success', pid: 'p2' });
@@ -302,7 +307,7 @@ describe('waits', () => {
     const handled: string[] = [];
     await client.consume('orders', 'success', async (event) => void handled.push(event.id));
     const waiting = client.wait('orders', 'p1', ['success']);
-    await sleep(50);
+    await eventually(() => h.gateway.dispatcher.stats.waits === 1, 5_000, 'wait registered');
     const id = await client.publish({ domain: 'orders', name: 'success', pid: 'p1' });
     await waiting;
     await eventually(() => handled.length === 1 && events.length === 1, 5_000, 'subscriber and consumer');
@@ -375,7 +380,7 @@ describe('listeners and consumers are independent (v4 §8.3–8.5 defects)', () 
     await client.publish({ domain: 'orders', name: 'placed', pid: 'p' });
     await client.publish({ domain: 'orders', name: 'other', pid: 'p' });
     await eventually(() => any.events.length === 2, 5_000, 'wildcard');
-    await sleep(50);
+    await h.fence(client, 'orders');
     expect(named.events.map((event) => event.name)).toEqual(['placed']);
     expect(any.events.map((event) => event.name)).toEqual(['placed', 'other']);
   });
@@ -402,7 +407,8 @@ describe('listeners and consumers are independent (v4 §8.3–8.5 defects)', () 
     const publisher = h.client();
     const ids = await Promise.all(Array.from({ length: 100 }, (_, i) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${i}` })));
     await eventually(() => handled.size === 100, 10_000, 'all handled');
-    await sleep(100);
+    // A round trip on each consumer's connection: every delivery sent before has arrived.
+    await fence(() => Promise.all([first, second].map((client) => client.read(ids[0]!))));
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
     expect(new Set(ids)).toEqual(new Set(handled.keys()));
   });
@@ -415,7 +421,8 @@ describe('listeners and consumers are independent (v4 §8.3–8.5 defects)', () 
     await second.consume('jobs', 'run', async () => void deliveries++);
     for (let i = 0; i < 20; i++) await first.publish({ domain: 'jobs', name: 'run', pid: `p${i}` });
     await eventually(() => deliveries === 20, 5_000, 'deliveries');
-    await sleep(100);
+    // A round trip on each consumer's connection: every delivery sent before has arrived.
+    await fence(() => Promise.all([first, second].map((client) => client.readEventlog('jobs', 'p0'))));
     expect(deliveries).toBe(20);
   });
 

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { parseConfig } from '../src/index.js';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 const SECRET = 'test-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
 const OTHER_SECRET = 'forged-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
@@ -156,6 +157,8 @@ describe('authorization (EVENTFLOW_AUTH=jwt, HS256)', () => {
         const refused = await conn.request(deniedOp, deniedParams);
         expect(refused).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_FORBIDDEN' });
         if (action === 'read') expect(ok.result!['event']).toMatchObject({ data: { marker: seeded['orders']!.marker } });
+        // Kept: a replay is sent asynchronously after a result, and a refused domain has no
+        // stream to send a marker down; a fence would prove less than this wait.
         await new Promise((resolve) => setTimeout(resolve, 50)); // a replay would have arrived by now
         noMarkers(conn, 'billing');
       });

@@ -6,8 +6,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { mulberry32 } from './fuzz-support.js';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect, type Conn, type Frame } from './raw-socket.js';
+import { eventually, fence } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
 
 const errorFrame = (frame: Frame): boolean => frame.type === 'error';
 
@@ -333,7 +334,8 @@ describe('bad input over a real WebSocket', () => {
       const received = conn.frames.filter(errorFrame);
       return received.length >= garbage.length && received;
     }, 5_000, `${garbage.length} error frames (got ${conn.frames.filter(errorFrame).length})`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A round trip: an answer to any frame sent before the ping would have come before its result.
+    await fence(() => conn.request('ping', {}));
     expect(conn.frames.filter(errorFrame)).toHaveLength(garbage.length);
     expect(errors).toHaveLength(garbage.length);
     expect(new Set(errors.map((error) => error.code))).toEqual(
@@ -384,6 +386,7 @@ describe('gateway limits', () => {
 
     // A client that says hello in time keeps its connection past the timeout.
     const polite = await open();
+    // Time is what is tested: the connection outlives the handshake timeout.
     await new Promise((resolve) => setTimeout(resolve, 400));
     await polite.ping();
   });

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { createPool, type Pool } from 'mysql2/promise';
 import { V4_TABLES } from '../src/store/mysql-schema.js';
-import { mysqlUnavailable, useTestDatabases } from './mysql-support.js';
+import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
 
 export { mysqlUnavailable };
 

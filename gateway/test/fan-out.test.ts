@@ -4,8 +4,8 @@
  * subscribed to, the full event, once, in order, also while one of its subscriptions replays.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type Conn, type Frame } from './raw-socket.js';
-import { startHarness, type Harness } from './harness.js';
+import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness | undefined;
 const conns: Conn[] = [];
@@ -114,6 +114,7 @@ describe('fan-out', () => {
     // The client stops reading while the replay starts, then takes everything.
     const socket = (subscriber.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     socket.pause();
+    // Time is the condition: the replay fills the socket's buffers while nothing is read.
     await new Promise((resolve) => setTimeout(resolve, 500));
     socket.resume();
     expect((await answer).type).toBe('result');

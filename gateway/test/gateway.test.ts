@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
 import { parseConfig, startGateway, type Gateway } from '../src/index.js';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness | undefined;
 const extra: Gateway[] = [];
@@ -66,6 +67,7 @@ describe('scheduling', () => {
       // Scheduled on the first gateway; the second learns of it only from the shared database.
       for (let i = 0; i < 5; i++) await onFirst.schedule(Date.now() + 300 + i * 10, { domain: 'timers', name: 'tick', pid: `t${i}` });
       await eventually(() => seen.length >= 5, 5_000, 'scheduled events');
+      // Time is what is tested: the second gateway's scheduler timer runs out too, and fires nothing.
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(seen).toHaveLength(5);
       expect(new Set(seen.map((event) => event.pid)).size).toBe(5);
@@ -79,6 +81,7 @@ describe('scheduling', () => {
     const client = h.client();
     const id = await client.schedule(Date.now() + 200, { domain: 'timers', name: 'late', pid: 'p' });
     await h.gateway.close();
+    // Time is what is tested: the due time passes while no gateway runs.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await h.restart();
     const reader = h.client();

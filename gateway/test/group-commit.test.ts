@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEventId, isEventflowError, type StoredEvent } from '@eventflow/core';
-import { startHarness, type Harness } from './harness.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let harness: Harness;
 beforeEach(async () => {

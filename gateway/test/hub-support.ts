@@ -12,8 +12,9 @@ import { parseHubConfig, type HubEnv } from '../src/hub/hub-config.js';
 import { createLogger } from '../src/log.js';
 import tls from 'node:tls';
 import { generateEventId, generatePid } from '@eventflow/core';
+import { eventually, fence, FENCE_PID } from '@eventflow/test-support/wait';
 import { createPool, type Pool } from 'mysql2/promise';
-import { mysqlUnavailable, useTestDatabases, type TestDatabase } from './mysql-support.js';
+import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 
 export { mysqlUnavailable };
 
@@ -133,17 +134,43 @@ export class TestSpoke {
 
 export const isPublishOf = (id: string) => (record: string[]) => record[0] === 'publish' && record[2] === id;
 
+/** `eventually` for a probe whose value is judged by `accept`; the failure names the last value seen. */
 export async function until<T>(probe: () => Promise<T> | T, accept: (value: T) => boolean, timeoutMs = 5000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: last ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  let last: T | undefined;
+  const found = await eventually(
+    async () => {
+      last = await probe();
+      return accept(last) ? { value: last } : undefined;
+    },
+    timeoutMs,
+    what,
+    { every: 50 },
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}: last ${JSON.stringify(last)}`);
+  });
+  return found.value;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+let markers = 0;
+
+/**
+ * A fence for hub routing: `publisher` publishes a marker (with its rows, as a v4 spoke would) to
+ * (domain, name) and this resolves once it reached every spoke of `receivers`. The hub routes one
+ * connection's publishes in the order received and writes to each spoke in order, so whatever it
+ * routed to them before has arrived by then.
+ */
+export async function fenceRouting(f: HubFixture, publisher: TestSpoke, receivers: TestSpoke[], domain: string, name: string): Promise<void> {
+  await fence(
+    async () => {
+      const marker = await f.insertPublished({ domain, name, pid: `${FENCE_PID}${++markers}` });
+      publisher.send('publish', marker.domain, marker.id, marker.name, marker.pid);
+      return marker.id;
+    },
+    (id) => receivers.every((spoke) => spoke.matching(isPublishOf(id)).length > 0),
+    5_000,
+    `the marker at ${receivers.length} spokes`,
+  );
+}
 
 export interface HubFixture {
   db: TestDatabase;

@@ -12,8 +12,9 @@ import WebSocket from 'ws';
 import { EventflowError } from '@eventflow/core';
 import { createLogger, parseConfig, startGateway } from '../src/index.js';
 import { TokenBucket } from '../src/limits.js';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect as connectRaw, type Conn } from './raw-socket.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { connect as connectRaw, type Conn } from '@eventflow/test-support/raw-socket';
 
 const sockets: WebSocket[] = [];
 
@@ -191,6 +192,7 @@ describe('EVENTFLOW_MAX_PUBLISH_RATE: events per second per connection', () => {
 
     // After retryAfterMs one more write goes through.
     const retryAfterMs = limited.at(-1)?.details?.retryAfterMs as number;
+    // Time is what is tested here and below: the rate window reopens.
     await new Promise((resolve) => setTimeout(resolve, retryAfterMs + 20));
     expect(await conn.request('publish', { event: event({ id: 'e5' }) })).toMatchObject({ type: 'result', result: { position: 6 } });
     expect(await conn.request('publish', { event: event({ id: 'e6' }) })).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_RATE_LIMITED' });
@@ -271,7 +273,7 @@ describe('EVENTFLOW_ALLOWED_ORIGINS: the Origin check of WebSocket upgrades', ()
       ws.on('open', connected);
       const status = await new Promise<number>((resolve) => ws.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
       expect(status).toBe(403);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // No wait needed: the 403 was the handshake's one answer, and 'open' only follows a 101.
       expect(connected).not.toHaveBeenCalled();
       const refused = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry.msg).includes('origin not allowed'));
       expect(refused).toHaveLength(1);

@@ -7,11 +7,10 @@ import { createClient, type EventflowClient, type StoredEvent } from '@eventflow
 import { startGateway, type Gateway } from '../src/index.js';
 import { HubRouter } from '../src/router/hubs.js';
 import type { Hub } from '../src/hub/hub.js';
-import { eventually } from './harness.js';
+import { eventually, fence, FENCE_PID, isFence, sleep } from '@eventflow/test-support/wait';
 import { isPublishOf, mysqlUnavailable, useHubFixture, type HubFixture } from './hub-support.js';
 
 const fixture = useHubFixture();
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Mesh {
   f: HubFixture;
@@ -75,13 +74,16 @@ describe.skipIf(mysqlUnavailable !== undefined)('gateways in a v4 hub mesh', () 
     try {
       const [a, b] = mesh.gateways as [Gateway, Gateway];
       const seen: StoredEvent[] = [];
-      await mesh.client(a).subscribe('orders', '*', (event) => seen.push(event));
+      let fenced = false;
+      await mesh.client(a).subscribe('orders', '*', (event) => void (isFence(event) ? (fenced = true) : seen.push(event)));
       await subscribedEverywhere(mesh, 'orders', '*', [a]);
       const publisher = mesh.client(b);
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) ids.push(await publisher.publish({ domain: 'orders', name: 'placed', pid: `p${i}`, data: { i } }));
       await eventually(() => seen.length === 20, 10_000, 'cross-gateway events');
-      await sleep(200);
+      // A marker from the same publisher: gateway a reads the domain in position order, so any
+      // duplicate of the 20 would have reached `seen` before it.
+      await fence(() => publisher.publish({ domain: 'orders', name: 'placed', pid: `${FENCE_PID}1` }), () => fenced, 10_000);
       expect(seen.map((event) => event.id)).toEqual(ids);
       expect(seen[3]?.data).toEqual({ i: 3 });
     } finally {
@@ -95,13 +97,15 @@ describe.skipIf(mysqlUnavailable !== undefined)('gateways in a v4 hub mesh', () 
       const [a, b] = mesh.gateways as [Gateway, Gateway];
       const handled = new Map<string, number>();
       const count = async (event: StoredEvent): Promise<void> => void handled.set(event.id, (handled.get(event.id) ?? 0) + 1);
-      await mesh.client(a).consume('jobs', 'run', count);
-      await mesh.client(b).consume('jobs', 'run', count);
+      const consumers = [mesh.client(a), mesh.client(b)];
+      await consumers[0]!.consume('jobs', 'run', count);
+      await consumers[1]!.consume('jobs', 'run', count);
       await subscribedEverywhere(mesh, 'jobs', 'run');
       const publisher = mesh.client(a);
       const ids = await Promise.all(Array.from({ length: 100 }, (_, i) => publisher.publish({ domain: 'jobs', name: 'run', pid: `j${i}` })));
       await eventually(() => handled.size === 100, 15_000, 'every job handled');
-      await sleep(300);
+      // A round trip on each consumer's connection: every delivery sent before has arrived.
+      await fence(() => Promise.all(consumers.map((client) => client.readEventlog('jobs', 'j0'))));
       expect([...handled.values()].every((n) => n === 1)).toBe(true);
       expect(new Set(ids)).toEqual(new Set(handled.keys()));
       const rows = await mesh.f.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM event_published WHERE success IS NOT NULL');
@@ -122,6 +126,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('gateways in a v4 hub mesh', () 
       await subscribedEverywhere(mesh, 'timers', 'tick');
       const id = await mesh.client(a).schedule(Date.now() + 1_200, { domain: 'timers', name: 'tick', pid: 't' });
       await eventually(() => seenA.length === 1 && seenB.length === 1, 10_000, 'fired on both');
+      // Time is what is tested: the other gateway's scheduler timer runs out too, and fires nothing.
       await sleep(1_500);
       expect(seenA).toEqual([id]);
       expect(seenB).toEqual([id]);

@@ -5,7 +5,7 @@ import { startGateway } from '../src/server.js';
 import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql.js';
 import { V4_TABLES } from '../src/store/mysql-schema.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
-import { mysqlUnavailable, useTestDatabases, type TestDatabase } from './mysql-support.js';
+import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 
 /** A DATETIME as stored (UTC text) → epoch milliseconds. */
 const utc = (text: string): number => new Date(`${text.replace(' ', 'T')}Z`).getTime();

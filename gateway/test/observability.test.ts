@@ -9,10 +9,10 @@ import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createConnection } from 'mysql2/promise';
 import { createLogger, startGateway, type Gateway, type GatewaySettings } from '../src/index.js';
-import { eventually } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
 import { useHubFixture } from './hub-support.js';
-import { mysqlUnavailable, server } from './mysql-support.js';
-import { connect, type Conn } from './raw-socket.js';
+import { mysqlUnavailable, server } from '@eventflow/test-support/mysql';
+import { connect, type Conn } from '@eventflow/test-support/raw-socket';
 
 const hubs = useHubFixture();
 

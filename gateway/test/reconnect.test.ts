@@ -4,7 +4,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMemoryPair, EventflowClient, type ConnectionState, type StoredEvent } from '@eventflow/core';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { eventually, fence, isFence } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let h: Harness;
 beforeEach(async () => (h = await startHarness()));
@@ -41,14 +42,15 @@ describe('reconnect', () => {
   it('a resume longer than one replay page delivers every missed event once, in order', async () => {
     const client = h.client();
     const seen: number[] = [];
-    await client.subscribe('bulk', 'n', (event) => seen.push(event.position));
+    await client.subscribe('bulk', 'n', (event) => void (isFence(event) || seen.push(event.position)));
     await h.gateway.close();
     const offline = await startOnSameFile();
     for (let i = 0; i < 1_200; i++) await offline.publish({ domain: 'bulk', name: i % 2 ? 'n' : 'other', pid: 'p' });
     await offline.stop();
     await h.restart();
     await eventually(() => seen.length === 600, 10_000, '600 missed events');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A marker down the same subscription, after the replay: a duplicate would have come before it.
+    await h.fence(client, 'bulk', 'n');
     expect(seen).toHaveLength(600);
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
   });
@@ -109,6 +111,7 @@ describe('reconnect', () => {
     await h.gateway.close();
     await eventually(() => client.state === 'connecting', 5_000, 'disconnected');
     const publishing = client.publish({ domain: 'd', name: 'n', pid: 'p' }, { timeout: 10_000 });
+    // Time is what is tested: the request waits out a stretch offline before the gateway is back.
     await new Promise((resolve) => setTimeout(resolve, 100));
     await h.restart();
     const id = await publishing;
@@ -124,7 +127,8 @@ describe('reconnect', () => {
     const second = client.subscribe('d', 'n', listener);
     await Promise.all([first, off, second]);
     await eventually(() => h.gateway.dispatcher.stats.subscriptions === 1, 2_000, 'one subscription');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A round trip: every frame the client sent before it has reached the gateway.
+    await fence(() => client.readEventlog('d', 'p'));
     expect(h.gateway.dispatcher.stats.subscriptions).toBe(1);
     await client.unsubscribe('d', 'n', listener);
     await eventually(() => h.gateway.dispatcher.stats.subscriptions === 0, 2_000, 'none left');

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
-import { eventually } from './harness.js';
+import { eventually } from '@eventflow/test-support/wait';
 
 let dir = '';
 let files = 0;
@@ -125,6 +125,7 @@ describe('SqliteStore', () => {
     expect(row).toMatchObject({ publisher: 'spoke-1', hub: 'hub-1', consumer: 'c1', success: null });
     expect(row?.failed).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     const orphan = row?.orphan;
+    // Time is what is tested: a second markOrphan, a later millisecond, leaves the first timestamp.
     await new Promise((resolve) => setTimeout(resolve, 3));
     await store.markOrphan(event.id);
     expect(inspect<Row>(file, 'SELECT * FROM event_published WHERE event_id = ?', event.id)?.orphan).toBe(orphan);

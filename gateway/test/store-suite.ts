@@ -3,6 +3,7 @@
  * Delivery and scheduling state columns are not readable through the interface, so this suite
  * checks them through their observable effects; implementation tests may inspect the columns.
  */
+import { sleep } from '@eventflow/test-support/wait';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent } from '@eventflow/core';
 import type { AppendOutcome, AppendRequest, AppendResult, EventStore, NewEvent } from '../src/store/store.js';
@@ -18,7 +19,7 @@ export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Pr
 
 /** Lets the clock move on, so that consecutive events get distinct millisecond timestamps. */
 export function tick(ms = 3): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return sleep(ms);
 }
 
 let counter = 0;

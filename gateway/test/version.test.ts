@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isEventflowError, retryOnConflict, type EventflowClient, type EventflowError } from '@eventflow/core';
-import { startHarness, type Harness } from './harness.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
 let harness: Harness;
 beforeEach(async () => {

@@ -9,8 +9,10 @@ import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createClient, generateEventId, type EventflowClient, type StoredEvent } from '@eventflow/core';
-import { mysqlUnavailable, useTestDatabases } from '../mysql-support.js';
-import { chaosStores, eventually, freePort, kill9, mysqlGatewayEnv, sleep, startGatewayProcess, stop, useChaosLifecycle } from './support.js';
+import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { chaosStores, mysqlGatewayEnv, useChaosLifecycle } from './support.js';
+import { eventually, fence, FENCE_PID, isFence, sleep } from '@eventflow/test-support/wait';
+import { freePort, kill9, startGatewayProcess, stop } from '@eventflow/test-support/gateway-process';
 
 const PIDS = 20; // events spread over pids so that each readEventlog answer stays small
 
@@ -38,10 +40,12 @@ describe.each(chaosStores)('chaos: kill -9 of the gateway ($store)', ({ store })
 
     // Three subscribers, attached before the first publish: each must see every event of 'chaos'.
     const seen: Array<Array<{ id: string; position: number }>> = [];
+    /** The id of a fence marker, once per subscriber that received it. */
+    const fenced: string[] = [];
     for (let i = 0; i < 3; i++) {
       const log: Array<{ id: string; position: number }> = [];
       seen.push(log);
-      await client().subscribe('chaos', '*', (event: StoredEvent) => void log.push({ id: event.id, position: Number(event.position) }));
+      await client().subscribe('chaos', '*', (event: StoredEvent) => void (isFence(event) ? fenced.push(event.id) : log.push({ id: event.id, position: Number(event.position) })));
     }
 
     const publisher = client();
@@ -59,12 +63,14 @@ describe.each(chaosStores)('chaos: kill -9 of the gateway ($store)', ({ store })
             break;
           } catch {
             retries++;
-            await sleep(20);
+            await sleep(20); // a retry's back-off
           }
         }
       }
     })();
 
+    // Time is what is tested from here to the checks: publishing goes on for a while, across the
+    // kill, the outage and the restart.
     await sleep(1_500);
     const beforeKill = acknowledged.length;
     await kill9(gateway);
@@ -108,7 +114,12 @@ describe.each(chaosStores)('chaos: kill -9 of the gateway ($store)', ({ store })
 
     // Every subscriber catches up to exactly the stored events, in order, each once.
     await eventually(() => seen.every((log) => log.length >= stored.length), 15_000, 'subscribers to catch up');
-    await sleep(200); // anything extra (a duplicate) would arrive now
+    // A marker after every stored event: a duplicate would reach the subscribers before it.
+    await fence(
+      () => publisher.publish({ domain: 'chaos', name: 'tick', pid: `${FENCE_PID}1` }),
+      (id) => fenced.filter((seenId) => seenId === id).length === seen.length,
+      15_000,
+    );
     for (const log of seen) {
       const ids = log.map((event) => event.id);
       expect(new Set(ids).size).toBe(ids.length); // no duplicates

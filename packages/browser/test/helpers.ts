@@ -2,6 +2,7 @@
 import { commands } from 'vitest/browser';
 import { onTestFinished, vi } from 'vitest';
 import { deleteDB, openDB } from 'idb';
+import { eventually } from '@eventflow/test-support/wait';
 import { createClient, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
 import type { CacheSchema, StreamRecord } from '../src/cache.js';
 import { createBrowserClient, type BrowserClient, type BrowserClientOptions, type EventlogSnapshot } from '../src/index.js';
@@ -55,7 +56,6 @@ export function spyReads(client: BrowserClient): () => Array<{ domain: string; p
 }
 
 export const ids = (events: readonly StoredEvent[]): string[] => events.map((event) => event.id);
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The eventlog record as stored in IndexedDB (read directly, not through a client). */
 export async function stored(name: string, domain: string, pid: string): Promise<StreamRecord | undefined> {
@@ -69,11 +69,15 @@ export async function stored(name: string, domain: string, pid: string): Promise
 
 /** Waits until IndexedDB holds the eventlog at `position` (reads do not wait for their writes). */
 export async function storedAt(name: string, domain: string, pid: string, position: number | undefined): Promise<void> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const record = await stored(name, domain, pid);
-    if (record?.position === position) return;
-    if (Date.now() > deadline) throw new Error(`${domain}/${pid} stored at ${record?.position}, expected ${position}`);
-    await sleep(10);
-  }
+  let last: number | undefined;
+  await eventually(
+    async () => {
+      last = (await stored(name, domain, pid))?.position;
+      return last === position;
+    },
+    5_000,
+    `${domain}/${pid} stored at ${position}`,
+  ).catch(() => {
+    throw new Error(`${domain}/${pid} stored at ${last}, expected ${position}`);
+  });
 }

@@ -54,6 +54,8 @@ it('keeps exactly one gateway subscription through StrictMode and mount → unmo
   const again = mount(client, <><Process pid="o1" /><Feed /></>);
   await expect.poll(again.text).toBe('{"total":1}');
   await expect.poll(stats).toBe(1);
+  // Kept for now: a late second subscribe would come from React's effects, not from a stream a
+  // marker could follow.
   await new Promise((resolve) => setTimeout(resolve, 100));
   expect(await stats()).toBe(1);
 

@@ -9,7 +9,7 @@
  * Object.prototype), so the reference composes the same log with those keys removed.
  */
 import { describe, expect, it } from 'vitest';
-import { composeEventlogStateV4 } from '../../../bench/v4-compose.mjs';
+import { composeEventlogStateV4 } from '@eventflow/test-support/v4-compose';
 import { applyEvent, composeEventlogState, emptyState, type State } from '../src/state.js';
 import { prng } from './prng.js';
 

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { eventually, startHarness, type Harness } from '../../../gateway/test/harness.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { runCli, usage, type CliIo } from '../src/commands.js';
 
 let h: Harness;

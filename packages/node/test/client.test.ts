@@ -1,9 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { eventually, startHarness, type Harness } from '../../../gateway/test/harness.js';
+import { eventually, sleep } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { createNodeClient, EventflowClient, type EventMap } from '../src/index.js';
 import { closeOnSignals, type SignalHost } from '../src/signals.js';
-import { PublishedView, sleep } from './helpers.js';
+import { PublishedView } from './helpers.js';
 
 let h: Harness;
 let view: PublishedView;
@@ -33,7 +34,7 @@ async function slowConsumer(worker: EventflowClient) {
   await worker.consume('jobs', 'run', async () => {
     log.push('start');
     started();
-    await sleep(300);
+    await sleep(300); // the handler's own work: time is what the drain waits out
     log.push('end');
   });
   const id = await client().publish({ domain: 'jobs', name: 'run', pid: 'j1' });
@@ -111,7 +112,7 @@ describe('closeOnSignals', () => {
     const { id, log } = await slowConsumer(worker);
 
     host.emit('SIGTERM', 'SIGTERM');
-    await sleep(50);
+    await sleep(50); // time is what is tested: 50 ms into the 300 ms handler, no exit yet
     expect(host.exit).not.toHaveBeenCalled(); // still draining
     expect(log).toEqual(['start']);
     await eventually(() => host.exit.mock.calls.length > 0, 2_000, 'exit');

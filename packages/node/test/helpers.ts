@@ -1,6 +1,6 @@
 /** Shared test helpers: a read-only view of the gateway's SQLite file for delivery outcomes. */
 import Database from 'better-sqlite3';
-import { eventually } from '../../../gateway/test/harness.js';
+import { eventually } from '@eventflow/test-support/wait';
 
 export interface PublishedRow {
   success: string | null;
@@ -45,5 +45,3 @@ export class PublishedView {
     this.#db.close();
   }
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { eventually, startHarness, type Harness } from '../../../gateway/test/harness.js';
+import { eventually, sleep } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { createNodeClient, EventflowError, routeConsumers, type ConsumeContext, type EventflowClient, type EventMap, type StoredEvent } from '../src/index.js';
-import { PublishedView, sleep } from './helpers.js';
+import { PublishedView } from './helpers.js';
 
 let h: Harness;
 let view: PublishedView;
@@ -97,7 +98,7 @@ describe('routeConsumers with explicit names', () => {
     const seen: Array<{ error: EventflowError; event: StoredEvent }> = [];
     class Forgiving extends Orders {
       async onError(error: EventflowError, event: StoredEvent): Promise<void> {
-        await sleep(10);
+        await sleep(10); // an asynchronous onError: settling waits for it
         seen.push({ error, event });
       }
     }

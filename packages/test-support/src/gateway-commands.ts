@@ -23,7 +23,7 @@ export function setGatewayControl(control: GatewayControl): void {
 
 function control(): GatewayControl {
   const found = (globalThis as WithControl)[slot];
-  if (!found) throw new Error('gateway control not loaded: the browser project needs test-support/gateway-control.ts as globalSetup');
+  if (!found) throw new Error('gateway control not loaded: the browser project needs packages/test-support/src/gateway-control.ts as globalSetup');
   return found;
 }
 
