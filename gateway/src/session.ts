@@ -19,7 +19,7 @@ import {
 } from '@eventflow/core';
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
-import { allows, allowsAny, denied, rules, type Action, type Authenticator, type Authorization } from './auth.js';
+import { allows, allowsAny, denied, rules, type Action, type Authenticator } from './auth.js';
 import type { Dispatcher, Peer } from './dispatcher.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { Logger } from './log.js';
@@ -27,6 +27,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { logRefusal } from './refusal-log.js';
 import type { EventStore } from './store/store.js';
 import type { Router } from './router/router.js';
+import { ConnectionRights } from './rights.js';
 import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
 
 export interface SessionContext {
@@ -114,16 +115,8 @@ export class Session implements Peer {
   #closed = false;
   /** Registrations are being (or have been) removed from the dispatcher. */
   #cleanup: Promise<void> | undefined;
-  /** What this connection may do; set from the hello's token. */
-  #auth: Authorization;
-  /** When the current rights end (epoch ms): the token's end, capped by the connection's lifetime. */
-  #expiresAt: number | undefined;
-  /** The latest a connection may hold token rights: opened + EVENTFLOW_JWT_MAX_LIFETIME_S. */
-  readonly #rightsDeadline: number;
-  /** Outbound-rule answers under the current rights, by action␟domain (cleared when they change). */
-  readonly #allowed = new Map<string, boolean>();
-  /** Closes the connection with 4401 when its rights end. */
-  #expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** What this connection may do now; set from the hello's token; closes the connection with 4401 when they end. */
+  readonly #rights: ConnectionRights;
   #resolveClosed!: () => void;
   /** Settles once the connection is gone and its registrations are cleaned up. */
   readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
@@ -135,8 +128,7 @@ export class Session implements Peer {
     this.#transport = transport;
     this.#handlers = handlers;
     this.#log = context.log.child({ connection: id });
-    this.#auth = context.auth.anonymous;
-    this.#rightsDeadline = Date.now() + (context.auth.maxLifetimeMs ?? Infinity);
+    this.#rights = new ConnectionRights(context.auth.anonymous, context.auth.maxLifetimeMs, () => this.#expire());
     this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     transport.listen({
@@ -159,7 +151,7 @@ export class Session implements Peer {
     if (this.#closing) return;
     this.#closing = true;
     clearTimeout(this.#handshakeTimer);
-    clearTimeout(this.#expiryTimer);
+    this.#rights.stop();
     this.#transport.close(code, reason);
     void this.#removeRegistrations();
   }
@@ -175,7 +167,7 @@ export class Session implements Peer {
    * connection may not know of is answered as an unknown id (visibility.ts).
    */
   async eventFor(op: OperationName, action: Action, id: string): Promise<StoredEvent> {
-    return eventFor(this.#auth, op, action, id, await this.context.store.read(id));
+    return eventFor(this.#rights.current, op, action, id, await this.context.store.read(id));
   }
 
   /**
@@ -184,19 +176,20 @@ export class Session implements Peer {
    * `authenticate` may have narrowed the rights (and already dropped what they no longer cover).
    */
   recheck(op: OperationName, action: Action, domain: string): void {
-    if (!allows(this.#auth, action, domain)) throw denied(this.#auth, op, action, domain);
+    const auth = this.#rights.current;
+    if (!allows(auth, action, domain)) throw denied(auth, op, action, domain);
   }
 
   /** Whether the connection may know that events of `domain` exist, for an operation needing `action` there (visibility.ts). */
   knows(action: Action, domain: string): boolean {
-    return knows(this.#auth, action, domain);
+    return knows(this.#rights.current, action, domain);
   }
 
   /** Replaces the connection's rights with those of `token`; throws E_EVENTFLOW_UNAUTHORIZED (keeping the old rights) when it is not valid. */
   async authenticate(token: string): Promise<void> {
     const auth = await this.context.auth.verify(token);
     if (this.#closing) return;
-    this.#setAuth(auth);
+    this.#rights.replace(auth);
     // Narrower rights: registrations they no longer cover are dropped, so that nothing of those
     // domains is matched for this connection any more (the outbound rule already stops it leaving).
     for (const handle of this.context.dispatcher.cancelWaitsWhere(this, (domain) => !allows(auth, 'subscribe', domain))) this.waits.delete(handle);
@@ -211,37 +204,9 @@ export class Session implements Peer {
     }
   }
 
-  #setAuth(auth: Authorization): void {
-    this.#auth = auth;
-    this.#allowed.clear();
-    // Token rights never outlive the connection's cap, whatever token `authenticate` brings.
-    const expiresAt = auth.expiresAt === undefined ? undefined : Math.min(auth.expiresAt, this.#rightsDeadline);
-    this.#expiresAt = expiresAt;
-    clearTimeout(this.#expiryTimer);
-    this.#expiryTimer = undefined;
-    if (expiresAt === undefined || this.#closing) return;
-    const check = (): void => {
-      const left = expiresAt - Date.now();
-      if (left > 0) {
-        // setTimeout holds at most 2^31-1 ms; longer lifetimes are re-checked.
-        this.#expiryTimer = setTimeout(check, Math.min(left, 2 ** 31 - 1));
-        return;
-      }
-      this.#expire();
-    };
-    check();
-  }
-
   #expire(): void {
     this.#log.debug('token expired; closing so that the client reconnects with a fresh one');
     this.close(4401, 'token expired');
-  }
-
-  /** True when the rights have ended; the connection is then closed with 4401 (a timer may fire late). */
-  #rightsEnded(): boolean {
-    if (this.#expiresAt === undefined || Date.now() < this.#expiresAt) return false;
-    this.#expire();
-    return true;
   }
 
   /**
@@ -251,22 +216,13 @@ export class Session implements Peer {
    * or request was made; nothing leaves a closing connection or one whose rights have ended.
    */
   #mayReceive(action: Action, domain: string): boolean {
-    if (this.#closing || this.#rightsEnded()) return false;
-    const key = `${action}\u001f${domain}`;
-    let allowed = this.#allowed.get(key);
-    if (allowed === undefined) {
-      allowed = allows(this.#auth, action, domain);
-      // Bounded: a connection reading many domains must not grow it without end.
-      if (this.#allowed.size >= 1024) this.#allowed.clear();
-      this.#allowed.set(key, allowed);
-    }
-    return allowed;
+    return !this.#closing && !this.#rights.ended() && this.#rights.allows(action, domain);
   }
 
   /** The check that needs only the params (auth.ts `rules`); undefined when allowed. */
   #refusal(op: OperationName, params: unknown): Error | undefined {
     const rule = rules[op];
-    const auth = this.#auth;
+    const auth = this.#rights.current;
     switch (rule.kind) {
       case 'none':
         return undefined;
@@ -397,7 +353,7 @@ export class Session implements Peer {
 
   async #onMessage(data: string): Promise<void> {
     // A connection being closed executes nothing, whatever the client sends before it answers the close.
-    if (this.#closing || this.#rightsEnded()) return;
+    if (this.#closing || this.#rights.ended()) return;
     let json: unknown;
     try {
       json = JSON.parse(data);
@@ -565,7 +521,7 @@ export class Session implements Peer {
       }
       if (this.#closing) return;
     }
-    this.#setAuth(auth);
+    this.#rights.replace(auth);
     this.#greeted = true;
     clearTimeout(this.#handshakeTimer);
     this.#log.debug('client connected', { client });
@@ -591,7 +547,7 @@ export class Session implements Peer {
     this.#closed = true;
     this.#closing = true;
     clearTimeout(this.#handshakeTimer);
-    clearTimeout(this.#expiryTimer);
+    this.#rights.stop();
     this.#log.debug('client disconnected', { code });
     await this.#removeRegistrations();
     this.#resolveClosed();
