@@ -14,8 +14,9 @@ export class ConnectionRights {
   /** The latest any token rights of this connection may last. */
   readonly #deadline: number;
   readonly #onEnd: () => void;
-  /** allows() answers under the current rights, by action␟domain (cleared when they change). */
-  readonly #allowed = new Map<string, boolean>();
+  /** allows() answers under the current rights, by action then domain (cleared when they change); asked once per push. */
+  readonly #allowed = new Map<Action, Map<string, boolean>>();
+  #cached = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   /** `onEnd` is called once the rights have ended (by a timer, or by `ended()` when the timer is late). */
@@ -33,6 +34,7 @@ export class ConnectionRights {
   replace(auth: Authorization): void {
     this.#auth = auth;
     this.#allowed.clear();
+    this.#cached = 0;
     const endsAt = auth.expiresAt === undefined ? undefined : Math.min(auth.expiresAt, this.#deadline);
     this.#endsAt = endsAt;
     this.stop();
@@ -55,13 +57,18 @@ export class ConnectionRights {
 
   /** allows(current, action, domain), remembered until the rights change. */
   allows(action: Action, domain: string): boolean {
-    const key = `${action}\u001f${domain}`;
-    let allowed = this.#allowed.get(key);
-    if (allowed === undefined) {
-      allowed = allows(this.#auth, action, domain);
-      if (this.#allowed.size >= MAX_CACHED) this.#allowed.clear();
-      this.#allowed.set(key, allowed);
+    let byDomain = this.#allowed.get(action);
+    let allowed = byDomain?.get(domain);
+    if (allowed !== undefined) return allowed;
+    allowed = allows(this.#auth, action, domain);
+    if (this.#cached >= MAX_CACHED) {
+      this.#allowed.clear();
+      this.#cached = 0;
+      byDomain = undefined;
     }
+    if (!byDomain) this.#allowed.set(action, (byDomain = new Map()));
+    byDomain.set(domain, allowed);
+    this.#cached++;
     return allowed;
   }
 

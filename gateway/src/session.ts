@@ -153,7 +153,8 @@ export class Session implements Peer {
     clearTimeout(this.#handshakeTimer);
     this.#rights.stop();
     this.#transport.close(code, reason);
-    void this.#removeRegistrations();
+    // Not synchronously: close() may be called from inside the dispatcher's fan-out over these registrations.
+    queueMicrotask(() => void this.#removeRegistrations());
   }
 
   #removeRegistrations(): Promise<void> {
