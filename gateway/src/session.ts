@@ -560,7 +560,8 @@ export class Session implements Peer {
 
   /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encodeEvent). */
   #sendFrame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
-    if (this.#closing) return;
+    // Rights that ended a moment ago (the timer may run late) close the connection before this frame.
+    if (this.#closing || this.#rights.ended()) return;
     if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
       // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
       this.#log.warn('client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
