@@ -54,11 +54,6 @@ export function allowsAny(auth: Authorization, action: Action): boolean {
   return (auth.grants[action]?.length ?? 0) > 0;
 }
 
-/** True when `auth` allows `action` on every domain (a pattern of only `*`). */
-export function allowsAll(auth: Authorization, action: Action): boolean {
-  return auth.grants[action]?.some((pattern) => /^\*+$/.test(pattern.source)) ?? false;
-}
-
 /** The error for a request `auth` does not allow: UNAUTHORIZED without credentials, FORBIDDEN with insufficient ones. Nothing is done. */
 export function denied(auth: Authorization, op: OperationName, action: Action, domain: string | undefined): EventflowError {
   const where = domain === undefined ? '' : ` on domain "${domain}"`;
@@ -83,13 +78,24 @@ export interface AuthSettings {
   issuer?: string | undefined;
   audience?: string | undefined;
   anonymous: readonly Action[];
+  /**
+   * EVENTFLOW_JWT_MAX_LIFETIME_S: the longest a token's rights last, from its `iat` (from when the
+   * gateway first sees it when it has none), and the longest a connection holds token rights.
+   */
+  maxLifetimeS: number;
 }
 
 export interface Authenticator {
   readonly mode: 'none' | 'jwt';
   /** The rights of a connection that sent no token. */
   readonly anonymous: Authorization;
-  /** Verifies a token; throws E_EVENTFLOW_UNAUTHORIZED when it is malformed, forged, expired or not for this gateway. */
+  /** How long after it opened a connection may hold token rights (EVENTFLOW_JWT_MAX_LIFETIME_S); undefined: no end. */
+  readonly maxLifetimeMs: number | undefined;
+  /**
+   * Verifies a token; throws E_EVENTFLOW_UNAUTHORIZED when it is malformed, forged, expired, has no
+   * `exp`, is older than the maximum lifetime or is not for this gateway. The rights end at `exp`,
+   * or at `iat` (now when absent) + the maximum lifetime when that is earlier.
+   */
   verify(token: string): Promise<Authorization>;
 }
 
@@ -101,6 +107,7 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
     return {
       mode: 'none',
       anonymous: fullAccess,
+      maxLifetimeMs: undefined,
       verify: () => Promise.resolve(fullAccess),
     };
   }
@@ -130,9 +137,11 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
     grants: Object.fromEntries(settings.anonymous.map((action) => [action, everything])),
     expiresAt: undefined,
   };
+  const maxLifetimeMs = settings.maxLifetimeS * 1000;
   return {
     mode: 'jwt',
     anonymous,
+    maxLifetimeMs,
     async verify(token) {
       let payload;
       try {
@@ -153,23 +162,23 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
         const patterns = parsed.data[action];
         if (patterns) grants[action] = patterns.map(domainPattern);
       }
-      return { authenticated: true, grants, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined };
+      return { authenticated: true, grants, expiresAt: rightsEnd(payload.exp, payload.iat, maxLifetimeMs) };
     },
   };
 }
 
 /**
  * How each operation is authorized: its action and the domain(s) in its params. `byEvent`: the
- * domain is only known once the event is loaded, which the handler checks (Session.authorize) before
- * returning or changing anything. `own`: the operation only touches this connection's own
- * registrations, which any grant of the action covers. `allDomains`: the operation spans domains.
+ * domain is only known once the event is loaded, which the handler checks (Session.eventFor) before
+ * returning or changing anything, or the operation returns events of several domains, which leave
+ * only for domains the connection may read (visibility.ts keepReadable). `own`: the operation only
+ * touches this connection's own registrations, which any grant of the action covers.
  */
 export type Rule =
   | { kind: 'none' }
   | { kind: 'domain'; action: Action; domain: (params: Record<string, unknown>) => string }
   | { kind: 'byEvent'; action: Action }
-  | { kind: 'own'; action: Action }
-  | { kind: 'allDomains'; action: Action };
+  | { kind: 'own'; action: Action };
 
 const param = (params: Record<string, unknown>): string => params['domain'] as string;
 const eventDomain = (params: Record<string, unknown>): string => (params['event'] as { domain: string }).domain;
@@ -193,7 +202,7 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   readEventlogByTimestamp: { kind: 'domain', action: 'read', domain: param },
   readEventlogFilteredByNames: { kind: 'domain', action: 'read', domain: param },
   readEventlogByChildProcess: { kind: 'domain', action: 'read', domain: param },
-  readEventlogByEid: { kind: 'allDomains', action: 'read' },
+  readEventlogByEid: { kind: 'byEvent', action: 'read' },
   readEventlogByDomainAndEid: { kind: 'domain', action: 'read', domain: param },
   readDistinctPidByDomain: { kind: 'domain', action: 'read', domain: param },
   persistEntityAssociation: { kind: 'byEvent', action: 'publish' },
@@ -201,3 +210,22 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   authenticate: { kind: 'none' },
   ping: { kind: 'none' },
 };
+
+/**
+ * When a token's rights end: at `exp`, capped at `iat` + the maximum lifetime. A token without
+ * `exp` is refused rather than capped: it would stay usable for new connections forever. An `iat`
+ * in the future counts as now, so that it cannot push the cap out; without `iat` the cap counts
+ * from now.
+ */
+function rightsEnd(exp: number | undefined, iat: number | undefined, maxLifetimeMs: number): number {
+  if (exp === undefined) {
+    throw new EventflowError('E_EVENTFLOW_UNAUTHORIZED', 'the token has no "exp": this gateway accepts only tokens that expire; get one with an expiry and reconnect');
+  }
+  const now = Date.now();
+  const issued = iat === undefined ? now : Math.min(iat * 1000, now);
+  const end = Math.min(exp * 1000, issued + maxLifetimeMs);
+  if (end <= now - CLOCK_TOLERANCE * 1000) {
+    throw new EventflowError('E_EVENTFLOW_UNAUTHORIZED', 'the token was issued longer ago than EVENTFLOW_JWT_MAX_LIFETIME_S allows; get a new one and reconnect');
+  }
+  return end;
+}

@@ -85,6 +85,12 @@ export const configSchema = z.object({
   EVENTFLOW_JWT_ISSUER: z.string().min(1).optional(),
   /** When set, tokens must carry this `aud`. */
   EVENTFLOW_JWT_AUDIENCE: z.string().min(1).optional(),
+  /**
+   * With EVENTFLOW_AUTH=jwt: the longest a token's rights last, counted from its `iat`, and the
+   * longest a connection holds token rights (`authenticate` cannot extend it): then close 4401.
+   * Tokens must carry `exp`.
+   */
+  EVENTFLOW_JWT_MAX_LIFETIME_S: positiveInt.default(86_400),
   /** With EVENTFLOW_AUTH=jwt: comma-separated actions a connection without a token may do on every domain (default: none). */
   EVENTFLOW_AUTH_ANONYMOUS: z
     .string()

@@ -194,6 +194,19 @@ export class Dispatcher implements RouteTarget {
     }
   }
 
+  /** Cancels the peer's waits whose domain `drop` selects (its rights narrowed); returns their handles. */
+  cancelWaitsWhere(peer: Peer, drop: (domain: string) => boolean): string[] {
+    const cancelled: string[] = [];
+    for (const set of [...this.#waits.values()]) {
+      for (const wait of set) {
+        if (wait.peer !== peer || !drop(wait.domain)) continue;
+        this.#finishWait(wait);
+        cancelled.push(wait.handle);
+      }
+    }
+    return cancelled;
+  }
+
   /** Forgets everything of a closed connection; its unsettled deliveries go to other consumers. */
   async removePeer(peer: Peer): Promise<void> {
     for (const [key, peers] of this.#subscriptions) {

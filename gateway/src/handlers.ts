@@ -1,7 +1,8 @@
 /** What the gateway does for each request operation of the protocol. */
-import { EventflowError, generateEventId, type EventInput, type StoredEvent } from '@eventflow/core';
+import { EventflowError, generateEventId, isEventflowError, type EventInput, type StoredEvent } from '@eventflow/core';
 import type { Handlers, Session } from './session.js';
 import type { NewEvent } from './store/store.js';
+import { referenceNotFound } from './visibility.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
@@ -12,9 +13,20 @@ function appended(event: StoredEvent): { id: string; position: number; timestamp
   return { id: event.id, position: event.position, timestamp: event.timestamp };
 }
 
-async function mustExist(session: Session, id: string): Promise<StoredEvent> {
-  const event = await session.context.store.read(id);
-  if (!event) throw new EventflowError('E_EVENTFLOW_EVENT_NOT_FOUND', `no event has id "${id}"`, { details: { id } });
+/**
+ * The event to append, refused as the store refuses an unknown `rid` when `rid` names an event the
+ * connection may not know of. Checked only where the store would check `rid`: an id already stored
+ * is answered by the store (a retry, or E_EVENTFLOW_DUPLICATE_ID) before any `rid` is looked at,
+ * so the order of the checks cannot tell a foreign `rid` from an unknown one either.
+ */
+async function appendable(session: Session, input: EventInput, action: 'publish' | 'schedule'): Promise<NewEvent> {
+  const event = toNewEvent(input);
+  // Without authentication every connection may know of every event: no lookup on the publish path.
+  if (event.rid === undefined || session.context.auth.mode === 'none') return event;
+  const { store } = session.context;
+  const referenced = await store.read(event.rid);
+  if (referenced === undefined || session.knows(action, referenced.domain)) return event;
+  if ((await store.read(event.id)) === undefined) throw referenceNotFound(event.id, event.rid);
   return event;
 }
 
@@ -26,7 +38,7 @@ export const handlers: Handlers = {
   async publish(session, { event, expectedVersion }, request) {
     const { store, router, gatewayId } = session.context;
     const routedBy = router.claimsOnAppend;
-    const { event: stored, created } = await store.append(toNewEvent(event), { publisher: gatewayId, expectedVersion, routedBy });
+    const { event: stored, created } = await store.append(await appendable(session, event, 'publish'), { publisher: gatewayId, expectedVersion, routedBy });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
     void router.publish(stored, created && routedBy !== undefined).catch((error: unknown) => request.log.error('routing failed', { event: stored.id, error }));
@@ -34,13 +46,13 @@ export const handlers: Handlers = {
   },
 
   async persist(session, { event, expectedVersion }) {
-    return appended((await session.context.store.append(toNewEvent(event), { expectedVersion })).event);
+    return appended((await session.context.store.append(await appendable(session, event, 'publish'), { expectedVersion })).event);
   },
 
   async schedule(session, { at, event }) {
     const { store, gatewayId } = session.context;
     const due = new Date(at);
-    const { event: stored } = await store.append(toNewEvent(event), { publisher: gatewayId, scheduledAt: due });
+    const { event: stored } = await store.append(await appendable(session, event, 'schedule'), { publisher: gatewayId, scheduledAt: due });
     session.context.scheduled(due);
     return appended(stored);
   },
@@ -61,6 +73,12 @@ export const handlers: Handlers = {
     }
     session.consumers.set(consumer, `${domain}\u001f${name}`);
     const head = await session.context.store.head();
+    try {
+      session.recheck('consume', 'consume', domain);
+    } catch (error) {
+      if (existing === undefined) session.consumers.delete(consumer);
+      throw error;
+    }
     session.context.dispatcher.addConsumer(session, consumer, domain, name);
     if (after !== undefined) void session.context.dispatcher.catchUp(session, consumer, after);
     return { head };
@@ -90,11 +108,8 @@ export const handlers: Handlers = {
     const { store, dispatcher } = session.context;
     const head = await store.head();
     let after = afterPosition;
-    if (after === undefined && afterId !== undefined) {
-      const reference = await mustExist(session, afterId);
-      session.authorize('wait', 'subscribe', reference.domain);
-      after = reference.position;
-    }
+    if (after === undefined && afterId !== undefined) after = (await session.eventFor('wait', 'subscribe', afterId)).position;
+    session.recheck('wait', 'subscribe', domain);
     // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (Session.sendWaited) or cancelled.
     session.waits.add(wait);
     await dispatcher.addWait(session, wait, domain, pid, names, after);
@@ -109,11 +124,17 @@ export const handlers: Handlers = {
 
   async delete(session, { id }) {
     const { store, dispatcher } = session.context;
-    const event = await store.read(id);
-    // Checked before anything is deleted; an id that does not exist deletes nothing.
-    if (event) session.authorize('delete', 'delete', event.domain);
+    let event: StoredEvent;
+    try {
+      // Checked before anything is deleted.
+      event = await session.eventFor('delete', 'delete', id);
+    } catch (error) {
+      // An id that does not exist deletes nothing; an event the connection may not know of is answered the same way.
+      if (isEventflowError(error, 'E_EVENTFLOW_EVENT_NOT_FOUND')) return { deleted: false };
+      throw error;
+    }
     const deleted = await store.delete(id);
-    if (deleted && event) dispatcher.deleted(event.domain, event.pid, id);
+    if (deleted) dispatcher.deleted(event.domain, event.pid, id);
     return { deleted };
   },
 
@@ -124,10 +145,7 @@ export const handlers: Handlers = {
   },
 
   async read(session, { id }) {
-    const event = await mustExist(session, id);
-    // Never returned unless the connection may read its domain.
-    session.authorize('read', 'read', event.domain);
-    return { event };
+    return { event: await session.eventFor('read', 'read', id) };
   },
 
   async readEventlog(session, { domain, pid, after }) {
@@ -163,15 +181,13 @@ export const handlers: Handlers = {
   },
 
   async persistEntityAssociation(session, { eventId, eid }) {
-    const event = await session.context.store.read(eventId);
-    if (event) session.authorize('persistEntityAssociation', 'publish', event.domain);
+    await session.eventFor('persistEntityAssociation', 'publish', eventId);
     await session.context.store.persistEntityAssociation(eventId, eid);
     return {};
   },
 
   async persistChildProcessAssociation(session, { eventId, domain, cpid }) {
-    const event = await session.context.store.read(eventId);
-    if (event) session.authorize('persistChildProcessAssociation', 'publish', event.domain);
+    await session.eventFor('persistChildProcessAssociation', 'publish', eventId);
     await session.context.store.persistChildProcessAssociation(eventId, domain, cpid);
     return {};
   },

@@ -55,6 +55,9 @@ export interface GatewayDependencies {
   logDestination?: LogDestination;
 }
 
+/** After the gateway sends a close frame, how long it waits for the client's before it drops the socket. */
+export const CLOSE_GRACE_MS = 1_000;
+
 class WsTransport implements Transport {
   readonly #socket: WebSocket;
   /** The upgraded TCP socket under `#socket`, corked while frames are being sent in one tick. */
@@ -89,7 +92,13 @@ class WsTransport implements Transport {
   }
 
   close(code = 1000, reason = ''): void {
-    if (this.#socket.readyState === this.#socket.OPEN || this.#socket.readyState === this.#socket.CONNECTING) this.#socket.close(code, reason);
+    if (this.#socket.readyState !== this.#socket.OPEN && this.#socket.readyState !== this.#socket.CONNECTING) return;
+    this.#socket.close(code, reason);
+    // ws waits up to 30 s for the client's close frame; a client that never sends it must not keep
+    // the socket (and what it sends meanwhile) for that long.
+    const grace = setTimeout(() => this.#socket.terminate(), CLOSE_GRACE_MS);
+    grace.unref();
+    this.#socket.once('close', () => clearTimeout(grace));
   }
 
   listen(listener: TransportListener): void {
@@ -142,6 +151,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     issuer: settings.EVENTFLOW_JWT_ISSUER,
     audience: settings.EVENTFLOW_JWT_AUDIENCE,
     anonymous: settings.EVENTFLOW_AUTH_ANONYMOUS,
+    maxLifetimeS: settings.EVENTFLOW_JWT_MAX_LIFETIME_S,
   });
   const sessions = new Set<Session>();
   const prometheus =

@@ -19,7 +19,7 @@ import {
 } from '@eventflow/core';
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
-import { allows, allowsAll, allowsAny, denied, rules, type Action, type Authenticator, type Authorization } from './auth.js';
+import { allows, allowsAny, denied, rules, type Action, type Authenticator } from './auth.js';
 import type { Dispatcher, Peer } from './dispatcher.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { Logger } from './log.js';
@@ -27,6 +27,8 @@ import type { GatewayMetrics } from './metrics.js';
 import { logRefusal } from './refusal-log.js';
 import type { EventStore } from './store/store.js';
 import type { Router } from './router/router.js';
+import { ConnectionRights } from './rights.js';
+import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
 
 export interface SessionContext {
   readonly gatewayId: string;
@@ -104,11 +106,17 @@ export class Session implements Peer {
   #greeted = false;
   /** A hello is being verified: later hellos are ignored. */
   #greeting = false;
+  /**
+   * The gateway decided to close the connection, or it is closed: from then on no frame is
+   * handled and nothing is sent, however long the client takes to answer the close.
+   */
+  #closing = false;
+  /** The transport reported the close (set once, by #onClose). */
   #closed = false;
-  /** What this connection may do; set from the hello's token. */
-  #auth: Authorization;
-  /** Closes the connection with 4401 when its token expires. */
-  #expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Registrations are being (or have been) removed from the dispatcher. */
+  #cleanup: Promise<void> | undefined;
+  /** What this connection may do now; set from the hello's token; closes the connection with 4401 when they end. */
+  readonly #rights: ConnectionRights;
   #resolveClosed!: () => void;
   /** Settles once the connection is gone and its registrations are cleaned up. */
   readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
@@ -120,7 +128,7 @@ export class Session implements Peer {
     this.#transport = transport;
     this.#handlers = handlers;
     this.#log = context.log.child({ connection: id });
-    this.#auth = context.auth.anonymous;
+    this.#rights = new ConnectionRights(context.auth.anonymous, context.auth.maxLifetimeMs, () => this.#expire());
     this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     transport.listen({
@@ -134,22 +142,58 @@ export class Session implements Peer {
     });
   }
 
+  /**
+   * Closes the connection: from now on nothing of it is handled or sent (#closing), its
+   * registrations leave the dispatcher at once (so that its deliveries go to other consumers), and
+   * the transport drops a client that does not answer the close within a grace (server.ts).
+   */
   close(code: number, reason: string): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    clearTimeout(this.#handshakeTimer);
+    this.#rights.stop();
     this.#transport.close(code, reason);
+    // Not synchronously: close() may be called from inside the dispatcher's fan-out over these registrations.
+    queueMicrotask(() => void this.#removeRegistrations());
+  }
+
+  #removeRegistrations(): Promise<void> {
+    return (this.#cleanup ??= this.context.dispatcher.removePeer(this).catch((error: unknown) => this.#log.error('cleanup after disconnect failed', { error })));
   }
 
   // ── authorization ──
 
-  /** Throws E_EVENTFLOW_FORBIDDEN (E_EVENTFLOW_UNAUTHORIZED when anonymous) unless the connection may do `action` on `domain`. */
-  authorize(op: OperationName, action: Action, domain: string): void {
-    if (!allows(this.#auth, action, domain)) throw denied(this.#auth, op, action, domain);
+  /**
+   * The stored event `id`, for `op` which needs `action` on its domain. An event of a domain the
+   * connection may not know of is answered as an unknown id (visibility.ts).
+   */
+  async eventFor(op: OperationName, action: Action, id: string): Promise<StoredEvent> {
+    return eventFor(this.#rights.current, op, action, id, await this.context.store.read(id));
+  }
+
+  /**
+   * Throws as the request's own check would (#refusal) when the connection may no longer do
+   * `action` on `domain`: for a request about to register something after awaiting, during which
+   * `authenticate` may have narrowed the rights (and already dropped what they no longer cover).
+   */
+  recheck(op: OperationName, action: Action, domain: string): void {
+    const auth = this.#rights.current;
+    if (!allows(auth, action, domain)) throw denied(auth, op, action, domain);
+  }
+
+  /** Whether the connection may know that events of `domain` exist, for an operation needing `action` there (visibility.ts). */
+  knows(action: Action, domain: string): boolean {
+    return knows(this.#rights.current, action, domain);
   }
 
   /** Replaces the connection's rights with those of `token`; throws E_EVENTFLOW_UNAUTHORIZED (keeping the old rights) when it is not valid. */
   async authenticate(token: string): Promise<void> {
     const auth = await this.context.auth.verify(token);
-    this.#setAuth(auth);
-    // Narrower rights: subscriptions and consumers they no longer cover are dropped, so that no event of those domains arrives any more.
+    if (this.#closing) return;
+    this.#rights.replace(auth);
+    // Narrower rights: registrations they no longer cover are dropped, so that nothing of those
+    // domains is matched for this connection any more (the outbound rule already stops it leaving).
+    for (const handle of this.context.dispatcher.cancelWaitsWhere(this, (domain) => !allows(auth, 'subscribe', domain))) this.waits.delete(handle);
     for (const key of [...this.subscriptions.keys()]) {
       const [domain = '', name = ''] = key.split('\u001f');
       if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
@@ -161,28 +205,25 @@ export class Session implements Peer {
     }
   }
 
-  #setAuth(auth: Authorization): void {
-    this.#auth = auth;
-    clearTimeout(this.#expiryTimer);
-    this.#expiryTimer = undefined;
-    if (auth.expiresAt === undefined || this.#closed) return;
-    const check = (): void => {
-      const left = (auth.expiresAt ?? 0) - Date.now();
-      if (left > 0) {
-        // setTimeout holds at most 2^31-1 ms; longer lifetimes are re-checked.
-        this.#expiryTimer = setTimeout(check, Math.min(left, 2 ** 31 - 1));
-        return;
-      }
-      this.#log.debug('token expired; closing so that the client reconnects with a fresh one');
-      this.close(4401, 'token expired');
-    };
-    check();
+  #expire(): void {
+    this.#log.debug('token expired; closing so that the client reconnects with a fresh one');
+    this.close(4401, 'token expired');
+  }
+
+  /**
+   * The outbound rule: the one check every push (replayed and live events, deliveries, waited
+   * events, deletions) and every event in a request's result passes just before it leaves. It uses
+   * the connection's rights as they are now, not as they were when the subscription, consumer, wait
+   * or request was made; nothing leaves a closing connection or one whose rights have ended.
+   */
+  #mayReceive(action: Action, domain: string): boolean {
+    return !this.#closing && !this.#rights.ended() && this.#rights.allows(action, domain);
   }
 
   /** The check that needs only the params (auth.ts `rules`); undefined when allowed. */
   #refusal(op: OperationName, params: unknown): Error | undefined {
     const rule = rules[op];
-    const auth = this.#auth;
+    const auth = this.#rights.current;
     switch (rule.kind) {
       case 'none':
         return undefined;
@@ -193,14 +234,13 @@ export class Session implements Peer {
       case 'byEvent':
       case 'own':
         return allowsAny(auth, rule.action) ? undefined : denied(auth, op, rule.action, undefined);
-      case 'allDomains':
-        return allowsAll(auth, rule.action) ? undefined : denied(auth, op, rule.action, '*');
     }
   }
 
   // ── Peer ──
 
   sendEvent(event: StoredEvent, names: string[]): void {
+    if (!this.#mayReceive('subscribe', event.domain)) return;
     // Fan-out calls this once per subscribed connection: the common case (no replay running on
     // this connection) looks nothing up and sends the frame encoded for the previous connection.
     if (this.#replaying === 0) {
@@ -217,6 +257,8 @@ export class Session implements Peer {
   }
 
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
+    // Not sent: the delivery stays open until its consumer is removed (authenticate, close), which hands it back.
+    if (!this.#mayReceive('consume', event.domain)) return;
     this.#send({ type: 'delivery', consumer, delivery, attempt, event });
   }
 
@@ -226,11 +268,11 @@ export class Session implements Peer {
 
   sendWaited(wait: string, event: StoredEvent): void {
     this.waits.delete(wait);
-    this.#send({ type: 'waited', wait, event });
+    if (this.#mayReceive('subscribe', event.domain)) this.#send({ type: 'waited', wait, event });
   }
 
   sendDeleted(domain: string, pid: string, id: string | undefined): void {
-    this.#send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
+    if (this.#mayReceive('subscribe', domain)) this.#send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
   }
 
   // ── subscriptions with replay ──
@@ -238,6 +280,7 @@ export class Session implements Peer {
   async subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
     const key = `${domain}\u001f${name}`;
     const head = await this.context.store.head();
+    this.recheck('subscribe', 'subscribe', domain);
     if (this.subscriptions.has(key) || after === undefined || after >= head) {
       if (!this.subscriptions.has(key)) this.subscriptions.set(key, { parked: undefined });
       this.context.dispatcher.subscribe(this, domain, name);
@@ -255,16 +298,19 @@ export class Session implements Peer {
   async #replay(domain: string, name: string, after: number, state: SubscriptionState): Promise<void> {
     let last = after;
     const names = [name];
+    // Unsubscribed (by the client, or by `authenticate` taking the right away) or closing: the replay stops.
+    const wanted = (): boolean => this.subscriptions.get(`${domain}\u001f${name}`) === state && this.#mayReceive('subscribe', domain);
     try {
       for (;;) {
         const page = await this.context.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
         for (const event of page) {
           if (this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) await this.#drained();
+          if (!wanted()) break;
           this.#sendFrame(encodeEvent(event, names));
         }
         const newest = page.at(-1);
         if (newest) last = newest.position;
-        if (page.length < REPLAY_PAGE || this.#closed) break;
+        if (page.length < REPLAY_PAGE || !wanted()) break;
       }
     } catch (error) {
       // Sending live events now would leave a gap; the client resumes from its position instead.
@@ -276,6 +322,7 @@ export class Session implements Peer {
     }
     const parked = state.parked ?? [];
     state.parked = undefined;
+    if (!wanted()) return;
     for (const event of parked) if (event.position > last) this.#sendFrame(encodeEvent(event, names));
   }
 
@@ -288,7 +335,7 @@ export class Session implements Peer {
    */
   async #drained(): Promise<void> {
     const started = Date.now();
-    while (!this.#closed && this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) {
+    while (!this.#closing && this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) {
       if (Date.now() - started > REPLAY_STALL_MS) {
         this.#log.warn('client too slow during replay; disconnecting', { buffered: this.#transport.bufferedAmount });
         this.close(4008, 'client too slow');
@@ -306,7 +353,8 @@ export class Session implements Peer {
   // ── frames ──
 
   async #onMessage(data: string): Promise<void> {
-    if (this.#closed) return;
+    // A connection being closed executes nothing, whatever the client sends before it answers the close.
+    if (this.#closing || this.#rights.ended()) return;
     let json: unknown;
     try {
       json = JSON.parse(data);
@@ -402,7 +450,10 @@ export class Session implements Peer {
       const handler = this.#handlers[op] as Handler<O>;
       const result = await handler(this, data, request);
       this.context.metrics.handled(op);
-      this.#send({ type: 'result', id, result });
+      // The outbound rule for results: only events of domains the connection may read leave.
+      const readable = keepReadable(result, (domain) => this.#mayReceive('read', domain));
+      if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
+      this.#send({ type: 'result', id, result: readable });
       for (const start of this.#afterResult.splice(0)) start();
     } catch (error) {
       this.#afterResult = [];
@@ -469,9 +520,9 @@ export class Session implements Peer {
         this.close(4401, 'unauthorized');
         return;
       }
-      if (this.#closed) return;
+      if (this.#closing) return;
     }
-    this.#setAuth(auth);
+    this.#rights.replace(auth);
     this.#greeted = true;
     clearTimeout(this.#handshakeTimer);
     this.#log.debug('client connected', { client });
@@ -495,24 +546,22 @@ export class Session implements Peer {
   async #onClose(code: number): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#closing = true;
     clearTimeout(this.#handshakeTimer);
-    clearTimeout(this.#expiryTimer);
+    this.#rights.stop();
     this.#log.debug('client disconnected', { code });
-    try {
-      await this.context.dispatcher.removePeer(this);
-    } catch (error) {
-      this.#log.error('cleanup after disconnect failed', { error });
-    }
+    await this.#removeRegistrations();
     this.#resolveClosed();
   }
 
   #send(frame: ServerFrame): void {
-    if (!this.#closed) this.#sendFrame(JSON.stringify(frame), frame.type, frame.type === 'delivery' ? frame.attempt : 1);
+    if (!this.#closing) this.#sendFrame(JSON.stringify(frame), frame.type, frame.type === 'delivery' ? frame.attempt : 1);
   }
 
   /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encodeEvent). */
   #sendFrame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
-    if (this.#closed) return;
+    // Rights that ended a moment ago (the timer may run late) close the connection before this frame.
+    if (this.#closing || this.#rights.ended()) return;
     if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
       // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
       this.#log.warn('client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });

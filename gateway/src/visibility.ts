@@ -1,0 +1,57 @@
+/**
+ * What a token may learn about events (EVENTFLOW_AUTH=jwt; with `none` every rule here allows
+ * everything). Two rules, each written once:
+ *
+ * - Content: an event leaves for the client only when the connection's rights, as they are at
+ *   send time, allow it on the event's own domain: `read` for request results (`keepReadable`),
+ *   the registration's action for pushes (Session's outbound rule).
+ * - Existence: an event of a domain the token may not act on or receive is answered exactly as an
+ *   id that names no event (`eventFor`), so a token cannot probe other tenants' ids.
+ */
+import { EventflowError, type OperationName, type StoredEvent } from '@eventflow/core';
+import { allows, denied, type Action, type Authorization } from './auth.js';
+
+/** The actions by which a connection is handed a domain's events: holding one, it may know they exist. */
+const receiving: readonly Action[] = ['read', 'subscribe', 'consume'];
+
+/** Whether `auth` may know that an event of `domain` exists, for an operation that needs `action` there. */
+export function knows(auth: Authorization, action: Action, domain: string): boolean {
+  return allows(auth, action, domain) || receiving.some((receive) => allows(auth, receive, domain));
+}
+
+/** The store's answer for an id that names no event (store.ts), which a foreign id gets too. */
+export function eventNotFound(id: string): EventflowError {
+  return new EventflowError('E_EVENTFLOW_EVENT_NOT_FOUND', `no event has id "${id}"`, { details: { id } });
+}
+
+/** The store's answer for a `rid` that names no event, which a foreign `rid` gets too. */
+export function referenceNotFound(id: string, rid: string): EventflowError {
+  return new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', `event "${id}" refers (rid) to event "${rid}", which does not exist`, { details: { id, rid } });
+}
+
+/**
+ * The event `stored` for `op`, which needs `action` on the event's domain: E_EVENTFLOW_EVENT_NOT_FOUND
+ * when there is none or the token may not know of it (the same error, message and details), and
+ * E_EVENTFLOW_FORBIDDEN when the token knows of the domain's events but may not do `action` there.
+ */
+export function eventFor(auth: Authorization, op: OperationName, action: Action, id: string, stored: StoredEvent | undefined): StoredEvent {
+  if (stored === undefined || !knows(auth, action, stored.domain)) throw eventNotFound(id);
+  if (!allows(auth, action, stored.domain)) throw denied(auth, op, action, stored.domain);
+  return stored;
+}
+
+/**
+ * A request's result as it may leave: events (`events`, `event`) only of domains `mayRead` allows.
+ * Undefined when the result is one event that may not leave (the request is answered as not found).
+ */
+export function keepReadable<R extends object>(result: R, mayRead: (domain: string) => boolean): R | undefined {
+  if ('event' in result && isEvent(result.event) && !mayRead(result.event.domain)) return undefined;
+  if (!('events' in result) || !Array.isArray(result.events)) return result;
+  const events = result.events as unknown[];
+  const kept = events.filter((event) => !isEvent(event) || mayRead(event.domain));
+  return kept.length === events.length ? result : { ...result, events: kept };
+}
+
+function isEvent(value: unknown): value is StoredEvent {
+  return value !== null && typeof value === 'object' && typeof (value as { domain?: unknown }).domain === 'string';
+}
