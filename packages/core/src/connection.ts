@@ -5,7 +5,8 @@
  */
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { EventflowError, isEventflowError } from './errors.js';
-import { PROTOCOL_VERSION, type ServerFrame, type WelcomeFrame } from './protocol.js';
+import type { ServerFrame, WelcomeFrame } from './protocol.js';
+import { PROTOCOL_VERSION } from './protocol-version.js';
 import type { Connector, Transport } from './transport.js';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';

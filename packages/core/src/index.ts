@@ -1,4 +1,28 @@
-export * from './protocol.js';
+// Types only: the zod schemas are in '@eventflow/core/protocol', which no client module imports.
+export type {
+  ClientFrame,
+  DeletedFrame,
+  DeliveryFrame,
+  ErrorFrame,
+  EventFrame,
+  EventInput,
+  HelloFrame,
+  JsonObject,
+  JsonValue,
+  OperationName,
+  Operations,
+  Params,
+  Position,
+  RequestFrame,
+  Result,
+  ResultFrame,
+  RevokedFrame,
+  ServerFrame,
+  StoredEvent,
+  WaitedFrame,
+  WelcomeFrame,
+} from './protocol.js';
+export { PROTOCOL_VERSION } from './protocol-version.js';
 export * from './errors.js';
 export * from './error-catalog.js';
 export * from './transport.js';

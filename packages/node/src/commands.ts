@@ -4,7 +4,8 @@
  * `cli.ts` (the bin) only hands it `process.argv`.
  */
 import { parseArgs } from 'node:util';
-import { EventflowError, describeIssues, identifier, isErrorCode, jsonObject, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
+import { EventflowError, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
+import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
 import { createNodeClient } from './index.js';
 
 export interface CliWriter {

@@ -7,14 +7,13 @@
  */
 import {
   EventflowError,
-  describeIssues,
-  identifier,
   type ConsumeContext,
   type Consumer,
   type EventflowClient,
   type EventMap,
   type StoredEvent,
 } from '@eventflow/core';
+import { describeIssues, identifier } from '@eventflow/core/protocol';
 
 type DomainOf<M extends EventMap> = Extract<keyof M, string>;
 type NameOf<M extends EventMap, D extends DomainOf<M>> = Extract<keyof M[D], string>;
