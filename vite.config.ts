@@ -20,6 +20,7 @@ const nodeConditions = ['source', 'module', 'node', 'import', 'default'];
 const source = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 const alias = [
   { find: /^@eventflow\/core$/, replacement: source('./packages/core/src/index.ts') },
+  { find: /^@eventflow\/core\/protocol$/, replacement: source('./packages/core/src/protocol.ts') },
   { find: /^@eventflow\/node$/, replacement: source('./packages/node/src/index.ts') },
   { find: /^@eventflow\/browser\/react$/, replacement: source('./packages/browser/src/react.ts') },
   { find: /^@eventflow\/browser$/, replacement: source('./packages/browser/src/index.ts') },

@@ -149,6 +149,8 @@ async function main(): Promise<void> {
       },
     },
   });
+  // onError hears of an outage once, when it starts; its end is the state change to open.
+  worker.client.onStateChange((state) => state === 'open' && process.stderr.write(`eventflow: connected to ${url} again\n`));
   process.stdout.write(`demo worker on ${url}: ${intervalMs > 0 ? `an order every ${intervalMs} ms` : 'consuming only'} in domain ${domain}; Ctrl-C stops\n`);
 
   let signals = 0;

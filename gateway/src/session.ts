@@ -4,19 +4,8 @@
  * connection stays open and nothing is stored. So does a request beyond the connection's limits
  * (limits.ts): requests in flight, subscriptions + consumers + waits, and the publish rate.
  */
-import {
-  clientFrame,
-  describeIssues,
-  EventflowError,
-  isOperationName,
-  operations,
-  PROTOCOL_VERSION,
-  type OperationName,
-  type Result,
-  type ServerFrame,
-  type StoredEvent,
-  type Transport,
-} from '@eventflow/core';
+import { EventflowError, type OperationName, type Result, type ServerFrame, type StoredEvent, type Transport } from '@eventflow/core';
+import { clientFrame, describeIssues, isOperationName, operations, PROTOCOL_VERSION } from '@eventflow/core/protocol';
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { allows, allowsAny, denied, rules, type Action, type Authenticator } from './auth.js';

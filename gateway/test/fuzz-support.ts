@@ -3,7 +3,8 @@
  * under the frame limit and is never a well-formed request or hello: each must get exactly one
  * error frame, whose code and id the generator predicts.
  */
-import { isOperationName, operationNames, operations, type OperationName } from '@eventflow/core';
+import type { OperationName } from '@eventflow/core';
+import { isOperationName, operationNames, operations } from '@eventflow/core/protocol';
 
 /** A small seeded PRNG so that a failing run can be reproduced. */
 export function mulberry32(seed: number): () => number {

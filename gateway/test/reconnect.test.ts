@@ -157,7 +157,9 @@ describe('reconnect', () => {
     await client.close();
     await expect(waiting).rejects.toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
     expect(client.state).toBe('closed');
-    expect(() => client.call('ping', {})).toThrow(expect.objectContaining({ code: 'E_EVENTFLOW_CLIENT_CLOSED' }));
+    // A method that returns a promise rejects it rather than throwing.
+    await expect(client.call('ping', {})).rejects.toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
+    await expect(client.ready()).rejects.toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
   });
 
   it('works over the in-memory transport pair as over WebSocket', async () => {

@@ -7,6 +7,10 @@ import {
   EventflowClient,
   EventflowError,
   applyEvent,
+  assertFunction,
+  assertIdentifier,
+  assertOptionalFunction,
+  assertSignal,
   composeEventlogState,
   createAsyncQueue,
   emptyState,
@@ -88,6 +92,11 @@ interface Watch {
 }
 
 const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
+
+function checkEventlog(domain: unknown, pid: unknown): void {
+  assertIdentifier(domain, 'domain');
+  assertIdentifier(pid, 'pid');
+}
 
 /**
  * The events of a watched eventlog, shared by its snapshots: appended to, never changed, so a
@@ -208,6 +217,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
 
   /** What the cache holds, without the network (`stale` unless a live watch keeps it current). */
   async readCached(domain: string, pid: string): Promise<EventlogSnapshot | undefined> {
+    checkEventlog(domain, pid);
     const watched = this.#watches.get(keyOf(domain, pid))?.snapshot;
     if (watched) return watched;
     const cached = await this.#cached(domain, pid);
@@ -221,6 +231,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   }
 
   async #read(domain: string, pid: string, withEvents: boolean): Promise<{ state: State; events?: readonly StoredEvent[] | undefined }> {
+    checkEventlog(domain, pid);
     const key = keyOf(domain, pid);
     const live = this.#watches.get(key)?.snapshot;
     if (live && !live.stale) return live;
@@ -286,6 +297,9 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
    * by themselves after a reconnect.
    */
   watchEventlogState(domain: string, pid: string, listener: (snapshot: EventlogSnapshot) => void, onError?: (error: unknown) => void): () => void {
+    checkEventlog(domain, pid);
+    assertFunction(listener, 'listener');
+    assertOptionalFunction(onError, 'onError');
     const key = keyOf(domain, pid);
     let watch = this.#watches.get(key);
     if (!watch) {
@@ -327,6 +341,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
 
   /** The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts. */
   eventlogStates(domain: string, pid: string, { signal }: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
+    assertSignal(signal, 'options.signal');
     const queue = createAsyncQueue<EventlogSnapshot>(() => stop(), undefined, signal);
     const stop = this.watchEventlogState(domain, pid, (snapshot) => queue.push(snapshot), (error) => queue.fail(error));
     if (signal?.aborted) void queue.return();

@@ -11,6 +11,7 @@ import type { DeletedFrame, DeliveryFrame, EventFrame, EventInput, JsonObject, O
 import { connectionLost, pending, RequestManager, type RequestOptions, type Settle } from './requests.js';
 import { composeEventlogState, type State } from './state.js';
 import { keyOf, SubscriptionRegistry } from './subscriptions.js';
+import { assertFunction, assertNumber, assertOptionalFunction, assertSignal } from './arguments.js';
 import { assertEventInput, assertIdentifier, invalid } from './validate.js';
 import { Waiters } from './waiters.js';
 import type { BackoffOptions } from './backoff.js';
@@ -151,6 +152,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
   readonly #waiters = new Waiters();
 
   constructor(connect: Connector, options: ClientOptions = {}) {
+    assertFunction(connect, 'connect');
+    checkClientOptions(options);
     this.#onError = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? 10_000);
     this.#connection = createConnection(connect, options, {
@@ -193,6 +196,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   onStateChange(listener: (state: ConnectionState) => void): () => void {
+    assertFunction(listener, 'listener');
     return this.#connection.onStateChange(listener);
   }
 
@@ -201,19 +205,24 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * subscribes to (`id` absent: the whole eventlog of `pid`). Caches use it to drop what they hold.
    */
   onDeleted(listener: (deleted: Deleted) => void): () => void {
+    assertFunction(listener, 'listener');
     this.#deletedListeners.add(listener);
     return () => this.#deletedListeners.delete(listener);
   }
 
   /** Resolves once the client is connected (immediately if it is). */
-  ready(signal?: AbortSignal): Promise<void> {
+  async ready(signal?: AbortSignal): Promise<void> {
     this.#assertUsable();
+    assertSignal(signal);
     return this.state === 'open' ? Promise.resolve() : this.#waiters.wait('open', 'ready', signal);
   }
 
   /** Sends any operation of the protocol; the typed methods below are built on it. */
-  call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
+  async call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
     this.#assertUsable();
+    checkRequestOptions(options);
+    // Checked here too, so that a wrong argument fails at once, also while offline.
+    for (const [key, value] of Object.entries(params ?? {})) if (identifierParams.includes(key)) assertIdentifier(value, key);
     return this.#requests.request(op, params, options);
   }
 
@@ -226,11 +235,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
   async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    assertNumber(options?.expectedVersion, 'options.expectedVersion', true);
     return this.#field('publish', { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
   }
 
   /** Stores an event without routing it (v4's persist). */
   async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    assertNumber(options?.expectedVersion, 'options.expectedVersion', true);
     return this.#field('persist', { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
   }
 
@@ -275,6 +286,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     options: { signal?: AbortSignal } = {},
   ): Promise<Subscription> {
     this.#assertRegistrable(domain, name, 'name');
+    assertFunction(listener, 'listener');
+    assertSignal(options.signal, 'options.signal');
     this.#subscriptions.add(domain, name, listener as unknown as AnyListener);
     const key = keyOf(domain, name);
     const unsubscribe = (): Promise<void> => this.unsubscribe(domain, name, listener);
@@ -287,11 +300,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /** Removes exactly this listener; other listeners, also of the same domain, are untouched. */
   async unsubscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>): Promise<void> {
+    assertFunction(listener, 'listener');
     if (this.#subscriptions.remove(domain, name, listener as unknown as AnyListener)) await this.#reconcile(domain, name);
   }
 
   /** The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`. */
   events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options: { signal?: AbortSignal; bufferSize?: number } = {}): AsyncIterableIterator<EventOf<M, D, N>> {
+    this.#assertRegistrable(domain, name, 'name');
+    assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
+    assertSignal(options.signal, 'options.signal');
     const listener: Listener<EventOf<M, D, N>> = (event) => queue.push(event);
     const queue = createAsyncQueue<EventOf<M, D, N>>(() => void this.unsubscribe(domain, name, listener).catch(this.#onError), options.bufferSize, options.signal);
     this.subscribe(domain, name, listener).catch((error: unknown) => queue.fail(error));
@@ -360,6 +377,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     options: { signal?: AbortSignal } = {},
   ): Promise<Consumer> {
     this.#assertRegistrable(domain, name, 'name');
+    assertFunction(handler, 'handler');
+    assertSignal(options.signal, 'options.signal');
     const consumer = `c${this.#nextHandle++}`;
     const remove = async (): Promise<void> => {
       if (!this.#registrations.delete(consumer)) return;
@@ -392,6 +411,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
   async removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void> {
+    assertFunction(handler, 'handler');
     for (const entry of this.#registrations.values()) {
       if (entry.handler === (handler as unknown as AnyHandler) && entry.domain === domain && entry.name === name) return entry.remove?.();
     }
@@ -442,15 +462,17 @@ export class EventflowClient<M extends EventMap = EventMap> {
     pid: string,
     outcomes: string | string[] = ['success', 'failed'],
     timeout = 10_000,
-    { after, signal }: WaitOptions,
+    options: WaitOptions,
     onRegistered?: (registered?: unknown) => void,
   ): Promise<StoredEvent> {
+    const { after, signal } = options;
     const names = [outcomes].flat();
     this.#assertRegistrable(domain, pid, 'pid');
     names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
     if (!names.length) throw invalid('names: must name at least one event');
     if (after !== undefined) assertIdentifier(after, 'after');
-    if (!Number.isFinite(timeout) || timeout < 0) throw invalid(`timeout: must be a non-negative number of ms, got ${timeout}`);
+    assertNumber(timeout, 'timeout');
+    assertSignal(signal);
     return pending<StoredEvent>('wait', signal, (settle) => {
       const wait = `w${this.#nextHandle++}`;
       const params: Params<'wait'> = { wait, domain, pid, names, afterId: after };
@@ -508,7 +530,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('readEventlogByTimestamp', { domain, pid, from: toIso(min, 'min'), to: toIso(max, 'max') }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
-  readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
+  async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
+    if (!Array.isArray(names) || !names.length) throw invalid('names: must be a non-empty array of event names');
+    names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
     return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
@@ -560,6 +584,11 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * waits reject with E_EVENTFLOW_CLIENT_CLOSED.
    */
   close(options: { drainTimeout?: number } = {}): Promise<void> {
+    try {
+      assertNumber(options.drainTimeout, 'options.drainTimeout');
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return (this.#closed ??= (async () => {
       await this.#drain(options.drainTimeout ?? 30_000);
       const error = closedError();
@@ -627,8 +656,23 @@ function withId(event: Partial<EventInput>): EventInput {
   return { ...event, id: event.id ?? generateEventId() };
 }
 
+/** ids, domains, pids… of the read and delete operations, checked before they are sent. */
+const identifierParams = 'id domain pid cpid eid eventId'.split(' ');
+
+function checkRequestOptions(options: RequestOptions | undefined): void {
+  assertNumber(options?.timeout, 'options.timeout');
+  assertSignal(options?.signal, 'options.signal');
+}
+
+function checkClientOptions(options: ClientOptions): void {
+  for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
+  assertOptionalFunction(options.onError, 'options.onError');
+  if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
+}
+
 function toIso(value: Date | number | string, field: string): string {
-  const date = new Date(value);
+  // new Date(null) is 1970 and new Date(true) 1 ms after: only the three documented types are dates.
+  const date = value instanceof Date || typeof value === 'number' || typeof value === 'string' ? new Date(value) : new Date(NaN);
   if (Number.isNaN(date.getTime())) {
     throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${field}: ${JSON.stringify(value)} is not a date; pass a Date, epoch ms or ISO-8601 with an offset`);
   }

@@ -5,7 +5,8 @@
  */
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { EventflowError, isEventflowError } from './errors.js';
-import { PROTOCOL_VERSION, type ServerFrame, type WelcomeFrame } from './protocol.js';
+import type { ServerFrame, WelcomeFrame } from './protocol.js';
+import { PROTOCOL_VERSION } from './protocol-version.js';
 import type { Connector, Transport } from './transport.js';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';
@@ -63,6 +64,18 @@ export function createConnection(
   let retryTimer: ReturnType<typeof setTimeout> | undefined;
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let lastFrameAt = 0;
+  /**
+   * The code (or text) of the failure reported since the connection was last open. Attempts that
+   * fail the same way are not reported again: an outage is one report when it starts (then the
+   * state stays 'connecting') and its end is the change to 'open', however many attempts it takes.
+   */
+  let outage: string | undefined;
+  const failed = (error: unknown): void => {
+    const kind = isEventflowError(error) ? error.code : String(error);
+    if (kind === outage) return;
+    outage = kind;
+    handlers.error(error);
+  };
 
   const setState = (next: ConnectionState): void => {
     if (state !== next) notify(stateListeners, (state = next), handlers.error);
@@ -82,14 +95,14 @@ export function createConnection(
       credentials = typeof token === 'function' ? await token() : token;
       opened = await connector(signal);
     } catch (error) {
-      if (!signal.aborted) handlers.error(error);
+      if (!signal.aborted) failed(error);
       return retry();
     }
     if (signal.aborted) return opened.close(1000, 'client closed');
     transport = opened;
     let welcomed = false;
     const handshake = setTimeout(() => {
-      handlers.error(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `no welcome from the gateway within ${handshakeTimeout} ms`));
+      failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `no welcome from the gateway within ${handshakeTimeout} ms`));
       opened.close(4000, 'handshake timeout');
     }, handshakeTimeout);
 
@@ -103,6 +116,7 @@ export function createConnection(
           welcomed = true;
           clearTimeout(handshake);
           attempt = 0;
+          outage = undefined;
           // An idle connection is pinged; a missed answer drops the transport, which reconnects.
           clearInterval(heartbeat);
           if (heartbeatInterval > 0) {
@@ -116,16 +130,19 @@ export function createConnection(
           setState('open');
           handlers.open(frame);
         } else if (frame.type === 'error') {
-          handlers.error(new EventflowError(frame.code === 'E_EVENTFLOW_UNAUTHORIZED' ? frame.code : 'E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`));
+          failed(new EventflowError(frame.code === 'E_EVENTFLOW_UNAUTHORIZED' ? frame.code : 'E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`));
         }
       },
-      close: () => {
+      close: (code, reason) => {
         clearTimeout(handshake);
         if (transport !== opened) return;
         clearInterval(heartbeat);
         transport = undefined;
         if (signal.aborted) return;
-        if (welcomed) handlers.lost();
+        if (welcomed) {
+          failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `connection to the gateway lost (close code ${code}${reason ? `: ${reason}` : ''}); reconnecting with backoff`, { details: { code, reason } }));
+          handlers.lost();
+        }
         retry();
       },
     });

@@ -1,4 +1,28 @@
-export * from './protocol.js';
+// Types only: the zod schemas are in '@eventflow/core/protocol', which no client module imports.
+export type {
+  ClientFrame,
+  DeletedFrame,
+  DeliveryFrame,
+  ErrorFrame,
+  EventFrame,
+  EventInput,
+  HelloFrame,
+  JsonObject,
+  JsonValue,
+  OperationName,
+  Operations,
+  Params,
+  Position,
+  RequestFrame,
+  Result,
+  ResultFrame,
+  RevokedFrame,
+  ServerFrame,
+  StoredEvent,
+  WaitedFrame,
+  WelcomeFrame,
+} from './protocol.js';
+export { PROTOCOL_VERSION } from './protocol-version.js';
 export * from './errors.js';
 export * from './error-catalog.js';
 export * from './transport.js';
@@ -8,6 +32,9 @@ export { retry, retryOnConflict, type GenericRetryOptions, type RetryOptions } f
 export { generateEventId, generatePid } from './ids.js';
 export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
+// The argument checks the browser and node packages share with the client (coded errors naming the argument).
+export { assertFunction, assertOptionalFunction, assertSignal, assertUrl } from './arguments.js';
+export { assertIdentifier } from './validate.js';
 export type { ConnectionState } from './connection.js';
 export type { RequestOptions } from './requests.js';
 export {

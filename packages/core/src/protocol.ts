@@ -1,15 +1,19 @@
 /**
- * The eventflow WebSocket protocol: every frame in both directions, as zod/mini schemas (the
- * functional API tree-shakes, which keeps the browser client small).
+ * The eventflow WebSocket protocol: every frame in both directions, as zod/mini schemas.
  * This file is the single source of truth; every other module imports the inferred types.
  * PROTOCOL.md documents each frame with an example.
+ *
+ * Published as `@eventflow/core/protocol`, for servers and tools. The package's main entry
+ * re-exports only its types (`import type`): zod's top-level schema calls are not known to be
+ * pure, so any bundler that reaches this module keeps them, and zod with them (~40 kB minified).
+ * The client checks its input with validate.ts instead.
  *
  * Requests are two-level on purpose: the envelope (`type`, `id`, `op`) is parsed first, so an
  * error reply can always carry the request id even when the operation's params are invalid.
  */
 import * as z from 'zod/mini';
 
-export const PROTOCOL_VERSION = 1;
+export { PROTOCOL_VERSION } from './protocol-version.js';
 
 /**
  * v4 stores ids, domains, names and pids in VARCHAR(64) ascii_bin columns and frames them with

@@ -4,6 +4,7 @@
  * read again and retry. A module of its own, so that applications that do not import it do not
  * ship it.
  */
+import { assertFunction, assertSignal } from './arguments.js';
 import { backoffDelay } from './backoff.js';
 import { isEventflowError } from './errors.js';
 import { abortError } from './requests.js';
@@ -34,6 +35,9 @@ export interface GenericRetryOptions extends RetryOptions {
  * jitter", as `backoffDelay`), so writers that conflicted together do not retry in lockstep.
  */
 export async function retry<T>(attempt: (tryNumber: number) => Promise<T>, options: GenericRetryOptions): Promise<T> {
+  assertFunction(attempt, 'attempt');
+  assertFunction(options?.shouldRetry, 'options.shouldRetry');
+  assertSignal(options.signal, 'options.signal');
   const { retries = 5, minDelay = 20, maxDelay = 1000, factor = 2, signal, shouldRetry } = options;
   for (let tryNumber = 1; ; tryNumber++) {
     if (signal?.aborted) throw abortError('retry', signal);

@@ -4,6 +4,7 @@
  * a test holds them to the zod schemas, and the gateway validates every frame with those.
  */
 import { EventflowError } from './errors.js';
+import { jsonProblem } from './json-check.js';
 import type { EventInput } from './protocol.js';
 
 export const IDENTIFIER_MAX_LENGTH = 64;
@@ -36,6 +37,8 @@ export function assertEventInput(event: unknown): asserts event is EventInput {
   for (const field of 'domain name pid'.split(' ')) assertIdentifier(event[field], `event.${field}`);
   for (const field of ['id', 'rid'] as const) if (event[field] !== undefined) assertIdentifier(event[field], `event.${field}`);
   if (event.data !== undefined && !isPlainObject(event.data)) throw invalid('event.data: must be a JSON object');
+  const problem = jsonProblem(event.data, 'event.data');
+  if (problem) throw invalid(problem);
 }
 
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */

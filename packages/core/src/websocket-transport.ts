@@ -1,4 +1,5 @@
 import { WebSocket } from 'isows';
+import { assertUrl } from './arguments.js';
 import { EventflowError } from './errors.js';
 import { ListenerSlot, type Connector, type Transport, type TransportListener } from './transport.js';
 
@@ -35,9 +36,9 @@ export class WebSocketTransport implements Transport {
 }
 
 /** A connector for `ws://` / `wss://` URLs on isows: the platform WebSocket in browsers, `ws` in Node. */
-export const webSocketConnector =
-  (url: string | URL): Connector =>
-  (signal) =>
+export const webSocketConnector = (url: string | URL): Connector => {
+  assertUrl(url);
+  return (signal) =>
     new Promise<Transport>((resolve, reject) => {
       let socket: WebSocket;
       try {
@@ -64,3 +65,4 @@ export const webSocketConnector =
       socket.onclose = (event) => settle(`connection to ${url} closed while opening (code ${event.code})`);
       socket.onopen = () => settle();
     });
+};

@@ -4,7 +4,8 @@
  * `cli.ts` (the bin) only hands it `process.argv`.
  */
 import { parseArgs } from 'node:util';
-import { EventflowError, describeIssues, identifier, isErrorCode, jsonObject, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
+import { EventflowError, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
+import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
 import { createNodeClient } from './index.js';
 
 export interface CliWriter {
@@ -168,7 +169,13 @@ function prepare(name: string, args: string[], values: Values, stdout: CliWriter
         try {
           const subscription = await client.subscribe(domain, eventName, (event: StoredEvent) => line(event));
           stderr.write(`tailing ${domain} › ${eventName}; press Ctrl-C to stop\n`);
+          // The client reconnects and resumes by itself; the person watching is told it happened.
+          const unwatch = client.onStateChange((state) => {
+            if (state === 'connecting') stderr.write('connection to the gateway lost; reconnecting (events routed meanwhile follow once it is back)\n');
+            else if (state === 'open') stderr.write(`reconnected; tailing ${domain} › ${eventName} again\n`);
+          });
           await aborted(stop.signal);
+          unwatch();
           await subscription.unsubscribe().catch(() => undefined);
         } finally {
           stop.dispose();
@@ -180,19 +187,30 @@ function prepare(name: string, args: string[], values: Values, stdout: CliWriter
       check(domain, 'domain');
       check(pid, 'pid');
       return async (client) => {
-        for (const event of await client.readEventlog(domain, pid)) line(event);
+        const events = await client.readEventlog(domain, pid);
+        if (events.length === 0) stderr.write(noEvents(domain, pid));
+        for (const event of events) line(event);
       };
     }
     case 'state': {
       const [domain, pid] = args as [string, string];
       check(domain, 'domain');
       check(pid, 'pid');
-      return async (client) => line(await client.readEventlogState(domain, pid));
+      return async (client) => {
+        // readEventlogState's fold, with the eventlog at hand to tell "no events" from an empty state.
+        const events = await client.readEventlog(domain, pid);
+        if (events.length === 0) stderr.write(noEvents(domain, pid));
+        line(client.composeEventlogState(events));
+      };
     }
     default:
       throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`);
   }
 }
+
+/** On stderr, so that stdout stays what scripts parse (nothing, or `{}`). */
+const noEvents = (domain: string, pid: string): string =>
+  `no events for ${domain} › ${pid}: the process has none (check the domain and pid, e.g. with "eventflow tail ${domain}")\n`;
 
 function check(value: string, field: string): void {
   const parsed = identifier.safeParse(value);

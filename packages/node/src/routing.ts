@@ -7,14 +7,13 @@
  */
 import {
   EventflowError,
-  describeIssues,
-  identifier,
   type ConsumeContext,
   type Consumer,
   type EventflowClient,
   type EventMap,
   type StoredEvent,
 } from '@eventflow/core';
+import { describeIssues, identifier } from '@eventflow/core/protocol';
 
 type DomainOf<M extends EventMap> = Extract<keyof M, string>;
 type NameOf<M extends EventMap, D extends DomainOf<M>> = Extract<keyof M[D], string>;
@@ -175,6 +174,9 @@ export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, 
   service: S & RoutableService,
   names: NameOf<M, D> | '*' | ReadonlyArray<NameOf<M, D> | '*'>,
 ): Promise<RoutedConsumers> {
+  if (typeof (client as { consume?: unknown } | null)?.consume !== 'function') {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'client: must be an eventflow client (createNodeClient or createClient)');
+  }
   validate(domain, 'domain');
   if ((typeof service !== 'object' && typeof service !== 'function') || service === null) {
     throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `service: must be an object with onEventName methods, got ${service === null ? 'null' : typeof service}`);

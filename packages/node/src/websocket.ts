@@ -9,7 +9,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { EventflowError, WebSocketTransport, type Connector, type Transport } from '@eventflow/core';
+import { assertUrl, EventflowError, WebSocketTransport, type Connector, type Transport } from '@eventflow/core';
 
 class CorkedWebSocketTransport extends WebSocketTransport {
   readonly #stream: Duplex;
@@ -38,9 +38,9 @@ class CorkedWebSocketTransport extends WebSocketTransport {
 type ConnectOptions = net.NetConnectOpts & tls.ConnectionOptions & { socketPath?: string; host?: string };
 
 /** A connector for `ws://` / `wss://` URLs; errors as core's webSocketConnector reports them. */
-export const nodeWebSocketConnector =
-  (url: string | URL): Connector =>
-  (signal) =>
+export const nodeWebSocketConnector = (url: string | URL): Connector => {
+  assertUrl(url);
+  return (signal) =>
     new Promise<Transport>((resolve, reject) => {
       let stream: Duplex | undefined;
       // As `ws` connects by default, keeping the TCP (or TLS) socket for corking.
@@ -77,3 +77,4 @@ export const nodeWebSocketConnector =
       signal.addEventListener('abort', onAbort, { once: true });
       socket.on('error', onError).on('close', onClose).on('open', onOpen);
     });
+};

@@ -98,6 +98,32 @@ describe('eventflow CLI', () => {
     expect(lines(streams.out.stdout)).toEqual([expect.objectContaining({ id: paid, name: 'paid' })]);
   });
 
+  it('tail says on stderr when its connection drops and when it is back, and goes on printing after it', async () => {
+    const controller = new AbortController();
+    const streams = io({ signal: controller.signal });
+    const tail = runCli(['tail', 'orders'], streams);
+    await eventually(() => streams.out.stderr.includes('tailing orders › *'), 5_000, 'tail to subscribe');
+    await h.restart();
+    await eventually(() => streams.out.stderr.includes('reconnected; tailing orders › * again'), 10_000, 'tail to reconnect');
+    expect(streams.out.stderr).toContain('connection to the gateway lost; reconnecting');
+    expect(streams.out.stderr.indexOf('connection to the gateway lost')).toBeLessThan(streams.out.stderr.indexOf('reconnected'));
+    const id = (await cli('publish', 'orders', 'placed', 'o9')).stdout.trim();
+    await eventually(() => streams.out.stdout.includes(id), 5_000, 'the event to be printed');
+    controller.abort();
+    expect(await tail).toBe(0);
+  });
+
+  it('state and read of a process without events say so on stderr, exit 0, and keep stdout parseable', async () => {
+    const state = await cli('state', 'orders', 'nobody');
+    expect(state).toMatchObject({ code: 0, stdout: '{}\n' });
+    expect(state.stderr).toMatch(/^no events for orders › nobody: the process has none/);
+    const read = await cli('read', 'orders', 'nobody');
+    expect(read).toMatchObject({ code: 0, stdout: '' });
+    expect(read.stderr).toMatch(/^no events for orders › nobody/);
+    await cli('publish', 'orders', 'placed', 'somebody');
+    expect(await cli('state', 'orders', 'somebody')).toMatchObject({ code: 0, stdout: '{}\n', stderr: '' }); // an event with empty data: no message
+  });
+
   it('--help prints usage and exits 0', async () => {
     const run = await cli('--help');
     expect(run).toEqual({ code: 0, stdout: usage, stderr: '' });

@@ -259,3 +259,9 @@ describe('reserved method names', () => {
     await expect(routeConsumers(h.client(), 'orders', service, ['error'])).rejects.toMatchObject({ code: 'E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE' });
   });
 });
+
+describe('routeConsumers arguments', () => {
+  it('refuses something that is not a client with a coded error, before anything else', async () => {
+    await expect(routeConsumers({} as never, 'orders', {}, '*')).rejects.toMatchObject({ code: 'E_EVENTFLOW_INVALID_INPUT', message: expect.stringContaining('client: must be an eventflow client') });
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * Refuses event data that JSON.stringify would not carry unchanged. Left alone, a BigInt throws a
+ * raw TypeError, functions, symbols and Map contents vanish, NaN and Infinity become null, a Date
+ * becomes a string, and a class instance loses its prototype: the stored event would not be what
+ * the caller published. Kept apart from validate.ts so that each stays small and one job; the
+ * messages are short because this ships in every browser bundle.
+ */
+
+/** Deeper data is refused at the client (the gateway may set a lower limit of its own). */
+export const DATA_MAX_DEPTH = 256;
+
+const child = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+
+/**
+ * Where `value` (found at `path`) stops being JSON, as "path: what is wrong", or undefined when it
+ * is JSON. An `undefined` property is allowed (JSON drops it, which reads back as the same absent
+ * property); `undefined` in an array, which would turn into null, is not.
+ */
+export function jsonProblem(value: unknown, path: string, ancestors: object[] = []): string | undefined {
+  const type = typeof value;
+  if (type !== 'object' || value === null) {
+    const why =
+      type === 'number' ? (Number.isFinite(value) ? '' : `${value} is not JSON (it would be stored as null)`)
+      : type === 'bigint' ? 'a bigint is not JSON; pass a string or a number'
+      : type === 'function' || type === 'symbol' ? `a ${type} is not JSON (it would be dropped)`
+      : '';
+    return why ? `${path}: ${why}` : undefined;
+  }
+  const object = value as object;
+  const prototype: unknown = Object.getPrototypeOf(object);
+  const why =
+    ancestors.includes(object) ? 'a circular reference is not JSON'
+    : ancestors.length >= DATA_MAX_DEPTH ? `nested deeper than ${DATA_MAX_DEPTH} levels`
+    : Array.isArray(object) || prototype === Object.prototype || prototype === null ? (Object.getOwnPropertySymbols(object).length ? 'symbol keys are not JSON' : '')
+    : `a ${(object.constructor as { name?: string } | undefined)?.name || 'class instance'} is not JSON; convert it to a plain object, array or string`;
+  if (why) return `${path}: ${why}`;
+  ancestors.push(object);
+  let problem: string | undefined;
+  if (Array.isArray(object)) {
+    for (let i = 0; !problem && i < object.length; i++) {
+      const item: unknown = object[i];
+      problem = item === undefined ? `${path}[${i}]: undefined in an array is not JSON (it would be stored as null)` : jsonProblem(item, `${path}[${i}]`, ancestors);
+    }
+  } else {
+    for (const key in object) if (!problem && Object.hasOwn(object, key)) problem = jsonProblem((object as Record<string, unknown>)[key], child(path, key), ancestors);
+  }
+  ancestors.pop();
+  return problem;
+}

@@ -1,0 +1,166 @@
+/**
+ * Arguments of the wrong type fail at the call with E_EVENTFLOW_INVALID_INPUT naming the argument,
+ * also while offline (the client here never connects), instead of resolving and failing later.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient, EventflowClient, retry, retryOnConflict, type Connector } from '../src/index.js';
+import { DATA_MAX_DEPTH } from '../src/json-check.js';
+import { eventInput } from '../src/protocol.js';
+import { assertEventInput } from '../src/validate.js';
+
+/** Offline: every connection attempt waits forever. */
+const offline: Connector = () => new Promise(() => undefined);
+const clients: EventflowClient[] = [];
+const client = (): EventflowClient => {
+  const created = new EventflowClient(offline, { onError: () => undefined });
+  clients.push(created);
+  return created;
+};
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+});
+
+const invalid = (field: string) => expect.objectContaining({ code: 'E_EVENTFLOW_INVALID_INPUT', message: expect.stringContaining(field) });
+/** `run` rejects (a promise-returning method never throws synchronously) with a coded input error naming `field`. */
+async function refuses(run: () => unknown, field: string): Promise<void> {
+  let result: unknown;
+  expect(() => (result = run()), 'must not throw synchronously').not.toThrow();
+  await expect(result).rejects.toEqual(invalid(field));
+}
+
+// The wrong types a caller may pass; `as never` stands for what an untyped (JS) caller can do.
+const bad = 'nope' as never;
+
+describe('listeners and handlers must be functions', () => {
+  it('subscribe, unsubscribe, consume and removeConsumer refuse a non-function at the call', async () => {
+    const c = client();
+    await refuses(() => c.subscribe('d', 'n', bad), 'listener: must be a function, got "nope"');
+    await refuses(() => c.subscribe('d', 'n', undefined as never), 'listener: must be a function, got undefined');
+    await refuses(() => c.unsubscribe('d', 'n', bad), 'listener');
+    await refuses(() => c.consume('d', 'n', bad), 'handler: must be a function, got "nope"');
+    await refuses(() => c.consume('d', 'n', null as never), 'handler: must be a function, got null');
+    await refuses(() => c.removeConsumer('d', 'n', bad), 'handler');
+  });
+
+  it('onStateChange, onDeleted and events throw at once (they return synchronously)', () => {
+    const c = client();
+    expect(() => c.onStateChange(bad)).toThrow(invalid('listener'));
+    expect(() => c.onDeleted(bad)).toThrow(invalid('listener'));
+    expect(() => c.events('d', 'n', { bufferSize: 0 })).toThrow(invalid('options.bufferSize'));
+    expect(() => c.events('', 'n')).toThrow(invalid('domain'));
+    expect(() => c.events('d', 'n', { signal: 'x' as never })).toThrow(invalid('options.signal: must be an AbortSignal'));
+  });
+});
+
+describe('options, signals, durations and ids are checked at the call', () => {
+  it('subscribe/consume/wait/request/ready refuse a signal that is not an AbortSignal', async () => {
+    const c = client();
+    await refuses(() => c.subscribe('d', 'n', () => undefined, { signal: {} as never }), 'options.signal: must be an AbortSignal');
+    await refuses(() => c.consume('d', 'n', () => undefined, { signal: 1 as never }), 'options.signal');
+    await refuses(() => c.wait('d', 'p', 'done', 100, { signal: 'x' as never }), 'signal');
+    await refuses(() => c.request({ domain: 'd', name: 'n', pid: 'p' }, { signal: {} as never }), 'signal');
+    await refuses(() => c.ready('x' as never), 'signal');
+  });
+
+  it('timeouts, versions and positions must be numbers in range', async () => {
+    const c = client();
+    const event = { domain: 'd', name: 'n', pid: 'p' };
+    await refuses(() => c.wait('d', 'p', 'done', Number.NaN), 'timeout: must be a number of ms ≥ 0, got NaN');
+    await refuses(() => c.wait('d', 'p', 'done', '100' as never), 'timeout');
+    await refuses(() => c.request(event, { timeout: -1 }), 'timeout');
+    await refuses(() => c.publish(event, { expectedVersion: -1 }), 'options.expectedVersion: must be an integer ≥ 0, got -1');
+    await refuses(() => c.persist(event, { expectedVersion: 1.5 }), 'options.expectedVersion');
+    await refuses(() => c.publish(event, { timeout: 'soon' as never }), 'options.timeout');
+  });
+
+  it('reads, deletes and associations check their ids before sending (a bad one would wait for a connection)', async () => {
+    const c = client();
+    await refuses(() => c.read(42 as never), 'id: must be a string');
+    await refuses(() => c.delete(undefined as never), 'id');
+    await refuses(() => c.deleteEventlog('d', '' as never), 'pid: must not be empty');
+    await refuses(() => c.readEventlog({} as never, 'p'), 'domain');
+    await refuses(() => c.readEventlogByChildProcess('d', 7 as never), 'cpid');
+    await refuses(() => c.readEventlogByEid(null as never), 'eid');
+    await refuses(() => c.readDistinctPidByDomain('x'.repeat(65)), 'domain: must be at most 64 characters');
+    await refuses(() => c.readEventlogFilteredByNames('d', 'p', 'n' as never), 'names: must be a non-empty array');
+    await refuses(() => c.readEventlogFilteredByNames('d', 'p', ['n', 3] as never), 'names.1');
+    await refuses(() => c.persistEntityAssociation('e', 5 as never), 'eid');
+    await refuses(() => c.call('read', { id: 5 as never }), 'id');
+  });
+
+  it('dates must be a Date, epoch ms or a string (new Date(null) would be 1970)', async () => {
+    const c = client();
+    const event = { domain: 'd', name: 'n', pid: 'p' };
+    await expect(c.schedule(null as never, event)).rejects.toMatchObject({ code: 'E_EVENTFLOW_INVALID_DATE', message: expect.stringContaining('date') });
+    await expect(c.readEventlogByTimestamp('d', 'p', true as never, 0)).rejects.toMatchObject({ code: 'E_EVENTFLOW_INVALID_DATE' });
+  });
+
+  it('the constructor, createClient and retry check what they are given', async () => {
+    expect(() => createClient('nope')).toThrow(invalid('url: must be a ws:// or wss:// URL'));
+    expect(() => createClient(8080 as never)).toThrow(invalid('url'));
+    expect(() => createClient('ftp://x/')).toThrow(invalid('url'));
+    expect(() => new EventflowClient(offline, { onError: 'log' as never })).toThrow(invalid('options.onError: must be a function'));
+    expect(() => new EventflowClient(offline, { requestTimeout: -5 })).toThrow(invalid('options.requestTimeout'));
+    expect(() => new EventflowClient(offline, { token: 5 as never })).toThrow(invalid('options.token'));
+    expect(() => new EventflowClient('ws://x' as never)).toThrow(invalid('connect'));
+    await refuses(() => retryOnConflict(bad), 'attempt: must be a function');
+    await refuses(() => retry(async () => 1, {} as never), 'options.shouldRetry');
+  });
+});
+
+describe('event data must survive JSON unchanged', () => {
+  const event = (data: unknown) => ({ domain: 'd', name: 'n', pid: 'p', data });
+  class Price {
+    amount = 3;
+  }
+  const circular: Record<string, unknown> = { a: 1 };
+  circular['self'] = { back: circular };
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i < DATA_MAX_DEPTH + 5; i++) deep = { d: deep };
+
+  const refused: Array<[string, unknown, string]> = [
+    ['a BigInt (JSON.stringify throws a raw TypeError)', { items: [{}, {}, { price: 10n }] }, 'event.data.items[2].price: a bigint is not JSON'],
+    ['a function (JSON drops it)', { total: 1, format: () => 'x' }, 'event.data.format: a function is not JSON'],
+    ['a symbol', { tag: Symbol('t') }, 'event.data.tag: a symbol is not JSON'],
+    ['NaN (JSON stores null)', { n: Number.NaN }, 'event.data.n: NaN is not JSON (it would be stored as null)'],
+    ['Infinity', { n: [1, -Infinity] }, 'event.data.n[1]: -Infinity is not JSON'],
+    ['undefined in an array (JSON stores null)', { list: [1, undefined] }, 'event.data.list[1]: undefined in an array is not JSON'],
+    ['a hole in an array', { list: [1, , 3] }, 'event.data.list[1]'],
+    ['a Date (JSON stores a string)', { at: new Date(0) }, 'event.data.at: a Date is not JSON; convert it'],
+    ['a Map (JSON stores {})', { m: new Map([['a', 1]]) }, 'event.data.m: a Map is not JSON'],
+    ['a class instance', { p: new Price() }, 'event.data.p: a Price is not JSON'],
+    ['a circular reference', circular, 'event.data.self.back: a circular reference is not JSON'],
+    ['over-deep nesting', deep, `nested deeper than ${DATA_MAX_DEPTH} levels`],
+    ['symbol keys', { [Symbol('k')]: 1 }, 'event.data: symbol keys are not JSON'],
+    ['a key that is not an identifier, named in brackets', { 'line items': [{ 'unit price': 1n }] }, 'event.data["line items"][0]["unit price"]'],
+  ];
+
+  it.each(refused)('refuses %s, naming the path', async (_, data, message) => {
+    const c = client();
+    for (const run of [() => c.publish(event(data) as never), () => c.persist(event(data) as never), () => c.schedule(0, event(data) as never), () => c.request(event(data) as never)]) {
+      await refuses(run, message);
+    }
+  });
+
+  it('what it accepts, JSON carries unchanged (undefined properties are dropped, as absent), and the gateway schema accepts', () => {
+    const accepted: unknown[] = [{}, { a: 'x', b: 1.5, c: true, d: null, e: [1, [2, { f: [] }]] }, Object.assign(Object.create(null) as object, { a: 1 }), { shared: [circular['a'], circular['a']] }];
+    const shared = { x: 1 };
+    accepted.push({ one: shared, two: shared }); // shared, not circular: JSON copies it
+    for (const data of accepted) {
+      expect(() => assertEventInput(event(data)), JSON.stringify(data)).not.toThrow();
+      expect(JSON.parse(JSON.stringify(data))).toEqual(data);
+      expect(eventInput.safeParse(JSON.parse(JSON.stringify(event(data)))).success).toBe(true);
+    }
+    const withUndefined = { a: 1, b: undefined };
+    expect(() => assertEventInput(event(withUndefined))).not.toThrow();
+    expect(JSON.parse(JSON.stringify(withUndefined))).toEqual({ a: 1 });
+  });
+
+  it('everything it refuses, the gateway schema refuses too (on the value as given)', () => {
+    // Not compared: zod recurses without end on a cycle, and ignores symbol keys (JSON drops them).
+    const comparable = refused.filter(([what]) => !/circular|over-deep|symbol keys/.test(what));
+    for (const [, data] of comparable) {
+      expect(eventInput.safeParse(event(data)).success).toBe(false);
+    }
+  });
+});
