@@ -22,6 +22,7 @@ import { HubRouter } from './router/hubs.js';
 import { CertificateManager } from './hub/certificates.js';
 import { certificateConfigFromEnv } from './hub/certificate-config.js';
 import { createPool, type Pool } from 'mysql2/promise';
+import { setSessionOnConnect } from './store/mysql-statements.js';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
 import { BINARY_FRAME, Session } from './session.js';
@@ -350,6 +351,8 @@ function refuseUpgrade(socket: Duplex, status: number, body: string): void {
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
 async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {
   const pool = createPool({ ...mysqlOptions(settings), connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
+  // Values here are still formatted on the client: correct only under a known sql_mode.
+  setSessionOnConnect(pool);
   const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
   const certificates = new CertificateManager({
     pool,
