@@ -3,6 +3,7 @@
  * named. They apply protocol.ts's rules without zod, which keeps zod out of the browser bundle;
  * a test holds them to the zod schemas, and the gateway validates every frame with those.
  */
+import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 import { EventflowError } from './errors.js';
 import type { EventInput } from './protocol.js';
 
@@ -36,6 +37,8 @@ export function assertEventInput(event: unknown): asserts event is EventInput {
   for (const field of 'domain name pid'.split(' ')) assertIdentifier(event[field], `event.${field}`);
   for (const field of ['id', 'rid'] as const) if (event[field] !== undefined) assertIdentifier(event[field], `event.${field}`);
   if (event.data !== undefined && !isPlainObject(event.data)) throw invalid('event.data: must be a JSON object');
+  const path = forbiddenKeyPath(event.data);
+  if (path) throw invalid(`${['event.data', ...path].join('.')}: ${forbiddenKeyMessage}`, { path: ['event', 'data', ...path] });
 }
 
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */

@@ -158,6 +158,10 @@ describe('client-side validation agrees with the zod schemas', () => {
     const { eventInput } = await import('../src/protocol.js');
     const base = { domain: 'd', name: 'n', pid: 'p' };
     const cases: unknown[] = [base, { ...base, id: 'i', rid: 'r', data: { a: [1, { b: null }] } }, { ...base, data: [] }, { ...base, data: 'x' }, { ...base, data: null }, { ...base, extra: 1 }, { ...base, domain: '' }, { domain: 'd', name: 'n' }, null, 'event', { ...base, id: 'x'.repeat(65) }];
+    // Keys like prototype machinery: own "__proto__" keys (as JSON.parse makes them) anywhere are refused, the rest is plain data.
+    for (const data of ['{"__proto__":{}}', '{"a":{"__proto__":1}}', '{"a":[0,{"b":{"__proto__":null}}]}', '{"constructor":{"prototype":1},"prototype":{},"toString":1}', '{"a":[{"constructor":2}]}']) {
+      cases.push({ ...base, data: JSON.parse(data) as unknown });
+    }
     for (const value of cases) {
       let accepted = true;
       try {
