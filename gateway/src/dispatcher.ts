@@ -89,6 +89,12 @@ export class Dispatcher implements RouteTarget {
   readonly #consumers = new Map<string, ConsumerRef[]>();
   /** domain␟pid → waits. */
   readonly #waits = new Map<string, Set<WaitRef>>();
+  /**
+   * Peer → its open waits by handle: a handle stands for one wait, whatever (domain, pid) it is
+   * registered for, so that re-registering a handle replaces its wait instead of adding one that
+   * the connection's limit (which counts handles) does not see.
+   */
+  readonly #waitsByPeer = new Map<Peer, Map<string, WaitRef>>();
   readonly #deliveries = new Map<string, Delivery>();
   /** domain␟name → number of local registrations, to tell the router about interest. */
   readonly #interest = new Map<string, number>();
@@ -173,8 +179,12 @@ export class Dispatcher implements RouteTarget {
   async addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
     const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), done: false };
     const key = keyOf(domain, pid);
-    // Re-registering a handle replaces its wait; finishing the old one may drop the set.
-    for (const existing of this.#waits.get(key) ?? []) if (existing.peer === peer && existing.handle === handle) this.#finishWait(existing);
+    // Re-registering a handle replaces its wait, under any (domain, pid); finishing the old one may drop its set.
+    const existing = this.#waitsByPeer.get(peer)?.get(handle);
+    if (existing) this.#finishWait(existing);
+    let byHandle = this.#waitsByPeer.get(peer);
+    if (!byHandle) this.#waitsByPeer.set(peer, (byHandle = new Map()));
+    byHandle.set(handle, wait);
     let set = this.#waits.get(key);
     if (!set) this.#waits.set(key, (set = new Set()));
     set.add(wait);
@@ -189,9 +199,8 @@ export class Dispatcher implements RouteTarget {
   }
 
   cancelWait(peer: Peer, handle: string): void {
-    for (const set of this.#waits.values()) {
-      for (const wait of set) if (wait.peer === peer && wait.handle === handle) this.#finishWait(wait);
-    }
+    const wait = this.#waitsByPeer.get(peer)?.get(handle);
+    if (wait) this.#finishWait(wait);
   }
 
   /** Forgets everything of a closed connection; its unsettled deliveries go to other consumers. */
@@ -207,7 +216,7 @@ export class Dispatcher implements RouteTarget {
       if (kept.length === 0) this.#consumers.delete(key);
       else this.#consumers.set(key, kept);
     }
-    for (const set of [...this.#waits.values()]) for (const wait of set) if (wait.peer === peer) this.#finishWait(wait);
+    for (const wait of [...(this.#waitsByPeer.get(peer)?.values() ?? [])]) this.#finishWait(wait);
     await this.#handBack((delivery) => delivery.consumer.peer === peer, 'connection closed');
   }
 
@@ -465,6 +474,9 @@ export class Dispatcher implements RouteTarget {
     const set = this.#waits.get(key);
     set?.delete(wait);
     if (set?.size === 0) this.#waits.delete(key);
+    const byHandle = this.#waitsByPeer.get(wait.peer);
+    if (byHandle?.get(wait.handle) === wait) byHandle.delete(wait.handle);
+    if (byHandle?.size === 0) this.#waitsByPeer.delete(wait.peer);
     for (const name of wait.names) this.#changeInterest(wait.domain, name, -1);
   }
 
