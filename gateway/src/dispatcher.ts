@@ -32,6 +32,8 @@ export interface Peer {
   sendDeleted(domain: string, pid: string, id: string | undefined): void;
   /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
   sendRevoked?(delivery: string): void;
+  /** Logs a line this peer can cause once per event, counted per condition (Session.note); else the dispatcher logs it. */
+  note?(condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void;
 }
 
 interface ConsumerRef {
@@ -417,7 +419,7 @@ export class Dispatcher implements RouteTarget {
     if (this.#deliveries.get(delivery.id) !== delivery || this.#stopped) return;
     this.#close(delivery);
     const { event, consumer, attempt } = delivery;
-    this.#log.info('delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
+    this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
     consumer.peer.sendRevoked?.(delivery.id);
     this.#metrics.consumed('revoked');
     try {
@@ -441,12 +443,12 @@ export class Dispatcher implements RouteTarget {
       const recorded = await this.#store.deadLetter(event.id, attempt, reason);
       const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, attempts: attempt, reason };
       if (recorded) this.#metrics.consumed('dead_lettered');
-      if (recorded) this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
+      if (recorded) this.#note(delivery.consumer.peer, 'dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
       return;
     }
     await this.#store.releaseConsumerClaim(event.id);
     const delivered = await this.#deliver(event, attempt + 1, delivery.consumer);
-    if (!delivered) this.#log.info('delivery handed back with no other consumer; it stays unclaimed', { event: event.id, reason });
+    if (!delivered) this.#note(delivery.consumer.peer, 'handed back', 'info', 'delivery handed back with no other consumer; it stays unclaimed', { event: event.id, reason });
   }
 
   async #handBack(match: (delivery: Delivery) => boolean, reason: string): Promise<void> {
@@ -465,6 +467,12 @@ export class Dispatcher implements RouteTarget {
     const exact = this.#consumers.get(keyOf(domain, name)) ?? [];
     const wildcard = name === '*' ? [] : (this.#consumers.get(keyOf(domain, '*')) ?? []);
     return wildcard.length === 0 ? exact : [...exact, ...wildcard];
+  }
+
+  /** A line a consumer can cause once per event: counted per condition on its connection when the peer can. */
+  #note(peer: Peer, condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void {
+    if (peer.note) peer.note(condition, level, message, fields);
+    else this.#log[level](message, fields);
   }
 
   #finishWait(wait: WaitRef): void {

@@ -203,6 +203,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     metrics,
     maxFrameBytes: settings.EVENTFLOW_MAX_FRAME_BYTES,
     maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
+    maxParkedBytes: settings.EVENTFLOW_MAX_PARKED_BYTES,
     handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
     limits: {
       maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
