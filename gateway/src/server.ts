@@ -14,6 +14,7 @@ import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
 import { originAllowed } from './limits.js';
+import { ConditionLog } from './condition-log.js';
 import { createLogger, type LogDestination, type Logger } from './log.js';
 import { noMetrics, PrometheusMetrics } from './metrics.js';
 import { checkReadiness, hubConnections } from './readiness.js';
@@ -226,11 +227,13 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
   wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => accept(new WsTransport(socket, raw)));
   wss.on('error', (error) => log.error('websocket server error', { error }));
+  // Refused upgrades have no connection yet: one line for the first, then counts (a page reloading in a loop, a scanner).
+  const upgradeLog = new ConditionLog(log);
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const origin = request.headers.origin;
     if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
       // A browser page from elsewhere must not use the gateway with its visitor's network access.
-      log.warn('websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
+      upgradeLog.note('origin refused', 'warn', 'websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
       refuseUpgrade(socket, 403, 'origin not allowed\n');
       return;
     }
@@ -274,6 +277,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
         await router.close();
         await mesh?.pool.end();
         await store.close();
+        upgradeLog.flush();
         log.info('gateway stopped');
       })()),
   };

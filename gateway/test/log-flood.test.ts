@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { createClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually } from './harness.js';
@@ -104,4 +105,20 @@ describe('per-connection log lines are one per condition, with a count', () => {
     expect(summaries.find((entry) => entry.condition === 'refused: E_EVENTFLOW_LIMIT_EXCEEDED')?.repeated).toBe(198);
     expect(summaries.find((entry) => entry.condition === 'error sent: E_EVENTFLOW_INVALID_FRAME')?.repeated).toBe(199);
   }, 60_000);
+
+  it('refused upgrades (no connection yet): the first in full, the rest counted until the gateway stops', async () => {
+    const lines: string[] = [];
+    const gw = await gateway(lines);
+    for (let i = 0; i < 50; i++) {
+      const ws = new WebSocket(gw.url, { origin: 'https://evil.example' });
+      ws.on('error', () => undefined);
+      const status = await new Promise<number>((resolve) => ws.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+      ws.terminate();
+      expect(status).toBe(403);
+    }
+    const refused = (): Entry[] => parse(lines).filter((entry) => entry.msg.startsWith('websocket upgrade refused'));
+    expect(refused()).toHaveLength(1);
+    await gw.close();
+    expect(refused().map((entry) => entry.repeated)).toEqual([undefined, 49]);
+  });
 });
