@@ -43,6 +43,12 @@ export const configSchema = z.object({
   EVENTFLOW_MAX_FRAME_BYTES: positiveInt.default(1024 * 1024),
   /** A client whose unsent frames exceed this many bytes is disconnected with 4008 and resumes. */
   EVENTFLOW_MAX_BUFFERED_BYTES: positiveInt.default(16 * 1024 * 1024),
+  /**
+   * Live events a connection holds back while its subscriptions replay (their frames' bytes, all
+   * replays of the connection together). Beyond, they are dropped and the replay reads them from
+   * the store: the client still gets every event once, in order.
+   */
+  EVENTFLOW_MAX_PARKED_BYTES: positiveInt.default(4 * 1024 * 1024),
   EVENTFLOW_HANDSHAKE_TIMEOUT_MS: positiveInt.default(10_000),
   /** Subscriptions + consumers + waits one connection may hold; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
   EVENTFLOW_MAX_SUBSCRIPTIONS: positiveInt.default(1000),

@@ -32,6 +32,8 @@ export interface Peer {
   sendDeleted(domain: string, pid: string, id: string | undefined): void;
   /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
   sendRevoked?(delivery: string): void;
+  /** Logs a line this peer can cause once per event, counted per condition (Session.note); else the dispatcher logs it. */
+  note?(condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void;
 }
 
 interface ConsumerRef {
@@ -89,6 +91,12 @@ export class Dispatcher implements RouteTarget {
   readonly #consumers = new Map<string, ConsumerRef[]>();
   /** domain␟pid → waits. */
   readonly #waits = new Map<string, Set<WaitRef>>();
+  /**
+   * Peer → its open waits by handle: a handle stands for one wait, whatever (domain, pid) it is
+   * registered for, so that re-registering a handle replaces its wait instead of adding one that
+   * the connection's limit (which counts handles) does not see.
+   */
+  readonly #waitsByPeer = new Map<Peer, Map<string, WaitRef>>();
   readonly #deliveries = new Map<string, Delivery>();
   /** domain␟name → number of local registrations, to tell the router about interest. */
   readonly #interest = new Map<string, number>();
@@ -173,8 +181,12 @@ export class Dispatcher implements RouteTarget {
   async addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
     const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), done: false };
     const key = keyOf(domain, pid);
-    // Re-registering a handle replaces its wait; finishing the old one may drop the set.
-    for (const existing of this.#waits.get(key) ?? []) if (existing.peer === peer && existing.handle === handle) this.#finishWait(existing);
+    // Re-registering a handle replaces its wait, under any (domain, pid); finishing the old one may drop its set.
+    const existing = this.#waitsByPeer.get(peer)?.get(handle);
+    if (existing) this.#finishWait(existing);
+    let byHandle = this.#waitsByPeer.get(peer);
+    if (!byHandle) this.#waitsByPeer.set(peer, (byHandle = new Map()));
+    byHandle.set(handle, wait);
     let set = this.#waits.get(key);
     if (!set) this.#waits.set(key, (set = new Set()));
     set.add(wait);
@@ -189,9 +201,8 @@ export class Dispatcher implements RouteTarget {
   }
 
   cancelWait(peer: Peer, handle: string): void {
-    for (const set of this.#waits.values()) {
-      for (const wait of set) if (wait.peer === peer && wait.handle === handle) this.#finishWait(wait);
-    }
+    const wait = this.#waitsByPeer.get(peer)?.get(handle);
+    if (wait) this.#finishWait(wait);
   }
 
   /** Cancels the peer's waits whose domain `drop` selects (its rights narrowed); returns their handles. */
@@ -220,7 +231,7 @@ export class Dispatcher implements RouteTarget {
       if (kept.length === 0) this.#consumers.delete(key);
       else this.#consumers.set(key, kept);
     }
-    for (const set of [...this.#waits.values()]) for (const wait of set) if (wait.peer === peer) this.#finishWait(wait);
+    for (const wait of [...(this.#waitsByPeer.get(peer)?.values() ?? [])]) this.#finishWait(wait);
     await this.#handBack((delivery) => delivery.consumer.peer === peer, 'connection closed');
   }
 
@@ -421,7 +432,7 @@ export class Dispatcher implements RouteTarget {
     if (this.#deliveries.get(delivery.id) !== delivery || this.#stopped) return;
     this.#close(delivery);
     const { event, consumer, attempt } = delivery;
-    this.#log.info('delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
+    this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
     consumer.peer.sendRevoked?.(delivery.id);
     this.#metrics.consumed('revoked');
     try {
@@ -445,12 +456,12 @@ export class Dispatcher implements RouteTarget {
       const recorded = await this.#store.deadLetter(event.id, attempt, reason);
       const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, attempts: attempt, reason };
       if (recorded) this.#metrics.consumed('dead_lettered');
-      if (recorded) this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
+      if (recorded) this.#note(delivery.consumer.peer, 'dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
       return;
     }
     await this.#store.releaseConsumerClaim(event.id);
     const delivered = await this.#deliver(event, attempt + 1, delivery.consumer);
-    if (!delivered) this.#log.info('delivery handed back with no other consumer; it stays unclaimed', { event: event.id, reason });
+    if (!delivered) this.#note(delivery.consumer.peer, 'handed back', 'info', 'delivery handed back with no other consumer; it stays unclaimed', { event: event.id, reason });
   }
 
   async #handBack(match: (delivery: Delivery) => boolean, reason: string): Promise<void> {
@@ -471,6 +482,12 @@ export class Dispatcher implements RouteTarget {
     return wildcard.length === 0 ? exact : [...exact, ...wildcard];
   }
 
+  /** A line a consumer can cause once per event: counted per condition on its connection when the peer can. */
+  #note(peer: Peer, condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void {
+    if (peer.note) peer.note(condition, level, message, fields);
+    else this.#log[level](message, fields);
+  }
+
   #finishWait(wait: WaitRef): void {
     if (wait.done) return;
     wait.done = true;
@@ -478,6 +495,9 @@ export class Dispatcher implements RouteTarget {
     const set = this.#waits.get(key);
     set?.delete(wait);
     if (set?.size === 0) this.#waits.delete(key);
+    const byHandle = this.#waitsByPeer.get(wait.peer);
+    if (byHandle?.get(wait.handle) === wait) byHandle.delete(wait.handle);
+    if (byHandle?.size === 0) this.#waitsByPeer.delete(wait.peer);
     for (const name of wait.names) this.#changeInterest(wait.domain, name, -1);
   }
 

@@ -41,7 +41,9 @@ export const handlers: Handlers = {
     const { event: stored, created } = await store.append(await appendable(session, event, 'publish'), { publisher: gatewayId, expectedVersion, routedBy });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
-    void router.publish(stored, created && routedBy !== undefined).catch((error: unknown) => request.log.error('routing failed', { event: stored.id, error }));
+    void router
+      .publish(stored, created && routedBy !== undefined)
+      .catch((error: unknown) => session.note('routing failed', 'error', 'routing failed', { request: request.id, event: stored.id, error }));
     return appended(stored);
   },
 

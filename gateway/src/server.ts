@@ -14,6 +14,7 @@ import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
 import { originAllowed } from './limits.js';
+import { ConditionLog } from './condition-log.js';
 import { createLogger, type LogDestination, type Logger } from './log.js';
 import { noMetrics, PrometheusMetrics } from './metrics.js';
 import { checkReadiness, hubConnections } from './readiness.js';
@@ -22,6 +23,7 @@ import { HubRouter } from './router/hubs.js';
 import { CertificateManager } from './hub/certificates.js';
 import { certificateConfigFromEnv } from './hub/certificate-config.js';
 import { createPool, type Pool } from 'mysql2/promise';
+import { setSessionOnConnect } from './store/mysql-statements.js';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
 import { BINARY_FRAME, Session } from './session.js';
@@ -212,6 +214,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     metrics,
     maxFrameBytes: settings.EVENTFLOW_MAX_FRAME_BYTES,
     maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
+    maxParkedBytes: settings.EVENTFLOW_MAX_PARKED_BYTES,
     handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
     limits: {
       maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
@@ -234,11 +237,13 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
   wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => accept(new WsTransport(socket, raw)));
   wss.on('error', (error) => log.error('websocket server error', { error }));
+  // Refused upgrades have no connection yet: one line for the first, then counts (a page reloading in a loop, a scanner).
+  const upgradeLog = new ConditionLog(log);
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const origin = request.headers.origin;
     if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
       // A browser page from elsewhere must not use the gateway with its visitor's network access.
-      log.warn('websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
+      upgradeLog.note('origin refused', 'warn', 'websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
       refuseUpgrade(socket, 403, 'origin not allowed\n');
       return;
     }
@@ -282,6 +287,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
         await router.close();
         await mesh?.pool.end();
         await store.close();
+        upgradeLog.flush();
         log.info('gateway stopped');
       })()),
   };
@@ -360,6 +366,8 @@ function refuseUpgrade(socket: Duplex, status: number, body: string): void {
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
 async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {
   const pool = createPool({ ...mysqlOptions(settings), connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
+  // Values here are still formatted on the client: correct only under a known sql_mode.
+  setSessionOnConnect(pool);
   const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
   const certificates = new CertificateManager({
     pool,

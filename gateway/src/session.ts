@@ -11,8 +11,9 @@ import type { z } from 'zod/mini';
 import { allows, allowsAny, denied, rules, type Action, type Authenticator } from './auth.js';
 import type { Dispatcher, Peer } from './dispatcher.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
-import type { Logger } from './log.js';
+import type { LogFields, Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
+import { ConditionLog, type ConditionLevel } from './condition-log.js';
 import { logRefusal } from './refusal-log.js';
 import type { EventStore } from './store/store.js';
 import type { Router } from './router/router.js';
@@ -28,6 +29,8 @@ export interface SessionContext {
   readonly metrics: GatewayMetrics;
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
+  /** Live events parked while replays run, per connection (EVENTFLOW_MAX_PARKED_BYTES); beyond, they are re-read from the store. */
+  readonly maxParkedBytes: number;
   readonly handshakeTimeout: number;
   readonly limits: ConnectionLimits;
   /** Verifies tokens and knows the anonymous rights (auth.ts). */
@@ -63,7 +66,16 @@ const writes: ReadonlySet<OperationName> = new Set<OperationName>(['publish', 'p
 interface SubscriptionState {
   /** While replaying, live events are parked here and sent after the replay, without duplicates. */
   parked: StoredEvent[] | undefined;
+  /** What the parked events weigh (their frames' length), also counted in the connection's #parkedBytes. */
+  parkedBytes: number;
+  /**
+   * Parking went over EVENTFLOW_MAX_PARKED_BYTES: the parked events were dropped, and so is every
+   * live one until the replay has read them from the store (they are stored: nothing is lost).
+   */
+  overflowed: boolean;
 }
+
+const live = (): SubscriptionState => ({ parked: undefined, parkedBytes: 0, overflowed: false });
 
 /** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
 export const BINARY_FRAME = '\u0000binary';
@@ -74,6 +86,8 @@ export class Session implements Peer {
   readonly #transport: Transport;
   readonly #handlers: Handlers;
   readonly #log: Logger;
+  /** The connection's repeatable log lines, one per condition with a count (condition-log.ts). */
+  readonly #conditions: ConditionLog;
   readonly subscriptions = new Map<string, SubscriptionState>();
   /** Consumer handle → its domain␟name, so that a handle cannot stand for two consumers. */
   readonly consumers = new Map<string, string>();
@@ -88,6 +102,8 @@ export class Session implements Peer {
   #inFlight = 0;
   /** Subscriptions whose replay is running (their live events are parked meanwhile). */
   #replaying = 0;
+  /** Bytes of the live events parked by all of this connection's replays; at most context.maxParkedBytes. */
+  #parkedBytes = 0;
   /** The publish rate; undefined when unlimited. */
   readonly #writeBucket: TokenBucket | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
@@ -118,13 +134,14 @@ export class Session implements Peer {
     this.#handlers = handlers;
     this.#log = context.log.child({ connection: id });
     this.#rights = new ConnectionRights(context.auth.anonymous, context.auth.maxLifetimeMs, () => this.#expire());
+    this.#conditions = new ConditionLog(this.#log);
     this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     transport.listen({
       message: (frame) =>
         void this.#onMessage(frame).catch((error: unknown) => {
           // The gateway never crashes on input: anything unexpected becomes a coded error frame.
-          this.#log.error('unexpected failure handling a frame', { error });
+          this.#conditions.note('unexpected failure', 'error', 'unexpected failure handling a frame', { error });
           this.#sendError(undefined, 'E_EVENTFLOW_INTERNAL', 'the gateway failed to handle this frame; see its log');
         }),
       close: (code) => void this.#onClose(code),
@@ -228,6 +245,11 @@ export class Session implements Peer {
 
   // ── Peer ──
 
+  /** Logs a line a client can cause over and over: the first in full, the rest counted (condition-log.ts). */
+  note(condition: string, level: ConditionLevel, message: string, fields?: LogFields): void {
+    this.#conditions.note(condition, level, message, fields);
+  }
+
   sendEvent(event: StoredEvent, names: string[]): void {
     if (!this.#mayReceive('subscribe', event.domain)) return;
     // Fan-out calls this once per subscribed connection: the common case (no replay running on
@@ -236,13 +258,44 @@ export class Session implements Peer {
       this.#sendFrame(encodeEvent(event, names));
       return;
     }
-    const live: string[] = [];
+    const now: string[] = [];
     for (const name of names) {
       const subscription = this.subscriptions.get(`${event.domain}\u001f${name}`);
-      if (subscription?.parked) subscription.parked.push(event);
-      else live.push(name);
+      if (subscription?.parked) this.#park(subscription, event, names);
+      else now.push(name);
     }
-    if (live.length > 0) this.#sendFrame(encodeEvent(event, live));
+    if (now.length > 0) this.#sendFrame(encodeEvent(event, now));
+  }
+
+  /** Live events parked by running replays, in bytes (bounded by EVENTFLOW_MAX_PARKED_BYTES). */
+  get parkedBytes(): number {
+    return this.#parkedBytes;
+  }
+
+  /** Parks a live event of a replaying subscription, or drops it when parking is over budget (see SubscriptionState.overflowed). */
+  #park(state: SubscriptionState, event: StoredEvent, names: string[]): void {
+    if (state.overflowed || !state.parked) return;
+    // The frame fan-out encodes for the other connections anyway (cached): its length is the weight.
+    const bytes = encodeEvent(event, names).length;
+    if (this.#parkedBytes + bytes <= this.context.maxParkedBytes) {
+      state.parked.push(event);
+      state.parkedBytes += bytes;
+      this.#parkedBytes += bytes;
+      return;
+    }
+    this.#unpark(state);
+    state.parked = [];
+    state.overflowed = true;
+    this.#conditions.note('parked-overflow', 'info', 'live events parked during a replay exceed EVENTFLOW_MAX_PARKED_BYTES; the replay reads them from the store instead', {
+      limit: this.context.maxParkedBytes,
+    });
+  }
+
+  /** Forgets a subscription's parked events and gives their bytes back to the connection's budget. */
+  #unpark(state: SubscriptionState): void {
+    this.#parkedBytes -= state.parkedBytes;
+    state.parkedBytes = 0;
+    state.parked = undefined;
   }
 
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
@@ -271,11 +324,11 @@ export class Session implements Peer {
     const head = await this.context.store.head();
     this.recheck('subscribe', 'subscribe', domain);
     if (this.subscriptions.has(key) || after === undefined || after >= head) {
-      if (!this.subscriptions.has(key)) this.subscriptions.set(key, { parked: undefined });
+      if (!this.subscriptions.has(key)) this.subscriptions.set(key, live());
       this.context.dispatcher.subscribe(this, domain, name);
       return head;
     }
-    const state: SubscriptionState = { parked: [] };
+    const state: SubscriptionState = { ...live(), parked: [] };
     this.subscriptions.set(key, state);
     this.#replaying++;
     this.context.dispatcher.subscribe(this, domain, name);
@@ -287,31 +340,42 @@ export class Session implements Peer {
   async #replay(domain: string, name: string, after: number, state: SubscriptionState): Promise<void> {
     let last = after;
     const names = [name];
-    // Unsubscribed (by the client, or by `authenticate` taking the right away) or closing: the replay stops.
-    const wanted = (): boolean => this.subscriptions.get(`${domain}\u001f${name}`) === state && this.#mayReceive('subscribe', domain);
+    const key = `${domain}\u001f${name}`;
+    // Unsubscribed (by the client, by `authenticate` taking the right away, or unsubscribed and
+    // subscribed again, which starts its own replay) or closing: this one stops.
+    const gone = (): boolean => this.#closing || this.subscriptions.get(key) !== state || !this.#mayReceive('subscribe', domain);
+    let caughtUp = false;
     try {
       for (;;) {
         const page = await this.context.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
         for (const event of page) {
           if (this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) await this.#drained();
-          if (!wanted()) break;
+          if (gone()) return;
           this.#sendFrame(encodeEvent(event, names));
+          last = event.position;
         }
-        const newest = page.at(-1);
-        if (newest) last = newest.position;
-        if (page.length < REPLAY_PAGE || !wanted()) break;
+        if (gone()) return;
+        if (page.length === REPLAY_PAGE) continue;
+        if (!state.overflowed) {
+          caughtUp = true;
+          break;
+        }
+        // Live events were dropped meanwhile: they are stored after `last`, and live events from now on are parked
+        // again. Both are read by the next pass (a dropped event was stored before it was handed out).
+        state.overflowed = false;
       }
     } catch (error) {
       // Sending live events now would leave a gap; the client resumes from its position instead.
-      this.#log.error('subscription replay failed; closing so that the client resumes', { domain, name, error });
+      this.#conditions.note('replay failed', 'error', 'subscription replay failed; closing so that the client resumes', { domain, name, error });
       this.close(1011, 'replay failed');
       return;
     } finally {
       this.#replaying--;
+      if (!caughtUp) this.#unpark(state);
     }
     const parked = state.parked ?? [];
-    state.parked = undefined;
-    if (!wanted()) return;
+    this.#unpark(state);
+    if (gone()) return;
     for (const event of parked) if (event.position > last) this.#sendFrame(encodeEvent(event, names));
   }
 
@@ -326,7 +390,7 @@ export class Session implements Peer {
     const started = Date.now();
     while (!this.#closing && this.#transport.bufferedAmount > this.context.maxBufferedBytes / 4) {
       if (Date.now() - started > REPLAY_STALL_MS) {
-        this.#log.warn('client too slow during replay; disconnecting', { buffered: this.#transport.bufferedAmount });
+        this.#conditions.note('slow client', 'warn', 'client too slow during replay; disconnecting', { buffered: this.#transport.bufferedAmount });
         this.close(4008, 'client too slow');
         return;
       }
@@ -449,7 +513,7 @@ export class Session implements Peer {
       if (error instanceof EventflowError) {
         this.#sendError(id, error.code, error.message, error.details);
       } else {
-        request.log.error('request failed', { error });
+        this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
         this.#sendError(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
       }
     } finally {
@@ -540,6 +604,7 @@ export class Session implements Peer {
     this.#rights.stop();
     this.#log.debug('client disconnected', { code });
     await this.#removeRegistrations();
+    this.#conditions.flush();
     this.#resolveClosed();
   }
 
@@ -553,7 +618,7 @@ export class Session implements Peer {
     if (this.#closing || this.#rights.ended()) return;
     if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
       // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
-      this.#log.warn('client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
+      this.#conditions.note('slow client', 'warn', 'client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
       this.context.metrics.dropped(type);
       this.close(4008, 'client too slow');
       return;
@@ -564,7 +629,7 @@ export class Session implements Peer {
 
   #sendError(id: number | undefined, code: string, message: string, details?: Record<string, unknown>): void {
     this.context.metrics.errorSent(code);
-    logRefusal(this.#log, id, code, message);
+    logRefusal(this.#conditions, id, code, message);
     this.#send({ type: 'error', ...(id === undefined ? {} : { id }), code, message, ...(details ? { details } : {}) });
   }
 }

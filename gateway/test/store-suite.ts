@@ -64,6 +64,22 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
     });
 
     describe('append', () => {
+      it('keeps keys named like prototype machinery as plain data, exactly, and touches no prototype', async () => {
+        const store = await open();
+        // JSON.parse makes "__proto__" an own key, as a frame's data is; the gateway refuses it (data-keys.ts), the store keeps what it is given.
+        const data = JSON.parse(
+          '{"constructor":{"prototype":{"polluted":1}},"prototype":{"polluted":2},"__proto__":{"polluted":3},"list":[{"__proto__":{"polluted":4}},{"constructor":"x"}],"hasOwnProperty":5}',
+        ) as NewEvent['data'];
+        const { event } = await store.append(newEvent({ data }));
+        for (const read of [event, await store.read(event.id), (await store.readEventlog(event.domain, event.pid)).at(-1)]) {
+          expect(JSON.stringify(read?.data)).toBe(JSON.stringify(data));
+          expect(Object.keys(read?.data as object)).toEqual(['constructor', 'prototype', '__proto__', 'list', 'hasOwnProperty']);
+          expect(Object.getPrototypeOf(read?.data)).toBe(Object.prototype);
+        }
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+        expect((Object.prototype as Record<string, unknown>).polluted).toBeUndefined();
+      });
+
       it('stores the event with a store-set timestamp and position', async () => {
         const store = await open();
         const before = new Date().toISOString();

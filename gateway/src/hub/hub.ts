@@ -22,6 +22,7 @@
 import type { AddressInfo, Socket } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { createPool, type Pool } from 'mysql2/promise';
+import { setSessionOnConnect } from '../store/mysql-statements.js';
 import { EventflowError, type StoredEvent } from '@eventflow/core';
 import { createLogger, type Logger } from '../log.js';
 import { MysqlStore } from '../store/mysql.js';
@@ -136,6 +137,8 @@ export class Hub {
     const { host = '127.0.0.1', port = 3306, user = 'root', password = '', database = 'eventflow', connectionLimit = 10 } = config.mysql;
     // v4's pool settings (§1.4): UTC dates, utf8mb4.
     this.#pool = createPool({ host, port, user, password, database, connectionLimit, charset: 'utf8mb4', timezone: 'Z' });
+    // Values here are still formatted on the client: correct only under a known sql_mode.
+    setSessionOnConnect(this.#pool);
     this.#store = new MysqlStore(config.mysql);
     this.certificates = new CertificateManager({
       pool: this.#pool,

@@ -271,7 +271,7 @@ export async function createSchema(pool: Pool): Promise<void> {
   // Never below an assigned position, even if the sequence row was lost.
   const [[max]] = await pool.query<RowDataPacket[]>('SELECT COALESCE(MAX(position), 0) AS max FROM eventflow_position');
   const highest = Number(max?.max ?? 0);
-  await pool.query(`INSERT INTO eventflow_sequence (name, value) VALUES ('event', ?) ON DUPLICATE KEY UPDATE value = GREATEST(value, ?)`, [highest, highest]);
+  await pool.execute(`INSERT INTO eventflow_sequence (name, value) VALUES ('event', ?) ON DUPLICATE KEY UPDATE value = GREATEST(value, ?)`, [highest, highest]);
 }
 
 /**
@@ -279,12 +279,12 @@ export async function createSchema(pool: Pool): Promise<void> {
  * far. Every transaction that assigns positions starts with this (see mysql.ts).
  */
 export async function lockSequence(conn: PoolConnection): Promise<number> {
-  const [[row]] = await conn.query<RowDataPacket[]>(`SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`);
+  const [[row]] = await conn.execute<RowDataPacket[]>(`SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`);
   if (row === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'eventflow_sequence lost its row; restart the gateway to restore it');
   return Number(row.value);
 }
 
 /** Records the highest position assigned; the row must be locked by this transaction. */
 export async function setSequence(conn: PoolConnection, value: number): Promise<void> {
-  await conn.query(`UPDATE eventflow_sequence SET value = ? WHERE name = 'event'`, [value]);
+  await conn.execute(`UPDATE eventflow_sequence SET value = ? WHERE name = 'event'`, [value]);
 }

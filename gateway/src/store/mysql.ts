@@ -23,10 +23,11 @@
  * inserted (a caller-set timestamp, a non-UTC server, a commit later than 2 s) joins the published log by the next
  * sweep at the latest.
  */
-import { createPool, type Pool, type PoolConnection, type RowDataPacket, type ResultSetHeader } from 'mysql2/promise';
+import { createPool, type Pool, type PoolConnection } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence, setSequence } from './mysql-schema.js';
 import { GroupCommit } from './group-commit.js';
+import { affected, insertRows, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './mysql-statements.js';
 import { isSameEvent } from './same-event.js';
 import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
 import type { DeadLetter } from './store.js';
@@ -42,9 +43,6 @@ export interface MysqlStoreOptions {
   /** The session time_zone of the store's connections (the server's by default). Nothing depends on it; tests prove that. */
   sessionTimeZone?: string | undefined;
 }
-
-/** Values for `?` placeholders; an array expands to a list, for IN (?). */
-type Params = Array<string | number | Date | null | readonly string[] | unknown[][]>;
 
 type EventRow = Omit<StoredEvent, 'timestamp' | 'data' | 'position'> & { timestamp: Date; data: string | Buffer; position: number | null };
 
@@ -93,34 +91,23 @@ interface PreparedAppend {
 
 const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
 
-/** UTC_TIMESTAMP() as a value of a multi-row INSERT (mysql2 inserts an object with toSqlString as raw SQL). */
-const UTC_NOW = { toSqlString: () => 'UTC_TIMESTAMP()' };
-
 /** Multi-row INSERT statements carry at most this many bytes of event data each, well below max_allowed_packet. */
 const INSERT_BYTES = 1 << 20;
 
+type Row = Array<string | number | Date | null>;
+
 /** `rows` cut into as few multi-row INSERTs as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
-function chunks(rows: readonly unknown[][], bytes: (row: unknown[]) => number): unknown[][][] {
-  const cut: unknown[][][] = [];
+function chunks(rows: readonly Row[], bytes: (row: Row) => number): Row[][] {
+  const cut: Row[][] = [];
   for (let start = 0; start < rows.length; ) {
     let end = start;
-    for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as unknown[]) <= INSERT_BYTES); end += 1) {
-      size += bytes(rows[end] as unknown[]);
+    for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as Row) <= INSERT_BYTES); end += 1) {
+      size += bytes(rows[end] as Row);
     }
     cut.push(rows.slice(start, end));
     start = end;
   }
   return cut;
-}
-
-async function select<T>(on: Pool | PoolConnection, sql: string, params: Params = []): Promise<T[]> {
-  const [rows] = await on.query<RowDataPacket[]>(sql, params);
-  return rows as T[];
-}
-
-async function affected(on: Pool | PoolConnection, sql: string, params: Params = []): Promise<number> {
-  const [result] = await on.query<ResultSetHeader>(sql, params);
-  return result.affectedRows;
 }
 
 const utcNow = async (on: Pool | PoolConnection): Promise<Date> => (await select<{ now: Date }>(on, 'SELECT UTC_TIMESTAMP(3) AS now'))[0]?.now ?? new Date();
@@ -151,7 +138,7 @@ export class MysqlStore implements EventStore {
   readonly kind = 'mysql';
   readonly #options: MysqlStoreOptions;
   #open: Pool | undefined;
-  /** Connections for group commits (multipleStatements). */
+  /** Connections for group commits (autocommit off: every batch is one transaction, ended by COMMIT or ROLLBACK). */
   #writer: Pool | undefined;
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
@@ -171,18 +158,33 @@ export class MysqlStore implements EventStore {
     if (this.#open !== undefined) return;
     const { host = '127.0.0.1', port = 3306, database = 'eventflow', sessionTimeZone } = this.#options;
     const { user = 'root', password = '', connectionLimit = 10 } = this.#options;
-    const open = (limit: number, multipleStatements: boolean): Pool => {
-      const created = createPool({ host, port, user, password, database, connectionLimit: limit, multipleStatements, charset: 'utf8mb4', timezone: 'Z', dateStrings: false, jsonStrings: true });
+    const open = (limit: number, autocommit: boolean): Pool => {
+      // One statement per query on every pool (multipleStatements off), values only in prepared statements (mysql-statements.ts).
+      const created = createPool({
+        host,
+        port,
+        user,
+        password,
+        database,
+        connectionLimit: limit,
+        multipleStatements: false,
+        maxPreparedStatements: MAX_PREPARED_PER_CONNECTION,
+        charset: 'utf8mb4',
+        timezone: 'Z',
+        dateStrings: false,
+        jsonStrings: true,
+      });
+      // The session is set up before the connection's first use (queued ahead of it): a known sql_mode whatever the
+      // server's default, and the time zone when asked. A connection whose session cannot be set up is dropped.
+      setSessionOnConnect(created, autocommit ? [] : ['autocommit = 0']);
       if (sessionTimeZone !== undefined) {
-        // A connection whose session cannot be set up is dropped rather than used as it is.
-        created.pool.on('connection', (conn) => conn.query('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
+        created.pool.on('connection', (conn) => conn.execute('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
       }
       return created;
     };
-    const pool = open(connectionLimit, false);
-    // Group commits run one at a time: their own connections, which take several statements per round trip (built
-    // from constants and placeholders only, see #appendAll).
-    const writer = open(2, true);
+    const pool = open(connectionLimit, true);
+    // Group commits run one at a time, on their own connections (see #appendAll).
+    const writer = open(2, false);
     try {
       await createSchema(pool);
       this.#open = pool;
@@ -272,7 +274,7 @@ export class MysqlStore implements EventStore {
         const sql = `SELECT e.id FROM event e ${WITH_POSITION} WHERE e.id IN (?) AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
         const missing = await select<{ id: string }>(conn, sql, [ids.slice(start, start + INSERT_BATCH)]);
         if (missing.length === 0) return;
-        await conn.query('INSERT INTO eventflow_position (position, event_id) VALUES ?', [missing.map((row, i) => [base + i + 1, row.id])]);
+        await insertRows(conn, 'INSERT INTO eventflow_position (position, event_id) VALUES', '(?, ?)', missing.map((row, i) => [base + i + 1, row.id]));
         await setSequence(conn, base + missing.length);
       };
       // An event deleted in between: again, without it.
@@ -388,30 +390,32 @@ export class MysqlStore implements EventStore {
   }
 
   async #appendAll(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<AppendOutcome[]> {
-    // Round trip 1: begin, take the sequence lock, then (after the lock, so that their snapshot sees every earlier
-    // append's commit, and timestamps ascend with positions across gateways) the server time and every check's rows.
-    // Counted under the sequence lock, which every append and firing takes first, versions cannot change before the
-    // insert, on this gateway or any other.
+    // The writer connection has autocommit off: the locking read opens the transaction, COMMIT ends it. First the
+    // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
+    // ascend with positions across gateways) the server time and every check's rows. Counted under the sequence lock,
+    // which every append and firing takes first, versions cannot change before the insert, on this gateway or any other.
     const ids = [...new Set(appends.map((append) => append.event.id))];
     const rids = [...new Set(appends.flatMap(({ rid }) => (rid === null ? [] : [rid])))];
     const streams = new Map(
       appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [keyOf(event.domain, event.pid), [event.domain, event.pid]] as const),
     );
-    const versionsWhere = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ') || 'FALSE';
-    const reads = [
-      'START TRANSACTION',
-      `SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`,
-      'SELECT UTC_TIMESTAMP(3) AS now',
-      `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?)`,
-      rids.length === 0 ? 'SELECT id FROM event WHERE FALSE' : 'SELECT id FROM event WHERE id IN (?)',
-      `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${versionsWhere}) AND ${FIRED} GROUP BY e.domain, e.pid`,
-    ];
-    const params = [ids, ...(rids.length === 0 ? [] : [rids]), ...[...streams.values()].flat()];
-    const [results] = await conn.query<RowDataPacket[][]>(reads.join(';\n'), params);
-    const [, [sequence], [clock], existing, found, counted] = results as unknown as [unknown, RowDataPacket[], RowDataPacket[], EventRow[], Array<{ id: string }>, Array<{ domain: string; pid: string; count: number }>];
-    if (sequence === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'eventflow_sequence lost its row; restart the gateway to restore it');
-    const base = Number(sequence.value);
-    const now = (clock?.now as Date | undefined) ?? new Date();
+    const base = await lockSequence(conn);
+    // One read for the clock, the events with these ids (whole) and the referenced ones (their id only).
+    const lookup = `SELECT n.now, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, IF(e.id IN (?), e.data, NULL) AS data, x.position, e.id IN (?) AS wanted
+      FROM (SELECT UTC_TIMESTAMP(3) AS now) n LEFT JOIN (event e ${WITH_POSITION}) ON e.id IN (?)`;
+    const rows0 = await select<EventRow & { now: Date; wanted: number | null }>(conn, lookup, [ids, ids, [...ids, ...rids]]);
+    const now = rows0[0]?.now ?? new Date();
+    const existing = rows0.filter((row) => row.id !== null && Number(row.wanted) === 1);
+    const found = rows0.filter((row) => row.id !== null);
+    const versionsWhere = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ');
+    const counted =
+      streams.size === 0
+        ? []
+        : await select<{ domain: string; pid: string; count: number }>(
+            conn,
+            `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${versionsWhere}) AND ${FIRED} GROUP BY e.domain, e.pid`,
+            [...streams.values()].flat(),
+          );
     const timestamp = now.toISOString();
     const stored = new Map(existing.map((row) => [row.id, row]));
     const ridsFound = new Set(found.map((row) => row.id));
@@ -420,7 +424,7 @@ export class MysqlStore implements EventStore {
 
     let next = base;
     const created = new Map<string, StoredEvent>();
-    const rows = { event: [] as unknown[][], position: [] as unknown[][], published: [] as unknown[][], scheduled: [] as unknown[][], due: [] as unknown[][] };
+    const rows = { event: [] as Row[], position: [] as Row[], published: [] as Row[], scheduled: [] as Row[], due: [] as Row[] };
     const outcomes = appends.map(({ event, options, rid, data, due }): AppendOutcome => {
       const found = stored.get(event.id);
       const earlier = found === undefined ? created.get(event.id) : toStoredEvent({ ...found, position: found.position ?? next + 1 });
@@ -454,7 +458,7 @@ export class MysqlStore implements EventStore {
       rows.position.push([next, event.id]);
       if (options.publisher !== undefined) {
         const hub = options.routedBy ?? null;
-        rows.published.push([event.id, UTC_NOW, options.publisher, hub, hub === null ? null : UTC_NOW]);
+        rows.published.push([event.id, options.publisher, hub, hub]);
       }
       if (due !== undefined) {
         // v4's column holds whole seconds: rounded up, so that nothing reading it fires early.
@@ -466,28 +470,23 @@ export class MysqlStore implements EventStore {
       return { ok: true, result: { event: made, created: true } };
     });
 
-    // Round trip 2 (unless the batch is large): every insert, the sequence, and the commit.
-    const writes: Array<[sql: string, rows: unknown[][]]> = [];
-    const add = (sql: string, rows: readonly unknown[][], bytes: (row: unknown[]) => number = () => 0): void => {
-      for (const chunk of chunks(rows, bytes)) writes.push([sql, chunk]);
+    // Then every insert (power-of-two multi-row statements, see mysql-statements.ts), the sequence, and the commit.
+    const insert = async (head: string, tuple: string, list: readonly Row[], bytes: (row: Row) => number = () => 0): Promise<void> => {
+      for (const chunk of chunks(list, bytes)) await insertRows(conn, head, tuple, chunk);
     };
-    add('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES ?', rows.event, (row) => String(row[6]).length);
-    add('INSERT INTO eventflow_position (position, event_id) VALUES ?', rows.position);
-    add('INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES ?', rows.published);
-    add('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES ?', rows.scheduled.map(([id, at]) => [id, UTC_NOW, at]));
-    add('INSERT INTO eventflow_schedule (event_id, due) VALUES ?', rows.due);
-    // Formatted by the connection, with its settings (UTC dates), as a query with placeholders would be.
-    const statements = [...writes.map(([sql, chunk]) => conn.format(sql, [chunk])), ...(next > base ? [conn.format(`UPDATE eventflow_sequence SET value = ? WHERE name = 'event'`, [next])] : []), 'COMMIT'];
-    const sql = statements.join(';\n');
-    // One packet, well below max_allowed_packet (16 MB by default); a larger batch goes statement by statement.
-    if (sql.length <= 4 * INSERT_BYTES) await conn.query(sql);
-    else for (const statement of statements) await conn.query(statement);
+    await insert('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES', '(?, ?, ?, ?, ?, ?, ?)', rows.event, (row) => String(row[6]).length);
+    await insert('INSERT INTO eventflow_position (position, event_id) VALUES', '(?, ?)', rows.position);
+    await insert('INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES', '(?, UTC_TIMESTAMP(), ?, ?, IF(? IS NULL, NULL, UTC_TIMESTAMP()))', rows.published);
+    await insert('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES', '(?, UTC_TIMESTAMP(), ?)', rows.scheduled);
+    await insert('INSERT INTO eventflow_schedule (event_id, due) VALUES', '(?, ?)', rows.due);
+    if (next > base) await setSequence(conn, next);
+    await conn.query('COMMIT');
     return outcomes;
   }
 
   /** Sets the event's position (a fired event moves) and raises the sequence to it. The sequence row must be locked. */
   async #position(conn: PoolConnection, eventId: string, position: number): Promise<void> {
-    await conn.query('INSERT INTO eventflow_position (position, event_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE position = ?', [position, eventId, position]);
+    await affected(conn, 'INSERT INTO eventflow_position (position, event_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE position = ?', [position, eventId, position]);
     await setSequence(conn, position);
   }
 
@@ -571,7 +570,7 @@ export class MysqlStore implements EventStore {
     // The foreign key on event_id is the existence check, atomic with the insert.
     const notFound = (error: unknown) =>
       driverCode(error)?.startsWith('ER_NO_REFERENCED_ROW') ? new EventflowError('E_EVENTFLOW_EVENT_NOT_FOUND', `no event has id "${eventId}"`, { details: { id: eventId } }) : error;
-    await this.#do('store the association', (pool) => pool.query(sql, params).catch((error: unknown) => Promise.reject(notFound(error))));
+    await this.#do('store the association', (pool) => affected(pool, sql, params).catch((error: unknown) => Promise.reject(notFound(error))));
   }
 
   async claimForRouting(eventId: string, hub: string): Promise<boolean> {
@@ -593,7 +592,7 @@ export class MysqlStore implements EventStore {
     const work = async (conn: PoolConnection): Promise<Set<string>> => {
       const sql = 'SELECT event_id AS id FROM event_published WHERE event_id IN (?) AND consumed_hub IS NULL ORDER BY event_id FOR UPDATE';
       const won = (await select<{ id: string }>(conn, sql, [[...eventIds]])).map((row) => row.id);
-      if (won.length > 0) await conn.query('UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id IN (?)', [hub, won]);
+      if (won.length > 0) await affected(conn, 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id IN (?)', [hub, won]);
       return new Set(won);
     };
     const won = await this.#do('claim the events for routing', () => this.#transaction(work));
@@ -629,7 +628,8 @@ export class MysqlStore implements EventStore {
     const work = async (conn: PoolConnection): Promise<boolean> => {
       if ((await affected(conn, `UPDATE event_published SET failed = UTC_TIMESTAMP() WHERE event_id = ? AND ${UNSETTLED}`, [eventId])) !== 1) return false;
       const why = reason.slice(0, 64);
-      await conn.query(
+      await affected(
+        conn,
         `INSERT INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))
          ON DUPLICATE KEY UPDATE attempts = ?, reason = ?, at = UTC_TIMESTAMP(3)`,
         [eventId, attempts, why, attempts, why],
@@ -671,7 +671,7 @@ export class MysqlStore implements EventStore {
         if ((await affected(conn, claim, [id])) !== 1) continue;
         fired.push(id);
         await this.#position(conn, id, base + fired.length);
-        await conn.query('UPDATE event SET timestamp = ? WHERE id = ?', [firedAt, id]);
+        await affected(conn, 'UPDATE event SET timestamp = ? WHERE id = ?', [firedAt, id]);
       }
       if (fired.length === 0) return [];
       const rows = await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?) ORDER BY x.position`, [fired]);

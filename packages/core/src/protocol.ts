@@ -12,6 +12,7 @@
  * error reply can always carry the request id even when the operation's params are invalid.
  */
 import * as z from 'zod/mini';
+import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
 
@@ -29,7 +30,16 @@ export const identifier = z.string({ error: 'must be a string' }).check(
 
 export const jsonValue = z.json();
 export type JsonValue = z.infer<typeof jsonValue>;
-export const jsonObject = z.record(z.string(), jsonValue, { error: 'must be a JSON object' });
+/** Event data as publishers send it: refused (naming the path) rather than losing a `__proto__` key (data-keys.ts). */
+export const jsonObject = z.pipe(
+  z.unknown().check(
+    z.superRefine((value, context) => {
+      const path = forbiddenKeyPath(value);
+      if (path) context.addIssue({ code: 'custom', message: forbiddenKeyMessage, path, input: value });
+    }),
+  ),
+  z.record(z.string(), jsonValue, { error: 'must be a JSON object' }),
+);
 export type JsonObject = z.infer<typeof jsonObject>;
 
 /** A non-negative safe integer (`z.number().int().nonnegative()`). */

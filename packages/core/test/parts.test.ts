@@ -139,6 +139,23 @@ describe('createMemoryPair', () => {
   });
 });
 
+describe('forbiddenKeyPath', () => {
+  it('finds a __proto__ key 50,000 levels deep in linear time, with its path', async () => {
+    const { forbiddenKeyPath } = await import('../src/data-keys.js');
+    const depth = 50_000;
+    const text = '{"a":['.repeat(depth) + '{"__proto__":1}' + ']}'.repeat(depth);
+    const value = JSON.parse(text) as unknown;
+    const started = performance.now();
+    const path = forbiddenKeyPath(value);
+    // Linear: a few ms; a path copied per level (quadratic) took seconds.
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(path).toHaveLength(2 * depth + 1);
+    expect(path?.slice(0, 4)).toEqual(['a', 0, 'a', 0]);
+    expect(path?.at(-1)).toBe('__proto__');
+    expect(forbiddenKeyPath(JSON.parse('{"a":['.repeat(depth) + '{"constructor":1}' + ']}'.repeat(depth)))).toBeUndefined();
+  });
+});
+
 describe('client-side validation agrees with the zod schemas', () => {
   it('identifierProblem accepts and refuses exactly what `identifier` does, with the same message', async () => {
     const { identifierProblem } = await import('../src/validate.js');
@@ -158,6 +175,10 @@ describe('client-side validation agrees with the zod schemas', () => {
     const { eventInput } = await import('../src/protocol.js');
     const base = { domain: 'd', name: 'n', pid: 'p' };
     const cases: unknown[] = [base, { ...base, id: 'i', rid: 'r', data: { a: [1, { b: null }] } }, { ...base, data: [] }, { ...base, data: 'x' }, { ...base, data: null }, { ...base, extra: 1 }, { ...base, domain: '' }, { domain: 'd', name: 'n' }, null, 'event', { ...base, id: 'x'.repeat(65) }];
+    // Keys like prototype machinery: own "__proto__" keys (as JSON.parse makes them) anywhere are refused, the rest is plain data.
+    for (const data of ['{"__proto__":{}}', '{"a":{"__proto__":1}}', '{"a":[0,{"b":{"__proto__":null}}]}', '{"constructor":{"prototype":1},"prototype":{},"toString":1}', '{"a":[{"constructor":2}]}']) {
+      cases.push({ ...base, data: JSON.parse(data) as unknown });
+    }
     for (const value of cases) {
       let accepted = true;
       try {

@@ -1,0 +1,89 @@
+/**
+ * A private MariaDB server for tests that need a server configured differently from the shared
+ * one (e.g. a global sql_mode): `mariadbd` on a free port, its data directory in a temp folder,
+ * started by the test and stopped (and its folder removed) after it. `unavailable` says why none
+ * can run here (mariadbd or mariadb-install-db not installed).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createConnection } from 'mysql2/promise';
+
+const find = (name: string): string | undefined => ['/usr/sbin', '/usr/bin', '/usr/local/bin', '/usr/local/sbin'].map((dir) => join(dir, name)).find((path) => existsSync(path));
+const mariadbd = find('mariadbd') ?? find('mysqld');
+const installDb = find('mariadb-install-db') ?? find('mysql_install_db');
+
+export const unavailable = mariadbd === undefined || installDb === undefined ? 'mariadbd and mariadb-install-db are not installed' : undefined;
+
+export interface PrivateMariadb {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts a server with `args` (e.g. `--sql-mode=…`); resolves once it answers queries. */
+export async function startPrivateMariadb(args: readonly string[] = [], timeoutMs = 60_000): Promise<PrivateMariadb> {
+  if (unavailable !== undefined || mariadbd === undefined || installDb === undefined) throw new Error(unavailable);
+  const dir = mkdtempSync(join(tmpdir(), 'eventflow-mariadb-'));
+  const datadir = join(dir, 'data');
+  const install = spawnSync(installDb, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+  if (install.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
+  }
+  const port = await freePort();
+  const server: ChildProcess = spawn(
+    mariadbd,
+    [
+      '--no-defaults',
+      `--datadir=${datadir}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--socket=${join(dir, 'mariadb.sock')}`,
+      `--pid-file=${join(dir, 'mariadb.pid')}`,
+      `--log-error=${join(dir, 'error.log')}`,
+      '--user=root',
+      '--skip-log-bin',
+      '--innodb-buffer-pool-size=16M',
+      '--innodb-log-file-size=16M',
+      ...args,
+    ],
+    { stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (server.exitCode === null) server.kill('SIGTERM');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const options = { host: '127.0.0.1', port, user: 'root', password: '' };
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const connection = await createConnection({ ...options, connectTimeout: 2_000 });
+      await connection.end();
+      return { ...options, stop };
+    } catch (error) {
+      if (server.exitCode !== null || Date.now() > deadline) {
+        await stop();
+        throw new Error(`the private mariadbd did not start: ${String(error)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}

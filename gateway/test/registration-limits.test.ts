@@ -1,0 +1,62 @@
+/**
+ * EVENTFLOW_MAX_SUBSCRIPTIONS counts what is registered, not the handles a client names: a wait
+ * handle re-registered for another (domain, pid) replaces its wait, a consumer handle cannot
+ * stand for two consumers, and a subscription re-made while its replay runs does not leave the
+ * old replay running. Checked on the dispatcher's own counts, over real WebSockets.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { eventually, startHarness, type Harness } from './harness.js';
+import { connect } from './raw-socket.js';
+
+const sockets: WebSocket[] = [];
+let h: Harness | undefined;
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.terminate();
+  await h?.stop();
+  h = undefined;
+});
+
+describe('registrations counted by what they register', () => {
+  it('one wait handle reused for many (domain, pid) pairs holds one wait, the last one', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_SUBSCRIPTIONS: 5, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    const conn = await connect(h.gateway.url, { client: 'registration-test' });
+    sockets.push(conn.ws);
+    // Pipelined in rounds below EVENTFLOW_MAX_IN_FLIGHT.
+    for (let round = 0; round < 5; round++) {
+      const ids = Array.from({ length: 100 }, (_, i) => round * 100 + i).map((i) => conn.sendRequest('wait', { wait: 'w', domain: `d${i % 7}`, pid: `p${i}`, names: ['done'] }));
+      for (const id of ids) expect(await conn.answer(id)).toMatchObject({ type: 'result' });
+    }
+    expect(h.gateway.dispatcher.stats.waits).toBe(1);
+
+    // An outcome for a replaced wait is not sent; one for the last registration is.
+    const publisher = await connect(h.gateway.url, { client: 'publisher' });
+    sockets.push(publisher.ws);
+    expect(await publisher.request('publish', { event: { domain: 'd0', name: 'done', pid: 'p0', data: {} } })).toMatchObject({ type: 'result' });
+    expect(await publisher.request('publish', { event: { domain: `d${499 % 7}`, name: 'done', pid: 'p499', data: {} } })).toMatchObject({ type: 'result' });
+    const waited = await conn.next((frame) => frame.type === 'waited');
+    expect(waited).toMatchObject({ wait: 'w', event: { pid: 'p499' } });
+    expect(conn.frames.filter((frame) => frame.type === 'waited')).toHaveLength(1);
+    await eventually(() => h?.gateway.dispatcher.stats.waits === 0, 5_000, 'the wait to finish');
+
+    // The limit still holds for distinct handles, and the re-registrations used none of it.
+    for (let i = 0; i < 5; i++) expect(await conn.request('wait', { wait: `h${i}`, domain: 'd', pid: `q${i}`, names: ['done'] })).toMatchObject({ type: 'result' });
+    expect(await conn.request('wait', { wait: 'h5', domain: 'd', pid: 'q5', names: ['done'] })).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_LIMIT_EXCEEDED' });
+    expect(await conn.request('wait', { wait: 'h0', domain: 'other', pid: 'x', names: ['done'] })).toMatchObject({ type: 'result' });
+    expect(h.gateway.dispatcher.stats.waits).toBe(5);
+    expect(await conn.request('cancelWait', { wait: 'h0' })).toMatchObject({ type: 'result' });
+    expect(h.gateway.dispatcher.stats.waits).toBe(4);
+  });
+
+  it('a consumer handle stands for one consumer; resubscribing does not multiply registrations', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_SUBSCRIPTIONS: 3, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    const conn = await connect(h.gateway.url, { client: 'registration-test' });
+    sockets.push(conn.ws);
+    expect(await conn.request('consume', { consumer: 'c', domain: 'a', name: 'n' })).toMatchObject({ type: 'result' });
+    const again = await Promise.all(Array.from({ length: 50 }, (_, i) => conn.request('consume', { consumer: 'c', domain: `a${i}`, name: 'n' })));
+    for (const answer of again) expect(answer).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_INVALID_INPUT' });
+    const subscribes = await Promise.all(Array.from({ length: 50 }, () => conn.request('subscribe', { domain: 'a', name: 'n', after: 0 })));
+    for (const answer of subscribes) expect(answer).toMatchObject({ type: 'result' });
+    expect(h.gateway.dispatcher.stats).toMatchObject({ consumers: 1, subscriptions: 1 });
+  });
+});
