@@ -4,7 +4,7 @@
  * `Origin`, see EVENTFLOW_ALLOWED_ORIGINS).
  * Transports are accepted through `accept()`, so tests can also attach in-memory transports.
  */
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
@@ -13,6 +13,7 @@ import { configSchema, mysqlOptions, parseConfig, type GatewayConfig, type Gatew
 import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
+import { answerPlain, guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade, requestPath } from './http-guard.js';
 import { originAllowed } from './limits.js';
 import { createLogger, type LogDestination, type Logger } from './log.js';
 import { noMetrics, PrometheusMetrics } from './metrics.js';
@@ -219,21 +220,34 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   };
 
   const demoDir = settings.EVENTFLOW_DEMO_DIR;
-  const http: Server = createServer((request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined));
+  // Every handler runs behind a guard (http-guard.ts): nothing a request carries can end the process.
+  const http: Server = createServer(guardRequest(log, (request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined)));
+  guardClientErrors(http, log);
   // No permessage-deflate (also ws's default): zlib per connection costs ~hundreds of kB and CPU per frame.
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
-  wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => accept(new WsTransport(socket, raw)));
-  wss.on('error', (error) => log.error('websocket server error', { error }));
-  http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const origin = request.headers.origin;
-    if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
-      // A browser page from elsewhere must not use the gateway with its visitor's network access.
-      log.warn('websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
-      refuseUpgrade(socket, 403, 'origin not allowed\n');
-      return;
+  wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => {
+    try {
+      accept(new WsTransport(socket, raw));
+    } catch (error) {
+      log.error('could not set up a connection', { error });
+      socket.terminate();
     }
-    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request, socket));
   });
+  wss.on('error', (error) => log.error('websocket server error', { error }));
+  http.on(
+    'upgrade',
+    guardUpgrade(log, (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const origin = request.headers.origin;
+      if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
+        // A browser page from elsewhere must not use the gateway with its visitor's network access.
+        log.warn('websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
+        refuseUpgrade(socket, 403, 'origin not allowed\n');
+        return;
+      }
+      // The request-target is not read: upgrades are accepted on any path.
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request, socket));
+    }),
+  );
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -276,28 +290,27 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       })()),
   };
 
-  function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): void {
-    const url = new URL(request.url ?? '/', 'http://gateway');
+  function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): Promise<void> | undefined {
     // The path only: a query string may carry a token.
+    const pathname = requestPath(request.url);
     const requestLog = log.child({ request: `http-${nextHttpRequest++}` });
-    requestLog.debug('http request', { method: request.method, path: url.pathname });
-    if (url.pathname === '/healthz') {
+    if (pathname === undefined) {
+      requestLog.debug('http request refused: the target is not a URL', { method: request.method });
+      answerPlain(response, 400, 'bad request: the request-target is not a valid URL\n');
+      return;
+    }
+    requestLog.debug('http request', { method: request.method, path: pathname });
+    if (pathname === '/healthz') {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', gateway: id }));
       return;
     }
-    if (url.pathname === '/readyz') {
-      void readiness(response, requestLog);
-      return;
-    }
-    if (url.pathname === '/metrics' && prometheus) {
-      void scrape(prometheus, response, requestLog);
-      return;
-    }
+    if (pathname === '/readyz') return readiness(response, requestLog);
+    if (pathname === '/metrics' && prometheus) return scrape(prometheus, response, requestLog);
     if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
-      serveStatic(demo, url.pathname, request, response);
+      serveStatic(demo, pathname, request, response);
       return;
     }
-    if (url.pathname === '/') {
+    if (pathname === '/') {
       response
         .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
         .end(`eventflow gateway ${id}\nConnect a client to ws://${request.headers.host ?? 'this host'}/\n`);
@@ -332,19 +345,6 @@ async function scrape(prometheus: PrometheusMetrics, response: ServerResponse, l
     log.error('could not collect metrics', { error });
     response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
   }
-}
-
-/** Answers an upgrade request with a plain HTTP error and closes the socket: no WebSocket is opened. */
-function refuseUpgrade(socket: Duplex, status: number, body: string): void {
-  socket.on('error', () => undefined);
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }
 
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
