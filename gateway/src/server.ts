@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { configSchema, mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
@@ -25,6 +26,7 @@ import { certificateConfigFromEnv } from './hub/certificate-config.js';
 import { createPool, type Pool } from 'mysql2/promise';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
+import { throttleReceiving } from './receive-budget.js';
 import { BINARY_FRAME, Session } from './session.js';
 import { serveStatic } from './static.js';
 import { MysqlStore } from './store/mysql.js';
@@ -63,14 +65,20 @@ class WsTransport implements Transport {
   #corked = false;
   readonly #slot = new ListenerSlot();
 
-  constructor(socket: WebSocket, raw?: Duplex) {
+  /** `receiveRate`: EVENTFLOW_MAX_RECEIVE_RATE (0 = unlimited), see receive-budget.ts. */
+  constructor(socket: WebSocket, raw?: Duplex, receiveRate = 0) {
     this.#socket = socket;
     this.#raw = raw;
+    const throttle = receiveRate > 0 ? throttleReceiving(socket, receiveRate) : undefined;
     socket.on('message', (data, isBinary) => {
+      throttle?.received(Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : data.byteLength);
       // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
       this.#slot.message(isBinary ? BINARY_FRAME : data.toString());
     });
-    socket.on('close', (code, reason) => this.#slot.close(code, reason.toString()));
+    socket.on('close', (code, reason) => {
+      throttle?.stop();
+      this.#slot.close(code, reason.toString());
+    });
     socket.on('error', () => undefined); // always followed by 'close'
   }
 
@@ -189,6 +197,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   });
   scheduler.start();
 
+  const admission = new Admission({
+    maxConnections: settings.EVENTFLOW_MAX_CONNECTIONS,
+    maxUnauthenticated: settings.EVENTFLOW_AUTH === 'jwt' ? settings.EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS : undefined,
+  });
   let nextSession = 1;
   let nextHttpRequest = 1;
   /** The last /readyz answer (a gateway starts ready: a first 503 is logged, a first 200 is not). */
@@ -208,14 +220,23 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
       maxInFlight: settings.EVENTFLOW_MAX_IN_FLIGHT,
       maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
+      maxDataKeys: settings.EVENTFLOW_MAX_DATA_KEYS,
+      maxDataDepth: settings.EVENTFLOW_MAX_DATA_DEPTH,
     },
+    // Anonymous rights make anonymous connections intended: then only their number is bounded.
+    authTimeout: settings.EVENTFLOW_AUTH === 'jwt' && settings.EVENTFLOW_AUTH_ANONYMOUS.length === 0 ? settings.EVENTFLOW_AUTH_TIMEOUT_MS : 0,
+    admission,
     auth,
     scheduled: (at: Date) => scheduler.scheduled(at),
   };
   const accept = (transport: Transport): Session => {
     const session = new Session(`${nextSession++}`, transport, context, handlers);
     sessions.add(session);
-    void session.closed.then(() => sessions.delete(session));
+    admission.opened(session);
+    void session.closed.then(() => {
+      sessions.delete(session);
+      admission.closed(session);
+    });
     return session;
   };
 
@@ -227,7 +248,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
   wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => {
     try {
-      accept(new WsTransport(socket, raw));
+      accept(new WsTransport(socket, raw, settings.EVENTFLOW_MAX_RECEIVE_RATE));
     } catch (error) {
       log.error('could not set up a connection', { error });
       socket.terminate();
@@ -244,6 +265,14 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
         refuseUpgrade(socket, 403, 'origin not allowed\n');
         return;
       }
+      const full = admission.refusal();
+      if (full) {
+        const refusedSinceLog = admission.refusedForLog();
+        if (refusedSinceLog > 0) log.warn('websocket upgrades refused: connection limit reached', { limit: full.details?.['limit'], refused: refusedSinceLog, open: admission.open, unauthenticated: admission.unauthenticated });
+        refuseUpgrade(socket, 503, refusalBody(full), 'application/json', 'Retry-After: 1\r\n');
+        return;
+      }
+      if (admission.makeRoom() > 0) log.debug('oldest unauthenticated connection closed to make room (EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS)');
       // The request-target is not read: upgrades are accepted on any path.
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request, socket));
     }),

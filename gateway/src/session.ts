@@ -21,6 +21,7 @@ import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { allows, allowsAll, allowsAny, denied, rules, type Action, type Authenticator, type Authorization } from './auth.js';
 import type { Dispatcher, Peer } from './dispatcher.js';
+import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -38,6 +39,13 @@ export interface SessionContext {
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
   readonly handshakeTimeout: number;
+  /**
+   * EVENTFLOW_AUTH_TIMEOUT_MS when it applies (jwt without anonymous rights), else 0: a connection
+   * without a valid token this long after it opened is closed with 4408.
+   */
+  readonly authTimeout?: number;
+  /** Told when the connection first holds a valid token (admission.ts counts those without). */
+  readonly admission?: { authenticated(session: Session): void };
   readonly limits: ConnectionLimits;
   /** Verifies tokens and knows the anonymous rights (auth.ts). */
   readonly auth: Authenticator;
@@ -109,6 +117,8 @@ export class Session implements Peer {
   #auth: Authorization;
   /** Closes the connection with 4401 when its token expires. */
   #expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Closes the connection with 4408 if it has not authenticated in time (EVENTFLOW_AUTH_TIMEOUT_MS). */
+  #authTimer: ReturnType<typeof setTimeout> | undefined;
   #resolveClosed!: () => void;
   /** Settles once the connection is gone and its registrations are cleaned up. */
   readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
@@ -123,6 +133,12 @@ export class Session implements Peer {
     this.#auth = context.auth.anonymous;
     this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
+    if (context.authTimeout && !this.#auth.authenticated) {
+      this.#authTimer = setTimeout(() => {
+        this.#log.debug('no valid token in time; closing', { timeoutMs: context.authTimeout });
+        this.close(4408, 'authentication timeout');
+      }, context.authTimeout);
+    }
     transport.listen({
       message: (frame) =>
         void this.#onMessage(frame).catch((error: unknown) => {
@@ -136,6 +152,11 @@ export class Session implements Peer {
 
   close(code: number, reason: string): void {
     this.#transport.close(code, reason);
+  }
+
+  /** Whether the connection holds a valid token (always, without authentication). */
+  get authenticated(): boolean {
+    return this.#auth.authenticated;
   }
 
   // ── authorization ──
@@ -163,6 +184,10 @@ export class Session implements Peer {
 
   #setAuth(auth: Authorization): void {
     this.#auth = auth;
+    if (auth.authenticated) {
+      clearTimeout(this.#authTimer);
+      this.context.admission?.authenticated(this);
+    }
     clearTimeout(this.#expiryTimer);
     this.#expiryTimer = undefined;
     if (auth.expiresAt === undefined || this.#closed) return;
@@ -307,6 +332,13 @@ export class Session implements Peer {
 
   async #onMessage(data: string): Promise<void> {
     if (this.#closed) return;
+    // Parsing costs time per value: a frame with more values than any valid one is refused unparsed.
+    const dense = scanFrame(data, this.context.limits);
+    if (dense) {
+      const error = frameTooDense(dense.limit, dense.value);
+      this.#sendError(dense.id, error.code, error.message, error.details);
+      return;
+    }
     let json: unknown;
     try {
       json = JSON.parse(data);
@@ -354,6 +386,12 @@ export class Session implements Peer {
   }
 
   async #handle<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+    // Before validation walks it: an event's data is bounded in values and depth (data-shape.ts).
+    const shape = writes.has(op) ? dataShapeRefusal(op, params, this.context.limits) : undefined;
+    if (shape) {
+      this.#sendError(id, shape.code, shape.message, shape.details);
+      return;
+    }
     let parsed;
     try {
       parsed = operations[op].params.safeParse(params ?? {}, english);
@@ -497,6 +535,7 @@ export class Session implements Peer {
     this.#closed = true;
     clearTimeout(this.#handshakeTimer);
     clearTimeout(this.#expiryTimer);
+    clearTimeout(this.#authTimer);
     this.#log.debug('client disconnected', { code });
     try {
       await this.context.dispatcher.removePeer(this);
