@@ -30,8 +30,11 @@ interface Answer {
   text: string;
 }
 
-/** Writes `chunks` raw to the gateway (then half-closes unless `keepOpen`) and collects what comes back. */
-function sendRaw(port: number, chunks: Array<string | Buffer>, keepOpen = false, deadline = SOCKET_DEADLINE_MS): Promise<Answer> {
+/**
+ * Writes `chunks` raw to the gateway (then half-closes unless `keepOpen`) and collects what comes
+ * back: until the gateway closes, or with `keepOpen` until a response head is in (unless `untilClose`).
+ */
+function sendRaw(port: number, chunks: Array<string | Buffer>, keepOpen = false, untilClose = false, deadline = SOCKET_DEADLINE_MS): Promise<Answer> {
   return new Promise((resolve) => {
     const socket = netConnect(port, '127.0.0.1');
     const received: Buffer[] = [];
@@ -49,7 +52,7 @@ function sendRaw(port: number, chunks: Array<string | Buffer>, keepOpen = false,
     socket.on('data', (data) => {
       received.push(data);
       // A socket left open (an upgrade) is done once a response head is in.
-      if (keepOpen && Buffer.concat(received).includes('\r\n\r\n')) finish(false);
+      if (keepOpen && !untilClose && Buffer.concat(received).includes('\r\n\r\n')) finish(false);
     });
     socket.on('error', () => finish(true));
     socket.on('close', () => finish(true));
@@ -274,7 +277,7 @@ describe('request-targets the WHATWG URL parser rejects (these made the process 
 
   it('bad upgrades (bad Origin, key, version) are refused with 4xx and their socket is closed', async () => {
     const upgrade = (lines: string[]): Promise<Answer> =>
-      sendRaw(h.gateway.port, [['GET / HTTP/1.1', 'Host: 127.0.0.1', 'Upgrade: websocket', 'Connection: Upgrade', ...lines, '', ''].join('\r\n')], true);
+      sendRaw(h.gateway.port, [['GET / HTTP/1.1', 'Host: 127.0.0.1', 'Upgrade: websocket', 'Connection: Upgrade', ...lines, '', ''].join('\r\n')], true, true);
     for (const origin of ['http://[', 'http://localhost:99999', '%', 'null']) {
       const answer = await upgrade([`Origin: ${origin}`, 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13']);
       expect(answer.status, origin).toBe(403);
@@ -307,8 +310,9 @@ describe('the last-resort boundary (http-guard.ts): a handler that throws costs 
     try {
       expect((await sendRaw(port, ['GET /sync HTTP/1.1\r\nHost: x\r\n\r\n'])).status).toBe(500);
       expect((await sendRaw(port, ['GET /async HTTP/1.1\r\nHost: x\r\n\r\n'])).status).toBe(500);
-      const upgrade = await sendRaw(port, ['GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'], true);
+      const upgrade = await sendRaw(port, ['GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'], true, true);
       expect(upgrade.status).toBe(500);
+      expect(upgrade.closedByGateway).toBe(true);
       expect((await sendRaw(port, ['NOT HTTP\r\n\r\n'])).status).toBe(400);
       expect(lines.map((line) => line.msg)).toEqual(['http request handler failed', 'http request handler failed', 'websocket upgrade handler failed']);
       expect(uncaught.map(String)).toEqual([]);
