@@ -9,6 +9,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify } from 'jose';
 import { z } from 'zod';
 import { EventflowError, type OperationName } from '@eventflow/core';
+import { glob, type Glob } from './glob.js';
 
 export const actions = ['read', 'subscribe', 'publish', 'consume', 'schedule', 'delete'] as const;
 export type Action = (typeof actions)[number];
@@ -22,17 +23,11 @@ export interface Authorization {
   readonly expiresAt: number | undefined;
 }
 
-export interface DomainPattern {
-  readonly source: string;
-  readonly regex: RegExp;
-}
+/** A domain pattern of a token: matched in bounded time (glob.ts), never as a regular expression. */
+export type DomainPattern = Glob;
 
 export function domainPattern(source: string): DomainPattern {
-  const body = source
-    .split('*')
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return { source, regex: new RegExp(`^${body}$`, 's') };
+  return glob(source);
 }
 
 const everything = [domainPattern('*')];
@@ -46,7 +41,7 @@ export const fullAccess: Authorization = {
 
 /** True when `auth` allows `action` on `domain`. */
 export function allows(auth: Authorization, action: Action, domain: string): boolean {
-  return auth.grants[action]?.some((pattern) => pattern.regex.test(domain)) ?? false;
+  return auth.grants[action]?.some((pattern) => pattern.test(domain)) ?? false;
 }
 
 /** True when `auth` allows `action` on at least one domain. */

@@ -64,6 +64,29 @@ export const configSchema = z.object({
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
   EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(1000),
   /**
+   * Bytes of inbound frames per second and connection (token bucket, burst = one second's worth;
+   * a frame larger than what is left is taken and the connection pays it back). A connection over
+   * its budget is not read from until the budget is back (TCP backpressure: its frames wait, none
+   * is refused). Bounds the parsing work one connection can cause. 0 = unlimited.
+   */
+  EVENTFLOW_MAX_RECEIVE_RATE: nonNegativeInt.default(1024 * 1024),
+  /** Values (object members + array elements, counted through every level) in one event's `data`; beyond: E_EVENTFLOW_INVALID_INPUT. */
+  EVENTFLOW_MAX_DATA_KEYS: positiveInt.default(10_000),
+  /** Nesting depth of one event's `data` (the object itself is depth 1); beyond: E_EVENTFLOW_INVALID_INPUT. */
+  EVENTFLOW_MAX_DATA_DEPTH: positiveInt.default(32),
+  /** Open connections per gateway; one more WebSocket upgrade is refused with HTTP 503 and E_EVENTFLOW_LIMIT_EXCEEDED. */
+  EVENTFLOW_MAX_CONNECTIONS: positiveInt.default(10_000),
+  /**
+   * With EVENTFLOW_AUTH=jwt: connections without a valid token yet (before `hello` or anonymous);
+   * one more upgrade is refused with HTTP 503 and E_EVENTFLOW_LIMIT_EXCEEDED.
+   */
+  EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS: positiveInt.default(1_000),
+  /**
+   * With EVENTFLOW_AUTH=jwt and no EVENTFLOW_AUTH_ANONYMOUS rights: a connection that has not
+   * presented a valid token (in `hello` or `authenticate`) this long after it opened is closed with 4408.
+   */
+  EVENTFLOW_AUTH_TIMEOUT_MS: positiveInt.default(10_000),
+  /**
    * Comma-separated `Origin` values allowed to open a WebSocket (exact match, `*` = any). Unset:
    * requests without Origin (non-browser clients) and loopback pages (http(s)://localhost,
    * 127.0.0.1, [::1], any port). Other upgrades are refused with HTTP 403.

@@ -14,6 +14,10 @@ export interface ConnectionLimits {
   readonly maxInFlight: number;
   /** publish/persist/schedule requests per second (token bucket, burst = the rate); 0 = unlimited. */
   readonly maxPublishRate: number;
+  /** Values in one event's data (EVENTFLOW_MAX_DATA_KEYS, data-shape.ts). */
+  readonly maxDataKeys: number;
+  /** Nesting depth of one event's data (EVENTFLOW_MAX_DATA_DEPTH, data-shape.ts). */
+  readonly maxDataDepth: number;
 }
 
 /** `E_EVENTFLOW_LIMIT_EXCEEDED`, naming the variable that sets the limit and its value. */

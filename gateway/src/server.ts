@@ -4,15 +4,17 @@
  * `Origin`, see EVENTFLOW_ALLOWED_ORIGINS).
  * Transports are accepted through `accept()`, so tests can also attach in-memory transports.
  */
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { configSchema, mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
+import { answerPlain, guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade, requestPath } from './http-guard.js';
 import { originAllowed } from './limits.js';
 import { ConditionLog } from './condition-log.js';
 import { createLogger, type LogDestination, type Logger } from './log.js';
@@ -26,6 +28,7 @@ import { createPool, type Pool } from 'mysql2/promise';
 import { setSessionOnConnect } from './store/mysql-statements.js';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
+import { throttleReceiving } from './receive-budget.js';
 import { BINARY_FRAME, Session } from './session.js';
 import { serveStatic } from './static.js';
 import { MysqlStore } from './store/mysql.js';
@@ -67,14 +70,20 @@ class WsTransport implements Transport {
   #corked = false;
   readonly #slot = new ListenerSlot();
 
-  constructor(socket: WebSocket, raw?: Duplex) {
+  /** `receiveRate`: EVENTFLOW_MAX_RECEIVE_RATE (0 = unlimited), see receive-budget.ts. */
+  constructor(socket: WebSocket, raw?: Duplex, receiveRate = 0) {
     this.#socket = socket;
     this.#raw = raw;
+    const throttle = receiveRate > 0 ? throttleReceiving(socket, receiveRate) : undefined;
     socket.on('message', (data, isBinary) => {
+      throttle?.received(Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : data.byteLength);
       // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
       this.#slot.message(isBinary ? BINARY_FRAME : data.toString());
     });
-    socket.on('close', (code, reason) => this.#slot.close(code, reason.toString()));
+    socket.on('close', (code, reason) => {
+      throttle?.stop();
+      this.#slot.close(code, reason.toString());
+    });
     socket.on('error', () => undefined); // always followed by 'close'
   }
 
@@ -200,6 +209,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   });
   scheduler.start();
 
+  const admission = new Admission({
+    maxConnections: settings.EVENTFLOW_MAX_CONNECTIONS,
+    maxUnauthenticated: settings.EVENTFLOW_AUTH === 'jwt' ? settings.EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS : undefined,
+  });
   let nextSession = 1;
   let nextHttpRequest = 1;
   /** The last /readyz answer (a gateway starts ready: a first 503 is logged, a first 200 is not). */
@@ -220,35 +233,64 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
       maxInFlight: settings.EVENTFLOW_MAX_IN_FLIGHT,
       maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
+      maxDataKeys: settings.EVENTFLOW_MAX_DATA_KEYS,
+      maxDataDepth: settings.EVENTFLOW_MAX_DATA_DEPTH,
     },
+    // Anonymous rights make anonymous connections intended: then only their number is bounded.
+    authTimeout: settings.EVENTFLOW_AUTH === 'jwt' && settings.EVENTFLOW_AUTH_ANONYMOUS.length === 0 ? settings.EVENTFLOW_AUTH_TIMEOUT_MS : 0,
+    admission,
     auth,
     scheduled: (at: Date) => scheduler.scheduled(at),
   };
   const accept = (transport: Transport): Session => {
     const session = new Session(`${nextSession++}`, transport, context, handlers);
     sessions.add(session);
-    void session.closed.then(() => sessions.delete(session));
+    admission.opened(session);
+    void session.closed.then(() => {
+      sessions.delete(session);
+      admission.closed(session);
+    });
     return session;
   };
 
   const demoDir = settings.EVENTFLOW_DEMO_DIR;
-  const http: Server = createServer((request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined));
+  // Every handler runs behind a guard (http-guard.ts): nothing a request carries can end the process.
+  const http: Server = createServer(guardRequest(log, (request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined)));
+  guardClientErrors(http, log);
   // No permessage-deflate (also ws's default): zlib per connection costs ~hundreds of kB and CPU per frame.
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
-  wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => accept(new WsTransport(socket, raw)));
+  wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => {
+    try {
+      accept(new WsTransport(socket, raw, settings.EVENTFLOW_MAX_RECEIVE_RATE));
+    } catch (error) {
+      log.error('could not set up a connection', { error });
+      socket.terminate();
+    }
+  });
   wss.on('error', (error) => log.error('websocket server error', { error }));
   // Refused upgrades have no connection yet: one line for the first, then counts (a page reloading in a loop, a scanner).
   const upgradeLog = new ConditionLog(log);
-  http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const origin = request.headers.origin;
-    if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
-      // A browser page from elsewhere must not use the gateway with its visitor's network access.
-      upgradeLog.note('origin refused', 'warn', 'websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
-      refuseUpgrade(socket, 403, 'origin not allowed\n');
-      return;
-    }
-    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request, socket));
-  });
+  http.on(
+    'upgrade',
+    guardUpgrade(log, (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const origin = request.headers.origin;
+      if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
+        // A browser page from elsewhere must not use the gateway with its visitor's network access.
+        upgradeLog.note('origin refused', 'warn', 'websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
+        refuseUpgrade(socket, 403, 'origin not allowed\n');
+        return;
+      }
+      const full = admission.refusal();
+      if (full) {
+        upgradeLog.note('connection limit', 'warn', 'websocket upgrade refused: connection limit reached', { limit: full.details?.['limit'], open: admission.open, unauthenticated: admission.unauthenticated });
+        refuseUpgrade(socket, 503, refusalBody(full), 'application/json', 'Retry-After: 1\r\n');
+        return;
+      }
+      if (admission.makeRoom() > 0) log.debug('oldest unauthenticated connection closed to make room (EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS)');
+      // The request-target is not read: upgrades are accepted on any path.
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request, socket));
+    }),
+  );
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -292,28 +334,27 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       })()),
   };
 
-  function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): void {
-    const url = new URL(request.url ?? '/', 'http://gateway');
+  function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): Promise<void> | undefined {
     // The path only: a query string may carry a token.
+    const pathname = requestPath(request.url);
     const requestLog = log.child({ request: `http-${nextHttpRequest++}` });
-    requestLog.debug('http request', { method: request.method, path: url.pathname });
-    if (url.pathname === '/healthz') {
+    if (pathname === undefined) {
+      requestLog.debug('http request refused: the target is not a URL', { method: request.method });
+      answerPlain(response, 400, 'bad request: the request-target is not a valid URL\n');
+      return;
+    }
+    requestLog.debug('http request', { method: request.method, path: pathname });
+    if (pathname === '/healthz') {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', gateway: id }));
       return;
     }
-    if (url.pathname === '/readyz') {
-      void readiness(response, requestLog);
-      return;
-    }
-    if (url.pathname === '/metrics' && prometheus) {
-      void scrape(prometheus, response, requestLog);
-      return;
-    }
+    if (pathname === '/readyz') return readiness(response, requestLog);
+    if (pathname === '/metrics' && prometheus) return scrape(prometheus, response, requestLog);
     if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
-      serveStatic(demo, url.pathname, request, response);
+      serveStatic(demo, pathname, request, response);
       return;
     }
-    if (url.pathname === '/') {
+    if (pathname === '/') {
       response
         .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
         .end(`eventflow gateway ${id}\nConnect a client to ws://${request.headers.host ?? 'this host'}/\n`);
@@ -348,19 +389,6 @@ async function scrape(prometheus: PrometheusMetrics, response: ServerResponse, l
     log.error('could not collect metrics', { error });
     response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
   }
-}
-
-/** Answers an upgrade request with a plain HTTP error and closes the socket: no WebSocket is opened. */
-function refuseUpgrade(socket: Duplex, status: number, body: string): void {
-  socket.on('error', () => undefined);
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  socket.once('finish', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }
 
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */

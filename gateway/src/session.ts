@@ -8,8 +8,9 @@ import { EventflowError, type OperationName, type Result, type ServerFrame, type
 import { clientFrame, describeIssues, isOperationName, operations, PROTOCOL_VERSION } from '@eventflow/core/protocol';
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
-import { allows, allowsAny, denied, rules, type Action, type Authenticator } from './auth.js';
+import { allows, allowsAny, denied, rules, type Action, type Authenticator, type Authorization } from './auth.js';
 import type { Dispatcher, Peer } from './dispatcher.js';
+import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
 import type { LogFields, Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -32,6 +33,13 @@ export interface SessionContext {
   /** Live events parked while replays run, per connection (EVENTFLOW_MAX_PARKED_BYTES); beyond, they are re-read from the store. */
   readonly maxParkedBytes: number;
   readonly handshakeTimeout: number;
+  /**
+   * EVENTFLOW_AUTH_TIMEOUT_MS when it applies (jwt without anonymous rights), else 0: a connection
+   * without a valid token this long after it opened is closed with 4408.
+   */
+  readonly authTimeout?: number;
+  /** Told when the connection first holds a valid token (admission.ts counts those without). */
+  readonly admission?: { authenticated(session: Session): void };
   readonly limits: ConnectionLimits;
   /** Verifies tokens and knows the anonymous rights (auth.ts). */
   readonly auth: Authenticator;
@@ -122,6 +130,8 @@ export class Session implements Peer {
   #cleanup: Promise<void> | undefined;
   /** What this connection may do now; set from the hello's token; closes the connection with 4401 when they end. */
   readonly #rights: ConnectionRights;
+  /** Closes the connection with 4408 if it has not authenticated in time (EVENTFLOW_AUTH_TIMEOUT_MS). */
+  #authTimer: ReturnType<typeof setTimeout> | undefined;
   #resolveClosed!: () => void;
   /** Settles once the connection is gone and its registrations are cleaned up. */
   readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
@@ -137,6 +147,12 @@ export class Session implements Peer {
     this.#conditions = new ConditionLog(this.#log);
     this.#writeBucket = context.limits.maxPublishRate > 0 ? new TokenBucket(context.limits.maxPublishRate) : undefined;
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
+    if (context.authTimeout && !this.#rights.current.authenticated) {
+      this.#authTimer = setTimeout(() => {
+        this.#log.debug('no valid token in time; closing', { timeoutMs: context.authTimeout });
+        this.close(4408, 'authentication timeout');
+      }, context.authTimeout);
+    }
     transport.listen({
       message: (frame) =>
         void this.#onMessage(frame).catch((error: unknown) => {
@@ -157,6 +173,7 @@ export class Session implements Peer {
     if (this.#closing) return;
     this.#closing = true;
     clearTimeout(this.#handshakeTimer);
+    clearTimeout(this.#authTimer);
     this.#rights.stop();
     this.#transport.close(code, reason);
     // Not synchronously: close() may be called from inside the dispatcher's fan-out over these registrations.
@@ -165,6 +182,11 @@ export class Session implements Peer {
 
   #removeRegistrations(): Promise<void> {
     return (this.#cleanup ??= this.context.dispatcher.removePeer(this).catch((error: unknown) => this.#log.error('cleanup after disconnect failed', { error })));
+  }
+
+  /** Whether the connection holds a valid token (always, without authentication). */
+  get authenticated(): boolean {
+    return this.#rights.current.authenticated;
   }
 
   // ── authorization ──
@@ -196,7 +218,7 @@ export class Session implements Peer {
   async authenticate(token: string): Promise<void> {
     const auth = await this.context.auth.verify(token);
     if (this.#closing) return;
-    this.#rights.replace(auth);
+    this.#grant(auth);
     // Narrower rights: registrations they no longer cover are dropped, so that nothing of those
     // domains is matched for this connection any more (the outbound rule already stops it leaving).
     for (const handle of this.context.dispatcher.cancelWaitsWhere(this, (domain) => !allows(auth, 'subscribe', domain))) this.waits.delete(handle);
@@ -224,6 +246,14 @@ export class Session implements Peer {
    */
   #mayReceive(action: Action, domain: string): boolean {
     return !this.#closing && !this.#rights.ended() && this.#rights.allows(action, domain);
+  }
+
+  /** Replaces the connection's rights; a first valid token stops the authentication timeout and leaves the unauthenticated count (admission.ts). */
+  #grant(auth: Authorization): void {
+    this.#rights.replace(auth);
+    if (!auth.authenticated) return;
+    clearTimeout(this.#authTimer);
+    this.context.admission?.authenticated(this);
   }
 
   /** The check that needs only the params (auth.ts `rules`); undefined when allowed. */
@@ -408,6 +438,13 @@ export class Session implements Peer {
   async #onMessage(data: string): Promise<void> {
     // A connection being closed executes nothing, whatever the client sends before it answers the close.
     if (this.#closing || this.#rights.ended()) return;
+    // Parsing costs time per value: a frame with more values than any valid one is refused unparsed.
+    const dense = scanFrame(data, this.context.limits);
+    if (dense) {
+      const error = frameTooDense(dense.limit, dense.value);
+      this.#sendError(dense.id, error.code, error.message, error.details);
+      return;
+    }
     let json: unknown;
     try {
       json = JSON.parse(data);
@@ -455,6 +492,12 @@ export class Session implements Peer {
   }
 
   async #handle<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+    // Before validation walks it: an event's data is bounded in values and depth (data-shape.ts).
+    const shape = writes.has(op) ? dataShapeRefusal(op, params, this.context.limits) : undefined;
+    if (shape) {
+      this.#sendError(id, shape.code, shape.message, shape.details);
+      return;
+    }
     let parsed;
     try {
       parsed = operations[op].params.safeParse(params ?? {}, english);
@@ -575,7 +618,7 @@ export class Session implements Peer {
       }
       if (this.#closing) return;
     }
-    this.#rights.replace(auth);
+    this.#grant(auth);
     this.#greeted = true;
     clearTimeout(this.#handshakeTimer);
     this.#log.debug('client connected', { client });
@@ -602,6 +645,7 @@ export class Session implements Peer {
     this.#closing = true;
     clearTimeout(this.#handshakeTimer);
     this.#rights.stop();
+    clearTimeout(this.#authTimer);
     this.#log.debug('client disconnected', { code });
     await this.#removeRegistrations();
     this.#conditions.flush();

@@ -40,7 +40,8 @@ export function serveStatic(root: string, pathname: string, request: IncomingMes
     'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
   });
   if (request.method === 'HEAD') response.end();
-  else createReadStream(file).pipe(response);
+  // The file can vanish or fail between stat and read: an unhandled stream 'error' would end the process.
+  else createReadStream(file).on('error', () => response.destroy()).pipe(response);
 }
 
 function isFile(path: string): boolean {

@@ -41,7 +41,8 @@ afterEach(async () => {
 
 describe('bad input over a real WebSocket', () => {
   beforeEach(async () => {
-    h = await startHarness();
+    // Unthrottled: the burst below sends ~8 MiB at once, which EVENTFLOW_MAX_RECEIVE_RATE would spread over seconds.
+    h = await startHarness({ EVENTFLOW_MAX_RECEIVE_RATE: 0 });
     conn = await open();
   });
   afterEach(async () => h.stop());

@@ -160,6 +160,7 @@ describe('fuzz: 100k bad frames', () => {
       // Limits are not what is fuzzed here: they must not mask parsing.
       EVENTFLOW_MAX_IN_FLIGHT: 1_000_000,
       EVENTFLOW_MAX_PUBLISH_RATE: 0,
+      EVENTFLOW_MAX_RECEIVE_RATE: 0,
     });
   });
   afterAll(async () => h?.stop());

@@ -6,7 +6,7 @@ import type { ErrorCode } from './errors.js';
  */
 export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_INVALID_INPUT:
-    'An argument or frame field is invalid; the message names the field. Fix the value and retry.',
+    'An argument or frame field is invalid; the message names the field. Fix the value and retry. Also an event whose data holds more values or levels than the gateway allows (details.limit: EVENTFLOW_MAX_DATA_KEYS or EVENTFLOW_MAX_DATA_DEPTH, details.path: where): make the event smaller or split it.',
   E_EVENTFLOW_INVALID_FRAME:
     'The gateway could not parse a frame (not JSON, or not an object with a known "type"). Use a client that speaks this protocol version.',
   E_EVENTFLOW_UNKNOWN_OPERATION:
@@ -43,7 +43,7 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_INTERNAL: 'Unexpected gateway failure. Check the gateway logs; the connection stays usable.',
   E_EVENTFLOW_CONFIG: 'A configuration value is invalid; the message names the variable. Fix it and restart.',
   E_EVENTFLOW_LIMIT_EXCEEDED:
-    'The connection reached a gateway limit (details.limit names it, details.value is its value): too many unanswered requests, or too many subscriptions, consumers and waits. Nothing was done. Wait for answers or remove registrations, spread the work over more connections, or raise the limit on the gateway.',
+    'The connection reached a gateway limit (details.limit names it, details.value is its value): too many unanswered requests, or too many subscriptions, consumers and waits; or (in the JSON body of an HTTP 503 refusing the WebSocket upgrade) the gateway holds EVENTFLOW_MAX_CONNECTIONS connections. Nothing was done. Wait for answers or remove registrations, spread the work over more connections, or raise the limit on the gateway.',
   E_EVENTFLOW_RATE_LIMITED:
     'The connection publishes faster than the gateway allows (EVENTFLOW_MAX_PUBLISH_RATE). Nothing was stored. Retry after details.retryAfterMs, slow down, or raise the limit on the gateway.',
   E_EVENTFLOW_UNAUTHORIZED:
@@ -62,9 +62,11 @@ export const closeCodes = {
   1002: 'Protocol version mismatch in the handshake; upgrade the older side.',
   1009: 'A frame exceeded the gateway frame limit (EVENTFLOW_MAX_FRAME_BYTES, default 1 MiB).',
   1011: 'The gateway failed (store unavailable, or a subscription replay failed); the client reconnects and resumes.',
+  1013: 'Try again later (EVENTFLOW_AUTH=jwt): the gateway holds EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS connections without a valid token and closed this one, the oldest, to make room; the client reconnects and should send its token in "hello" at once.',
   4000: 'Handshake timeout: no "hello" (gateway) or no "welcome" (client) in time.',
   4001: 'Heartbeat timeout: the client got no answer to its ping and reconnects.',
   4401: 'Unauthorized: the token in "hello" is invalid, forged or expired, or the connection\'s token expired; the client reconnects with a fresh token (ClientOptions.token).',
+  4408: 'Authentication timeout (EVENTFLOW_AUTH=jwt without EVENTFLOW_AUTH_ANONYMOUS rights): no valid token within EVENTFLOW_AUTH_TIMEOUT_MS (default 10 s) of connecting; reconnect with a token (ClientOptions.token).',
   4008: 'The client could not keep up (EVENTFLOW_MAX_BUFFERED_BYTES unsent); it reconnects and resumes from its positions.',
 };
 

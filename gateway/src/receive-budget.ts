@@ -1,0 +1,76 @@
+/**
+ * EVENTFLOW_MAX_RECEIVE_RATE: the bytes per second one connection's frames may cost the gateway.
+ * The publish rate counts events, but the work of a frame (JSON parsing, validation, storing)
+ * grows with its bytes, so one connection sending the largest frames back to back could hold the
+ * event loop for others. Past its budget a connection is simply not read from until the budget is
+ * back: its frames wait in TCP buffers (the client's send buffer grows, as with a slow network),
+ * nothing is refused, and no frame is parsed before it is paid for. Refusing with an error frame
+ * instead would not bound anything: the frame would have to be parsed to answer it.
+ */
+
+/**
+ * A token bucket over bytes that may go into debt: it holds at most `rate` bytes (one second's
+ * worth) and refills at `rate` bytes per second; a frame larger than what is left is still taken
+ * (it has been received already) and the debt is paid back before the connection is read again.
+ */
+export class ByteBudget {
+  readonly rate: number;
+  readonly #now: () => number;
+  #bytes: number;
+  #last: number;
+
+  constructor(rate: number, now: () => number = () => performance.now()) {
+    if (!(rate > 0)) throw new RangeError('a byte budget needs a positive rate');
+    this.rate = rate;
+    this.#now = now;
+    this.#bytes = rate;
+    this.#last = now();
+  }
+
+  /** Spends `bytes`: 0 when the budget still holds, else the milliseconds until the debt is paid. */
+  spend(bytes: number): number {
+    const now = this.#now();
+    this.#bytes = Math.min(this.rate, this.#bytes + ((now - this.#last) / 1000) * this.rate) - bytes;
+    this.#last = now;
+    return this.#bytes >= 0 ? 0 : Math.max(1, Math.ceil((-this.#bytes / this.rate) * 1000));
+  }
+}
+
+/** What can stop and restart reading (a ws WebSocket). */
+export interface Pausable {
+  pause(): void;
+  resume(): void;
+}
+
+/**
+ * Charges every received frame to a budget of `rate` bytes per second and pauses `source` while
+ * the budget is in debt. Returns the function to call per frame and one that stops the timer.
+ */
+export function throttleReceiving(source: Pausable, rate: number, onPause?: (ms: number) => void): { received(bytes: number): void; stop(): void } {
+  const budget = new ByteBudget(rate);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const wait = (ms: number): void => {
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (stopped) return;
+      // Frames the socket had already read when it was paused were charged meanwhile.
+      const more = budget.spend(0);
+      if (more > 0) wait(more);
+      else source.resume();
+    }, ms);
+  };
+  return {
+    received(bytes) {
+      const ms = budget.spend(bytes);
+      if (ms === 0 || timer !== undefined || stopped) return;
+      source.pause();
+      onPause?.(ms);
+      wait(ms);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
