@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { configSchema, mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from './config.js';
 import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
 import { handlers } from './handlers.js';
@@ -18,14 +18,11 @@ import { createLogger, type LogDestination, type Logger } from './log.js';
 import { noMetrics, PrometheusMetrics } from './metrics.js';
 import { checkReadiness, hubConnections } from './readiness.js';
 import { LocalRouter } from './router/local.js';
-import { HubRouter } from './router/hubs.js';
-import { CertificateManager } from './hub/certificates.js';
-import { certificateConfigFromEnv } from './hub/certificate-config.js';
-import { createPool, type Pool } from 'mysql2/promise';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
 import { BINARY_FRAME, Session } from './session.js';
 import { serveStatic } from './static.js';
+import { listenFailed, storeUnavailable } from './startup-failure.js';
 import { MysqlStore } from './store/mysql.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { EventStore } from './store/store.js';
@@ -53,6 +50,8 @@ export interface GatewayDependencies {
   logger?: Logger;
   /** Where the gateway's log lines go (default stderr), at EVENTFLOW_LOG_LEVEL; ignored with `logger`. */
   logDestination?: LogDestination;
+  /** Called with a start-up failure before it is logged: the bin prints its line for a person first. */
+  onStartFailure?: (error: unknown) => void;
 }
 
 class WsTransport implements Transport {
@@ -113,7 +112,8 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   try {
     settings = parseConfig(config as Record<string, string | number | undefined>);
   } catch (error) {
-    // The message names the variables, never their values.
+    dependencies.onStartFailure?.(error);
+    // The message names the variables, and the values of those that are not secrets.
     startupLogger(config, dependencies).error('gateway not started: invalid configuration', { error });
     throw error;
   }
@@ -122,6 +122,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   try {
     return await start(id, settings, config, dependencies, log);
   } catch (error) {
+    dependencies.onStartFailure?.(error);
     log.error('gateway not started', { error });
     throw error;
   }
@@ -164,8 +165,14 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     dependencies.store ??
     (settings.EVENTFLOW_STORE === 'mysql' ? new MysqlStore(mysqlOptions(settings)) : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
-  await store.init();
-  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await joinMesh(settings, config, store, id, log);
+  try {
+    await store.init();
+  } catch (error) {
+    // A store made from the settings: say which of them to change.
+    throw dependencies.store ? error : storeUnavailable(error, storeTarget(settings));
+  }
+  // The v4 wing (hub router, certificates, @peculiar/x509) is loaded only when configured: the common path starts without it.
+  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('./mesh.js')).joinMesh(settings, config, store, id, log);
   const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
@@ -236,9 +243,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   });
 
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    const failed = (error: Error): void => reject(listenFailed(error, settings.EVENTFLOW_HOST, settings.EVENTFLOW_PORT));
+    http.once('error', failed);
     http.listen(settings.EVENTFLOW_PORT, settings.EVENTFLOW_HOST, () => {
-      http.off('error', reject);
+      http.off('error', failed);
       resolve();
     });
   });
@@ -345,18 +353,4 @@ function refuseUpgrade(socket: Duplex, status: number, body: string): void {
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
-}
-
-/** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
-async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {
-  const pool = createPool({ ...mysqlOptions(settings), connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
-  const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
-  const certificates = new CertificateManager({
-    pool,
-    id,
-    name: settings.EVENTFLOW_SPOKE_NAME,
-    config: certificateConfigFromEnv(strings),
-    onError: (error) => log.warn('certificate refresh failed; the cached chain stays in use', { error }),
-  });
-  return { router: new HubRouter({ store, pool, certificates, log, pollInterval: settings.EVENTFLOW_MESH_POLL_MS }), pool };
 }
