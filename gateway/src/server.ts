@@ -23,7 +23,6 @@ import { Scheduler } from './scheduler.js';
 import { BINARY_FRAME, Session } from './session.js';
 import { serveStatic } from './static.js';
 import { listenFailed, storeUnavailable } from './startup-failure.js';
-import { MysqlStore } from './store/mysql.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { EventStore } from './store/store.js';
 
@@ -163,7 +162,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const metrics = prometheus ?? noMetrics;
   const givenStore =
     dependencies.store ??
-    (settings.EVENTFLOW_STORE === 'mysql' ? new MysqlStore(mysqlOptions(settings)) : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
+    // mysql2 is loaded only for a MySQL store: the embedded default starts without it.
+    (settings.EVENTFLOW_STORE === 'mysql'
+      ? new (await import('./store/mysql.js')).MysqlStore(mysqlOptions(settings))
+      : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
   try {
     await store.init();
