@@ -17,6 +17,7 @@ import { chromium } from 'playwright-core';
 import { createNodeClient } from '@eventflow/node';
 import { startGateway } from '../gateway/dist/index.js';
 import { printEnvironment, prng, writeResult } from './results.mjs';
+import { findChromium, SKIPPED } from './chromium.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const N = Number(process.env.BENCH_BROWSER_EVENTS ?? 10_000);
@@ -33,7 +34,12 @@ const COMPARE = process.env.BENCH_BROWSER_COMPARE;
 const root = join(here, '..');
 const DOMAIN = 'orders';
 const PID = 'order-4711';
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromium_ = findChromium();
+if (chromium_.missing) {
+  console.log(`browser-open: skipped: ${chromium_.missing}`);
+  process.exit(SKIPPED);
+}
+const chromiumPath = chromium_.path;
 // The flags of packages/test-support/src/chromium.ts (a .ts file, so repeated here).
 const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
 

@@ -3,12 +3,14 @@
 // step below in its own process with its own time bound, and prints one summary table from the
 // `summary` rows every bench merges into bench/results.json (see results.mjs).
 // `node bench/run.js compose fan-out` runs only the named steps.
-// Exits 1 if a step fails (a missed speed target is reported, not a failure).
+// Exits 1 if a step fails (a missed speed target is reported, not a failure; a step that cannot run
+// here, browser-open without Chromium, is reported skipped with its reason).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { environment } from './results.mjs';
+import { SKIPPED } from './chromium.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -29,8 +31,10 @@ const step = (label, command, args, timeoutMs) => {
   const t0 = Date.now();
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', timeout: timeoutMs });
   const ok = result.status === 0;
-  console.log(`── ${label}: ${ok ? 'ok' : `FAILED (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  return ok;
+  // A step that cannot run on this machine (no Chromium) printed why and exited SKIPPED: the others go on.
+  const skipped = result.status === SKIPPED;
+  console.log(`── ${label}: ${ok ? 'ok' : skipped ? 'skipped (see the reason above)' : `FAILED (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return ok ? true : skipped ? 'skipped' : false;
 };
 
 const only = process.argv.slice(2);
@@ -59,6 +63,10 @@ console.log('\n══ bench summary ══');
 console.log(`cores: ${env.cores}  node: ${env.node}  cpu: ${env.cpu}  total: ${((Date.now() - started) / 1000).toFixed(0)} s`);
 const rows = [];
 for (const s of selected) {
+  if (status[s.name] === 'skipped') {
+    rows.push({ bench: s.name, measure: '(skipped, see its output above)', value: '', target: '', status: 'SKIPPED' });
+    continue;
+  }
   if (!status[s.name]) {
     rows.push({ bench: s.name, measure: '(step failed, see its output above)', value: '', target: '', status: 'FAILED' });
     continue;
@@ -74,4 +82,4 @@ for (const s of selected) {
   }
 }
 console.table(rows);
-process.exit(Object.values(status).every(Boolean) ? 0 : 1);
+process.exit(Object.values(status).every((value) => value !== false) ? 0 : 1);

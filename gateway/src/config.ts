@@ -7,10 +7,13 @@ import { EventflowError } from '@eventflow/core';
 import { actions, type Action } from './auth.js';
 import { parseAllowedOrigins } from './limits.js';
 import type { MysqlStoreOptions } from './store/mysql.js';
+import type { StoreTarget } from './startup-failure.js';
+import { describeConfigIssue, expected } from './config-issues.js';
+import { readV4Environment } from './v4-env.js';
 
-const port = z.coerce.number().int().min(0).max(65535);
-const positiveInt = z.coerce.number().int().positive();
-const nonNegativeInt = z.coerce.number().int().min(0);
+const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
+const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
+const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).int({ error: expected.nonNegativeInt }).min(0, { error: expected.nonNegativeInt });
 
 /** Each key is the environment variable it is read from. */
 export const configSchema = z.object({
@@ -20,6 +23,7 @@ export const configSchema = z.object({
   EVENTFLOW_STORE: z.enum(['sqlite', 'mysql']).default('sqlite'),
   EVENTFLOW_SQLITE_PATH: z.string().min(1).default('./data/eventflow.db'),
   // v4's names and defaults for its mysql2 pool (eventflow-v4.md §1.4); the charset is always utf8mb4.
+  // v4 spells these two EVENTFLOW_MYSQL_PASS and EVENTFLOW_MYSQL_DB: read as aliases (v4-env.ts).
   EVENTFLOW_MYSQL_HOST: z.string().min(1).default('127.0.0.1'),
   EVENTFLOW_MYSQL_PORT: port.min(1).default(3306),
   EVENTFLOW_MYSQL_USER: z.string().min(1).default('root'),
@@ -164,9 +168,17 @@ export function mysqlOptions(config: GatewayConfig): MysqlStoreOptions {
   };
 }
 
+/** What the store is, for messages: the SQLite file or the MySQL server, database and user. */
+export function storeTarget(config: GatewayConfig): StoreTarget {
+  return config.EVENTFLOW_STORE === 'mysql'
+    ? { kind: 'mysql', host: config.EVENTFLOW_MYSQL_HOST, port: config.EVENTFLOW_MYSQL_PORT, database: config.EVENTFLOW_MYSQL_DATABASE, user: config.EVENTFLOW_MYSQL_USER }
+    : { kind: 'sqlite', path: config.EVENTFLOW_SQLITE_PATH };
+}
+
 /** Parses a config from environment-style values; throws E_EVENTFLOW_CONFIG naming each bad variable. */
 export function parseConfig(values: Record<string, string | number | undefined>): GatewayConfig {
-  const relevant = Object.fromEntries(Object.entries(values).filter(([key, value]) => key.startsWith('EVENTFLOW_') && value !== '' && value !== undefined));
+  const v4 = readV4Environment(values);
+  const relevant = Object.fromEntries(Object.entries(v4.values).filter(([key, value]) => key.startsWith('EVENTFLOW_') && value !== '' && value !== undefined));
   const parsed = configSchema
     .refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
       error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
@@ -177,9 +189,7 @@ export function parseConfig(values: Record<string, string | number | undefined>)
       path: ['EVENTFLOW_AUTH'],
     })
     .safeParse(relevant);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
-    throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid gateway configuration: ${problems}`);
-  }
+  const problems = [...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))];
+  if (problems.length > 0 || !parsed.success) throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid gateway configuration: ${problems.join('; ')}`);
   return parsed.data;
 }

@@ -34,6 +34,7 @@ const secretNames = [
   'cookie',
   'EVENTFLOW_JWT_SECRET',
   'EVENTFLOW_MYSQL_PASSWORD',
+  'EVENTFLOW_MYSQL_PASS',
   'EVENTFLOW_CERT_PASS_ENCRYPTION_KEY',
 ];
 /** The secret names at the top level and one level down (`{ headers: { authorization } }`, `{ config: { … } }`). */

@@ -1,30 +1,56 @@
 #!/usr/bin/env node
-/** `eventflow-gateway`: starts a gateway configured from EVENTFLOW_* environment variables; `eventflow-gateway hub` starts a hub. */
+/**
+ * `eventflow-gateway`: starts a gateway configured from EVENTFLOW_* environment variables;
+ * `eventflow-gateway hub` starts a hub. Only the argument parsing and the signal handlers are
+ * imported up front: --help answers at once, and a signal during start-up is handled.
+ */
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
-import { EventflowError } from '@eventflow/core';
-import { startGateway } from './server.js';
+import { parseGatewayArgs } from './cli-args.js';
 import { stopOnSignals } from './shutdown.js';
+import { exitCodes, explainStartupFailure } from './startup-failure.js';
 
-const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
+const command = parseGatewayArgs(process.argv.slice(2));
+switch (command.kind) {
+  case 'help':
+    process.stdout.write(command.usage);
+    break;
+  case 'version': {
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`eventflow-gateway ${manifest.version}\n`);
+    break;
+  }
+  case 'usage-error':
+    process.stderr.write(`eventflow-gateway: ${command.problem}\n\n${command.usage}`);
+    process.exitCode = exitCodes.usage;
+    break;
+  case 'hub': {
+    const { runHubCli } = await import('./hub/hub-main.js');
+    await runHubCli();
+    break;
+  }
+  case 'gateway':
+    await runGateway();
+    break;
+}
 
-if (process.argv[2] === 'hub') {
-  // `eventflow-gateway hub`: the v4-compatible TLS hub instead of the gateway.
-  const { runHubCli } = await import('./hub/hub-main.js');
-  await runHubCli();
-} else {
+async function runGateway(): Promise<void> {
+  const signals = stopOnSignals('gateway');
+  const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
+  const { startGateway } = await import('./server.js');
+  const starting = startGateway(
+    { ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}), ...process.env },
+    // The line for a person comes first on stderr, before the JSON log line with the details.
+    { onStartFailure: (error) => process.stderr.write(`${explainStartupFailure(error, 'gateway').line}\n`) },
+  );
+  // A signal during start-up closes the gateway as soon as it is up.
+  signals.stopWith(() => starting.then((gateway) => gateway.close(), () => undefined));
   try {
-    const gateway = await startGateway({
-      ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}),
-      ...process.env,
-    });
-    const metrics = gateway.config.EVENTFLOW_METRICS === 'on' ? `\n  metrics: ${gateway.httpUrl}metrics` : '';
-    process.stdout.write(`eventflow gateway ${gateway.id}\n  clients: ${gateway.url}\n  health:  ${gateway.httpUrl}healthz, ${gateway.httpUrl}readyz${metrics}\n`);
-    stopOnSignals('gateway', () => gateway.close());
+    const gateway = await starting;
+    if (signals.signal !== undefined) return;
+    const { gatewayBanner } = await import('./banner.js');
+    process.stdout.write(gatewayBanner(gateway));
   } catch (error) {
-    // startGateway has logged why (a JSON line on stderr); this line is for a reader of a terminal.
-    const message = error instanceof EventflowError ? error.code : 'see the log above';
-    process.stderr.write(`eventflow gateway failed to start (${message})\n`);
-    process.exit(1);
+    process.exit(explainStartupFailure(error, 'gateway').exitCode);
   }
 }

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { configSchema, mysqlOptions, parseConfig, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from './config.js';
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from './auth.js';
 import { Dispatcher } from './dispatcher.js';
@@ -21,17 +21,12 @@ import { createLogger, type LogDestination, type Logger } from './log.js';
 import { noMetrics, PrometheusMetrics } from './metrics.js';
 import { checkReadiness, hubConnections } from './readiness.js';
 import { LocalRouter } from './router/local.js';
-import { HubRouter } from './router/hubs.js';
-import { CertificateManager } from './hub/certificates.js';
-import { certificateConfigFromEnv } from './hub/certificate-config.js';
-import { createPool, type Pool } from 'mysql2/promise';
-import { setSessionOnConnect } from './store/mysql-statements.js';
 import type { Router } from './router/router.js';
 import { Scheduler } from './scheduler.js';
 import { throttleReceiving } from './receive-budget.js';
 import { BINARY_FRAME, Session } from './session.js';
 import { serveStatic } from './static.js';
-import { MysqlStore } from './store/mysql.js';
+import { listenFailed, storeUnavailable } from './startup-failure.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { EventStore } from './store/store.js';
 
@@ -58,6 +53,8 @@ export interface GatewayDependencies {
   logger?: Logger;
   /** Where the gateway's log lines go (default stderr), at EVENTFLOW_LOG_LEVEL; ignored with `logger`. */
   logDestination?: LogDestination;
+  /** Called with a start-up failure before it is logged: the bin prints its line for a person first. */
+  onStartFailure?: (error: unknown) => void;
 }
 
 /** After the gateway sends a close frame, how long it waits for the client's before it drops the socket. */
@@ -133,7 +130,8 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   try {
     settings = parseConfig(config as Record<string, string | number | undefined>);
   } catch (error) {
-    // The message names the variables, never their values.
+    dependencies.onStartFailure?.(error);
+    // The message names the variables, and the values of those that are not secrets.
     startupLogger(config, dependencies).error('gateway not started: invalid configuration', { error });
     throw error;
   }
@@ -142,6 +140,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   try {
     return await start(id, settings, config, dependencies, log);
   } catch (error) {
+    dependencies.onStartFailure?.(error);
     log.error('gateway not started', { error });
     throw error;
   }
@@ -183,10 +182,19 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const metrics = prometheus ?? noMetrics;
   const givenStore =
     dependencies.store ??
-    (settings.EVENTFLOW_STORE === 'mysql' ? new MysqlStore(mysqlOptions(settings)) : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
+    // mysql2 is loaded only for a MySQL store: the embedded default starts without it.
+    (settings.EVENTFLOW_STORE === 'mysql'
+      ? new (await import('./store/mysql.js')).MysqlStore(mysqlOptions(settings))
+      : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
-  await store.init();
-  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await joinMesh(settings, config, store, id, log);
+  try {
+    await store.init();
+  } catch (error) {
+    // A store made from the settings: say which of them to change.
+    throw dependencies.store ? error : storeUnavailable(error, storeTarget(settings));
+  }
+  // The v4 wing (hub router, certificates, @peculiar/x509) is loaded only when configured: the common path starts without it.
+  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('./mesh.js')).joinMesh(settings, config, store, id, log);
   const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
@@ -293,9 +301,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   );
 
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    const failed = (error: Error): void => reject(listenFailed(error, settings.EVENTFLOW_HOST, settings.EVENTFLOW_PORT));
+    http.once('error', failed);
     http.listen(settings.EVENTFLOW_PORT, settings.EVENTFLOW_HOST, () => {
-      http.off('error', reject);
+      http.off('error', failed);
       resolve();
     });
   });
@@ -389,20 +398,4 @@ async function scrape(prometheus: PrometheusMetrics, response: ServerResponse, l
     log.error('could not collect metrics', { error });
     response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
   }
-}
-
-/** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
-async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {
-  const pool = createPool({ ...mysqlOptions(settings), connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
-  // Values here are still formatted on the client: correct only under a known sql_mode.
-  setSessionOnConnect(pool);
-  const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
-  const certificates = new CertificateManager({
-    pool,
-    id,
-    name: settings.EVENTFLOW_SPOKE_NAME,
-    config: certificateConfigFromEnv(strings),
-    onError: (error) => log.warn('certificate refresh failed; the cached chain stays in use', { error }),
-  });
-  return { router: new HubRouter({ store, pool, certificates, log, pollInterval: settings.EVENTFLOW_MESH_POLL_MS }), pool };
 }

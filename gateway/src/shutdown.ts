@@ -1,15 +1,47 @@
-/** Graceful stop on SIGINT/SIGTERM for the CLI entries: close once, exit 0 (or 1 if closing failed). */
-export function stopOnSignals(what: string, close: () => Promise<void>): void {
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
+/**
+ * Graceful stop on SIGINT/SIGTERM for the CLI entries. The handlers are installed before anything
+ * starts: a signal that arrives during start-up (a hub that has already written its `hub` row, a
+ * gateway that has opened its store) stops what is starting instead of killing the process with
+ * its row still marked online. The first signal closes once and exits 0 (1 if closing failed); a
+ * second one exits 1 at once.
+ */
+export interface SignalStop {
+  /** The first signal received, if any. */
+  readonly signal: string | undefined;
+  /** What a signal stops: called at once if a signal already came, else on the first signal. */
+  stopWith(close: () => Promise<void>): void;
+}
+
+export function stopOnSignals(what: string): SignalStop {
+  let signal: string | undefined;
+  let close: (() => Promise<void>) | undefined;
+  let closing = false;
+  const run = (): void => {
+    if (closing || !close || signal === undefined) return;
+    closing = true;
     process.stdout.write(`${signal}: stopping ${what}\n`);
     close().then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  const onSignal = (name: string): void => {
+    if (signal !== undefined) {
+      process.stderr.write(`${name} again: exiting without finishing the stop of ${what}\n`);
+      process.exit(1);
+    }
+    signal = name;
+    run();
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  return {
+    get signal() {
+      return signal;
+    },
+    stopWith(stop) {
+      close = stop;
+      run();
+    },
+  };
 }

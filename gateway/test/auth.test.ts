@@ -355,7 +355,7 @@ describe('anonymous access and other keys', () => {
   it('config: jwt needs exactly one key, and anonymous actions are checked', () => {
     expect(() => parseConfig({ EVENTFLOW_AUTH: 'jwt' })).toThrow(/EVENTFLOW_AUTH/);
     expect(() => parseConfig({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: 'short' })).toThrow(/EVENTFLOW_JWT_SECRET/);
-    expect(() => parseConfig({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_AUTH_ANONYMOUS: 'read,fly' })).toThrow(/EVENTFLOW_AUTH_ANONYMOUS: unknown action/);
+    expect(() => parseConfig({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_AUTH_ANONYMOUS: 'read,fly' })).toThrow(/EVENTFLOW_AUTH_ANONYMOUS="read,fly": unknown action/);
     expect(parseConfig({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_AUTH_ANONYMOUS: 'read' }).EVENTFLOW_AUTH_ANONYMOUS).toEqual(['read']);
   });
 });

@@ -43,9 +43,9 @@ describe('hub configuration (no database)', () => {
 
   it('names the variable of every bad value', () => {
     expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_INTERNAL_PORT: 'x' })).toThrow(/EVENTFLOW_HUB_INTERNAL_PORT/);
-    expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_EXTERNAL_IP: '::1' })).toThrow(/EVENTFLOW_HUB_EXTERNAL_IP: must be an IPv4/);
+    expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_EXTERNAL_IP: '::1' })).toThrow(/EVENTFLOW_HUB_EXTERNAL_IP="::1": must be an IPv4/);
     expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_NAME: 'bad_name' })).toThrow(/EVENTFLOW_HUB_NAME/);
-    expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_NAME: 'X'.repeat(32) })).toThrow(/EVENTFLOW_HUB_NAME: must be at most 31/);
+    expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_NAME: 'X'.repeat(32) })).toThrow(/EVENTFLOW_HUB_NAME="X{32}": must be at most 31/);
     expect(() => parseHubConfig({ ...base, EVENTFLOW_HUB_CLAIM_LEASE_MS: '500' })).toThrow(/EVENTFLOW_HUB_CLAIM_LEASE_MS/);
     expect(() => parseHubConfig({ ...base, EVENTFLOW_MYSQL_PORT: '0' })).toThrow(/EVENTFLOW_MYSQL_PORT/);
     expect(() => parseHubConfig({ ...base, EVENTFLOW_CERT_PASS_PBKDF2_ITERATIONS: '-1' })).toThrow(/EVENTFLOW_CERT_PASS_PBKDF2_ITERATIONS/);

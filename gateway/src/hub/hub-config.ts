@@ -8,6 +8,8 @@ import { isIPv4 } from 'node:net';
 import { z } from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
 import { configSchema } from '../config.js';
+import { describeConfigIssue, expected } from '../config-issues.js';
+import { readV4Environment } from '../v4-env.js';
 import type { MysqlStoreOptions } from '../store/mysql.js';
 import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig } from './certificate-config.js';
 
@@ -19,8 +21,8 @@ import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfi
 export const MAX_HUB_NAME_LENGTH = 31;
 
 const ipv4 = z.string().refine((value) => isIPv4(value), { error: 'must be an IPv4 address (the hub table holds VARCHAR(16))' });
-const port = z.coerce.number().int().min(0).max(65535);
-const positiveInt = z.coerce.number().int().positive();
+const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
+const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
 
 /** Each key is the environment variable it is read from. */
 export const hubConfigSchema = z.object({
@@ -84,14 +86,13 @@ export type HubEnv = Record<string, string | number | undefined>;
 
 /** Parses the hub's settings from environment-style values; throws E_EVENTFLOW_CONFIG naming each bad variable. */
 export function parseHubConfig(env: HubEnv = process.env): HubConfig {
+  const v4 = readV4Environment(env);
   const relevant = Object.fromEntries(
-    Object.entries(env).filter(([key, value]) => key in hubConfigSchema.shape && value !== '' && value !== undefined),
+    Object.entries(v4.values).filter(([key, value]) => key in hubConfigSchema.shape && value !== '' && value !== undefined),
   );
   const parsed = hubConfigSchema.safeParse(relevant);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
-    throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid hub configuration: ${problems}`);
-  }
+  const problems = [...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))];
+  if (problems.length > 0 || !parsed.success) throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid hub configuration: ${problems.join('; ')}`);
   const c = parsed.data;
   let certificates: CertificateConfig;
   try {

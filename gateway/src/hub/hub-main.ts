@@ -5,22 +5,28 @@
 import { Hub } from './hub.js';
 import { parseHubConfig, type HubEnv } from './hub-config.js';
 import { stopOnSignals } from '../shutdown.js';
+import { explainStartupFailure } from '../startup-failure.js';
 
-/** Starts the hub and stops it on SIGINT/SIGTERM; exits the process with 1 if it cannot start. */
+/** Starts the hub and stops it on SIGINT/SIGTERM, also one that comes while it starts; exits the process with 3–5 if it cannot start. */
 export async function runHubCli(env: HubEnv = process.env): Promise<Hub | undefined> {
+  // Before anything else: a signal during start must still mark the hub row quit (hub.destroy()).
+  const signals = stopOnSignals('hub');
   let hub: Hub;
   try {
-    hub = new Hub({ config: parseHubConfig(env) });
+    const config = parseHubConfig(env);
+    hub = new Hub({ config });
+    signals.stopWith(() => hub.destroy());
     await hub.start();
   } catch (error) {
-    const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
-    const message = typeof code === 'string' ? `${code}: ${(error as Error).message}` : String(error);
-    process.stderr.write(`eventflow hub failed to start: ${message}\n`);
-    process.exitCode = 1;
+    // Stopped by a signal while starting: destroy() is finishing and exits the process.
+    if (signals.signal !== undefined) return undefined;
+    const failure = explainStartupFailure(error, 'hub');
+    process.stderr.write(`${failure.line}\n`);
+    process.exitCode = failure.exitCode;
     return undefined;
   }
+  if (signals.signal !== undefined) return hub;
   const { internalIp, internalPort, externalIp, externalPort } = hub.address;
   process.stdout.write(`eventflow hub ${hub.id}\n  listening:  ${internalIp}:${internalPort}\n  advertised: ${externalIp}:${externalPort}\n`);
-  stopOnSignals('hub', () => hub.destroy());
   return hub;
 }

@@ -275,7 +275,10 @@ export class Hub {
   async #destroy(): Promise<void> {
     this.#state = 'stopping';
     this.#registered.reject(new EventflowError('E_EVENTFLOW_INTERNAL', 'the hub was destroyed'));
-    await this.#starting?.catch(() => undefined); // a start in progress notices and stops at its next step
+    // A start in progress may be announcing to a peer that does not answer: end those dials first
+    // (their timeout can be long), then the start notices and stops at its next step.
+    for (const socket of this.#outbound) socket.destroy();
+    await this.#starting?.catch(() => undefined);
     clearInterval(this.#ownRowTimer);
     await Promise.allSettled([this.#scheduler.stop(), this.#sweeper.stop()]);
     const server = this.#server;

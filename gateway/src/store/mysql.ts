@@ -196,7 +196,7 @@ export class MysqlStore implements EventStore {
       await pool.end().catch(() => undefined);
       await writer.end().catch(() => undefined);
       if (driverCode(error) !== 'ER_BAD_DB_ERROR') throw storeError(error, `open database "${database}" on ${host}:${port}`);
-      const message = `database "${database}" does not exist on ${host}:${port}; create it or set EVENTFLOW_MYSQL_DATABASE`;
+      const message = `database "${database}" does not exist on ${host}:${port}; create it or set EVENTFLOW_MYSQL_DB`;
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
     }
   }

@@ -5,7 +5,7 @@
  *
  * Times are ISO-8601 UTC text with milliseconds, so comparing text compares time.
  */
-import { mkdirSync } from 'node:fs';
+import { ensureDirectory } from './ensure-dir.js';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
@@ -295,7 +295,7 @@ export class SqliteStore implements EventStore {
 
   async init(): Promise<void> {
     if (this.#open !== undefined) return;
-    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
+    if (this.#path !== ':memory:') ensureDirectory(dirname(this.#path));
     const db = new Database(this.#path);
     try {
       // busy_timeout first, so that switching to WAL waits for another process instead of failing.

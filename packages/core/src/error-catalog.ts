@@ -42,6 +42,10 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'The gateway could not read or write its store. Check the gateway logs and its database.',
   E_EVENTFLOW_INTERNAL: 'Unexpected gateway failure. Check the gateway logs; the connection stays usable.',
   E_EVENTFLOW_CONFIG: 'A configuration value is invalid; the message names the variable. Fix it and restart.',
+  E_EVENTFLOW_LISTEN_FAILED:
+    'The gateway or hub cannot listen on its address: the port is in use or needs privileges, or the host is not an address of this machine. Stop the other process or change the variable the message names, and restart.',
+  E_EVENTFLOW_STORE_UNAVAILABLE:
+    'The store cannot be opened or reached at start: the message names the SQLite path, or the MySQL host, port, database and user, and the variable to change. Fix it and restart.',
   E_EVENTFLOW_LIMIT_EXCEEDED:
     'The connection reached a gateway limit (details.limit names it, details.value is its value): too many unanswered requests, or too many subscriptions, consumers and waits; or (in the JSON body of an HTTP 503 refusing the WebSocket upgrade) the gateway holds EVENTFLOW_MAX_CONNECTIONS connections. Nothing was done. Wait for answers or remove registrations, spread the work over more connections, or raise the limit on the gateway.',
   E_EVENTFLOW_RATE_LIMITED:

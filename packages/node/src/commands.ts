@@ -3,6 +3,7 @@
  * the arguments after the script name and its I/O as parameters, so tests run it in-process;
  * `cli.ts` (the bin) only hands it `process.argv`.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EventflowError, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
 import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
@@ -38,8 +39,10 @@ Options:
   --rid <id>       publish: the id of the event this one refers to
   --timeout <ms>   Time allowed to connect and for each request (default: ${DEFAULT_TIMEOUT})
   -h, --help       Show this help
+  -v, --version    Print the version
 
-Errors are printed as "code: message" on stderr, with exit code 1.
+Errors are printed as "code: message" on stderr, with exit code 1; a bad command line
+(unknown command or option, wrong number of arguments) exits with 2 and this help.
 `;
 
 interface Command {
@@ -55,14 +58,17 @@ const commands: Record<string, Command> = {
   state: { args: ['domain', 'pid'], min: 2, max: 2 },
 };
 
-/** Runs one command; resolves with the exit code (0 ok, 1 error). Never throws. */
+/** Exit code of a bad command line (as the gateway's bin and most Unix tools). */
+export const USAGE_EXIT_CODE = 2;
+
+/** Runs one command; resolves with the exit code (0 ok, 1 error, 2 bad command line). Never throws. */
 export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<number> {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
   const fail = (error: unknown, withUsage = false): number => {
     stderr.write(`${formatError(error)}\n`);
     if (withUsage) stderr.write(`\n${usage}`);
-    return 1;
+    return withUsage ? USAGE_EXIT_CODE : 1;
   };
 
   let parsed: ReturnType<typeof parse>;
@@ -74,6 +80,10 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
   const { values, positionals } = parsed;
   if (values.help) {
     stdout.write(usage);
+    return 0;
+  }
+  if (values.version) {
+    stdout.write(`eventflow ${packageVersion()}\n`);
     return 0;
   }
   const [name, ...args] = positionals;
@@ -130,11 +140,17 @@ function parse(argv: readonly string[]) {
       rid: { type: 'string' },
       timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
     },
   });
 }
 
 type Values = ReturnType<typeof parse>['values'];
+
+/** @eventflow/node's version: package.json is one level above both src/ and dist/. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 /** Validates a command's arguments and returns what runs it on a connected client. */
 function prepare(name: string, args: string[], values: Values, stdout: CliWriter, stderr: CliWriter, signal: AbortSignal | undefined): (client: EventflowClient) => Promise<void> {

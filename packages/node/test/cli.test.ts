@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
@@ -130,9 +131,14 @@ describe('eventflow CLI', () => {
     expect(usage).toMatch(/publish <domain> <name> <pid> \[json-data\]/);
   });
 
-  it('an unknown command exits 1 with a coded message and the usage', async () => {
+  it('--version prints the package version and exits 0', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(await cli('--version')).toEqual({ code: 0, stdout: `eventflow ${version}\n`, stderr: '' });
+  });
+
+  it('an unknown command exits 2 with a coded message and the usage', async () => {
     const run = await cli('frobnicate', 'x');
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/^E_EVENTFLOW_INVALID_INPUT: unknown command "frobnicate"\n/);
     expect(run.stderr).toContain(usage);
@@ -140,17 +146,18 @@ describe('eventflow CLI', () => {
   });
 
   it.each([
-    [['publish', 'orders', 'placed', 'o1', '{not json'], /^E_EVENTFLOW_INVALID_INPUT: json-data: not valid JSON/],
-    [['publish', 'orders', 'placed', 'o1', '[1,2]'], /^E_EVENTFLOW_INVALID_INPUT: json-data: must be a JSON object.*got an array/],
-    [['publish', 'orders', 'placed'], /^E_EVENTFLOW_INVALID_INPUT: publish takes <domain> <name> <pid> \[json-data\], got 2/],
-    [['read', 'orders', 'o1', 'extra'], /^E_EVENTFLOW_INVALID_INPUT: read takes <domain> <pid>, got 3/],
-    [['read', 'orders', 'x'.repeat(65)], /^E_EVENTFLOW_INVALID_INPUT: pid: must be at most 64 characters/],
-    [['state', '--bogus', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: Unknown option '--bogus'/],
-    [['state', '--url', 'http://localhost/', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: url: must start with ws:\/\/ or wss:\/\//],
-    [['state', '--timeout', 'soon', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a positive number/],
-  ])('bad input %j exits 1 with a coded message', async (argv, message) => {
+    [['publish', 'orders', 'placed', 'o1', '{not json'], /^E_EVENTFLOW_INVALID_INPUT: json-data: not valid JSON/, 1],
+    [['publish', 'orders', 'placed', 'o1', '[1,2]'], /^E_EVENTFLOW_INVALID_INPUT: json-data: must be a JSON object.*got an array/, 1],
+    [['publish', 'orders', 'placed'], /^E_EVENTFLOW_INVALID_INPUT: publish takes <domain> <name> <pid> \[json-data\], got 2/, 2],
+    [['read', 'orders', 'o1', 'extra'], /^E_EVENTFLOW_INVALID_INPUT: read takes <domain> <pid>, got 3/, 2],
+    [['read', 'orders', 'x'.repeat(65)], /^E_EVENTFLOW_INVALID_INPUT: pid: must be at most 64 characters/, 1],
+    [['state', '--bogus', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: Unknown option '--bogus'/, 2],
+    [['state', '--url', 'http://localhost/', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: url: must start with ws:\/\/ or wss:\/\//, 1],
+    [['state', '--timeout', 'soon', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a positive number/, 1],
+  ])('bad input %j exits %s with a coded message (2: a bad command line, with the usage)', async (argv, message, code) => {
     const run = await cli(...argv);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(code);
+    if (code === 2) expect(run.stderr).toContain(usage);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(message);
   });

@@ -1,0 +1,32 @@
+/**
+ * The plain-text lines the gateway bin prints once it listens (stdout, beside the JSON log on
+ * stderr): every URL a person needs and what the gateway runs on.
+ */
+import { existsSync } from 'node:fs';
+import type { Gateway } from './server.js';
+
+export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | 'httpUrl'>): string {
+  const { config, httpUrl } = gateway;
+  const demo = config.EVENTFLOW_DEMO_DIR !== undefined && existsSync(config.EVENTFLOW_DEMO_DIR);
+  const store =
+    config.EVENTFLOW_STORE === 'mysql'
+      ? `mysql ${config.EVENTFLOW_MYSQL_USER}@${config.EVENTFLOW_MYSQL_HOST}:${config.EVENTFLOW_MYSQL_PORT}, database ${config.EVENTFLOW_MYSQL_DATABASE}`
+      : `sqlite ${config.EVENTFLOW_SQLITE_PATH}`;
+  const router = config.EVENTFLOW_ROUTER === 'hubs' ? 'hubs (an eventflow v4 hub mesh on the shared database)' : 'local (in this process)';
+  const auth =
+    config.EVENTFLOW_AUTH === 'jwt'
+      ? `jwt (${config.EVENTFLOW_JWT_SECRET !== undefined ? 'HS256 secret' : 'public key'}${config.EVENTFLOW_AUTH_ANONYMOUS.length > 0 ? `; without a token: ${config.EVENTFLOW_AUTH_ANONYMOUS.join(', ')}` : ''})`
+      : 'none (every connection may do everything)';
+  const lines = [
+    `eventflow gateway ${gateway.id}`,
+    `  dashboard: ${demo ? httpUrl : `not built (npm run build), ${httpUrl} says how to connect`}`,
+    `  clients:   ${gateway.url}`,
+    `  health:    ${httpUrl}healthz`,
+    `  ready:     ${httpUrl}readyz`,
+    `  metrics:   ${config.EVENTFLOW_METRICS === 'on' ? `${httpUrl}metrics` : 'off (EVENTFLOW_METRICS=off)'}`,
+    `  store:     ${store}`,
+    `  router:    ${router}`,
+    `  auth:      ${auth}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}

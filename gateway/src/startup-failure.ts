@@ -1,0 +1,127 @@
+/**
+ * Start-up failures a person can act on. The errors of a store that cannot be opened or reached
+ * and of an address that cannot be listened on are turned into coded errors whose message names
+ * what is wrong (the path, host, port, database, user) and the variable to change;
+ * `explainStartupFailure` gives the bins their first stderr line and their exit code.
+ */
+import { EventflowError } from '@eventflow/core';
+
+/** The bins' exit codes (also in `eventflow-gateway --help` and gateway/README.md). */
+export const exitCodes = {
+  ok: 0,
+  /** Failed while running or while stopping, or an unexpected start-up failure. */
+  failed: 1,
+  /** Bad command line. */
+  usage: 2,
+  /** E_EVENTFLOW_CONFIG: an EVENTFLOW_* variable is invalid. */
+  config: 3,
+  /** E_EVENTFLOW_LISTEN_FAILED: the address is in use or not available. */
+  listen: 4,
+  /** E_EVENTFLOW_STORE_UNAVAILABLE: the database cannot be opened or reached. */
+  store: 5,
+} as const;
+
+export type StoreTarget =
+  | { readonly kind: 'sqlite'; readonly path: string }
+  | { readonly kind: 'mysql'; readonly host: string; readonly port: number; readonly database: string; readonly user: string };
+
+interface Coded {
+  code?: unknown;
+  errno?: unknown;
+  path?: unknown;
+  message?: unknown;
+}
+
+const codeOf = (error: unknown): string | undefined => {
+  const code = (error as Coded | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+/** The first code below our own wrappers (E_EVENTFLOW_STORE_FAILED around a mysql2 error): what actually failed. */
+const causeCode = (error: unknown): string | undefined => {
+  for (let at: unknown = error, depth = 0; at !== undefined && at !== null && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
+    const code = codeOf(at);
+    if (code !== undefined && !code.startsWith('E_EVENTFLOW_')) return code;
+  }
+  return undefined;
+};
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** A store's open/connect failure as E_EVENTFLOW_STORE_UNAVAILABLE, saying what to check and which variable to set. */
+export function storeUnavailable(error: unknown, target: StoreTarget): EventflowError {
+  if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_STORE_UNAVAILABLE') return error;
+  return new EventflowError('E_EVENTFLOW_STORE_UNAVAILABLE', target.kind === 'sqlite' ? sqliteProblem(error, target.path) : mysqlProblem(error, target), { cause: error });
+}
+
+function sqliteProblem(error: unknown, path: string): string {
+  const fix = 'set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write';
+  const code = causeCode(error);
+  const syscall = (error as { syscall?: unknown }).syscall;
+  if (syscall === 'mkdir' || syscall === 'stat') {
+    return `cannot create the directory ${JSON.stringify(String((error as Coded).path ?? ''))} for the SQLite database ${JSON.stringify(path)} (${code}); ${fix}`;
+  }
+  if (code === 'SQLITE_NOTADB') return `${JSON.stringify(path)} is not a SQLite database; set EVENTFLOW_SQLITE_PATH to another file (a new one is created)`;
+  return `cannot open the SQLite database ${JSON.stringify(path)}: ${messageOf(error)}${code ? ` (${code})` : ''}; ${fix}`;
+}
+
+function mysqlProblem(error: unknown, target: Extract<StoreTarget, { kind: 'mysql' }>): string {
+  const where = `MySQL at ${target.host}:${target.port}`;
+  const as = `(database ${JSON.stringify(target.database)}, user ${JSON.stringify(target.user)})`;
+  const code = causeCode(error) ?? 'unknown error';
+  switch (code) {
+    case 'ECONNREFUSED':
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ECONNRESET':
+    case 'PROTOCOL_CONNECTION_LOST':
+      return `cannot reach ${where} ${as}: ${code}; start the server, or set EVENTFLOW_MYSQL_HOST and EVENTFLOW_MYSQL_PORT to where it runs`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `cannot resolve the MySQL host ${JSON.stringify(target.host)} ${as}: ${code}; set EVENTFLOW_MYSQL_HOST to the server's name or address`;
+    case 'ER_BAD_DB_ERROR':
+      return `${where} has no database ${JSON.stringify(target.database)} (user ${JSON.stringify(target.user)}); create it (CREATE DATABASE \`${target.database}\`) or set EVENTFLOW_MYSQL_DB to an existing one`;
+    case 'ER_ACCESS_DENIED_ERROR':
+    case 'ER_NOT_SUPPORTED_AUTH_MODE':
+      return `${where} refused user ${JSON.stringify(target.user)} (database ${JSON.stringify(target.database)}): ${code}; check EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS`;
+    case 'ER_DBACCESS_DENIED_ERROR':
+    case 'ER_TABLEACCESS_DENIED_ERROR':
+      return `${where}: user ${JSON.stringify(target.user)} may not use database ${JSON.stringify(target.database)} (${code}); grant it the privileges, or set EVENTFLOW_MYSQL_USER / EVENTFLOW_MYSQL_DB`;
+    default:
+      return `cannot use ${where} ${as}: ${messageOf(error)} (${code}); check the server and the EVENTFLOW_MYSQL_* variables`;
+  }
+}
+
+/** Names of the variables that set a listen address, for the message. */
+export interface ListenVariables {
+  readonly host: string;
+  readonly port: string;
+}
+
+/** A failed listen() as E_EVENTFLOW_LISTEN_FAILED: "port 8080 on 127.0.0.1 is in use; stop the other process or set EVENTFLOW_PORT". */
+export function listenFailed(error: unknown, host: string, port: number, variables: ListenVariables = { host: 'EVENTFLOW_HOST', port: 'EVENTFLOW_PORT' }): EventflowError {
+  const code = codeOf(error);
+  const message =
+    code === 'EADDRINUSE'
+      ? `port ${port} on ${host} is in use; stop the other process or set ${variables.port}`
+      : code === 'EACCES'
+        ? `port ${port} on ${host} needs privileges this process does not have (EACCES); set ${variables.port} to 1024 or above`
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? `cannot listen on ${host} (${code}): not an address of this machine; set ${variables.host}`
+          : `cannot listen on ${host}:${port}: ${messageOf(error)}; check ${variables.host} and ${variables.port}`;
+  return new EventflowError('E_EVENTFLOW_LISTEN_FAILED', message, { cause: error });
+}
+
+export interface StartupFailure {
+  /** One line for a person: what is wrong and what to do. */
+  readonly line: string;
+  readonly exitCode: number;
+}
+
+/** What a bin prints (first, on stderr) and exits with when `what` could not start. */
+export function explainStartupFailure(error: unknown, what: 'gateway' | 'hub'): StartupFailure {
+  const code = codeOf(error);
+  const exitCode =
+    code === 'E_EVENTFLOW_CONFIG' ? exitCodes.config : code === 'E_EVENTFLOW_LISTEN_FAILED' ? exitCodes.listen : code === 'E_EVENTFLOW_STORE_UNAVAILABLE' ? exitCodes.store : exitCodes.failed;
+  const reason = exitCode === exitCodes.failed ? `${messageOf(error)}${code ? ` (${code})` : ''}` : `${messageOf(error)} (${code})`;
+  return { line: `eventflow ${what} cannot start: ${reason}`, exitCode };
+}

@@ -1,0 +1,48 @@
+/**
+ * The gateway on its embedded store starts without the optional wings: the static import graph of
+ * the bin's entry (main.ts, and server.ts behind its dynamic import) reaches neither the v4 hub
+ * mesh and its certificate stack (@peculiar/x509, reflect-metadata) nor mysql2. They are imported
+ * dynamically, when configured.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from './support.js';
+
+const src = join(repoRoot, 'gateway/src');
+
+/** Value imports (not `import type`, not `import(…)`) of a module: relative files and package names. */
+function staticImports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const found: string[] = [];
+  for (const match of text.matchAll(/^import\s+(?!type\s)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)) found.push(match[1]!);
+  return found;
+}
+
+function graph(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string): void => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const specifier of staticImports(file)) {
+      if (specifier.startsWith('.')) visit(join(dirname(file), specifier.replace(/\.js$/, '.ts')));
+      else packages.add(specifier);
+    }
+  };
+  visit(entry);
+  return { files, packages };
+}
+
+describe('optional wings load lazily', () => {
+  it.each(['main.ts', 'server.ts'])('%s does not statically reach the hub mesh, the certificates or mysql2', (entry) => {
+    const { files, packages } = graph(join(src, entry));
+    const reached = [...files].map((file) => relative(src, file));
+    expect(reached.filter((file) => file.startsWith('hub/') || file === 'mesh.ts' || file === 'router/hubs.ts' || file === 'store/mysql.ts')).toEqual([]);
+    expect([...packages].filter((name) => /^(@peculiar\/|reflect-metadata|mysql2|tsyringe)/.test(name))).toEqual([]);
+  });
+
+  it('main.ts loads only the argument parsing and the signal handling before it knows what to run', () => {
+    expect(graph(join(src, 'main.ts')).files.size).toBeLessThanOrEqual(4);
+  });
+});

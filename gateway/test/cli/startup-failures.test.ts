@@ -1,0 +1,166 @@
+/**
+ * Start-up failures of the real `eventflow-gateway` process: the first stderr line says what is
+ * wrong and what to do (before the JSON log line), and the exit code says which kind of failure it
+ * is (gateway/README.md "Exit codes"). MySQL cases run against the test server (mysql-support.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { parseHubConfig } from '../../src/hub/hub-config.js';
+import { mysqlUnavailable, server as mysqlServer, useTestDatabases } from '@eventflow/test-support/mysql';
+import { finished, gateway } from './support.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'eventflow-startup-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const sqlite = (name: string): Record<string, string | number> => ({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: join(dir, name) });
+
+function listening(): Promise<{ server: Server; port: number }> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port }));
+  });
+}
+
+describe('eventflow-gateway start-up failures', () => {
+  it('EVENTFLOW_PORT=abc: the variable, the value and what is expected; exit 3', async () => {
+    const result = await finished(gateway([], { ...sqlite('a.db'), EVENTFLOW_PORT: 'abc' }));
+    expect(result.code).toBe(3);
+    expect(result.firstError).toBe('eventflow gateway cannot start: invalid gateway configuration: EVENTFLOW_PORT="abc": expected a port number (an integer from 0 to 65535) (E_EVENTFLOW_CONFIG)');
+    // The JSON log line with the details follows.
+    expect(JSON.parse(result.stderr.split('\n')[1] ?? '')).toMatchObject({ level: 'error', error: { code: 'E_EVENTFLOW_CONFIG' } });
+  });
+
+  it('a secret value is never echoed, only its variable', async () => {
+    const result = await finished(gateway([], { ...sqlite('b.db'), EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: 'short-secret' }));
+    expect(result.code).toBe(3);
+    expect(result.firstError).toMatch(/EVENTFLOW_JWT_SECRET: must be at least 32 characters/);
+    expect(result.stderr).not.toContain('short-secret');
+  });
+
+  it('the port in use: "port N on 127.0.0.1 is in use; stop the other process or set EVENTFLOW_PORT"; exit 4', async () => {
+    const { server, port } = await listening();
+    try {
+      const result = await finished(gateway([], { ...sqlite('c.db'), EVENTFLOW_PORT: port }));
+      expect(result.code).toBe(4);
+      expect(result.firstError).toBe(`eventflow gateway cannot start: port ${port} on 127.0.0.1 is in use; stop the other process or set EVENTFLOW_PORT (E_EVENTFLOW_LISTEN_FAILED)`);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a SQLite directory that cannot be created (/proc/nope) fails at once instead of spinning; exit 5', async () => {
+    const started = Date.now();
+    // Node 20's recursive mkdir loops forever here: SIGKILLed after 15 s, the test fails on `signal`.
+    const result = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: '/proc/nope/x.db' }), 15_000);
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      'eventflow gateway cannot start: cannot create the directory "/proc/nope" for the SQLite database "/proc/nope/x.db" (ENOENT); set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write (E_EVENTFLOW_STORE_UNAVAILABLE)',
+    );
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('a SQLite path that cannot be opened (a directory) names the path and EVENTFLOW_SQLITE_PATH; exit 5', async () => {
+    const result = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: dir }));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: cannot open the SQLite database ${JSON.stringify(dir)}: unable to open database file (SQLITE_CANTOPEN); set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+    );
+  });
+});
+
+describe.skipIf(mysqlUnavailable !== undefined)('eventflow-gateway on MySQL: start-up failures', () => {
+  const { fresh } = useTestDatabases();
+  const mysql = (extra: Record<string, string | number>): Record<string, string | number> => ({
+    EVENTFLOW_PORT: 0,
+    EVENTFLOW_STORE: 'mysql',
+    EVENTFLOW_MYSQL_HOST: mysqlServer.host,
+    EVENTFLOW_MYSQL_PORT: mysqlServer.port,
+    EVENTFLOW_MYSQL_USER: mysqlServer.user,
+    EVENTFLOW_MYSQL_PASS: mysqlServer.password,
+    ...extra,
+  });
+
+  it('unreachable: host, port, database, user and the variables to change; exit 5', async () => {
+    const { server, port } = await listening();
+    await new Promise<void>((resolve) => server.close(() => resolve())); // a port nobody listens on
+    const result = await finished(gateway([], mysql({ EVENTFLOW_MYSQL_PORT: port, EVENTFLOW_MYSQL_DB: 'somedb' })));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: cannot reach MySQL at ${mysqlServer.host}:${port} (database "somedb", user "${mysqlServer.user}"): ECONNREFUSED; start the server, or set EVENTFLOW_MYSQL_HOST and EVENTFLOW_MYSQL_PORT to where it runs (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+    );
+  });
+
+  it('an unknown database names it and EVENTFLOW_MYSQL_DB; exit 5', async () => {
+    const result = await finished(gateway([], mysql({ EVENTFLOW_MYSQL_DB: 'eventflow_no_such_db' })));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port} has no database "eventflow_no_such_db" (user "${mysqlServer.user}"); create it (CREATE DATABASE \`eventflow_no_such_db\`) or set EVENTFLOW_MYSQL_DB to an existing one (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+    );
+  });
+
+  it('access denied names the user and EVENTFLOW_MYSQL_USER / EVENTFLOW_MYSQL_PASS; exit 5', async () => {
+    const result = await finished(gateway([], mysql({ EVENTFLOW_MYSQL_USER: 'eventflow_nobody', EVENTFLOW_MYSQL_PASS: 'wrong', EVENTFLOW_MYSQL_DB: 'somedb' })));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port} refused user "eventflow_nobody" (database "somedb"): ER_ACCESS_DENIED_ERROR; check EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+    );
+    expect(result.stderr).not.toContain('wrong');
+  });
+
+  it("v4's EVENTFLOW_MYSQL_DB selects the database (not the default one)", async () => {
+    const db = await fresh();
+    const running = gateway([], mysql({ EVENTFLOW_MYSQL_DB: db.name, EVENTFLOW_LOG_LEVEL: 'warn' }));
+    try {
+      await running.printed('clients:');
+      expect(running.stdout()).toContain(`database ${db.name}`);
+      expect(await db.query("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'event'")).toHaveLength(1);
+    } finally {
+      running.proc.kill('SIGTERM');
+      expect((await finished(running)).code).toBe(0);
+    }
+  });
+});
+
+describe("eventflow v4's variable names", () => {
+  it('EVENTFLOW_MYSQL_PASS and EVENTFLOW_MYSQL_DB are read by the gateway and the hub', () => {
+    const v4 = { EVENTFLOW_MYSQL_PASS: 'pw', EVENTFLOW_MYSQL_DB: 'shop', EVENTFLOW_CERT_PASS_ENCRYPTION_KEY: 'k' };
+    expect(parseConfig(v4)).toMatchObject({ EVENTFLOW_MYSQL_PASSWORD: 'pw', EVENTFLOW_MYSQL_DATABASE: 'shop' });
+    expect(parseHubConfig(v4).mysql).toMatchObject({ password: 'pw', database: 'shop' });
+    // Both spellings with the same value are fine.
+    expect(parseConfig({ ...v4, EVENTFLOW_MYSQL_DATABASE: 'shop' }).EVENTFLOW_MYSQL_DATABASE).toBe('shop');
+  });
+
+  it('both spellings with different values refuse the start, naming both (and no password)', () => {
+    for (const parse of [parseConfig, parseHubConfig]) {
+      expect(() => parse({ EVENTFLOW_MYSQL_DB: 'a', EVENTFLOW_MYSQL_DATABASE: 'b', EVENTFLOW_CERT_PASS_ENCRYPTION_KEY: 'k' })).toThrow(
+        expect.objectContaining({ code: 'E_EVENTFLOW_CONFIG', message: expect.stringContaining("EVENTFLOW_MYSQL_DB (eventflow v4's name) and EVENTFLOW_MYSQL_DATABASE are both set, to different values") }),
+      );
+      let message = '';
+      try {
+        parse({ EVENTFLOW_MYSQL_PASS: 'secret-one', EVENTFLOW_MYSQL_PASSWORD: 'secret-two', EVENTFLOW_CERT_PASS_ENCRYPTION_KEY: 'k' });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toContain('EVENTFLOW_MYSQL_PASS (eventflow v4\'s name) and EVENTFLOW_MYSQL_PASSWORD are both set');
+      expect(message).not.toMatch(/secret-(one|two)/);
+    }
+  });
+
+  it.each([
+    ['EVENTFLOW_MYSQL_SOCKET_PATH', '/run/mysqld/mysqld.sock'],
+    ['EVENTFLOW_MYSQL_SSL', 'Amazon RDS'],
+    ['EVENTFLOW_MYSQL_TIMEZONE', '+02:00'],
+    ['EVENTFLOW_MYSQL_CHARSET', 'latin1'],
+    ['EVENTFLOW_SPOKE_SERDE', 'false'],
+  ])('v4 variable %s=%s that we do not implement refuses the start instead of being ignored', (name, value) => {
+    expect(() => parseConfig({ [name]: value })).toThrow(expect.objectContaining({ code: 'E_EVENTFLOW_CONFIG', message: expect.stringContaining(name) }));
+  });
+
+  it("v4's defaults for those variables are accepted", () => {
+    expect(() => parseConfig({ EVENTFLOW_MYSQL_TIMEZONE: 'Z', EVENTFLOW_MYSQL_CHARSET: 'utf8mb4' })).not.toThrow();
+  });
+});
