@@ -2,6 +2,7 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserClient } from '@eventflow/browser';
+import { createOutbox } from '@eventflow/browser/outbox';
 import { EventflowProvider } from '@eventflow/browser/react';
 import { App } from './App.js';
 import { readSettings } from './settings.js';
@@ -15,6 +16,8 @@ const client = createBrowserClient(settings.gatewayUrl, {
   cache: { name: `eventflow-demo ${settings.gatewayUrl}` },
   // Come back within a few seconds of the gateway returning, not after the default 10 s ceiling.
   reconnect: { maxDelay: 3_000 },
+  // Actions (notes, cancellations) are queued in IndexedDB and sent when the gateway is reachable.
+  outbox: createOutbox(),
 });
 
 const container = document.getElementById('root');

@@ -22,16 +22,20 @@ import {
   type EventOf,
   type Params,
   type Position,
+  type PublishInput,
   type Result,
   type State,
   type StoredEvent,
 } from '@eventflow/core';
 import { createCache, type Cache, type Stored, type StreamRecord } from './cache.js';
 import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
+import type { Outbox, OutboxEngine, OutboxEntry, OutboxPlugin, OutboxPublishOptions } from './outbox-types.js';
 
 export interface BrowserClientOptions extends ClientOptions {
   /** `false`: no IndexedDB cache (reads always fetch; watches still work, in memory). */
   cache?: false | { /** IndexedDB database name (default 'eventflow'). */ name?: string; /** Size budget in bytes (default 50 MB). */ maxBytes?: number };
+  /** `createOutbox()` from '@eventflow/browser/outbox': publish and schedule are queued in IndexedDB first, states show them pending. */
+  outbox?: OutboxPlugin;
 }
 
 /** One eventlog as this client knows it. */
@@ -45,9 +49,13 @@ export interface EventlogSnapshot {
   readonly events: readonly StoredEvent[];
   /** True while it may be behind the gateway (offline, or not caught up yet). */
   readonly stale: boolean;
+  /** Outbox entries applied on top of the confirmed state, oldest first (none without an outbox). */
+  readonly pending: readonly OutboxEntry[];
 }
 
 type DomainOf<M extends EventMap> = Extract<keyof M, string>;
+type NameOf<M extends EventMap, D extends DomainOf<M>> = Extract<keyof M[D], string>;
+const none: readonly OutboxEntry[] = Object.freeze([]);
 
 interface Fetched {
   state: State;
@@ -68,8 +76,10 @@ interface Watch {
   readonly pid: string;
   /** Its watchers. */
   readonly listeners: Set<Watcher>;
-  /** The latest snapshot; it always shows all of `log`. */
+  /** The latest confirmed snapshot; it always shows all of `log`. */
   snapshot?: EventlogSnapshot;
+  /** What its watchers were shown: `snapshot` with the pending outbox entries applied. */
+  shown?: EventlogSnapshot;
   log: Log;
   /** The cached copy was read (or found missing). */
   loaded?: boolean;
@@ -120,7 +130,7 @@ function eventsOf(log: Log): StoredEvent[] {
 }
 
 /** A snapshot of the first `size` events of `log`, materialised when first read. */
-function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log): EventlogSnapshot {
+function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log, pending = none): EventlogSnapshot {
   const { size } = log;
   let events: readonly StoredEvent[] | undefined;
   return {
@@ -129,6 +139,7 @@ function snapshotOf(domain: string, pid: string, state: State, position: number,
     state,
     position,
     stale,
+    pending,
     get events() {
       return (events ??= eventsOf(log).slice(0, size));
     },
@@ -158,6 +169,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   readonly #cache: Cache | undefined;
   readonly #channel: CacheChannel | undefined;
   readonly #report: (error: unknown) => void;
+  readonly #outbox: OutboxEngine | undefined;
   readonly #watches = new Map<string, Watch>();
   /** Bumped by every invalidation: a read that overlapped one does not store its result. */
   #generation = 0;
@@ -181,12 +193,13 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
       // Registrations cut short by close() are no news.
       if (!isEventflowError(error, 'E_EVENTFLOW_CLIENT_CLOSED')) report(error);
     };
-    const { cache } = options;
+    const { cache, outbox } = options;
+    const { name = 'eventflow', maxBytes = 50_000_000 } = cache || {};
     if (cache !== false && typeof indexedDB !== 'undefined') {
-      const { name = 'eventflow', maxBytes = 50_000_000 } = cache ?? {};
       this.#cache = createCache(name, maxBytes, report);
       this.#channel = openChannel(name, (message) => this.#receive(message));
     }
+    this.#outbox = outbox?.attach({ client: this, name, report, changed: (domain, pid) => this.#show(this.#watches.get(keyOf(domain, pid))) });
     this.onDeleted(({ domain, pid }) => this.#invalidate(keyOf(domain, pid)));
     this.onStateChange((state) => {
       this.#stateChange.abort();
@@ -202,6 +215,23 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     });
   }
 
+  // ── the outbox ──────────────────────────────────────────────────────────────────────────
+
+  /** The outbox (`options.outbox`): queued entries, rejections, drop. */
+  get outbox(): Outbox | undefined {
+    return this.#outbox;
+  }
+
+  /** With an outbox: queued in IndexedDB, resolving with the id once queued (once stored with `ack`). */
+  override publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: OutboxPublishOptions): Promise<string> {
+    return this.#outbox ? this.#outbox.enqueue('publish', event, options) : super.publish(event, options);
+  }
+
+  /** With an outbox: queued in IndexedDB, as `publish`. */
+  override schedule<D extends DomainOf<M>, N extends NameOf<M, D>>(date: Date | number | string, event: PublishInput<M, D, N>, options?: OutboxPublishOptions): Promise<string> {
+    return this.#outbox ? this.#outbox.enqueue('schedule', event, options, date) : super.schedule(date, event, options);
+  }
+
   // ── reads ───────────────────────────────────────────────────────────────────────────────
 
   /** The events of a process: the cached ones plus those stored after them; offline, the cached ones. */
@@ -212,16 +242,17 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
 
   /** The composed state: the cached one brought up to date with `applyEvent`; offline, the cached one. */
   override async readEventlogState(domain: string, pid: string): Promise<State> {
-    return (await this.#read(domain, pid, false)).state;
+    const { state, position } = await this.#read(domain, pid, false);
+    return this.#outbox?.overlay(domain, pid, state, position)[0] ?? state;
   }
 
   /** What the cache holds, without the network (`stale` unless a live watch keeps it current). */
   async readCached(domain: string, pid: string): Promise<EventlogSnapshot | undefined> {
     checkEventlog(domain, pid);
-    const watched = this.#watches.get(keyOf(domain, pid))?.snapshot;
+    const watched = this.#watches.get(keyOf(domain, pid))?.shown;
     if (watched) return watched;
     const cached = await this.#cached(domain, pid);
-    return cached && snapshotOf(domain, pid, cached.state, cached.position, true, cached.log);
+    return cached && this.#overlay(snapshotOf(domain, pid, cached.state, cached.position, true, cached.log));
   }
 
   /** The cached copy of an eventlog: its record and its log. */
@@ -230,7 +261,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     return loaded && { ...loaded[0], log: logOf(loaded[1], loaded[0].count) };
   }
 
-  async #read(domain: string, pid: string, withEvents: boolean): Promise<{ state: State; events?: readonly StoredEvent[] | undefined }> {
+  async #read(domain: string, pid: string, withEvents: boolean): Promise<{ state: State; position: number; events?: readonly StoredEvent[] | undefined }> {
     checkEventlog(domain, pid);
     const key = keyOf(domain, pid);
     const live = this.#watches.get(key)?.snapshot;
@@ -244,12 +275,12 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     });
     const cached = loaded?.[1]?.();
     const fetched = await fetching;
-    if (!fetched) return { state: record?.state ?? emptyState, events: cached }; // offline or failing: the cache
+    if (!fetched) return { state: record?.state ?? emptyState, position: record?.position ?? 0, events: cached }; // offline or failing: the cache
     const { state, position, count, events, reset } = fetched;
     const kept = record && !reset;
     const all = kept ? cached && [...cached, ...events] : events;
     void this.#store({ key, domain, pid, state, position, count }, kept ? record.position : 0, events, all && (() => all), reset ? this.#generation : generation);
-    return { state, events: all };
+    return { state, position, events: all };
   }
 
   /**
@@ -260,6 +291,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
    */
   async #fetch(domain: string, pid: string, base: { state: State; position: number } | undefined, size = 0, bounded: boolean, reset = false): Promise<Fetched> {
     const { events, count } = await this.#request({ domain, pid, after: base?.position }, bounded);
+    for (const event of events) this.#outbox?.seen(event);
     if (base && size + events.length !== count) {
       this.#drop(keyOf(domain, pid));
       return this.#fetch(domain, pid, undefined, 0, bounded, true);
@@ -313,6 +345,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
         saved: 0,
         live: (event) => {
           if (event.pid !== pid) return;
+          this.#outbox?.seen(event);
           if (created.fresh) this.#apply(created, [event], true);
           else created.held.push(event);
         },
@@ -327,7 +360,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const entry = watch;
     const watcher: Watcher = [listener, onError];
     entry.listeners.add(watcher);
-    if (entry.snapshot) listener(entry.snapshot);
+    if (entry.shown) listener(entry.shown);
     return () => {
       entry.listeners.delete(watcher);
       // A microtask later, so that an unmount followed by a mount (React StrictMode) keeps the watch.
@@ -404,14 +437,39 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   /** Makes the watch's new snapshot (of all its log) and hands it to its watchers. */
   #emit(watch: Watch, state: State, position: number, stale: boolean): EventlogSnapshot {
     const snapshot = (watch.snapshot = snapshotOf(watch.domain, watch.pid, state, position, stale, watch.log));
-    for (const [listener] of [...watch.listeners]) {
+    this.#show(watch);
+    return snapshot;
+  }
+
+  /** Hands the watch's snapshot, with the pending outbox entries applied, to its watchers. */
+  #show(watch: Watch | undefined): void {
+    const shown = watch?.snapshot && (watch.shown = this.#overlay(watch.snapshot));
+    for (const [listener] of shown ? [...watch.listeners] : []) {
       try {
-        listener(snapshot);
+        listener(shown!);
       } catch (error) {
         this.#report(error);
       }
     }
-    return snapshot;
+  }
+
+  /** `snapshot` with the pending entries of its eventlog applied (itself when there are none). */
+  #overlay(snapshot: EventlogSnapshot): EventlogSnapshot {
+    const { domain, pid, state, position, stale } = snapshot;
+    const [shown, pending] = this.#outbox?.overlay(domain, pid, state, position) ?? [state, none];
+    return pending.length
+      ? {
+          domain,
+          pid,
+          state: shown,
+          position,
+          stale,
+          pending,
+          get events() {
+            return snapshot.events;
+          },
+        }
+      : snapshot;
   }
 
   /** The watch is no longer caught up: live events wait for the next catch-up. */
@@ -501,6 +559,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
 
   override async close(options?: { drainTimeout?: number }): Promise<void> {
     this.#channel?.close();
+    this.#outbox?.close();
     await super.close(options);
     this.#cache?.close();
   }

@@ -1,3 +1,4 @@
 export * from '@eventflow/core';
 export { BrowserClient, createBrowserClient, type BrowserClientOptions, type EventlogSnapshot } from './browser-client.js';
 export { VERSION as CACHE_VERSION } from './cache.js';
+export type { Outbox, OutboxEntry, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';

@@ -8,6 +8,7 @@
 import { createContext, createElement, useContext, useMemo, useSyncExternalStore, type ReactNode } from 'react';
 import { EventflowError, emptyState, type ConnectionState, type EventMap, type State, type StoredEvent } from '@eventflow/core';
 import type { BrowserClient } from './browser-client.js';
+import type { OutboxEntry, OutboxRejection } from './outbox-types.js';
 
 const ClientContext = createContext<BrowserClient | undefined>(undefined);
 
@@ -47,17 +48,19 @@ export interface EventlogStateView {
   /** True until the first snapshot (cached or fetched) is known. */
   loading: boolean;
   error: unknown;
+  /** Outbox entries applied on top of the confirmed state (queued, or stored but not yet seen). */
+  pending: readonly OutboxEntry[];
 }
 
 /** The composed state of (domain, pid): the cached one at once, then live. */
 export function useEventlogState(domain: string, pid: string): EventlogStateView {
   return useStore<EventlogStateView>(
-    { state: emptyState, position: 0, stale: true, loading: true, error: undefined },
+    { state: emptyState, position: 0, stale: true, loading: true, error: undefined, pending: [] },
     (set, client) =>
       client.watchEventlogState(
         domain,
         pid,
-        ({ state, position, stale }) => set(() => ({ state, position, stale, loading: false, error: undefined })),
+        ({ state, position, stale, pending }) => set(() => ({ state, position, stale, pending, loading: false, error: undefined })),
         (error) => set((view) => ({ ...view, loading: false, error })),
       ),
     domain,
@@ -85,4 +88,27 @@ export function useConnectionState(): ConnectionState {
   const client = useEventflowClient();
   const subscribe = useMemo(() => (notify: () => void) => client.onStateChange(notify), [client]);
   return useSyncExternalStore(subscribe, () => client.state, () => client.state);
+}
+
+export interface OutboxView {
+  /** Entries not yet acknowledged, oldest first (empty without an outbox). */
+  entries: readonly OutboxEntry[];
+  /** The latest rejections, oldest first. */
+  rejections: readonly OutboxRejection[];
+}
+
+const noOutbox: OutboxView = { entries: [], rejections: [] };
+
+/** The client's outbox (`createBrowserClient(url, { outbox: createOutbox() })`), re-rendering on changes. Drop and dismiss through `client.outbox`. */
+export function useOutbox(): OutboxView {
+  return useStore<OutboxView>(
+    noOutbox,
+    (set, client) => {
+      const { outbox } = client;
+      if (!outbox) return () => undefined;
+      const read = (): void => set(() => ({ entries: outbox.entries, rejections: outbox.rejections }));
+      read();
+      return outbox.subscribe(read);
+    },
+  );
 }

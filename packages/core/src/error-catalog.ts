@@ -56,6 +56,10 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'The credentials are valid but do not allow this operation on this domain. Ask for the permission, or use credentials that have it.',
   E_EVENTFLOW_VERSION_CONFLICT:
     'The write expected a different current version than the stored one (someone else wrote first). Read the current state, reapply the change and retry.',
+  E_EVENTFLOW_OUTBOX_FULL:
+    'The browser outbox holds its size budget of unsent events (details.maxBytes; createOutbox({ maxBytes })); nothing was queued. Wait until the client is connected and the outbox drains, drop entries (client.outbox.drop), or raise maxBytes.',
+  E_EVENTFLOW_OUTBOX_EXPIRED:
+    'An event waited in the browser outbox longer than its maximum age (details.maxAge; createOutbox({ maxAge })) and was not sent. Publish it again if it still makes sense, or raise maxAge.',
 } as const;
 
 

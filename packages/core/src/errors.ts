@@ -31,6 +31,8 @@ export const errorCodeNames = [
   'E_EVENTFLOW_UNAUTHORIZED',
   'E_EVENTFLOW_FORBIDDEN',
   'E_EVENTFLOW_VERSION_CONFLICT',
+  'E_EVENTFLOW_OUTBOX_FULL',
+  'E_EVENTFLOW_OUTBOX_EXPIRED',
 ] as const;
 
 export type ErrorCode = (typeof errorCodeNames)[number];

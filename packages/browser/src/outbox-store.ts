@@ -1,0 +1,65 @@
+/**
+ * Where the outbox keeps its entries: a database of its own (`eventflow-outbox:<cache name>`, so
+ * the cache's schema and its "drop and refetch" migrations never touch writes that exist nowhere
+ * else), one store keyed by an auto-incremented `seq`, which orders entries across tabs. Without
+ * IndexedDB the entries live in memory (not durable) and the outbox works for the page's life.
+ */
+import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
+import type { OutboxEntry } from './outbox-types.js';
+
+/** The schema version; a change adds a step to `upgrade` (entries must be converted, never dropped). */
+export const OUTBOX_VERSION = 1;
+
+export interface OutboxSchema extends DBSchema {
+  entries: { key: number; value: OutboxEntry };
+}
+
+export interface OutboxStore {
+  all(): Promise<OutboxEntry[]>;
+  /** Adds an entry and resolves with its `seq`. */
+  add(entry: Omit<OutboxEntry, 'seq'>): Promise<number>;
+  /** Deletes an entry; false when it was not there (another tab settled or dropped it). */
+  delete(seq: number): Promise<boolean>;
+  close(): void;
+}
+
+export function openOutboxStore(name: string): OutboxStore {
+  if (typeof indexedDB === 'undefined') {
+    const memory = new Map<number, OutboxEntry>();
+    let next = 1;
+    return {
+      all: async () => [...memory.values()],
+      add: async (entry) => (memory.set(next, { ...entry, seq: next }), next++),
+      delete: async (seq) => memory.delete(seq),
+      close: () => undefined,
+    };
+  }
+  let db: Promise<IDBPDatabase<OutboxSchema>> | undefined;
+  const close = (): void => {
+    void db?.then((open) => open.close(), () => undefined);
+    db = undefined;
+  };
+  const open = (): Promise<IDBPDatabase<OutboxSchema>> =>
+    (db ??= openDB<OutboxSchema>(`eventflow-outbox:${name}`, OUTBOX_VERSION, {
+      upgrade: (opened) => void opened.createObjectStore('entries', { keyPath: 'seq', autoIncrement: true }),
+      // Let a newer release upgrade, and reopen after the browser closed it; unlike the cache,
+      // failures are not swallowed: a write that cannot be queued must fail its publish.
+      blocking: close,
+      terminated: close,
+    })).catch((error: unknown) => {
+      db = undefined;
+      throw error;
+    });
+  return {
+    all: async () => (await open()).getAll('entries'),
+    add: async (entry) => (await open()).add('entries', entry as OutboxEntry),
+    async delete(seq) {
+      const tx = (await open()).transaction('entries', 'readwrite');
+      const found = (await tx.store.getKey(seq)) !== undefined;
+      if (found) await tx.store.delete(seq);
+      await tx.done;
+      return found;
+    },
+    close,
+  };
+}

@@ -1,0 +1,328 @@
+/**
+ * The durable outbox (`@eventflow/browser/outbox`): `publish` and `schedule` go to IndexedDB first
+ * and are sent in order, with their ids, whenever a connection is open, so a write made offline
+ * survives reloads and browser restarts and a resend never stores twice. One tab of the origin
+ * sends (it holds a Web Lock); all tabs see the entries and their outcomes (BroadcastChannel).
+ * Pending publishes are applied on top of confirmed states (`overlay`) until the eventlog shows
+ * them, or rolled back when the gateway refuses them.
+ */
+import { EventflowError, applyEvent, assertEventInput, assertOptionalFunction, generateEventId, isEventflowError, type State, type StoredEvent } from '@eventflow/core';
+import { openOutboxStore } from './outbox-store.js';
+import type { Outbox, OutboxEngine, OutboxEntry, OutboxHost, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';
+
+export type { Outbox, OutboxEntry, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';
+export { OUTBOX_VERSION } from './outbox-store.js';
+
+export const OUTBOX_DEFAULTS = {
+  /** 5 MB of queued event JSON: thousands of typical writes, and far below any browser's quota. */
+  maxBytes: 5_000_000,
+  /**
+   * 24 hours. Zero rejects offline writes after 5 minutes; a field worker offline for a shift
+   * must not lose the shift's records, and `expectedVersion` (checked when the entry is sent)
+   * guards writes that depend on what others did meanwhile.
+   */
+  maxAge: 86_400_000,
+  /** Delay before sending again after a failure that may pass (timeout, rate limit, store down). */
+  retryDelay: 1_000,
+} as const;
+
+export interface OutboxOptions {
+  /** Budget of queued event JSON in bytes (default 5 MB); beyond it publish fails with E_EVENTFLOW_OUTBOX_FULL. */
+  maxBytes?: number;
+  /** Entries older than this (ms, default 24 h) are rejected with E_EVENTFLOW_OUTBOX_EXPIRED instead of sent. */
+  maxAge?: number;
+  /** Called with every rejection (in every tab that shows the entry). */
+  onRejected?: (rejection: OutboxRejection) => void;
+}
+
+type Message =
+  /** Entries were added or dropped: read them again. */
+  | { type: 'changed' }
+  /** The sender settled `entry`: stored at `position`, or refused with `error`. */
+  | { type: 'settled'; entry: OutboxEntry; position?: number; error?: { code: string; message: string; details?: Record<string, unknown> } };
+
+/**
+ * Failures that say nothing about the entry: it stays queued and is sent again. Any other code is
+ * the gateway refusing this write (conflict, rights, validation, duplicate id), for good.
+ */
+const transient = new Set(
+  'REQUEST_TIMEOUT CONNECTION_FAILED OFFLINE CLIENT_CLOSED ABORTED LIMIT_EXCEEDED RATE_LIMITED STORE_FAILED INTERNAL UNAUTHORIZED'.split(' ').map((code) => `E_EVENTFLOW_${code}`),
+);
+
+const positive = (value: unknown, field: string): void => {
+  if (value !== undefined && !(typeof value === 'number' && value > 0)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${field}: must be a positive number of ${field.endsWith('Age') ? 'ms' : 'bytes'}`);
+};
+
+/** An outbox for `createBrowserClient(url, { outbox: createOutbox() })`. */
+export function createOutbox(options: OutboxOptions = {}): OutboxPlugin {
+  positive(options.maxBytes, 'outbox.maxBytes');
+  positive(options.maxAge, 'outbox.maxAge');
+  assertOptionalFunction(options.onRejected, 'outbox.onRejected');
+  return { attach: (host) => new DurableOutbox(host, options) };
+}
+
+/** `schedule`'s date, checked as the core client checks it. */
+function toIso(value: unknown): string {
+  const date = value instanceof Date || typeof value === 'number' || typeof value === 'string' ? new Date(value) : new Date(NaN);
+  if (Number.isNaN(date.getTime())) throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `date: ${JSON.stringify(value)} is not a date; pass a Date, epoch ms or ISO-8601 with an offset`);
+  return date.toISOString();
+}
+
+const sameEventlog = (entry: OutboxEntry, domain: string, pid: string): boolean => entry.event.domain === domain && entry.event.pid === pid;
+
+class DurableOutbox implements OutboxEngine {
+  readonly #host: OutboxHost;
+  readonly #maxBytes: number;
+  readonly #maxAge: number;
+  readonly #onRejected: ((rejection: OutboxRejection) => void) | undefined;
+  readonly #store;
+  readonly #channel: BroadcastChannel | undefined;
+  readonly #listeners = new Set<() => void>();
+  /** Callers of `publish(…, { ack: true })`, by event id. */
+  readonly #waiting = new Map<string, [(id: string) => void, (error: unknown) => void]>();
+  /** Entries stored by the gateway whose eventlog views may not show them yet. */
+  #acked: OutboxEntry[] = [];
+  /** Positions of queued or acked entries' events seen stored (acks, live events, fetches). */
+  readonly #positions = new Map<string, number>();
+  /** `seq`s settled or dropped here: a read of IndexedDB that overlapped their deletion does not bring them back. */
+  readonly #gone = new Set<number>();
+  readonly #lock = new AbortController();
+  #release: (() => void) | undefined;
+  #sender = false;
+  #closed = false;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #sending = false;
+  #again = false;
+  entries: readonly OutboxEntry[] = [];
+  rejections: readonly OutboxRejection[] = [];
+  readonly loaded: Promise<void>;
+
+  constructor(host: OutboxHost, options: OutboxOptions) {
+    this.#host = host;
+    this.#maxBytes = options.maxBytes ?? OUTBOX_DEFAULTS.maxBytes;
+    this.#maxAge = options.maxAge ?? OUTBOX_DEFAULTS.maxAge;
+    this.#onRejected = options.onRejected;
+    this.#store = openOutboxStore(host.name);
+    if (typeof BroadcastChannel !== 'undefined') {
+      this.#channel = new BroadcastChannel(`eventflow-outbox:${host.name}`);
+      this.#channel.onmessage = ({ data }: MessageEvent<Message>) => (data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, { details: data.error.details })));
+    }
+    this.loaded = this.#load();
+    host.client.onStateChange((state) => state === 'open' && this.#kick());
+    // One sender per origin: the tab holding the lock, until it closes. Without Web Locks every
+    // tab sends; that stays correct (ids make resends idempotent, each tab sends in order).
+    const locks = typeof navigator === 'undefined' ? undefined : navigator.locks;
+    if (!locks) this.#lead();
+    else {
+      locks
+        .request(`eventflow-outbox:${host.name}`, { signal: this.#lock.signal }, () => {
+          if (this.#closed) return undefined;
+          this.#lead();
+          return new Promise<void>((resolve) => (this.#release = resolve));
+        })
+        .catch((error: unknown) => this.#closed || host.report(error));
+    }
+  }
+
+  #lead(): void {
+    this.#sender = true;
+    this.#kick();
+  }
+
+  // ── queuing ─────────────────────────────────────────────────────────────────────────────
+
+  async enqueue(op: OutboxEntry['op'], input: unknown, options: OutboxPublishOptions = {}, date?: unknown): Promise<string> {
+    if (this.#closed) throw new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
+    assertEventInput(input);
+    const at = op === 'schedule' ? toIso(date) : undefined;
+    const { expectedVersion } = options;
+    if (expectedVersion !== undefined && !(Number.isInteger(expectedVersion) && expectedVersion >= 0)) {
+      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'options.expectedVersion: must be an integer ≥ 0');
+    }
+    const event = { ...input, id: input.id ?? generateEventId() };
+    const bytes = JSON.stringify(event).length;
+    await this.loaded; // entries of earlier pages count against the budget
+    const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
+    if (used + bytes > this.#maxBytes) {
+      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `the outbox holds ${used} of ${this.#maxBytes} bytes; ${event.id} (${bytes} bytes) was not queued: wait until it drains, drop entries, or raise outbox.maxBytes`, {
+        details: { maxBytes: this.#maxBytes, used, bytes },
+      });
+    }
+    const entry = { id: event.id, op, event, expectedVersion, at, queued: Date.now(), bytes };
+    const acked = options.ack ? new Promise<string>((resolve, reject) => this.#waiting.set(event.id, [resolve, reject])) : undefined;
+    try {
+      const seq = await this.#store.add(entry);
+      this.#update([...this.entries, { ...entry, seq }], [entry]);
+    } catch (error) {
+      this.#waiting.delete(event.id);
+      throw error;
+    }
+    this.#post({ type: 'changed' });
+    this.#kick();
+    return acked ?? event.id;
+  }
+
+  async drop(id: string): Promise<boolean> {
+    const entry = this.entries.find((queued) => queued.id === id);
+    if (!entry) return false;
+    this.#gone.add(entry.seq);
+    const found = await this.#store.delete(entry.seq);
+    this.#update(this.entries.filter((queued) => queued !== entry), [entry]);
+    this.#waiting.get(id)?.[1](new EventflowError('E_EVENTFLOW_ABORTED', `${id} was dropped from the outbox`));
+    this.#waiting.delete(id);
+    this.#post({ type: 'changed' });
+    return found;
+  }
+
+  dismiss(id?: string): void {
+    this.rejections = id === undefined ? [] : this.rejections.filter((rejection) => rejection.entry.id !== id);
+    this.#notify();
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  // ── optimistic state ────────────────────────────────────────────────────────────────────
+
+  overlay(domain: string, pid: string, state: State, position: number): [State, readonly OutboxEntry[]] {
+    const shown = (entry: OutboxEntry): boolean => {
+      const at = this.#positions.get(entry.id);
+      return at !== undefined && at <= position;
+    };
+    // An acked entry leaves the overlay only once the confirmed state holds it: no frame without it.
+    this.#acked = this.#acked.filter((entry) => !(sameEventlog(entry, domain, pid) && shown(entry)));
+    const pending = [...this.#acked, ...this.entries].filter((entry) => entry.op === 'publish' && sameEventlog(entry, domain, pid) && !shown(entry));
+    return [pending.reduce<State>((folded, entry) => applyEvent(folded, { data: entry.event.data }), state), pending];
+  }
+
+  /** An event seen stored (live, fetched): the entry with its id is confirmed at its position. */
+  seen(event: StoredEvent): void {
+    if (this.entries.some((entry) => entry.id === event.id) || this.#acked.some((entry) => entry.id === event.id)) this.#positions.set(event.id, event.position);
+  }
+
+  // ── sending ─────────────────────────────────────────────────────────────────────────────
+
+  /** Sends what is queued, oldest first, while this tab is the sender and connected (one run at a time). */
+  #kick(): void {
+    this.#again = true;
+    if (this.#sending) return;
+    this.#sending = true;
+    void (async () => {
+      try {
+        while (this.#again) {
+          this.#again = false;
+          await this.#sendAll();
+        }
+      } finally {
+        this.#sending = false;
+      }
+    })();
+  }
+
+  async #sendAll(): Promise<void> {
+    const { client } = this.#host;
+    for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open'; entry = this.entries[0]) {
+      if (Date.now() - entry.queued > this.#maxAge) {
+        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} waited in the outbox longer than ${this.#maxAge} ms and was not sent; publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
+        continue;
+      }
+      let position: number;
+      try {
+        const { event, at, expectedVersion } = entry;
+        position = (at === undefined ? await client.call('publish', { event, expectedVersion }) : await client.call('schedule', { at, event })).position;
+      } catch (error) {
+        if (isEventflowError(error) && !transient.has(error.code)) {
+          await this.#settle(entry, undefined, error);
+          continue;
+        }
+        clearTimeout(this.#retry);
+        if (!this.#closed) this.#retry = setTimeout(() => this.#kick(), OUTBOX_DEFAULTS.retryDelay);
+        return;
+      }
+      await this.#settle(entry, position);
+    }
+  }
+
+  /** Removes a sent (or expired) entry for every tab and records its outcome. */
+  async #settle(entry: OutboxEntry, position?: number, error?: EventflowError): Promise<void> {
+    this.#gone.add(entry.seq);
+    // Failing, it is sent again by the next sender, which its id makes harmless.
+    await this.#store.delete(entry.seq).catch(this.#host.report);
+    this.#post({ type: 'settled', entry, position, error: error && { code: error.code, message: error.message, details: error.details } });
+    this.#settled(entry, position, error);
+  }
+
+  #settled(entry: OutboxEntry, position: number | undefined, error: EventflowError | undefined): void {
+    this.#gone.add(entry.seq);
+    const waiting = this.#waiting.get(entry.id);
+    this.#waiting.delete(entry.id);
+    if (error) {
+      const rejection = { entry, error };
+      this.rejections = [...this.rejections, rejection].slice(-50);
+      waiting?.[1](error);
+      try {
+        this.#onRejected?.(rejection);
+      } catch (thrown) {
+        this.#host.report(thrown);
+      }
+    } else {
+      waiting?.[0](entry.id);
+      if (entry.op === 'publish' && position !== undefined) {
+        this.#positions.set(entry.id, Math.min(position, this.#positions.get(entry.id) ?? position));
+        this.#acked = [...this.#acked, entry].slice(-200);
+      }
+    }
+    this.#update(this.entries.filter((queued) => queued.seq !== entry.seq), [entry]);
+  }
+
+  // ── tabs and listeners ──────────────────────────────────────────────────────────────────
+
+  /** Reads the entries from IndexedDB (at start, and when another tab changed them). */
+  async #load(): Promise<void> {
+    try {
+      const stored = (await this.#store.all()).filter((entry) => !this.#gone.has(entry.seq));
+      this.#update(stored, [...this.entries, ...stored]);
+      this.#kick();
+    } catch (error) {
+      this.#host.report(error);
+    }
+  }
+
+  /** Replaces the entries; views of the eventlogs of `touched` are shown again. */
+  #update(entries: readonly OutboxEntry[], touched: ReadonlyArray<Pick<OutboxEntry, 'event'>>): void {
+    this.entries = entries;
+    const live = new Set([...this.entries, ...this.#acked].map((entry) => entry.id));
+    for (const id of this.#positions.keys()) if (!live.has(id)) this.#positions.delete(id);
+    const keys = new Map(touched.map(({ event }) => [`${event.domain}\u001f${event.pid}`, event]));
+    for (const { domain, pid } of keys.values()) this.#host.changed(domain, pid);
+    this.#notify();
+  }
+
+  #notify(): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        this.#host.report(error);
+      }
+    }
+  }
+
+  #post(message: Message): void {
+    if (!this.#closed) this.#channel?.postMessage(message);
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#lock.abort();
+    this.#release?.();
+    this.#channel?.close();
+    this.#store.close();
+    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the gateway acknowledged the event; it stays in the outbox and is sent by the next client'));
+    this.#waiting.clear();
+  }
+}
+
