@@ -89,8 +89,13 @@ async function viteBundle(entryCode, label, conditions) {
         sourcemap: false,
         minify: true,
         target: 'es2022',
-        lib: { entry, formats: ['es'], fileName: 'eventflow' },
+        // An application's build, not library mode: vite's lib mode with the `es` format keeps
+        // whitespace (to preserve pure annotations for a bundler downstream), which no application
+        // ships. The entry's exports are kept ('strict'), as an application's use of them would.
         rolldownOptions: {
+          input: entry,
+          preserveEntrySignatures: 'strict',
+          output: { format: 'es', entryFileNames: 'eventflow.js' },
           external: (id) => external.includes(id),
           onLog(level, log, handler) {
             if (level === 'warn' && log.code === 'EMPTY_BUNDLE') return;
