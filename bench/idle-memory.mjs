@@ -13,7 +13,7 @@ import { startServer } from './server-support.mjs';
 import { printEnvironment, writeResult } from './results.mjs';
 
 const CONNECTIONS = Number(process.env.BENCH_IDLE_CONNECTIONS ?? 10_000);
-const TARGET_KB = 20;
+const TARGET_KB = 10;
 printEnvironment('idle-memory');
 
 const kb = (bytes) => +(bytes / 1024).toFixed(2);
