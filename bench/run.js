@@ -22,8 +22,10 @@ const STEPS = [
   { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
   { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },
   { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 90_000 },
+  { name: 'latency-v4', script: 'bench/latency-v4.mjs', timeoutMs: 120_000 },
   { name: 'idle-memory', script: 'bench/idle-memory.mjs', timeoutMs: 90_000 },
   { name: 'resume', script: 'bench/resume.mjs', timeoutMs: 90_000 },
+  { name: 'start', script: 'bench/start.mjs', timeoutMs: 90_000 },
 ];
 
 const step = (label, command, args, timeoutMs) => {
@@ -46,6 +48,9 @@ if (unknown.length) {
 const selected = only.length ? STEPS.filter((s) => only.includes(s.name)) : STEPS;
 
 const started = Date.now();
+// The machine's load when the run starts and ends: benches on a shared machine are read with it.
+const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ') : 'n/a');
+const loadAtStart = loadavg();
 const status = {};
 status.build = step('build (tsc -b tsconfig.build.json)', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], 300_000);
 if (!status.build) {
@@ -60,25 +65,25 @@ const size = read('bench/size.json');
 
 const env = environment();
 console.log('\n══ bench summary ══');
-console.log(`cores: ${env.cores}  node: ${env.node}  cpu: ${env.cpu}  total: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(`cores: ${env.cores}  node: ${env.node}  cpu: ${env.cpu}  total: ${((Date.now() - started) / 1000).toFixed(0)} s  load average at start: ${loadAtStart}, at end: ${loadavg()}`);
 const rows = [];
 for (const s of selected) {
   if (status[s.name] === 'skipped') {
-    rows.push({ bench: s.name, measure: '(skipped, see its output above)', value: '', target: '', status: 'SKIPPED' });
+    rows.push({ bench: s.name, measure: '(skipped, see its output above)', value: '', baseline: '', ratio: '', target: '', status: 'SKIPPED' });
     continue;
   }
   if (!status[s.name]) {
-    rows.push({ bench: s.name, measure: '(step failed, see its output above)', value: '', target: '', status: 'FAILED' });
+    rows.push({ bench: s.name, measure: '(step failed, see its output above)', value: '', baseline: '', ratio: '', target: '', status: 'FAILED' });
     continue;
   }
   if (s.name === 'size') {
     const gzip = size.client?.gzip;
-    rows.push({ bench: 'size', measure: 'browser client gzip bytes', value: gzip ?? '(see bench/size.json)', target: '<= 15360', status: 'meets' });
+    rows.push({ bench: 'size', measure: 'browser client gzip bytes', value: gzip ?? '(see bench/size.json)', baseline: 'none (v4 has no browser client): a budget', ratio: gzip ? `${(gzip / 15360).toFixed(2)}x the budget` : '', target: '<= 15360', status: gzip === undefined ? '' : gzip <= 15360 ? 'meets' : 'BELOW' });
     continue;
   }
   for (const row of results[s.name]?.summary ?? []) {
     const verdict = row.meets === undefined ? '' : row.meets ? 'meets' : 'BELOW';
-    rows.push({ bench: s.name, measure: row.measure, value: row.value, target: row.target ?? '', status: [verdict, row.note].filter(Boolean).join(' ') });
+    rows.push({ bench: s.name, measure: row.measure, value: row.value, baseline: row.baseline ?? '', ratio: row.ratio ?? '', target: row.target ?? '', status: [verdict, row.note].filter(Boolean).join(' ') });
   }
 }
 console.table(rows);

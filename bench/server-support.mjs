@@ -5,10 +5,15 @@
 //   → { ready: true, port }                           once listening
 //   ← { cmd: 'memory' } → { memory }                  process.memoryUsage() after two full GCs (needs --expose-gc)
 //   ← { cmd: 'stop' }                                 closes and exits
-// BENCH_SERVER=gateway | relay | idle, BENCH_GATEWAY_CONFIG (JSON, merged over the defaults below).
-//   relay: every text frame a client sends is sent to every other client as is, and the sender
-//          gets back `ack` (a publisher can keep a window of frames in flight), like one publish
-//          fanned out to every subscriber, without storing anything.
+// BENCH_SERVER=gateway | ceiling | relay | idle, BENCH_GATEWAY_CONFIG (JSON, merged over the defaults below).
+//   ceiling: the Node ceiling for fan-out work. Every text frame a client sends is framed ONCE
+//          (ws's Sender.frame: header + the received bytes, unmasked, not copied) and the same two
+//          Buffers are written to every other client's TCP socket, corked on the first write of a
+//          tick and uncorked on process.nextTick (what the gateway does); the sender gets `ack`
+//          (a publisher can keep a window of frames in flight). No store, no protocol: what
+//          delivering one publish to every subscriber costs Node at the least.
+//   relay: the naive relay (kept as a labelled reference row): `client.send(string)` per client,
+//          so ws converts and frames the same frame once per subscriber.
 //   idle:  accepts connections and does nothing with them.
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -72,7 +77,7 @@ async function serve() {
   let close;
   let port;
   if (kind === 'gateway') {
-    const { startGateway } = await import('../gateway/dist/index.js');
+    const { startGateway } = await import('@eventflow/gateway');
     const dir = mkdtempSync(join(tmpdir(), 'eventflow-bench-'));
     const gateway = await startGateway({
       EVENTFLOW_PORT: 0,
@@ -85,10 +90,35 @@ async function serve() {
       await gateway.close();
       rmSync(dir, { recursive: true, force: true });
     };
-  } else if (kind === 'relay' || kind === 'idle') {
-    const { WebSocketServer } = await import('ws');
+  } else if (kind === 'relay' || kind === 'idle' || kind === 'ceiling') {
+    const { WebSocketServer, Sender } = await import('ws');
     const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, clientTracking: true });
     await new Promise((resolve) => wss.once('listening', resolve));
+    if (kind === 'ceiling') {
+      const corked = new Set();
+      const uncork = () => {
+        for (const socket of corked) socket.uncork();
+        corked.clear();
+      };
+      wss.on('connection', (socket) => {
+        socket.on('message', (data, isBinary) => {
+          // Encoded and framed once; `readOnly` lets ws use the received bytes as they are.
+          const [header, body] = Sender.frame(data, { fin: true, opcode: isBinary ? 2 : 1, mask: false, readOnly: true, rsv1: false });
+          for (const client of wss.clients) {
+            if (client === socket || client.readyState !== 1) continue;
+            const tcp = client._socket;
+            if (!corked.has(tcp)) {
+              if (corked.size === 0) process.nextTick(uncork);
+              corked.add(tcp);
+              tcp.cork();
+            }
+            tcp.write(header);
+            if (body.length) tcp.write(body);
+          }
+          socket.send('ack');
+        });
+      });
+    }
     if (kind === 'relay') {
       wss.on('connection', (socket) => {
         socket.on('message', (data, isBinary) => {
@@ -103,7 +133,7 @@ async function serve() {
       for (const client of wss.clients) client.terminate();
       await new Promise((resolve) => wss.close(resolve));
     };
-  } else throw new Error(`BENCH_SERVER must be gateway, relay or idle, not ${kind}`);
+  } else throw new Error(`BENCH_SERVER must be gateway, ceiling, relay or idle, not ${kind}`);
 
   process.on('message', async (message) => {
     if (message.cmd === 'memory') {

@@ -1,0 +1,125 @@
+#!/usr/bin/env node
+// bench start: how long the gateway process takes from spawn to listening on the embedded store,
+// and its RSS then.
+//   gateway:  `node gateway/dist/main.js` (the bin's code, as `npm start` runs it after its build
+//             check) with a fresh temp SQLite file and EVENTFLOW_PORT=0; timed from spawn() to the
+//             banner's `clients:` line on stdout (printed once it listens), then checked by a GET
+//             /healthz on the printed address. RSS: VmRSS of the process right after the banner.
+//   baseline: `node -e` starting an empty http server on port 0 and printing a line once it
+//             listens: the honest floor, Node itself starting and binding a port.
+// Alternating runs (default 7 of each), medians; each run bounded by a kill timeout.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gatewayMain } from './v4-support.mjs';
+import { printEnvironment, writeResult } from './results.mjs';
+
+const RUNS = Number(process.env.BENCH_START_RUNS ?? 7);
+const TIMEOUT_MS = 15_000;
+const TARGET_MS = 300;
+printEnvironment('start');
+
+const FLOOR = "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', function () { console.log('  clients:   ws://127.0.0.1:' + this.address().port + '/'); })";
+
+const rssKb = (pid) => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+};
+
+/** Spawns `args`, resolves with ms until the `clients:` line, the RSS then, and the port. */
+function timeStart(args, env) {
+  const childEnv = { ...process.env, ...env };
+  delete childEnv.NODE_OPTIONS;
+  const t0 = performance.now();
+  const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (chunk) => (err += chunk));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${args.join(' ')}: no "clients:" line within ${TIMEOUT_MS} ms\n${out}\n${err}`));
+    }, TIMEOUT_MS);
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const match = /clients:\s+ws:\/\/[^:]+:(\d+)\//.exec(out);
+      if (!match || child.listening) return;
+      child.listening = true;
+      const ms = performance.now() - t0;
+      const rss = rssKb(child.pid);
+      clearTimeout(timer);
+      resolve({ ms, rssKb: rss, port: Number(match[1]), stop });
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (!child.listening) reject(new Error(`${args.join(' ')} exited (${code ?? signal}) before listening\n${out}\n${err}`));
+    });
+  });
+}
+
+async function gatewayRun() {
+  const dir = mkdtempSync(join(tmpdir(), 'eventflow-bench-start-'));
+  try {
+    const run = await timeStart([gatewayMain], { EVENTFLOW_PORT: '0', EVENTFLOW_SQLITE_PATH: join(dir, 'start.db'), EVENTFLOW_LOG_LEVEL: 'warn' });
+    try {
+      const health = await fetch(`http://127.0.0.1:${run.port}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      if (!health.ok) throw new Error(`/healthz answered ${health.status}`);
+    } finally {
+      await run.stop();
+    }
+    return run;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function floorRun() {
+  const run = await timeStart(['-e', FLOOR], {});
+  await run.stop();
+  return run;
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+};
+
+// One of each first, not counted: the disk cache holds the files after it.
+await gatewayRun();
+await floorRun();
+const gateway = [];
+const floor = [];
+for (let i = 0; i < RUNS; i++) {
+  gateway.push(await gatewayRun());
+  floor.push(await floorRun());
+}
+const summarise = (runs) => ({
+  runs: runs.length,
+  medianMs: +median(runs.map((r) => r.ms)).toFixed(1),
+  minMs: +Math.min(...runs.map((r) => r.ms)).toFixed(1),
+  maxMs: +Math.max(...runs.map((r) => r.ms)).toFixed(1),
+  medianRssMb: +(median(runs.map((r) => r.rssKb)) / 1024).toFixed(1),
+});
+const g = summarise(gateway);
+const f = summarise(floor);
+console.log(`spawn → "clients:" line (listening), ${RUNS} alternating runs after one of each not counted`);
+console.table([
+  { process: 'gateway (gateway/dist/main.js, SQLite temp file)', ...g },
+  { process: 'baseline: node -e empty http server', ...f },
+]);
+console.log(`gateway start median ${g.medianMs} ms (target <= ${TARGET_MS} ms: ${g.medianMs <= TARGET_MS ? 'meets' : 'BELOW'} target), ${(g.medianMs / f.medianMs).toFixed(1)}x the floor; RSS ${g.medianRssMb} MB (floor ${f.medianRssMb} MB)`);
+writeResult('start', {
+  runs: RUNS, gateway: g, floor: f,
+  summary: [
+    { measure: 'gateway start → listening ms, SQLite (median)', value: `${g.medianMs} (${g.minMs}–${g.maxMs})`, baseline: `node -e http server ${f.medianMs}`, ratio: `${(g.medianMs / f.medianMs).toFixed(1)}x`, target: `<= ${TARGET_MS}`, meets: g.medianMs <= TARGET_MS },
+    { measure: 'gateway RSS MB at start', value: g.medianRssMb, baseline: `node -e http server ${f.medianRssMb}`, ratio: `${(g.medianRssMb / f.medianRssMb).toFixed(1)}x`, target: '' },
+  ],
+});
