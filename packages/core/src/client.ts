@@ -246,7 +246,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#wait(domain, pid, names, timeout, options) as Promise<EventOf<M, D>>;
   }
 
-  #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout: number | undefined, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void): Promise<StoredEvent> {
+  async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout: number | undefined, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void): Promise<StoredEvent> {
     const names = [outcomes].flat();
     this.#assertRegistrable(domain, pid, 'pid');
     names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
