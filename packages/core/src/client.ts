@@ -134,14 +134,17 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
   async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    assertNumber(options?.expectedVersion, 'options.expectedVersion', true);
-    return this.#field('publish', { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
+    return this.#write('publish', event, options);
   }
 
   /** Stores an event without routing it (v4's persist). */
   async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    return this.#write('persist', event, options);
+  }
+
+  async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
     assertNumber(options?.expectedVersion, 'options.expectedVersion', true);
-    return this.#field('persist', { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
+    return this.#field(op, { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -250,7 +253,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     const names = [outcomes].flat();
     this.#assertRegistrable(domain, pid, 'pid');
     names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
-    if (!names.length) throw invalid('names: must name at least one event');
+    if (!names.length) throw invalid(noNames);
     if (after !== undefined) assertIdentifier(after, 'after');
     assertNumber(timeout, 'timeout');
     assertSignal(signal);
@@ -283,7 +286,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
-    if (!Array.isArray(names) || !names.length) throw invalid('names: must be a non-empty array of event names');
+    if (!Array.isArray(names) || !names.length) throw invalid(noNames);
     names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
     return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
@@ -375,6 +378,8 @@ function withId(event: Partial<EventInput>): EventInput {
   assertEventInput(event);
   return { ...event, id: event.id ?? generateEventId() };
 }
+
+const noNames = 'names: must be a non-empty array of event names';
 
 /** ids, domains, pids… of the read and delete operations, checked before they are sent. */
 const identifierParams = 'id domain pid cpid eid eventId'.split(' ');

@@ -28,18 +28,17 @@ interface Lease {
   readonly handler: AbortController;
   /** Aborted when the delivery is gone for good (revoked, or the client is on another gateway): no settle then. */
   readonly gone: AbortController;
-  /** The gateway that issued it (`welcome.gateway`). */
-  readonly gateway: string | undefined;
   /** When the gateway revokes it unless extended (as far as the client knows). */
   deadline: number;
+  /** The running handler, then its settle. */
+  run?: Promise<void>;
 }
 
 export class Deliveries {
   readonly #send: Send;
   readonly #onError: (error: unknown) => void;
-  /** Open deliveries by id; the promise of each running handler (with its settle) by lease. */
+  /** Deliveries whose handler or settle is running, by id. */
   readonly #leases = new Map<string, Lease>();
-  readonly #running = new Map<Lease, Promise<void>>();
   #leaseMs = GATEWAY_LEASE_MS;
   #gateway: string | undefined;
 
@@ -50,15 +49,16 @@ export class Deliveries {
 
   /** A connection is open: before any request goes out on it, settles meant for another gateway are given up. */
   opened({ gateway, limits }: WelcomeFrame): void {
+    // Every open delivery came from the gateway of the previous connection.
+    if (gateway !== this.#gateway) for (const lease of this.#leases.values()) lease.gone.abort();
     this.#gateway = gateway;
     this.#leaseMs = limits.leaseMs ?? GATEWAY_LEASE_MS;
-    for (const lease of this.#leases.values()) if (lease.gateway !== gateway) lease.gone.abort();
   }
 
   /** The connection dropped: the gateway hands its open deliveries to other consumers. */
   lost(): void {
     const lost = new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'connection lost; the event will be redelivered');
-    for (const lease of this.#running.keys()) lease.handler.abort(lost);
+    for (const lease of this.#leases.values()) lease.handler.abort(lost);
   }
 
   /** The gateway took the delivery back (its lease expired). */
@@ -70,14 +70,15 @@ export class Deliveries {
 
   /** Runs `handler` for a delivery; without one (consumer removed, client closing) the event is released at once. */
   run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined): void {
-    const lease: Lease = { handler: new AbortController(), gone: new AbortController(), gateway: this.#gateway, deadline: Date.now() + this.#leaseMs };
+    const lease: Lease = { handler: new AbortController(), gone: new AbortController(), deadline: Date.now() + this.#leaseMs };
     const { signal } = lease.handler;
     const extend = async (ms?: number): Promise<{ ms: number }> => {
       const granted = await this.#send('extend', { delivery, ms });
       lease.deadline = Date.now() + granted.ms;
       return granted;
     };
-    const run = (async () => {
+    this.#leases.set(delivery, lease);
+    lease.run = (async () => {
       if (!handler) return this.#settle(delivery, lease, 'release');
       let error: Failure | undefined;
       try {
@@ -87,10 +88,7 @@ export class Deliveries {
       }
       // A handler that gave up because its delivery was lost has no outcome to report.
       if (!(error && signal.aborted)) await this.#settle(delivery, lease, error ? 'failed' : 'success', error);
-    })();
-    this.#leases.set(delivery, lease);
-    this.#running.set(lease, run);
-    void run.finally(() => this.#running.delete(lease) && this.#leases.delete(delivery));
+    })().finally(() => this.#leases.get(delivery) === lease && this.#leases.delete(delivery));
   }
 
   async #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release', error?: Failure): Promise<void> {
@@ -112,7 +110,7 @@ export class Deliveries {
   async drain(timeout: number): Promise<void> {
     const deadline = Date.now() + timeout;
     for (;;) {
-      const live = [...this.#running].filter(([{ handler }]) => !handler.signal.aborted).map(([, run]) => run);
+      const live = [...this.#leases.values()].filter(({ handler }) => !handler.signal.aborted).map(({ run }) => run);
       const left = deadline - Date.now();
       if (!live.length || left <= 0) return;
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -47,7 +47,8 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
 
 interface Pending {
   readonly frame: string;
-  readonly op: OperationName;
+  /** It spends the publish rate. */
+  readonly write: boolean;
   readonly resend: boolean;
   sent?: boolean;
   /** Whether the client was connected at some moment since the call (else a timeout is E_EVENTFLOW_OFFLINE). */
@@ -84,8 +85,6 @@ export class RequestManager {
   #rate = GATEWAY_MAX_PUBLISH_RATE;
   #tokens = 0;
   #refilledAt = 0;
-  /** Writes wait until then (a rate-limit answer said so). */
-  #writesAt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(send: (frame: string) => boolean, defaultTimeout: number) {
@@ -98,8 +97,19 @@ export class RequestManager {
     // browser bundle the whole schema set.
     return pending<Result<O>>(op, signal, (settle) => {
       const id = this.#nextId++;
-      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), op, resend, connected: this.#open, settle: settle as Settle };
-      const timer = setTimeout(() => settle(!request.connected ? offline(op, timeout) : new EventflowError('E_EVENTFLOW_REQUEST_TIMEOUT', `${op}: no answer from the gateway within ${timeout} ms`, { details: { op, timeout } })), timeout);
+      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: isWrite(op), resend, connected: this.#open, settle: settle as Settle };
+      // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
+      const timer = setTimeout(
+        () =>
+          settle(
+            new EventflowError(
+              request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
+              `${op}: ${request.connected ? 'no answer from the gateway within' : 'the client was not connected to the gateway during the whole'} ${timeout} ms`,
+              { details: { op, timeout } },
+            ),
+          ),
+        timeout,
+      );
       this.#pending.set(id, request);
       this.#pump();
       return () => {
@@ -116,7 +126,6 @@ export class RequestManager {
     // The gateway's bucket of a new connection is full.
     this.#tokens = this.#rate = maxPublishRate;
     this.#refilledAt = Date.now();
-    this.#writesAt = 0;
     for (const request of this.#pending.values()) request.connected = true;
     this.#pump();
   }
@@ -143,16 +152,16 @@ export class RequestManager {
   }
 
   /**
-   * A refusal the client's own pace caused: nothing was done, so the request waits to be sent
-   * again (in its place) instead of failing. True when it does.
+   * A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
+   * bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes again,
+   * in its place. True when it does.
    */
   #refusedForPace(request: Pending, { code, details }: ErrorFrame): boolean {
-    if (code === 'E_EVENTFLOW_RATE_LIMITED') this.#writesAt = Date.now() + Number(details?.retryAfterMs ?? 1000);
-    // A gateway with a lower in-flight limit than announced (or assumed): the window shrinks to what it took.
-    else if (code === 'E_EVENTFLOW_LIMIT_EXCEEDED' && details?.limit === 'EVENTFLOW_MAX_IN_FLIGHT') this.#window = Math.max(1, this.#onWire.size);
-    else return false;
-    request.sent = false;
-    return true;
+    if (code !== 'E_EVENTFLOW_RATE_LIMITED') return false;
+    // The bucket goes into debt: the next token comes after retryAfterMs.
+    this.#writeDelay();
+    this.#tokens = Math.min(this.#tokens, 1 - (Number(details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
+    return !(request.sent = false);
   }
 
   /** Sends waiting requests in call order while the window and the publish rate allow. */
@@ -162,10 +171,10 @@ export class RequestManager {
     for (const [id, request] of this.#pending) {
       if (!this.#open || this.#onWire.size >= this.#window) return;
       if (request.sent) continue;
-      const wait = isWrite(request.op) ? this.#writeDelay() : 0;
+      const wait = request.write ? this.#writeDelay() : 0;
       if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
       if (!this.#send(request.frame)) return;
-      if (isWrite(request.op) && this.#rate) this.#tokens--;
+      if (request.write) this.#tokens--;
       request.sent = true;
       this.#onWire.add(id);
     }
@@ -174,7 +183,6 @@ export class RequestManager {
   /** Ms until the next write may go (0: now). */
   #writeDelay(): number {
     const now = Date.now();
-    if (now < this.#writesAt) return this.#writesAt - now;
     if (!this.#rate) return 0;
     this.#tokens = Math.min(this.#rate, this.#tokens + ((now - this.#refilledAt) * this.#rate) / 1000);
     this.#refilledAt = now;
@@ -189,10 +197,6 @@ export class RequestManager {
     return this.#pending.size;
   }
 }
-
-/** A request that timed out waiting for a connection: the gateway never saw it (the catalog says what to do). */
-const offline = (op: string, timeout: number): EventflowError =>
-  new EventflowError('E_EVENTFLOW_OFFLINE', `${op}: the client was not connected to the gateway during the whole ${timeout} ms; the gateway never got it; retry once online`, { details: { op, timeout } });
 
 export function errorFromFrame({ code, message, details }: ErrorFrame): EventflowError {
   // A newer gateway may know codes this client does not; keep the original for diagnostics.
