@@ -35,7 +35,9 @@ export interface ConsumeContext {
   attempt: number;
   /**
    * Aborted when the delivery is lost: the connection dropped, or the lease expired (the gateway
-   * sent `revoked`). The gateway then redelivers the event and refuses this delivery's outcome.
+   * sent `revoked`). The gateway then redelivers the event. An outcome reached anyway is still sent
+   * (to the same gateway, within the lease); the gateway accepts it or answers
+   * E_EVENTFLOW_UNKNOWN_DELIVERY, which the client ends quietly.
    */
   signal: AbortSignal;
   /**
@@ -49,13 +51,13 @@ export interface ConsumeContext {
 export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;
 
 export interface ClientOptions {
-  /** Per-request timeout in ms (default 10 000). */
+  /** Per-request timeout in ms (default DEFAULT_REQUEST_TIMEOUT, 10 000; defaults.ts), counted from the call. Past it, E_EVENTFLOW_REQUEST_TIMEOUT, or E_EVENTFLOW_OFFLINE when the client was not connected at all meanwhile. */
   requestTimeout?: number;
-  /** Time allowed for the hello/welcome handshake in ms (default 10 000). */
+  /** Time allowed for the hello/welcome handshake in ms (default DEFAULT_HANDSHAKE_TIMEOUT, 10 000). */
   handshakeTimeout?: number;
-  /** Idle time in ms after which the client pings the gateway; a missed answer forces a reconnect (default 20 000, 0 disables). */
+  /** Idle time in ms after which the client pings the gateway; a missed answer forces a reconnect (default DEFAULT_HEARTBEAT_INTERVAL, 20 000; 0 disables). */
   heartbeatInterval?: number;
-  /** Reconnect backoff (defaults: 250 ms doubling up to 10 s, full jitter). */
+  /** Reconnect backoff (defaults DEFAULT_RECONNECT_*: 250 ms doubling up to 10 s, full jitter). */
   reconnect?: BackoffOptions;
   /** Shown in gateway logs. */
   clientName?: string;
@@ -79,7 +81,7 @@ export interface PublishOptions extends RequestOptions {
 export interface RequestEventOptions {
   /** Outcome names to wait for (default ['success', 'failed']). */
   outcomes?: string[];
-  /** Milliseconds to wait for the outcome once the wait is registered (default 10 000). */
+  /** Milliseconds to wait for the outcome once the wait is registered (default DEFAULT_WAIT_TIMEOUT, 10 000). */
   timeout?: number;
   signal?: AbortSignal;
 }

@@ -334,7 +334,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   /**
-   * Lets in-flight consume handlers finish and settle (up to `drainTimeout`, default 30 s), then
+   * Lets in-flight consume handlers finish and settle (up to `drainTimeout`, default DEFAULT_DRAIN_TIMEOUT, 30 s), then
    * closes. Deliveries arriving meanwhile are released to other consumers. Pending requests and
    * waits reject with E_EVENTFLOW_CLIENT_CLOSED.
    */
