@@ -4,7 +4,7 @@
  * connection stays open and nothing is stored. So does a request beyond the connection's limits
  * (limits.ts): requests in flight, subscriptions + consumers + waits, and the publish rate.
  */
-import { EventflowError, type OperationName, type Result, type ServerFrame, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, type OperationName, type Result, type ServerFrame, type StoredEvent, type Transport, type WelcomeFrame } from '@eventflow/core';
 import { clientFrame, describeIssues, isOperationName, operations, PROTOCOL_VERSION } from '@eventflow/core/protocol';
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
@@ -29,6 +29,8 @@ export interface SessionContext {
   readonly log: Logger;
   readonly metrics: GatewayMetrics;
   readonly maxFrameBytes: number;
+  /** Announced in `welcome.limits` beside maxFrameBytes, so that clients keep within them. */
+  readonly announced?: Omit<WelcomeFrame['limits'], 'maxFrameBytes'>;
   readonly maxBufferedBytes: number;
   /** Live events parked while replays run, per connection (EVENTFLOW_MAX_PARKED_BYTES); beyond, they are re-read from the store. */
   readonly maxParkedBytes: number;
@@ -630,7 +632,7 @@ export class Session implements Peer {
           connection: this.id,
           gateway: this.context.gatewayId,
           head,
-          limits: { maxFrameBytes: this.context.maxFrameBytes },
+          limits: { maxFrameBytes: this.context.maxFrameBytes, ...this.context.announced },
         }),
       (error: unknown) => {
         this.#log.error('store unavailable during handshake', { error });

@@ -2,6 +2,7 @@
  * Turns pushed values into an async iterator. Used for the async-iterator forms of listeners; a
  * bounded buffer drops the oldest values so that a slow reader cannot grow memory without limit.
  */
+import { DEFAULT_BUFFER_SIZE } from './defaults.js';
 export interface AsyncQueue<T> extends AsyncIterableIterator<T> {
   return(): Promise<IteratorResult<T>>;
   push(value: T): void;
@@ -10,7 +11,7 @@ export interface AsyncQueue<T> extends AsyncIterableIterator<T> {
 }
 
 /** `signal` aborting ends iteration like `return()`. */
-export const createAsyncQueue = <T>(onEnd: () => void, limit = 1024, signal?: AbortSignal): AsyncQueue<T> => {
+export const createAsyncQueue = <T>(onEnd: () => void, limit = DEFAULT_BUFFER_SIZE, signal?: AbortSignal): AsyncQueue<T> => {
   const buffer: T[] = [];
   /** The reader waiting in next(): its resolve and reject. */
   let waiting: [(result: IteratorResult<T>) => void, (error: unknown) => void] | undefined;

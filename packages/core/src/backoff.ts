@@ -1,4 +1,6 @@
-/** Reconnect timing. Defaults are documented in the README's client options table. */
+/** Reconnect timing. Defaults: defaults.ts (DEFAULT_RECONNECT_*), listed in the README's options table. */
+import { DEFAULT_RECONNECT_FACTOR, DEFAULT_RECONNECT_MAX_DELAY, DEFAULT_RECONNECT_MIN_DELAY } from './defaults.js';
+
 export interface BackoffOptions {
   /** First retry delay in ms (default 250). */
   minDelay?: number;
@@ -8,7 +10,7 @@ export interface BackoffOptions {
   factor?: number;
 }
 
-export const defaultBackoff: Required<BackoffOptions> = { minDelay: 250, maxDelay: 10_000, factor: 2 };
+export const defaultBackoff: Required<BackoffOptions> = { minDelay: DEFAULT_RECONNECT_MIN_DELAY, maxDelay: DEFAULT_RECONNECT_MAX_DELAY, factor: DEFAULT_RECONNECT_FACTOR };
 
 /**
  * "Full jitter" exponential backoff: a uniform pick in [min, cap], so that clients dropped by the
@@ -16,7 +18,7 @@ export const defaultBackoff: Required<BackoffOptions> = { minDelay: 250, maxDela
  */
 export const backoffDelay = (
   attempt: number,
-  // The defaults of `defaultBackoff`, repeated so that the bundle does not carry the object.
-  { minDelay = 250, maxDelay = 10_000, factor = 2 }: BackoffOptions = {},
+  // The constants rather than `defaultBackoff`, so that the bundle does not carry the object.
+  { minDelay = DEFAULT_RECONNECT_MIN_DELAY, maxDelay = DEFAULT_RECONNECT_MAX_DELAY, factor = DEFAULT_RECONNECT_FACTOR }: BackoffOptions = {},
   random: () => number = Math.random,
 ): number => Math.round(minDelay + random() * (Math.min(maxDelay, minDelay * factor ** Math.max(0, attempt)) - minDelay));

@@ -3,6 +3,7 @@
  * handshake, keeps it alive with a heartbeat, reconnects with exponential backoff and jitter, and
  * reports its state.
  */
+import { DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL } from './defaults.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { EventflowError, isEventflowError } from './errors.js';
 import type { ServerFrame, WelcomeFrame } from './protocol.js';
@@ -52,7 +53,7 @@ export const notify = <T>(listeners: Iterable<(value: T) => void>, value: T, onE
 
 export function createConnection(
   connector: Connector,
-  { handshakeTimeout = 10_000, heartbeatInterval = 20_000, reconnect, clientName, token }: ConnectionOptions,
+  { handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT, heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL, reconnect, clientName, token }: ConnectionOptions,
   handlers: ConnectionHandlers,
 ): Connection {
   const stateListeners = new Set<(state: ConnectionState) => void>();

@@ -29,6 +29,8 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'No matching outcome event arrived within the timeout. Raise the timeout or check that a consumer handles the process.',
   E_EVENTFLOW_REQUEST_TIMEOUT:
     'The gateway did not answer in time. Check that it is running and reachable; the request may or may not have taken effect (publish is idempotent, so retrying it is safe).',
+  E_EVENTFLOW_OFFLINE:
+    'The client had no connection to the gateway while the request waited to be sent (within its timeout), so the gateway never received it and nothing was done. Check the network and that the gateway runs; retry, or give the call a longer timeout (requestTimeout, options.timeout) to ride out short outages.',
   E_EVENTFLOW_ABORTED: 'The operation was aborted by its AbortSignal.',
   E_EVENTFLOW_CLIENT_CLOSED: 'The client was closed. Create a new client to continue.',
   E_EVENTFLOW_CONNECTION_FAILED:

@@ -2,40 +2,46 @@
  * The one error class of eventflow and its stable codes. What each code means and what to do
  * about it is in error-catalog.ts (kept apart so that the browser bundle does not carry the prose).
  */
-export const errorCodeNames = [
-  'E_EVENTFLOW_INVALID_INPUT',
-  'E_EVENTFLOW_INVALID_FRAME',
-  'E_EVENTFLOW_UNKNOWN_OPERATION',
-  'E_EVENTFLOW_PROTOCOL_VERSION',
-  'E_EVENTFLOW_HANDSHAKE_REQUIRED',
-  'E_EVENTFLOW_EVENT_NOT_FOUND',
-  'E_EVENTFLOW_DUPLICATE_ID',
-  'E_EVENTFLOW_REFERENCE_NOT_FOUND',
-  'E_EVENTFLOW_INVALID_DATE',
-  'E_EVENTFLOW_UNKNOWN_DELIVERY',
-  'E_EVENTFLOW_WAIT_TIMEOUT',
-  'E_EVENTFLOW_REQUEST_TIMEOUT',
-  'E_EVENTFLOW_ABORTED',
-  'E_EVENTFLOW_CLIENT_CLOSED',
-  'E_EVENTFLOW_CONNECTION_FAILED',
-  'E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE',
-  'E_EVENTFLOW_CONSUMER_HANDLER_MISSING',
-  'E_EVENTFLOW_CONSUMER_FAILED',
-  'E_EVENTFLOW_STORE_FAILED',
-  'E_EVENTFLOW_INTERNAL',
-  'E_EVENTFLOW_CONFIG',
-  'E_EVENTFLOW_LISTEN_FAILED',
-  'E_EVENTFLOW_STORE_UNAVAILABLE',
-  'E_EVENTFLOW_LIMIT_EXCEEDED',
-  'E_EVENTFLOW_RATE_LIMITED',
-  'E_EVENTFLOW_UNAUTHORIZED',
-  'E_EVENTFLOW_FORBIDDEN',
-  'E_EVENTFLOW_VERSION_CONFLICT',
-  'E_EVENTFLOW_OUTBOX_FULL',
-  'E_EVENTFLOW_OUTBOX_EXPIRED',
+/** The codes without their common prefix: each code is `E_EVENTFLOW_` and one of these (the bundle carries the prefix once). */
+const codeSuffixes = [
+  'INVALID_INPUT',
+  'INVALID_FRAME',
+  'UNKNOWN_OPERATION',
+  'PROTOCOL_VERSION',
+  'HANDSHAKE_REQUIRED',
+  'EVENT_NOT_FOUND',
+  'DUPLICATE_ID',
+  'REFERENCE_NOT_FOUND',
+  'INVALID_DATE',
+  'UNKNOWN_DELIVERY',
+  'WAIT_TIMEOUT',
+  'REQUEST_TIMEOUT',
+  'OFFLINE',
+  'ABORTED',
+  'CLIENT_CLOSED',
+  'CONNECTION_FAILED',
+  'CONSUMER_NAME_UNMAPPABLE',
+  'CONSUMER_HANDLER_MISSING',
+  'CONSUMER_FAILED',
+  'STORE_FAILED',
+  'INTERNAL',
+  'CONFIG',
+  'LISTEN_FAILED',
+  'STORE_UNAVAILABLE',
+  'LIMIT_EXCEEDED',
+  'RATE_LIMITED',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'VERSION_CONFLICT',
+  'OUTBOX_FULL',
+  'OUTBOX_EXPIRED',
 ] as const;
 
-export type ErrorCode = (typeof errorCodeNames)[number];
+export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;
+
+/** Every code, in catalog order. */
+export const errorCodeNames: readonly ErrorCode[] = codeSuffixes.map((suffix) => `E_EVENTFLOW_${suffix}` as const);
+
 
 export interface EventflowErrorOptions {
   cause?: unknown;

@@ -2,9 +2,11 @@
  * Refuses event data that JSON.stringify would not carry unchanged. Left alone, a BigInt throws a
  * raw TypeError, functions, symbols and Map contents vanish, NaN and Infinity become null, a Date
  * becomes a string, and a class instance loses its prototype: the stored event would not be what
- * the caller published. Kept apart from validate.ts so that each stays small and one job; the
- * messages are short because this ships in every browser bundle.
+ * the caller published. An own `__proto__` key is refused too (data-keys.ts says why), in the same
+ * walk. Kept apart from validate.ts so that each stays small and one job; the messages are short
+ * because this ships in every browser bundle.
  */
+import { FORBIDDEN_DATA_KEY, forbiddenKeyMessage } from './data-keys.js';
 
 /** Deeper data is refused at the client (the gateway may set a lower limit of its own). */
 export const DATA_MAX_DEPTH = 256;
@@ -14,9 +16,10 @@ const child = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(
 /**
  * Where `value` (found at `path`) stops being JSON, as "path: what is wrong", or undefined when it
  * is JSON. An `undefined` property is allowed (JSON drops it, which reads back as the same absent
- * property); `undefined` in an array, which would turn into null, is not.
+ * property); `undefined` in an array, which would turn into null, is not. `keys` is the path as
+ * the gateway names it (dotted, `list.2.__proto__`), for the `__proto__` message.
  */
-export function jsonProblem(value: unknown, path: string, ancestors: object[] = []): string | undefined {
+export function jsonProblem(value: unknown, path: string, ancestors: object[] = [], keys: Array<string | number> = [path]): string | undefined {
   const type = typeof value;
   if (type !== 'object' || value === null) {
     const why =
@@ -34,15 +37,25 @@ export function jsonProblem(value: unknown, path: string, ancestors: object[] = 
     : Array.isArray(object) || prototype === Object.prototype || prototype === null ? (Object.getOwnPropertySymbols(object).length ? 'symbol keys are not JSON' : '')
     : `a ${(object.constructor as { name?: string } | undefined)?.name || 'class instance'} is not JSON; convert it to a plain object, array or string`;
   if (why) return `${path}: ${why}`;
+  if (Object.hasOwn(object, FORBIDDEN_DATA_KEY)) return `${[...keys, FORBIDDEN_DATA_KEY].join('.')}: ${forbiddenKeyMessage}`;
   ancestors.push(object);
   let problem: string | undefined;
   if (Array.isArray(object)) {
     for (let i = 0; !problem && i < object.length; i++) {
       const item: unknown = object[i];
-      problem = item === undefined ? `${path}[${i}]: undefined in an array is not JSON (it would be stored as null)` : jsonProblem(item, `${path}[${i}]`, ancestors);
+      if (item === undefined) problem = `${path}[${i}]: undefined in an array is not JSON (it would be stored as null)`;
+      else {
+        keys.push(i);
+        problem = jsonProblem(item, `${path}[${i}]`, ancestors, keys);
+        keys.pop();
+      }
     }
   } else {
-    for (const key in object) if (!problem && Object.hasOwn(object, key)) problem = jsonProblem((object as Record<string, unknown>)[key], child(path, key), ancestors);
+    for (const key in object) if (!problem && Object.hasOwn(object, key)) {
+      keys.push(key);
+      problem = jsonProblem((object as Record<string, unknown>)[key], child(path, key), ancestors, keys);
+      keys.pop();
+    }
   }
   ancestors.pop();
   return problem;

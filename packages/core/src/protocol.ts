@@ -263,7 +263,26 @@ export const welcomeFrame = z.object({
   gateway: z.string(),
   /** The newest stored position when the connection was accepted. */
   head: position,
-  limits: z.object({ maxFrameBytes: z.int().check(z.positive()) }),
+  /**
+   * What the connection may use (limits.ts of the gateway), so that the client keeps within it.
+   * Only `maxFrameBytes` is always there: older gateways announced nothing else, and clients then
+   * assume the gateway's defaults.
+   */
+  limits: z.object({
+    maxFrameBytes: z.int().check(z.positive()),
+    /** EVENTFLOW_MAX_IN_FLIGHT: requests sent and not answered yet. */
+    maxInFlight: z.optional(z.int().check(z.positive())),
+    /** EVENTFLOW_MAX_SUBSCRIPTIONS: subscriptions + consumers + waits. */
+    maxSubscriptions: z.optional(z.int().check(z.positive())),
+    /** EVENTFLOW_MAX_PUBLISH_RATE: publish/persist/schedule per second, burst as many; 0 = unlimited. */
+    maxPublishRate: z.optional(count()),
+    /** EVENTFLOW_MAX_RECEIVE_RATE: bytes per second read from the connection; 0 = unlimited. */
+    maxReceiveRate: z.optional(count()),
+    /** EVENTFLOW_CONSUME_LEASE_MS: how long a delivery stays open without `extend`. */
+    leaseMs: z.optional(z.int().check(z.positive())),
+    /** EVENTFLOW_CONSUME_MAX_ATTEMPTS: deliveries of an event before it is a dead letter. */
+    maxAttempts: z.optional(z.int().check(z.positive())),
+  }),
 });
 
 export const resultFrame = z.object({

@@ -6,6 +6,7 @@
  * re-registers them with the state it keeps.
  */
 import { EventflowError, isErrorCode } from './errors.js';
+import { GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
 import type { ErrorFrame, OperationName, Params, Result, ResultFrame } from './protocol.js';
 
 export interface RequestOptions {
@@ -46,16 +47,45 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
 
 interface Pending {
   readonly frame: string;
+  /** It spends the publish rate. */
+  readonly write: boolean;
   readonly resend: boolean;
   sent?: boolean;
+  /** Whether the client was connected at some moment since the call (else a timeout is E_EVENTFLOW_OFFLINE). */
+  connected?: boolean;
   settle: Settle;
 }
 
+/** What the client keeps within, from `welcome.limits` (RequestManager.open). */
+export interface SendLimits {
+  maxInFlight?: number | undefined;
+  maxPublishRate?: number | undefined;
+}
+
+/** The operations that spend the connection's publish rate at the gateway. */
+const isWrite = (op: string): boolean => op === 'publish' || op === 'persist' || op === 'schedule';
+
+/**
+ * The pending requests and the send window. At most `maxInFlight` requests are on the wire (sent
+ * and not answered, counting those whose caller gave up: the gateway still counts them); later
+ * ones wait in the client, in call order, and go out as answers come back. Writes are paced by a
+ * token bucket like the gateway's (burst = rate, refilled continuously), and a write the gateway
+ * still refuses as rate limited is sent again after `retryAfterMs`, within its timeout. So a
+ * burst of calls never turns into E_EVENTFLOW_LIMIT_EXCEEDED or E_EVENTFLOW_RATE_LIMITED.
+ */
 export class RequestManager {
   #nextId = 1;
-  readonly #pending = new Map<unknown, Pending>();
+  readonly #pending = new Map<number, Pending>();
+  /** Ids on the wire of the current connection. */
+  readonly #onWire = new Set<number>();
   readonly #send: (frame: string) => boolean;
   readonly #defaultTimeout: number;
+  #open = false;
+  #window = GATEWAY_MAX_IN_FLIGHT;
+  #rate = GATEWAY_MAX_PUBLISH_RATE;
+  #tokens = 0;
+  #refilledAt = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(send: (frame: string) => boolean, defaultTimeout: number) {
     this.#send = send;
@@ -67,11 +97,21 @@ export class RequestManager {
     // browser bundle the whole schema set.
     return pending<Result<O>>(op, signal, (settle) => {
       const id = this.#nextId++;
-      const frame = JSON.stringify({ type: 'request', id, op, params });
-      const timer = setTimeout(() => settle(new EventflowError('E_EVENTFLOW_REQUEST_TIMEOUT', `${op}: no answer from the gateway within ${timeout} ms`, { details: { op, timeout } })), timeout);
-      const request: Pending = { frame, resend, settle: settle as Settle };
+      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: isWrite(op), resend, connected: this.#open, settle: settle as Settle };
+      // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
+      const timer = setTimeout(
+        () =>
+          settle(
+            new EventflowError(
+              request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
+              `${op}: ${request.connected ? 'no answer from the gateway within' : 'the client was not connected to the gateway during the whole'} ${timeout} ms`,
+              { details: { op, timeout } },
+            ),
+          ),
+        timeout,
+      );
       this.#pending.set(id, request);
-      request.sent = this.#send(frame);
+      this.#pump();
       return () => {
         clearTimeout(timer);
         this.#pending.delete(id);
@@ -79,29 +119,78 @@ export class RequestManager {
     });
   }
 
-  /** Sends what is waiting for a connection. */
-  flush(): void {
-    for (const pending of this.#pending.values()) pending.sent ||= this.#send(pending.frame);
+  /** A connection is open with these limits: what waits for it is sent, within them. */
+  open({ maxInFlight = GATEWAY_MAX_IN_FLIGHT, maxPublishRate = GATEWAY_MAX_PUBLISH_RATE }: SendLimits = {}): void {
+    this.#open = true;
+    this.#window = maxInFlight;
+    // The gateway's bucket of a new connection is full.
+    this.#tokens = this.#rate = maxPublishRate;
+    this.#refilledAt = Date.now();
+    for (const request of this.#pending.values()) request.connected = true;
+    this.#pump();
   }
 
   /** The connection dropped: resendable requests wait for the next one, the others fail. */
   lost(): void {
+    this.#open = false;
+    this.#onWire.clear();
     // Settling deletes from the map, which its iterator tolerates.
-    for (const pending of this.#pending.values()) {
-      if (pending.resend) pending.sent = false;
-      else if (pending.sent) pending.settle(connectionLost);
+    for (const request of this.#pending.values()) {
+      if (request.resend) request.sent = false;
+      else request.settle(connectionLost);
     }
   }
 
   /** Settles the request a frame answers (none when it was answered after its timeout or abort). */
   settle(frame: ResultFrame | ErrorFrame): void {
-    const pending = this.#pending.get(frame.id);
-    if (frame.type === 'result') pending?.settle(undefined, frame.result);
-    else pending?.settle(errorFromFrame(frame));
+    const id = frame.id as number;
+    this.#onWire.delete(id);
+    const request = this.#pending.get(id);
+    if (frame.type === 'result') request?.settle(undefined, frame.result);
+    else if (request && !this.#refusedForPace(request, frame)) request.settle(errorFromFrame(frame));
+    this.#pump();
+  }
+
+  /**
+   * A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
+   * bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes again,
+   * in its place. True when it does.
+   */
+  #refusedForPace(request: Pending, { code, details }: ErrorFrame): boolean {
+    if (code !== 'E_EVENTFLOW_RATE_LIMITED') return false;
+    // The bucket goes into debt: the next token comes after retryAfterMs.
+    this.#writeDelay();
+    this.#tokens = Math.min(this.#tokens, 1 - (Number(details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
+    return !(request.sent = false);
+  }
+
+  /** Sends waiting requests in call order while the window and the publish rate allow. */
+  #pump(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const [id, request] of this.#pending) {
+      if (!this.#open || this.#onWire.size >= this.#window) return;
+      if (request.sent) continue;
+      const wait = request.write ? this.#writeDelay() : 0;
+      if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
+      if (!this.#send(request.frame)) return;
+      if (request.write) this.#tokens--;
+      request.sent = true;
+      this.#onWire.add(id);
+    }
+  }
+
+  /** Ms until the next write may go (0: now). */
+  #writeDelay(): number {
+    const now = Date.now();
+    if (!this.#rate) return 0;
+    this.#tokens = Math.min(this.#rate, this.#tokens + ((now - this.#refilledAt) * this.#rate) / 1000);
+    this.#refilledAt = now;
+    return this.#tokens >= 1 ? 0 : Math.ceil(((1 - this.#tokens) * 1000) / this.#rate);
   }
 
   failAll(error: unknown): void {
-    for (const pending of this.#pending.values()) pending.settle(error);
+    for (const request of this.#pending.values()) request.settle(error);
   }
 
   get size(): number {

@@ -4,6 +4,7 @@
  * read again and retry. A module of its own, so that applications that do not import it do not
  * ship it.
  */
+import { DEFAULT_RETRY_FACTOR, DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, DEFAULT_RETRY_RETRIES } from './defaults.js';
 import { assertFunction, assertSignal } from './arguments.js';
 import { backoffDelay } from './backoff.js';
 import { isEventflowError } from './errors.js';
@@ -38,7 +39,7 @@ export async function retry<T>(attempt: (tryNumber: number) => Promise<T>, optio
   assertFunction(attempt, 'attempt');
   assertFunction(options?.shouldRetry, 'options.shouldRetry');
   assertSignal(options.signal, 'options.signal');
-  const { retries = 5, minDelay = 20, maxDelay = 1000, factor = 2, signal, shouldRetry } = options;
+  const { retries = DEFAULT_RETRY_RETRIES, minDelay = DEFAULT_RETRY_MIN_DELAY, maxDelay = DEFAULT_RETRY_MAX_DELAY, factor = DEFAULT_RETRY_FACTOR, signal, shouldRetry } = options;
   for (let tryNumber = 1; ; tryNumber++) {
     if (signal?.aborted) throw abortError('retry', signal);
     try {

@@ -3,7 +3,6 @@
  * named. They apply protocol.ts's rules without zod, which keeps zod out of the browser bundle;
  * a test holds them to the zod schemas, and the gateway validates every frame with those.
  */
-import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 import { EventflowError } from './errors.js';
 import { jsonProblem } from './json-check.js';
 import type { EventInput } from './protocol.js';
@@ -40,8 +39,6 @@ export function assertEventInput(event: unknown): asserts event is EventInput {
   if (event.data !== undefined && !isPlainObject(event.data)) throw invalid('event.data: must be a JSON object');
   const problem = jsonProblem(event.data, 'event.data');
   if (problem) throw invalid(problem);
-  const path = forbiddenKeyPath(event.data);
-  if (path) throw invalid(`${['event.data', ...path].join('.')}: ${forbiddenKeyMessage}`, { path: ['event', 'data', ...path] });
 }
 
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */

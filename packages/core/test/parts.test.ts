@@ -90,6 +90,7 @@ describe('ids', () => {
 describe('RequestManager', () => {
   it('times out with E_EVENTFLOW_REQUEST_TIMEOUT and aborts with E_EVENTFLOW_ABORTED', async () => {
     const requests = new RequestManager(() => true, 50);
+    requests.open();
     await expect(requests.request('ping', {})).rejects.toMatchObject({ code: 'E_EVENTFLOW_REQUEST_TIMEOUT' });
     const controller = new AbortController();
     const pending = requests.request('ping', {}, { signal: controller.signal, timeout: 10_000 });
@@ -102,13 +103,14 @@ describe('RequestManager', () => {
     const sent: string[] = [];
     let open = true;
     const requests = new RequestManager((frame) => (open ? (sent.push(frame), true) : false), 5_000);
+    requests.open();
     const resendable = requests.request('ping', {});
     const once = requests.request('ping', {}, {}, false);
     open = false;
     requests.lost();
     await expect(once).rejects.toBe(connectionLost);
     open = true;
-    requests.flush();
+    requests.open();
     expect(sent).toHaveLength(3);
     const id = JSON.parse(sent[2] ?? '{}').id as number;
     requests.settle({ type: 'result', id, result: {} });

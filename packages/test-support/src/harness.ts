@@ -26,6 +26,9 @@ export interface Harness {
   fence(client: EventflowClient<EventMap>, domain: string, name?: string): Promise<void>;
   /** Stops the gateway and starts a new one on the same port and database file. */
   restart(): Promise<Gateway>;
+  /** Stops the gateway only (an outage): `startGateway()` brings it back on the same port and file. */
+  stopGateway(): Promise<void>;
+  startGateway(): Promise<Gateway>;
   stop(): Promise<void>;
 }
 
@@ -94,6 +97,12 @@ export async function startHarness(config: GatewayEnv = {}): Promise<Harness> {
     },
     restart() {
       return temp.restart();
+    },
+    stopGateway() {
+      return temp.stop();
+    },
+    startGateway() {
+      return temp.start();
     },
     async stop() {
       await Promise.allSettled([...clients].map((client) => client.close()));

@@ -1,0 +1,96 @@
+/** The types of the client's API (client.ts): the application's event map, options, handles. */
+import type { BackoffOptions } from './backoff.js';
+import type { DeletedFrame, JsonObject, StoredEvent } from './protocol.js';
+import type { RequestOptions } from './requests.js';
+
+/** Describes the events of an application: domain → event name → data. Types only. */
+export type EventMap = Record<string, Record<string, JsonObject>>;
+export type DomainOf<M extends EventMap> = Extract<keyof M, string>;
+export type NameOf<M extends EventMap, D extends DomainOf<M>> = Extract<keyof M[D], string>;
+
+/** A stored event whose domain, name and data are typed by the application's EventMap. */
+export type EventflowEvent<M extends EventMap, D extends DomainOf<M>, N extends NameOf<M, D>> = Omit<StoredEvent, 'domain' | 'name' | 'data'> & {
+  domain: D;
+  name: N;
+  data: M[D][N];
+};
+/** The event type a subscription to (domain, name) receives; `*` gives the union of the domain's events. */
+export type EventOf<M extends EventMap, D extends DomainOf<M>, N extends NameOf<M, D> | '*' = '*'> = N extends NameOf<M, D>
+  ? EventflowEvent<M, D, N>
+  : { [K in NameOf<M, D>]: EventflowEvent<M, D, K> }[NameOf<M, D>];
+
+export type PublishInput<M extends EventMap, D extends DomainOf<M>, N extends NameOf<M, D>> = {
+  id?: string;
+  domain: D;
+  name: N;
+  pid: string;
+  data?: M[D][N];
+  rid?: string;
+};
+
+export type Listener<E> = (event: E) => void;
+
+export interface ConsumeContext {
+  /** 1 for the first delivery of this event, higher when it is redelivered. */
+  attempt: number;
+  /**
+   * Aborted when the delivery is lost: the connection dropped, or the lease expired (the gateway
+   * sent `revoked`). The gateway then redelivers the event. An outcome reached anyway is still sent
+   * (to the same gateway, within the lease); the gateway accepts it or answers
+   * E_EVENTFLOW_UNKNOWN_DELIVERY, which the client ends quietly.
+   */
+  signal: AbortSignal;
+  /**
+   * Extends the lease to `ms` from now (default: the gateway's EVENTFLOW_CONSUME_LEASE_MS, at most
+   * ten of them); call it while working longer than the lease. Resolves with the lease granted,
+   * rejects with E_EVENTFLOW_UNKNOWN_DELIVERY once the delivery is revoked.
+   */
+  extend(ms?: number): Promise<{ ms: number }>;
+}
+/** Resolving marks the event success; throwing (or rejecting) marks it failed. */
+export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;
+
+export interface ClientOptions {
+  /** Per-request timeout in ms (default DEFAULT_REQUEST_TIMEOUT, 10 000; defaults.ts), counted from the call. Past it, E_EVENTFLOW_REQUEST_TIMEOUT, or E_EVENTFLOW_OFFLINE when the client was not connected at all meanwhile. */
+  requestTimeout?: number;
+  /** Time allowed for the hello/welcome handshake in ms (default DEFAULT_HANDSHAKE_TIMEOUT, 10 000). */
+  handshakeTimeout?: number;
+  /** Idle time in ms after which the client pings the gateway; a missed answer forces a reconnect (default DEFAULT_HEARTBEAT_INTERVAL, 20 000; 0 disables). */
+  heartbeatInterval?: number;
+  /** Reconnect backoff (defaults DEFAULT_RECONNECT_*: 250 ms doubling up to 10 s, full jitter). */
+  reconnect?: BackoffOptions;
+  /** Shown in gateway logs. */
+  clientName?: string;
+  /** Credentials for a gateway with EVENTFLOW_AUTH=jwt: a JWT, or a callback asked for a fresh one before every (re)connect. */
+  token?: string | (() => string | Promise<string>);
+  /** Receives connection failures and exceptions thrown by listeners. Default: listener exceptions go to console.error. */
+  onError?: (error: unknown) => void;
+}
+
+export interface WaitOptions {
+  /** Also resolve with a matching event already stored after this event id. */
+  after?: string;
+  signal?: AbortSignal;
+}
+
+/** `publish`/`persist` options: `expectedVersion` fails the write with E_EVENTFLOW_VERSION_CONFLICT unless the eventlog of (domain, pid) holds exactly that many events. */
+export interface PublishOptions extends RequestOptions {
+  expectedVersion?: number;
+}
+
+export interface RequestEventOptions {
+  /** Outcome names to wait for (default ['success', 'failed']). */
+  outcomes?: string[];
+  /** Milliseconds to wait for the outcome once the wait is registered (default DEFAULT_WAIT_TIMEOUT, 10 000). */
+  timeout?: number;
+  signal?: AbortSignal;
+}
+
+export interface Subscription {
+  unsubscribe(): Promise<void>;
+}
+export interface Consumer {
+  remove(): Promise<void>;
+}
+
+export type Deleted = Omit<DeletedFrame, 'type'>;

@@ -1,0 +1,130 @@
+/**
+ * The consume side of the client: runs a handler per delivery, knows each delivery's lease, and
+ * settles it. A settle is never dropped: one refused for the client's own pace waits in the send
+ * window (requests.ts), and one cut off by a dropped connection is sent again on the next
+ * connection to the same gateway, for as long as the lease holds. It ends when the gateway
+ * answers, also with E_EVENTFLOW_UNKNOWN_DELIVERY (the delivery was revoked and the event went
+ * to a consumer again), when the lease has run out, or when the client reconnects to another
+ * gateway (delivery ids are a gateway's own).
+ */
+import { GATEWAY_LEASE_MS } from './defaults.js';
+import { EventflowError, isEventflowError } from './errors.js';
+import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
+import { connectionLost, type RequestOptions } from './requests.js';
+
+/** The client's ConsumeContext, as handlers see it (client.ts documents it). */
+export interface DeliveryContext {
+  attempt: number;
+  signal: AbortSignal;
+  extend(ms?: number): Promise<{ ms: number }>;
+}
+export type DeliveryHandler = (event: StoredEvent, context: DeliveryContext) => unknown;
+
+type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
+type Failure = { message: string; code?: string | undefined };
+
+interface Lease {
+  /** The handler's signal: aborted when the delivery is lost (connection dropped, or revoked). */
+  readonly handler: AbortController;
+  /** Aborted when the delivery is gone for good (revoked, or the client is on another gateway): no settle then. */
+  readonly gone: AbortController;
+  /** When the gateway revokes it unless extended (as far as the client knows). */
+  deadline: number;
+  /** The running handler, then its settle. */
+  run?: Promise<void>;
+}
+
+export class Deliveries {
+  readonly #send: Send;
+  readonly #onError: (error: unknown) => void;
+  /** Deliveries whose handler or settle is running, by id. */
+  readonly #leases = new Map<string, Lease>();
+  #leaseMs = GATEWAY_LEASE_MS;
+  #gateway: string | undefined;
+
+  constructor(send: Send, onError: (error: unknown) => void) {
+    this.#send = send;
+    this.#onError = onError;
+  }
+
+  /** A connection is open: before any request goes out on it, settles meant for another gateway are given up. */
+  opened({ gateway, limits }: WelcomeFrame): void {
+    // Every open delivery came from the gateway of the previous connection.
+    if (gateway !== this.#gateway) for (const lease of this.#leases.values()) lease.gone.abort();
+    this.#gateway = gateway;
+    this.#leaseMs = limits.leaseMs ?? GATEWAY_LEASE_MS;
+  }
+
+  /** The connection dropped: the gateway hands its open deliveries to other consumers. */
+  lost(): void {
+    const lost = new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'connection lost; the event will be redelivered');
+    for (const lease of this.#leases.values()) lease.handler.abort(lost);
+  }
+
+  /** The gateway took the delivery back (its lease expired). */
+  revoked(delivery: string): void {
+    const lease = this.#leases.get(delivery);
+    lease?.handler.abort();
+    lease?.gone.abort();
+  }
+
+  /** Runs `handler` for a delivery; without one (consumer removed, client closing) the event is released at once. */
+  run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined): void {
+    const lease: Lease = { handler: new AbortController(), gone: new AbortController(), deadline: Date.now() + this.#leaseMs };
+    const { signal } = lease.handler;
+    const extend = async (ms?: number): Promise<{ ms: number }> => {
+      const granted = await this.#send('extend', { delivery, ms });
+      lease.deadline = Date.now() + granted.ms;
+      return granted;
+    };
+    this.#leases.set(delivery, lease);
+    lease.run = (async () => {
+      if (!handler) return this.#settle(delivery, lease, 'release');
+      let error: Failure | undefined;
+      try {
+        await handler(event, { attempt, signal, extend });
+      } catch (cause) {
+        error = describeFailure(cause);
+      }
+      // A handler that gave up because its delivery was lost has no outcome to report.
+      if (!(error && signal.aborted)) await this.#settle(delivery, lease, error ? 'failed' : 'success', error);
+    })().finally(() => this.#leases.get(delivery) === lease && this.#leases.delete(delivery));
+  }
+
+  async #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release', error?: Failure): Promise<void> {
+    const { signal } = lease.gone;
+    for (let left; !signal.aborted && (left = lease.deadline - Date.now()) > 0; ) {
+      try {
+        return void (await this.#send('settle', { delivery, outcome, error }, { timeout: left, signal }));
+      } catch (cause) {
+        // Lost with its connection: sent again (it waits for the next one in the send window).
+        if (cause === connectionLost) continue;
+        // Gone (unknown delivery, lease over, client closed): the gateway decides the event's fate.
+        if (!isEventflowError(cause) || !settleEnds.test(cause.code)) this.#onError(cause);
+        return;
+      }
+    }
+  }
+
+  /** Waits up to `timeout` ms for handlers whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
+  async drain(timeout: number): Promise<void> {
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const live = [...this.#leases.values()].filter(({ handler }) => !handler.signal.aborted).map(({ run }) => run);
+      const left = deadline - Date.now();
+      if (!live.length || left <= 0) return;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled(live), new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, 100))))]);
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Answers that end a settle's retries without anything to report. */
+const settleEnds = /_(UNKNOWN_DELIVERY|REQUEST_TIMEOUT|OFFLINE|ABORTED|CLIENT_CLOSED)$/;
+
+function describeFailure(cause: unknown): Failure {
+  const isError = cause instanceof Error;
+  const code = isError ? (cause as { code?: unknown }).code : undefined;
+  return { message: (isError ? cause.message : String(cause)).slice(0, 4096), code: typeof code === 'string' ? code.slice(0, 128) : undefined };
+}
