@@ -4,9 +4,9 @@
  */
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
-import { actions, type Action } from './auth.js';
-import { parseAllowedOrigins } from './limits.js';
-import type { MysqlStoreOptions } from './store/mysql.js';
+import { actions, type Action } from './connection/auth.js';
+import { parseAllowedOrigins } from './connection/limits.js';
+import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
 import { describeConfigIssue, expected } from './config-issues.js';
 import { readV4Environment } from './v4-env.js';

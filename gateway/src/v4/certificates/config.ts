@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
-import { CertificateError } from './certificate-errors.js';
+import { CertificateError } from './errors.js';
 
 export const CERTIFICATE_ALGORITHMS = [
   'EdDSA:Ed448',

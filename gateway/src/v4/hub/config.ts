@@ -2,16 +2,16 @@
  * Settings of the v4-compatible hub: one zod schema over EVENTFLOW_* environment variables, with v4's
  * keys and defaults (eventflow-v4.md §1.4) plus our own lease settings. An invalid value fails at
  * parse time with E_EVENTFLOW_CONFIG naming the variable; the EVENTFLOW_CERT_* variables are checked
- * by the certificate module's own schema (certificate-config.ts), reported under their variable names.
+ * by the certificate module's own schema (../certificates/config.ts), reported under their variable names.
  */
 import { isIPv4 } from 'node:net';
 import { z } from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
-import { configSchema } from '../config.js';
-import { describeConfigIssue, expected } from '../config-issues.js';
-import { readV4Environment } from '../v4-env.js';
-import type { MysqlStoreOptions } from '../store/mysql.js';
-import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig } from './certificate-config.js';
+import { configSchema } from '../../config.js';
+import { describeConfigIssue, expected } from '../../config-issues.js';
+import { readV4Environment } from '../../v4-env.js';
+import type { MysqlStoreOptions } from '../../store/mysql/mysql.js';
+import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig } from '../certificates/config.js';
 
 /**
  * The longest NAME for which every generated ID fits VARCHAR(64): the pid part (§1.3, core's
@@ -99,7 +99,7 @@ export function parseHubConfig(env: HubEnv = process.env): HubConfig {
     const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
     certificates = parseCertificateConfig(certificateConfigFromEnv(strings));
   } catch (error) {
-    // certificate-config.ts names its keys (CERT_…); the variables are EVENTFLOW_CERT_….
+    // ../certificates/config.ts names its keys (CERT_…); the variables are EVENTFLOW_CERT_….
     if (error instanceof EventflowError) throw new EventflowError('E_EVENTFLOW_CONFIG', error.message.replace(/(?<![A-Z_])CERT_/g, 'EVENTFLOW_CERT_'), { cause: error });
     throw error;
   }

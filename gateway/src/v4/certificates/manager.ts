@@ -12,14 +12,14 @@
  *   holds it, so a rotation happens once and everyone else adopts the new row. A stored
  *   certificate not signed by its current issuer (left behind by a root or intermediate rotation)
  *   is retired and re-issued, which is v4's in-process cascade made idempotent.
- * - Trust bundle: the active root plus still-valid roots retired by rotation (certificate-trust.ts).
+ * - Trust bundle: the active root plus still-valid roots retired by rotation (trust.ts).
  * - The database stays the source of truth under the lock; the cache only saves decryption.
  */
 import type { Pool } from 'mysql2/promise';
 import { EventflowError } from '@eventflow/core';
-import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig, type CertificateConfigInput } from './certificate-config.js';
-import { open, seal } from './certificate-envelope.js';
-import { CertificateError } from './certificate-errors.js';
+import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig, type CertificateConfigInput } from './config.js';
+import { open, seal } from './envelope.js';
+import { CertificateError } from './errors.js';
 import {
   ROOT_ID,
   createIntermediateCertificate,
@@ -28,7 +28,7 @@ import {
   isIssuedBy,
   type IssuedCertificate,
   type ProfileOptions,
-} from './certificate-profiles.js';
+} from './profiles.js';
 import {
   persistCertificate,
   readActiveCertificatePems,
@@ -37,8 +37,8 @@ import {
   revokeCertificate,
   withCertificateLock,
   type CertificateRow,
-} from './certificate-store.js';
-import { EXPIRY_MARGIN_MS, selectTrustedRoots } from './certificate-trust.js';
+} from './store.js';
+import { EXPIRY_MARGIN_MS, selectTrustedRoots } from './trust.js';
 
 /** One certificate as v4's getChain() returns it: notAfter, PEM, encrypted PKCS#8 PEM, passphrase. */
 export type CertificateEntry = IssuedCertificate;

@@ -4,7 +4,7 @@
  * bundle instead: the active root plus every earlier root that is still within its validity and
  * was retired by a rotation rather than revoked on purpose.
  */
-import type { CertificateHistoryRow } from './certificate-store.js';
+import type { CertificateHistoryRow } from './store.js';
 
 /** A certificate counts as expired this long before its notAfter (v4: 10 minutes). */
 export const EXPIRY_MARGIN_MS = 10 * 60_000;

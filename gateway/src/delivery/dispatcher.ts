@@ -18,10 +18,10 @@
  * so once a position is visible every lower one is too.
  */
 import type { StoredEvent } from '@eventflow/core';
-import type { RouteTarget, Router } from './router/router.js';
-import type { EventStore, Outcome } from './store/store.js';
-import type { Logger } from './log.js';
-import { noMetrics, type GatewayMetrics } from './metrics.js';
+import type { RouteTarget, Router } from '../router/router.js';
+import type { EventStore, Outcome } from '../store/store.js';
+import type { Logger } from '../log.js';
+import { noMetrics, type GatewayMetrics } from '../metrics.js';
 
 /** What the dispatcher needs from a connection. */
 export interface Peer {

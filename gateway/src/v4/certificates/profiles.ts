@@ -7,8 +7,8 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { X509Certificate, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, randomInt, sign, type KeyObject } from 'node:crypto';
-import type { CertificateAlgorithm, CertificateHash } from './certificate-config.js';
-import { authorityKeyIdentifierValue, nameConstraintsValue } from './certificate-der.js';
+import type { CertificateAlgorithm, CertificateHash } from './config.js';
+import { authorityKeyIdentifierValue, nameConstraintsValue } from './der.js';
 
 export const ROOT_ID = 'EVENTFLOW-ROOT-CA';
 /** userId, the only attribute of every subject (OpenSSL's `UID`). */

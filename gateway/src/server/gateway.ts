@@ -9,26 +9,26 @@ import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from './config.js';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
-import { createAuthenticator } from './auth.js';
-import { Dispatcher } from './dispatcher.js';
-import { handlers } from './handlers.js';
+import { createAuthenticator } from '../connection/auth.js';
+import { Dispatcher } from '../delivery/dispatcher.js';
+import { handlers } from '../connection/handlers.js';
 import { answerPlain, guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade, requestPath } from './http-guard.js';
-import { originAllowed } from './limits.js';
-import { ConditionLog } from './condition-log.js';
-import { createLogger, type LogDestination, type Logger } from './log.js';
-import { noMetrics, PrometheusMetrics } from './metrics.js';
-import { checkReadiness, hubConnections } from './readiness.js';
-import { LocalRouter } from './router/local.js';
-import type { Router } from './router/router.js';
-import { Scheduler } from './scheduler.js';
+import { originAllowed } from '../connection/limits.js';
+import { ConditionLog } from '../condition-log.js';
+import { createLogger, type LogDestination, type Logger } from '../log.js';
+import { noMetrics, PrometheusMetrics } from '../metrics.js';
+import { checkReadiness, hubConnections } from '../readiness.js';
+import { LocalRouter } from '../router/local.js';
+import type { Router } from '../router/router.js';
+import { Scheduler } from '../delivery/scheduler.js';
 import { throttleReceiving } from './receive-budget.js';
-import { BINARY_FRAME, Session } from './session.js';
+import { BINARY_FRAME, Session } from '../connection/session.js';
 import { serveStatic } from './static.js';
-import { listenFailed, storeUnavailable } from './startup-failure.js';
-import { SqliteStore } from './store/sqlite.js';
-import type { EventStore } from './store/store.js';
+import { listenFailed, storeUnavailable } from '../startup-failure.js';
+import { SqliteStore } from '../store/sqlite/sqlite.js';
+import type { EventStore } from '../store/store.js';
 
 export interface Gateway {
   readonly id: string;
@@ -184,7 +184,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     dependencies.store ??
     // mysql2 is loaded only for a MySQL store: the embedded default starts without it.
     (settings.EVENTFLOW_STORE === 'mysql'
-      ? new (await import('./store/mysql.js')).MysqlStore(mysqlOptions(settings))
+      ? new (await import('../store/mysql/mysql.js')).MysqlStore(mysqlOptions(settings))
       : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
   try {
@@ -194,7 +194,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     throw dependencies.store ? error : storeUnavailable(error, storeTarget(settings));
   }
   // The v4 wing (hub router, certificates, @peculiar/x509) is loaded only when configured: the common path starts without it.
-  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('./mesh.js')).joinMesh(settings, config, store, id, log);
+  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
   const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);

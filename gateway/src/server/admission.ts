@@ -10,10 +10,10 @@
  * refusing new upgrades at that bound would let anyone who holds it lock everybody out; instead the
  * oldest unauthenticated connection is closed with 1013 (try again later) to make room. Holding
  * the bound then takes opening connections faster than a client sends its `hello`. Unauthenticated
- * connections also time out (EVENTFLOW_AUTH_TIMEOUT_MS, session.ts).
+ * connections also time out (EVENTFLOW_AUTH_TIMEOUT_MS, connection/session.ts).
  */
 import type { EventflowError } from '@eventflow/core';
-import { limitExceeded } from './limits.js';
+import { limitExceeded } from '../connection/limits.js';
 
 /** A connection as admission sees it. */
 export interface Admitted {

@@ -12,7 +12,7 @@
  *   - eventflow_schedule: the due time with milliseconds; v4's `event_scheduled.scheduled` is a
  *     DATETIME of whole seconds, so it holds the due time rounded up (nothing fires early).
  *   - eventflow_dead_letter: events failed because their last delivery attempt was not settled
- *     (consume leases, see dispatcher.ts); v4's `failed` column is set as well.
+ *     (consume leases, see delivery/dispatcher.ts); v4's `failed` column is set as well.
  * Also here: the two statements on the sequence row that every position assignment uses.
  */
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';

@@ -1,17 +1,17 @@
 /**
- * Joining an eventflow v4 hub mesh (EVENTFLOW_ROUTER=hubs). server.ts imports this module only when
+ * Joining an eventflow v4 hub mesh (EVENTFLOW_ROUTER=hubs). server/gateway.ts imports this module only when
  * the mesh is configured, so that a gateway on the embedded store never loads the certificate stack
  * (@peculiar/x509, reflect-metadata) or the hub router.
  */
 import { createPool, type Pool } from 'mysql2/promise';
-import { mysqlOptions, type GatewayConfig } from './config.js';
-import { CertificateManager } from './hub/certificates.js';
-import { certificateConfigFromEnv } from './hub/certificate-config.js';
-import type { Logger } from './log.js';
-import { HubRouter } from './router/hubs.js';
-import type { GatewaySettings } from './server.js';
-import type { EventStore } from './store/store.js';
-import { setSessionOnConnect } from './store/mysql-statements.js';
+import { mysqlOptions, type GatewayConfig } from '../config.js';
+import { CertificateManager } from './certificates/manager.js';
+import { certificateConfigFromEnv } from './certificates/config.js';
+import type { Logger } from '../log.js';
+import { HubRouter } from './mesh-router.js';
+import type { GatewaySettings } from '../server/gateway.js';
+import type { EventStore } from '../store/store.js';
+import { setSessionOnConnect } from '../store/mysql/statements.js';
 
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
 export async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {

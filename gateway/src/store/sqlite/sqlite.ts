@@ -5,15 +5,15 @@
  *
  * Times are ISO-8601 UTC text with milliseconds, so comparing text compares time.
  */
-import { ensureDirectory } from './ensure-dir.js';
+import { ensureDirectory } from '../ensure-dir.js';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
-import { GroupCommit } from './group-commit.js';
-import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer.js';
-import { isSameEvent } from './same-event.js';
-import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
-import type { DeadLetter } from './store.js';
+import { GroupCommit } from '../group-commit.js';
+import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+import { isSameEvent } from '../same-event.js';
+import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from '../store.js';
+import type { DeadLetter } from '../store.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */

@@ -8,7 +8,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from './log.js';
+import type { Logger } from '../log.js';
 
 /**
  * The path of a request-target (origin-form `/a?b`, absolute-form `http://h/a`, `*`), or

@@ -4,7 +4,7 @@
  * pool's `timezone` setting.
  */
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { CertificateError } from './certificate-errors.js';
+import { CertificateError } from './errors.js';
 
 /** The MySQL named lock every v4 component takes around certificate creation and rotation. */
 export const CERTIFICATE_LOCK = 'eventflow:certificates';

@@ -3,9 +3,9 @@
  * (EVENTFLOW_HUB_*, EVENTFLOW_MYSQL_*, EVENTFLOW_CERT_*) until SIGINT or SIGTERM.
  */
 import { Hub } from './hub.js';
-import { parseHubConfig, type HubEnv } from './hub-config.js';
-import { stopOnSignals } from '../shutdown.js';
-import { explainStartupFailure } from '../startup-failure.js';
+import { parseHubConfig, type HubEnv } from './config.js';
+import { stopOnSignals } from '../../shutdown.js';
+import { explainStartupFailure } from '../../startup-failure.js';
 
 /** Starts the hub and stops it on SIGINT/SIGTERM, also one that comes while it starts; exits the process with 3–5 if it cannot start. */
 export async function runHubCli(env: HubEnv = process.env): Promise<Hub | undefined> {

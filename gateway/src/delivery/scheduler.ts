@@ -7,7 +7,7 @@
  * it, and the row is settled success (routed) or failed.
  */
 import type { StoredEvent } from '@eventflow/core';
-import type { EventStore } from './store/store.js';
+import type { EventStore } from '../store/store.js';
 
 /** setTimeout cannot wait longer than 2^31-1 ms. */
 const MAX_TIMER = 2 ** 31 - 1;

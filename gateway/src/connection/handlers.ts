@@ -1,7 +1,7 @@
 /** What the gateway does for each request operation of the protocol. */
 import { EventflowError, generateEventId, isEventflowError, type EventInput, type StoredEvent } from '@eventflow/core';
 import type { Handlers, Session } from './session.js';
-import type { NewEvent } from './store/store.js';
+import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
 
 function toNewEvent(event: EventInput): NewEvent {

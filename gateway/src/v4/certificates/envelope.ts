@@ -5,8 +5,8 @@
  * sealed separately, each with its own salt and IV.
  */
 import { createCipheriv, createDecipheriv, pbkdf2, randomBytes, type CipherGCMTypes } from 'node:crypto';
-import type { EnvelopeConfig } from './certificate-config.js';
-import { CertificateError } from './certificate-errors.js';
+import type { EnvelopeConfig } from './config.js';
+import { CertificateError } from './errors.js';
 
 export interface Sealed {
   data: Buffer;

@@ -13,8 +13,8 @@
  * - `online` is forwarded as received to every connected socket, but only when the sender's
  *   certificate is the announced hub's own (§11 C19: v4 let any client redirect every spoke). Hubs,
  *   v4's and ours, always announce themselves with their own leaf.
- * - Scheduled events fire (§9.5 never did): ../scheduler.ts. Stuck claims are redelivered after a
- *   lease: hub-sweeper.ts. A peer's false "quit" mark on this hub's row is undone (§11 C18).
+ * - Scheduled events fire (§9.5 never did): ../../delivery/scheduler.ts. Stuck claims are redelivered after a
+ *   lease: sweeper.ts. A peer's false "quit" mark on this hub's row is undone (§11 C18).
  *
  * Unchanged on purpose: subscriptions live in memory per socket; the winner of the routing claim
  * reaches only its own sockets, which is why spokes (and gateways) connect to every online hub.
@@ -22,18 +22,18 @@
 import type { AddressInfo, Socket } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { createPool, type Pool } from 'mysql2/promise';
-import { setSessionOnConnect } from '../store/mysql-statements.js';
+import { setSessionOnConnect } from '../../store/mysql/statements.js';
 import { EventflowError, type StoredEvent } from '@eventflow/core';
-import { createLogger, type Logger } from '../log.js';
-import { MysqlStore } from '../store/mysql.js';
-import { CertificateManager } from './certificates.js';
-import { clientTlsOptions, hubServerTlsOptions, peerCertificateId } from './certificate-tls.js';
-import { ClientReader, RecordDecoder, STX, encodeRecord } from './codec.js';
-import { generateHubId, parseHubConfig, type HubConfig, type HubEnv } from './hub-config.js';
-import { HubRegistry } from './hub-registry.js';
-import { Scheduler } from '../scheduler.js';
-import { HubSweeper } from './hub-sweeper.js';
-import { asciiText, persistHub, persistLog, readOnlineHubs, restoreHubOnline, updateHubToQuit, type HubRow } from './hub-store.js';
+import { createLogger, type Logger } from '../../log.js';
+import { MysqlStore } from '../../store/mysql/mysql.js';
+import { CertificateManager } from '../certificates/manager.js';
+import { clientTlsOptions, hubServerTlsOptions, peerCertificateId } from '../certificates/tls.js';
+import { ClientReader, RecordDecoder, STX, encodeRecord } from '../codec.js';
+import { generateHubId, parseHubConfig, type HubConfig, type HubEnv } from './config.js';
+import { HubRegistry } from './registry.js';
+import { Scheduler } from '../../delivery/scheduler.js';
+import { HubSweeper } from './sweeper.js';
+import { asciiText, persistHub, persistLog, readOnlineHubs, restoreHubOnline, updateHubToQuit, type HubRow } from './store.js';
 
 export interface HubOptions {
   config: HubConfig;

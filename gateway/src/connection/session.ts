@@ -9,15 +9,15 @@ import { clientFrame, describeIssues, isOperationName, operations, PROTOCOL_VERS
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { allows, allowsAny, denied, rules, type Action, type Authenticator, type Authorization } from './auth.js';
-import type { Dispatcher, Peer } from './dispatcher.js';
+import type { Dispatcher, Peer } from '../delivery/dispatcher.js';
 import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
 import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from './limits.js';
-import type { LogFields, Logger } from './log.js';
-import type { GatewayMetrics } from './metrics.js';
-import { ConditionLog, type ConditionLevel } from './condition-log.js';
-import { logRefusal } from './refusal-log.js';
-import type { EventStore } from './store/store.js';
-import type { Router } from './router/router.js';
+import type { LogFields, Logger } from '../log.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { ConditionLog, type ConditionLevel } from '../condition-log.js';
+import { logRefusal } from '../refusal-log.js';
+import type { EventStore } from '../store/store.js';
+import type { Router } from '../router/router.js';
 import { ConnectionRights } from './rights.js';
 import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
 
@@ -38,7 +38,7 @@ export interface SessionContext {
    * without a valid token this long after it opened is closed with 4408.
    */
   readonly authTimeout?: number;
-  /** Told when the connection first holds a valid token (admission.ts counts those without). */
+  /** Told when the connection first holds a valid token (server/admission.ts counts those without). */
   readonly admission?: { authenticated(session: Session): void };
   readonly limits: ConnectionLimits;
   /** Verifies tokens and knows the anonymous rights (auth.ts). */
@@ -248,7 +248,7 @@ export class Session implements Peer {
     return !this.#closing && !this.#rights.ended() && this.#rights.allows(action, domain);
   }
 
-  /** Replaces the connection's rights; a first valid token stops the authentication timeout and leaves the unauthenticated count (admission.ts). */
+  /** Replaces the connection's rights; a first valid token stops the authentication timeout and leaves the unauthenticated count (server/admission.ts). */
   #grant(auth: Authorization): void {
     this.#rights.replace(auth);
     if (!auth.authenticated) return;

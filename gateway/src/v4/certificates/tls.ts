@@ -5,8 +5,8 @@
  * material changes, instead of fetching the chain under a database lock on every handshake (§11 D23).
  */
 import { createSecureContext, type ConnectionOptions, type SecureContext, type SecureContextOptions, type TLSSocket, type TlsOptions } from 'node:tls';
-import { CertificateError } from './certificate-errors.js';
-import type { CertificateManager, TlsMaterial } from './certificates.js';
+import { CertificateError } from './errors.js';
+import type { CertificateManager, TlsMaterial } from './manager.js';
 
 /** `ca` = trusted roots, `cert` = leaf + intermediate (leaf first), `key` + `passphrase` = the leaf's. */
 export function credentialOptions(material: TlsMaterial): Pick<SecureContextOptions, 'ca' | 'cert' | 'key' | 'passphrase'> {

@@ -1,5 +1,5 @@
 /**
- * The MySQL 8 / MariaDB 10.11 EventStore, on eventflow v4's tables (mysql-schema.ts), shareable with v4 hubs and spokes.
+ * The MySQL 8 / MariaDB 10.11 EventStore, on eventflow v4's tables (schema.ts), shareable with v4 hubs and spokes.
  *
  * Time: every DATETIME is UTC. The pool converts Dates as UTC (`timezone: 'Z'`) and every time the store writes is
  * explicit: UTC_TIMESTAMP() for v4's state columns, UTC_TIMESTAMP(3) read from the server for event timestamps (one
@@ -25,12 +25,12 @@
  */
 import { createPool, type Pool, type PoolConnection } from 'mysql2/promise';
 import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
-import { createSchema, lockSequence, setSequence } from './mysql-schema.js';
-import { GroupCommit } from './group-commit.js';
-import { affected, insertRows, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './mysql-statements.js';
-import { isSameEvent } from './same-event.js';
-import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from './store.js';
-import type { DeadLetter } from './store.js';
+import { createSchema, lockSequence, setSequence } from './schema.js';
+import { GroupCommit } from '../group-commit.js';
+import { affected, insertRows, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './statements.js';
+import { isSameEvent } from '../same-event.js';
+import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type EventFilter, type EventStore, type NewEvent, type Outcome } from '../store.js';
+import type { DeadLetter } from '../store.js';
 
 /** Defaults as v4's: 127.0.0.1:3306, root without password, database eventflow, 10 connections. */
 export interface MysqlStoreOptions {
@@ -159,7 +159,7 @@ export class MysqlStore implements EventStore {
     const { host = '127.0.0.1', port = 3306, database = 'eventflow', sessionTimeZone } = this.#options;
     const { user = 'root', password = '', connectionLimit = 10 } = this.#options;
     const open = (limit: number, autocommit: boolean): Pool => {
-      // One statement per query on every pool (multipleStatements off), values only in prepared statements (mysql-statements.ts).
+      // One statement per query on every pool (multipleStatements off), values only in prepared statements (statements.ts).
       const created = createPool({
         host,
         port,
@@ -470,7 +470,7 @@ export class MysqlStore implements EventStore {
       return { ok: true, result: { event: made, created: true } };
     });
 
-    // Then every insert (power-of-two multi-row statements, see mysql-statements.ts), the sequence, and the commit.
+    // Then every insert (power-of-two multi-row statements, see statements.ts), the sequence, and the commit.
     const insert = async (head: string, tuple: string, list: readonly Row[], bytes: (row: Row) => number = () => 0): Promise<void> => {
       for (const chunk of chunks(list, bytes)) await insertRows(conn, head, tuple, chunk);
     };

@@ -17,7 +17,7 @@
  * so it never sees the events of its previous life).
  */
 import type { Pool } from 'mysql2/promise';
-import { findStuckClaims, resetStuckClaim, type StuckClaim } from './hub-store.js';
+import { findStuckClaims, resetStuckClaim, type StuckClaim } from './store.js';
 
 export interface HubSweeperOptions {
   pool: Pool;

@@ -10,12 +10,12 @@
 import tls from 'node:tls';
 import { backoffDelay, type StoredEvent } from '@eventflow/core';
 import type { Pool } from 'mysql2/promise';
-import { ClientReader, encodeRecord, type Unit } from '../hub/codec.js';
-import { clientTlsOptions } from '../hub/certificate-tls.js';
-import type { CertificateManager } from '../hub/certificates.js';
+import { ClientReader, encodeRecord, type Unit } from './codec.js';
+import { clientTlsOptions } from './certificates/tls.js';
+import type { CertificateManager } from './certificates/manager.js';
 import type { Logger } from '../log.js';
 import type { EventStore } from '../store/store.js';
-import type { RouteTarget, Router } from './router.js';
+import type { RouteTarget, Router } from '../router/router.js';
 
 export interface HubRouterOptions {
   store: EventStore;
