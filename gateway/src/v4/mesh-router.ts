@@ -8,7 +8,7 @@
  * the dispatcher reads the event (and any it missed) from the shared store.
  */
 import tls from 'node:tls';
-import { backoffDelay, type StoredEvent } from '@eventflow/core';
+import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
 import type { Pool } from 'mysql2/promise';
 import { ClientReader, encodeRecord, type Unit } from './codec.js';
 import { clientTlsOptions } from './certificates/tls.js';
@@ -48,8 +48,6 @@ interface HubConnection {
   /** Still listed online in the `hub` table. */
   listed: boolean;
 }
-
-const keyOf = (domain: string, name: string): string => `${domain}\u001f${name}`;
 
 export class HubRouter implements Router {
   readonly kind = 'hubs';
@@ -98,7 +96,7 @@ export class HubRouter implements Router {
   }
 
   setInterest(domain: string, name: string, interested: boolean): void {
-    const key = keyOf(domain, name);
+    const key = streamKey(domain, name);
     if (interested) this.#interests.set(key, [domain, name]);
     else this.#interests.delete(key);
     this.#broadcast([interested ? 'subscribe' : 'unsubscribe', domain, name]);

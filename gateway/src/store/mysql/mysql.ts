@@ -24,7 +24,7 @@
  * sweep at the latest.
  */
 import { createPool, type Pool, type PoolConnection } from 'mysql2/promise';
-import { EventflowError, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
+import { EventflowError, streamKey, type JsonValue, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence, setSequence } from './schema.js';
 import { GroupCommit } from '../group-commit.js';
 import { affected, insertRows, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './statements.js';
@@ -88,8 +88,6 @@ interface PreparedAppend {
   data: string;
   due: Date | undefined;
 }
-
-const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
 
 /** Multi-row INSERT statements carry at most this many bytes of event data each, well below max_allowed_packet. */
 const INSERT_BYTES = 1 << 20;
@@ -397,7 +395,7 @@ export class MysqlStore implements EventStore {
     const ids = [...new Set(appends.map((append) => append.event.id))];
     const rids = [...new Set(appends.flatMap(({ rid }) => (rid === null ? [] : [rid])))];
     const streams = new Map(
-      appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [keyOf(event.domain, event.pid), [event.domain, event.pid]] as const),
+      appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [streamKey(event.domain, event.pid), [event.domain, event.pid]] as const),
     );
     const base = await lockSequence(conn);
     // One read for the clock, the events with these ids (whole) and the referenced ones (their id only).
@@ -420,7 +418,7 @@ export class MysqlStore implements EventStore {
     const stored = new Map(existing.map((row) => [row.id, row]));
     const ridsFound = new Set(found.map((row) => row.id));
     const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
-    for (const row of counted) versions.set(keyOf(row.domain, row.pid), Number(row.count));
+    for (const row of counted) versions.set(streamKey(row.domain, row.pid), Number(row.count));
 
     let next = base;
     const created = new Map<string, StoredEvent>();
@@ -445,7 +443,7 @@ export class MysqlStore implements EventStore {
         const message = `event "${event.id}" refers (rid) to event "${rid}", which does not exist`;
         return { ok: false, error: new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } }) };
       }
-      const stream = keyOf(event.domain, event.pid);
+      const stream = streamKey(event.domain, event.pid);
       const current = versions.get(stream);
       const { expectedVersion } = options;
       if (expectedVersion !== undefined && current !== expectedVersion) {
