@@ -224,3 +224,19 @@ function rightsEnd(exp: number | undefined, iat: number | undefined, maxLifetime
   }
   return end;
 }
+
+/** The check of `op` that needs only its params (`rules`): the error to answer with, or undefined when allowed. */
+export function refusalOf(auth: Authorization, op: OperationName, params: unknown): EventflowError | undefined {
+  const rule = rules[op];
+  switch (rule.kind) {
+    case 'none':
+      return undefined;
+    case 'domain': {
+      const domain = rule.domain(params as Record<string, unknown>);
+      return allows(auth, rule.action, domain) ? undefined : denied(auth, op, rule.action, domain);
+    }
+    case 'byEvent':
+    case 'own':
+      return allowsAny(auth, rule.action) ? undefined : denied(auth, op, rule.action, undefined);
+  }
+}

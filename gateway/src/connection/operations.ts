@@ -1,6 +1,11 @@
-/** What the gateway does for each request operation of the protocol. */
-import { EventflowError, generateEventId, isEventflowError, type EventInput, type StoredEvent } from '@eventflow/core';
-import type { Handlers, Session } from './session.js';
+/**
+ * What the gateway does for each request operation of the protocol. An operation reads and writes
+ * the store and registers through the Session's methods; it never changes the Session's state.
+ */
+import { EventflowError, generateEventId, isEventflowError, type EventInput, type OperationName, type Result, type StoredEvent } from '@eventflow/core';
+import type { RequestScope } from './context.js';
+import type { Params } from './frames.js';
+import type { Session } from './session.js';
 import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
 
@@ -30,11 +35,14 @@ async function appendable(session: Session, input: EventInput, action: 'publish'
   return event;
 }
 
-/** Settled, handed back, revoked (lease expired), or another connection's. */
+/** Settled, recalled (its consumer or connection went away), revoked (lease expired), or another connection's. */
 const unknownDelivery = (delivery: string): EventflowError =>
   new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
 
-export const handlers: Handlers = {
+export type Operation<O extends OperationName> = (session: Session, params: Params<O>, request: RequestScope) => Promise<Result<O>>;
+export type Operations = { [O in OperationName]: Operation<O> };
+
+export const operations: Operations = {
   async publish(session, { event, expectedVersion }, request) {
     const { store, router, gatewayId } = session.context;
     const routedBy = router.claimsOnAppend;
@@ -69,26 +77,11 @@ export const handlers: Handlers = {
   },
 
   async consume(session, { consumer, domain, name, after }) {
-    const existing = session.consumers.get(consumer);
-    if (existing !== undefined && existing !== `${domain}\u001f${name}`) {
-      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${consumer}" already names another consumer on this connection; use a new handle`);
-    }
-    session.consumers.set(consumer, `${domain}\u001f${name}`);
-    const head = await session.context.store.head();
-    try {
-      session.recheck('consume', 'consume', domain);
-    } catch (error) {
-      if (existing === undefined) session.consumers.delete(consumer);
-      throw error;
-    }
-    session.context.dispatcher.addConsumer(session, consumer, domain, name);
-    if (after !== undefined) void session.context.dispatcher.catchUp(session, consumer, after);
-    return { head };
+    return { head: await session.consume(consumer, domain, name, after) };
   },
 
   async removeConsumer(session, { consumer }) {
-    session.consumers.delete(consumer);
-    await session.context.dispatcher.removeConsumer(session, consumer);
+    await session.removeConsumer(consumer);
     return {};
   },
 
@@ -107,20 +100,15 @@ export const handlers: Handlers = {
   },
 
   async wait(session, { wait, domain, pid, names, afterId, afterPosition }) {
-    const { store, dispatcher } = session.context;
-    const head = await store.head();
+    const head = await session.context.store.head();
     let after = afterPosition;
     if (after === undefined && afterId !== undefined) after = (await session.eventFor('wait', 'subscribe', afterId)).position;
-    session.recheck('wait', 'subscribe', domain);
-    // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (Session.sendWaited) or cancelled.
-    session.waits.add(wait);
-    await dispatcher.addWait(session, wait, domain, pid, names, after);
+    await session.wait(wait, domain, pid, names, after);
     return { head };
   },
 
   async cancelWait(session, { wait }) {
-    session.waits.delete(wait);
-    session.context.dispatcher.cancelWait(session, wait);
+    session.cancelWait(wait);
     return {};
   },
 

@@ -1,31 +1,32 @@
 /**
- * The gateway: one HTTP + WebSocket port. `/healthz`, `/readyz`, `/metrics` (EVENTFLOW_METRICS),
- * the demo dashboard at `/` when built, and WebSocket upgrades on any path (from an allowed
- * `Origin`, see EVENTFLOW_ALLOWED_ORIGINS).
- * Transports are accepted through `accept()`, so tests can also attach in-memory transports.
+ * The gateway: wires the store, router, dispatcher, scheduler and connections together on one
+ * HTTP + WebSocket port (routes in http.ts, the socket transport in ws-transport.ts), WebSocket
+ * upgrades on any path (from an allowed `Origin`, see EVENTFLOW_ALLOWED_ORIGINS), and closes them
+ * in order. Transports are accepted through `accept()`, so tests can also attach in-memory transports.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { existsSync } from 'node:fs';
-import { generatePid, ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
+import { generatePid, type Transport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
-import { Dispatcher } from '../delivery/dispatcher.js';
-import { handlers } from '../connection/handlers.js';
-import { answerPlain, guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade, requestPath } from './http-guard.js';
+import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
+import { operations } from '../connection/operations.js';
+import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
+import { httpHandler } from './http.js';
+import { WsTransport } from './ws-transport.js';
 import { originAllowed } from '../connection/limits.js';
 import { ConditionLog } from '../condition-log.js';
 import { createLogger, type LogDestination, type Logger } from '../log.js';
 import { noMetrics, PrometheusMetrics } from '../metrics.js';
-import { checkReadiness, hubConnections } from '../readiness.js';
+import { hubConnections } from '../readiness.js';
 import { LocalRouter } from '../router/local.js';
 import type { Router } from '../router/router.js';
 import { Scheduler } from '../delivery/scheduler.js';
-import { throttleReceiving } from './receive-budget.js';
-import { BINARY_FRAME, Session } from '../connection/session.js';
-import { serveStatic } from './static.js';
+import { SCHEDULER_POLL_MS } from '../defaults.js';
+import { Session } from '../connection/session.js';
 import { listenFailed, storeUnavailable } from '../startup-failure.js';
 import { SqliteStore } from '../store/sqlite/sqlite.js';
 import type { EventStore } from '../store/store.js';
@@ -55,67 +56,6 @@ export interface GatewayDependencies {
   logDestination?: LogDestination;
   /** Called with a start-up failure before it is logged: the bin prints its line for a person first. */
   onStartFailure?: (error: unknown) => void;
-}
-
-/** After the gateway sends a close frame, how long it waits for the client's before it drops the socket. */
-export const CLOSE_GRACE_MS = 1_000;
-
-class WsTransport implements Transport {
-  readonly #socket: WebSocket;
-  /** The upgraded TCP socket under `#socket`, corked while frames are being sent in one tick. */
-  readonly #raw: Duplex | undefined;
-  #corked = false;
-  readonly #slot = new ListenerSlot();
-
-  /** `receiveRate`: EVENTFLOW_MAX_RECEIVE_RATE (0 = unlimited), see receive-budget.ts. */
-  constructor(socket: WebSocket, raw?: Duplex, receiveRate = 0) {
-    this.#socket = socket;
-    this.#raw = raw;
-    const throttle = receiveRate > 0 ? throttleReceiving(socket, receiveRate) : undefined;
-    socket.on('message', (data, isBinary) => {
-      throttle?.received(Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : data.byteLength);
-      // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
-      this.#slot.message(isBinary ? BINARY_FRAME : data.toString());
-    });
-    socket.on('close', (code, reason) => {
-      throttle?.stop();
-      this.#slot.close(code, reason.toString());
-    });
-    socket.on('error', () => undefined); // always followed by 'close'
-  }
-
-  send(frame: string): void {
-    if (this.#socket.readyState !== this.#socket.OPEN) return;
-    // Frames sent in the same tick (a fan-out page, a replay page) leave in one write instead of
-    // one system call each, which is what a fan-out to many connections spends most time on.
-    if (this.#raw && !this.#corked) {
-      this.#corked = true;
-      this.#raw.cork();
-      process.nextTick(() => {
-        this.#corked = false;
-        this.#raw?.uncork();
-      });
-    }
-    this.#socket.send(frame);
-  }
-
-  close(code = 1000, reason = ''): void {
-    if (this.#socket.readyState !== this.#socket.OPEN && this.#socket.readyState !== this.#socket.CONNECTING) return;
-    this.#socket.close(code, reason);
-    // ws waits up to 30 s for the client's close frame; a client that never sends it must not keep
-    // the socket (and what it sends meanwhile) for that long.
-    const grace = setTimeout(() => this.#socket.terminate(), CLOSE_GRACE_MS);
-    grace.unref();
-    this.#socket.once('close', () => clearTimeout(grace));
-  }
-
-  listen(listener: TransportListener): void {
-    this.#slot.attach(listener);
-  }
-
-  get bufferedAmount(): number {
-    return this.#socket.bufferedAmount;
-  }
 }
 
 /** Environment-style settings: typed keys, or raw strings as they come from process.env. */
@@ -168,15 +108,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     settings.EVENTFLOW_METRICS === 'on'
       ? new PrometheusMetrics({
           connections: () => sessions.size,
-          registrations: () => {
-            const counts = { subscriptions: 0, consumers: 0, waits: 0 };
-            for (const session of sessions) {
-              counts.subscriptions += session.subscriptions.size;
-              counts.consumers += session.consumers.size;
-              counts.waits += session.waits.size;
-            }
-            return counts;
-          },
+          // The dispatcher's index is the one count of registrations (each Session registers there).
+          registrations: (): DispatcherStats => dispatcher.stats,
         })
       : undefined;
   const metrics = prometheus ?? noMetrics;
@@ -213,7 +146,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     },
     log: (message, error) => log.error(message, { error }),
     // Events scheduled through this gateway re-arm the timer at once; the poll finds other processes'.
-    pollMs: 30_000,
+    pollMs: SCHEDULER_POLL_MS,
   });
   scheduler.start();
 
@@ -222,9 +155,6 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     maxUnauthenticated: settings.EVENTFLOW_AUTH === 'jwt' ? settings.EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS : undefined,
   });
   let nextSession = 1;
-  let nextHttpRequest = 1;
-  /** The last /readyz answer (a gateway starts ready: a first 503 is logged, a first 200 is not). */
-  let wasReady = true;
   let closing: Promise<void> | undefined;
   const context = {
     gatewayId: id,
@@ -251,7 +181,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     scheduled: (at: Date) => scheduler.scheduled(at),
   };
   const accept = (transport: Transport): Session => {
-    const session = new Session(`${nextSession++}`, transport, context, handlers);
+    const session = new Session(`${nextSession++}`, transport, context, operations);
     sessions.add(session);
     admission.opened(session);
     void session.closed.then(() => {
@@ -262,6 +192,15 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   };
 
   const demoDir = settings.EVENTFLOW_DEMO_DIR;
+  const handleHttp = httpHandler({
+    id,
+    log,
+    store,
+    router: givenRouter,
+    prometheus,
+    readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+    closing: () => closing !== undefined,
+  });
   // Every handler runs behind a guard (http-guard.ts): nothing a request carries can end the process.
   const http: Server = createServer(guardRequest(log, (request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined)));
   guardClientErrors(http, log);
@@ -342,60 +281,4 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
         log.info('gateway stopped');
       })()),
   };
-
-  function handleHttp(request: IncomingMessage, response: ServerResponse, demo: string | undefined): Promise<void> | undefined {
-    // The path only: a query string may carry a token.
-    const pathname = requestPath(request.url);
-    const requestLog = log.child({ request: `http-${nextHttpRequest++}` });
-    if (pathname === undefined) {
-      requestLog.debug('http request refused: the target is not a URL', { method: request.method });
-      answerPlain(response, 400, 'bad request: the request-target is not a valid URL\n');
-      return;
-    }
-    requestLog.debug('http request', { method: request.method, path: pathname });
-    if (pathname === '/healthz') {
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', gateway: id }));
-      return;
-    }
-    if (pathname === '/readyz') return readiness(response, requestLog);
-    if (pathname === '/metrics' && prometheus) return scrape(prometheus, response, requestLog);
-    if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
-      serveStatic(demo, pathname, request, response);
-      return;
-    }
-    if (pathname === '/') {
-      response
-        .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
-        .end(`eventflow gateway ${id}\nConnect a client to ws://${request.headers.host ?? 'this host'}/\n`);
-      return;
-    }
-    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-  }
-
-  /** `/readyz`: 200 when the store answers and the router is ready, else 503 saying what is not. */
-  async function readiness(response: ServerResponse, requestLog: Logger): Promise<void> {
-    const result = closing
-      ? { ready: false, checks: { gateway: { ready: false, reason: 'shutting down' } } }
-      : await checkReadiness(store, givenRouter, settings.EVENTFLOW_READY_TIMEOUT_MS);
-    if (result.ready !== wasReady) {
-      // Probes come every few seconds: log the changes, not every answer.
-      if (result.ready) requestLog.info('gateway ready', { checks: result.checks });
-      else requestLog.warn('gateway not ready', { checks: result.checks });
-      wasReady = result.ready;
-    }
-    response
-      .writeHead(result.ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-      .end(JSON.stringify({ status: result.ready ? 'ready' : 'not ready', gateway: id, ...result }));
-  }
-}
-
-/** `/metrics`: the Prometheus text format. */
-async function scrape(prometheus: PrometheusMetrics, response: ServerResponse, log: Logger): Promise<void> {
-  try {
-    const body = await prometheus.text();
-    response.writeHead(200, { 'content-type': prometheus.contentType }).end(body);
-  } catch (error) {
-    log.error('could not collect metrics', { error });
-    response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
-  }
 }

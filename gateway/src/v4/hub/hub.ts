@@ -288,18 +288,18 @@ export class Hub {
     for (const raw of this.#raw) raw.destroy();
     await closed;
     this.#registry.clear();
-    await this.#settle();
+    await this.#drainPending();
     if (this.#registeredRow) {
       await persistLog(this.#pool, this.id, 'destroyed').catch((error: unknown) => this.#logger.warn('log row failed', { error }));
       await updateHubToQuit(this.#pool, this.id).catch((error: unknown) => this.#logger.error('could not mark the hub quit', { error }));
     }
-    await this.#settle();
+    await this.#drainPending();
     await Promise.allSettled([this.#store.close(), this.#pool.end()]);
     this.#state = 'stopped';
     this.#logger.info('hub stopped');
   }
 
-  async #settle(): Promise<void> {
+  async #drainPending(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
