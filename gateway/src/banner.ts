@@ -3,7 +3,7 @@
  * stderr): every URL a person needs and what the gateway runs on.
  */
 import { existsSync } from 'node:fs';
-import type { Gateway } from './server.js';
+import type { Gateway } from './server/gateway.js';
 
 export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | 'httpUrl'>): string {
   const { config, httpUrl } = gateway;

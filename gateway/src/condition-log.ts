@@ -5,12 +5,10 @@
  * at most once per SUMMARY_EVERY_MS while they go on, and when the connection closes. So a client
  * stuck in a loop, or a connection being cut off, costs a few lines, not one per frame.
  */
+import { SUMMARY_EVERY_MS } from './defaults.js';
 import type { LogFields, Logger } from './log.js';
 
 export type ConditionLevel = 'debug' | 'info' | 'warn' | 'error';
-
-/** While a condition repeats, one summary line per this long at most. */
-export const SUMMARY_EVERY_MS = 60_000;
 
 interface Condition {
   readonly level: ConditionLevel;

@@ -4,12 +4,13 @@
  */
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
-import { actions, type Action } from './auth.js';
-import { parseAllowedOrigins } from './limits.js';
-import type { MysqlStoreOptions } from './store/mysql.js';
+import { actions, type Action } from './connection/auth.js';
+import { parseAllowedOrigins } from './connection/limits.js';
+import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
 import { describeConfigIssue, expected } from './config-issues.js';
 import { readV4Environment } from './v4-env.js';
+import { configDefaults } from './defaults.js';
 
 const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
 const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
@@ -17,79 +18,79 @@ const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).int({
 
 /** Each key is the environment variable it is read from. */
 export const configSchema = z.object({
-  EVENTFLOW_HOST: z.string().min(1).default('127.0.0.1'),
-  EVENTFLOW_PORT: port.default(8080),
+  EVENTFLOW_HOST: z.string().min(1).default(configDefaults.EVENTFLOW_HOST),
+  EVENTFLOW_PORT: port.default(configDefaults.EVENTFLOW_PORT),
   /** `sqlite`: an embedded file. `mysql`: MySQL 8 / MariaDB 10.11 with eventflow v4's tables, shareable with v4 hubs and spokes. */
-  EVENTFLOW_STORE: z.enum(['sqlite', 'mysql']).default('sqlite'),
-  EVENTFLOW_SQLITE_PATH: z.string().min(1).default('./data/eventflow.db'),
+  EVENTFLOW_STORE: z.enum(['sqlite', 'mysql']).default(configDefaults.EVENTFLOW_STORE),
+  EVENTFLOW_SQLITE_PATH: z.string().min(1).default(configDefaults.EVENTFLOW_SQLITE_PATH),
   // v4's names and defaults for its mysql2 pool (eventflow-v4.md §1.4); the charset is always utf8mb4.
   // v4 spells these two EVENTFLOW_MYSQL_PASS and EVENTFLOW_MYSQL_DB: read as aliases (v4-env.ts).
-  EVENTFLOW_MYSQL_HOST: z.string().min(1).default('127.0.0.1'),
-  EVENTFLOW_MYSQL_PORT: port.min(1).default(3306),
-  EVENTFLOW_MYSQL_USER: z.string().min(1).default('root'),
-  EVENTFLOW_MYSQL_PASSWORD: z.string().default(''),
-  EVENTFLOW_MYSQL_DATABASE: z.string().min(1).max(64, { error: 'must be at most 64 characters (a MySQL database name)' }).default('eventflow'),
-  EVENTFLOW_MYSQL_CONNECTION_LIMIT: positiveInt.default(10),
+  EVENTFLOW_MYSQL_HOST: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_HOST),
+  EVENTFLOW_MYSQL_PORT: port.min(1).default(configDefaults.EVENTFLOW_MYSQL_PORT),
+  EVENTFLOW_MYSQL_USER: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_USER),
+  EVENTFLOW_MYSQL_PASSWORD: z.string().default(configDefaults.EVENTFLOW_MYSQL_PASSWORD),
+  EVENTFLOW_MYSQL_DATABASE: z.string().min(1).max(64, { error: 'must be at most 64 characters (a MySQL database name)' }).default(configDefaults.EVENTFLOW_MYSQL_DATABASE),
+  EVENTFLOW_MYSQL_CONNECTION_LIMIT: positiveInt.default(configDefaults.EVENTFLOW_MYSQL_CONNECTION_LIMIT),
   /**
    * `local`: this gateway routes in process. `hubs`: it joins an eventflow v4 mesh as a spoke of
    * every online hub in the shared database (needs EVENTFLOW_STORE=mysql and the EVENTFLOW_CERT_*
    * settings, at least EVENTFLOW_CERT_PASS_ENCRYPTION_KEY).
    */
-  EVENTFLOW_ROUTER: z.enum(['local', 'hubs']).default('local'),
+  EVENTFLOW_ROUTER: z.enum(['local', 'hubs']).default(configDefaults.EVENTFLOW_ROUTER),
   /** With EVENTFLOW_ROUTER=hubs: how often the `hub` table is read for hubs to connect to. */
-  EVENTFLOW_MESH_POLL_MS: positiveInt.default(3_000),
+  EVENTFLOW_MESH_POLL_MS: positiveInt.default(configDefaults.EVENTFLOW_MESH_POLL_MS),
   /** The NAME of v4's certificate scheme for this gateway: its intermediate and id suffix. */
   EVENTFLOW_SPOKE_NAME: z
     .string()
     .regex(/^[A-Za-z0-9.-]{1,40}$/, { error: 'must be 1–40 characters of A-Z a-z 0-9 . -' })
-    .default('EVENTFLOW-GATEWAY'),
+    .default(configDefaults.EVENTFLOW_SPOKE_NAME),
   /** Frames above this many bytes close the connection with 1009. */
-  EVENTFLOW_MAX_FRAME_BYTES: positiveInt.default(1024 * 1024),
+  EVENTFLOW_MAX_FRAME_BYTES: positiveInt.default(configDefaults.EVENTFLOW_MAX_FRAME_BYTES),
   /** A client whose unsent frames exceed this many bytes is disconnected with 4008 and resumes. */
-  EVENTFLOW_MAX_BUFFERED_BYTES: positiveInt.default(16 * 1024 * 1024),
+  EVENTFLOW_MAX_BUFFERED_BYTES: positiveInt.default(configDefaults.EVENTFLOW_MAX_BUFFERED_BYTES),
   /**
    * Live events a connection holds back while its subscriptions replay (their frames' bytes, all
    * replays of the connection together). Beyond, they are dropped and the replay reads them from
    * the store: the client still gets every event once, in order.
    */
-  EVENTFLOW_MAX_PARKED_BYTES: positiveInt.default(4 * 1024 * 1024),
-  EVENTFLOW_HANDSHAKE_TIMEOUT_MS: positiveInt.default(10_000),
+  EVENTFLOW_MAX_PARKED_BYTES: positiveInt.default(configDefaults.EVENTFLOW_MAX_PARKED_BYTES),
+  EVENTFLOW_HANDSHAKE_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_HANDSHAKE_TIMEOUT_MS),
   /** Subscriptions + consumers + waits one connection may hold; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
-  EVENTFLOW_MAX_SUBSCRIPTIONS: positiveInt.default(1000),
+  EVENTFLOW_MAX_SUBSCRIPTIONS: positiveInt.default(configDefaults.EVENTFLOW_MAX_SUBSCRIPTIONS),
   /** Requests one connection may have unanswered; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
-  EVENTFLOW_MAX_IN_FLIGHT: positiveInt.default(256),
+  EVENTFLOW_MAX_IN_FLIGHT: positiveInt.default(configDefaults.EVENTFLOW_MAX_IN_FLIGHT),
   /**
    * How long a consumer has to settle a delivery (or `extend` it) before it is revoked and the event
    * goes to a consumer again, another one if there is one.
    */
-  EVENTFLOW_CONSUME_LEASE_MS: positiveInt.default(30_000),
+  EVENTFLOW_CONSUME_LEASE_MS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_LEASE_MS),
   /** Deliveries of one event; when the last one is not settled the event is marked failed and recorded as a dead letter. */
-  EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(5),
+  EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS),
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
-  EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(1000),
+  EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_PUBLISH_RATE),
   /**
    * Bytes of inbound frames per second and connection (token bucket, burst = one second's worth;
    * a frame larger than what is left is taken and the connection pays it back). A connection over
    * its budget is not read from until the budget is back (TCP backpressure: its frames wait, none
    * is refused). Bounds the parsing work one connection can cause. 0 = unlimited.
    */
-  EVENTFLOW_MAX_RECEIVE_RATE: nonNegativeInt.default(1024 * 1024),
+  EVENTFLOW_MAX_RECEIVE_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_RECEIVE_RATE),
   /** Values (object members + array elements, counted through every level) in one event's `data`; beyond: E_EVENTFLOW_INVALID_INPUT. */
-  EVENTFLOW_MAX_DATA_KEYS: positiveInt.default(10_000),
+  EVENTFLOW_MAX_DATA_KEYS: positiveInt.default(configDefaults.EVENTFLOW_MAX_DATA_KEYS),
   /** Nesting depth of one event's `data` (the object itself is depth 1); beyond: E_EVENTFLOW_INVALID_INPUT. */
-  EVENTFLOW_MAX_DATA_DEPTH: positiveInt.default(32),
+  EVENTFLOW_MAX_DATA_DEPTH: positiveInt.default(configDefaults.EVENTFLOW_MAX_DATA_DEPTH),
   /** Open connections per gateway; one more WebSocket upgrade is refused with HTTP 503 and E_EVENTFLOW_LIMIT_EXCEEDED. */
-  EVENTFLOW_MAX_CONNECTIONS: positiveInt.default(10_000),
+  EVENTFLOW_MAX_CONNECTIONS: positiveInt.default(configDefaults.EVENTFLOW_MAX_CONNECTIONS),
   /**
    * With EVENTFLOW_AUTH=jwt: connections without a valid token yet (before `hello` or anonymous);
    * one more upgrade is refused with HTTP 503 and E_EVENTFLOW_LIMIT_EXCEEDED.
    */
-  EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS: positiveInt.default(1_000),
+  EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS: positiveInt.default(configDefaults.EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS),
   /**
    * With EVENTFLOW_AUTH=jwt and no EVENTFLOW_AUTH_ANONYMOUS rights: a connection that has not
    * presented a valid token (in `hello` or `authenticate`) this long after it opened is closed with 4408.
    */
-  EVENTFLOW_AUTH_TIMEOUT_MS: positiveInt.default(10_000),
+  EVENTFLOW_AUTH_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_AUTH_TIMEOUT_MS),
   /**
    * Comma-separated `Origin` values allowed to open a WebSocket (exact match, `*` = any). Unset:
    * requests without Origin (non-browser clients) and loopback pages (http(s)://localhost,
@@ -109,7 +110,7 @@ export const configSchema = z.object({
    * behind a trusted proxy). `jwt`: connections present a JWT in `hello`; its `eventflow` claim
    * lists the domains allowed per action (see README "Authentication").
    */
-  EVENTFLOW_AUTH: z.enum(['none', 'jwt']).default('none'),
+  EVENTFLOW_AUTH: z.enum(['none', 'jwt']).default(configDefaults.EVENTFLOW_AUTH),
   /** HS256 shared secret (at least 32 characters). */
   EVENTFLOW_JWT_SECRET: z.string().min(32, { error: 'must be at least 32 characters (256 bits) for HS256' }).optional(),
   /** PEM (SPKI) public key: RSA for RS256, P-256 for ES256. Literal "\n" sequences are read as newlines. */
@@ -123,7 +124,7 @@ export const configSchema = z.object({
    * longest a connection holds token rights (`authenticate` cannot extend it): then close 4401.
    * Tokens must carry `exp`.
    */
-  EVENTFLOW_JWT_MAX_LIFETIME_S: positiveInt.default(86_400),
+  EVENTFLOW_JWT_MAX_LIFETIME_S: positiveInt.default(configDefaults.EVENTFLOW_JWT_MAX_LIFETIME_S),
   /** With EVENTFLOW_AUTH=jwt: comma-separated actions a connection without a token may do on every domain (default: none). */
   EVENTFLOW_AUTH_ANONYMOUS: z
     .string()
@@ -137,15 +138,15 @@ export const configSchema = z.object({
     .default([]),
   /** Directory with the built demo dashboard, served at `/` when it exists. */
   EVENTFLOW_DEMO_DIR: z.string().optional(),
-  EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default(configDefaults.EVENTFLOW_LOG_LEVEL),
   /**
    * `on`: Prometheus metrics at GET /metrics on the gateway's port, which is loopback unless
    * EVENTFLOW_HOST says otherwise: on a reachable host, put it behind the proxy that guards the
    * gateway or turn it `off`. They hold counts and latencies only, no event data or ids.
    */
-  EVENTFLOW_METRICS: z.enum(['on', 'off']).default('on'),
+  EVENTFLOW_METRICS: z.enum(['on', 'off']).default(configDefaults.EVENTFLOW_METRICS),
   /** How long /readyz waits for the store's answer before it reports the store not ready. */
-  EVENTFLOW_READY_TIMEOUT_MS: positiveInt.default(2_000),
+  EVENTFLOW_READY_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_READY_TIMEOUT_MS),
   /** The gateway's identity in event_published (publisher, hub, consumer); generated when unset. */
   EVENTFLOW_GATEWAY_ID: z
     .string()

@@ -25,7 +25,7 @@ switch (command.kind) {
     process.exitCode = exitCodes.usage;
     break;
   case 'hub': {
-    const { runHubCli } = await import('./hub/hub-main.js');
+    const { runHubCli } = await import('./v4/hub/main.js');
     await runHubCli();
     break;
   }
@@ -37,7 +37,7 @@ switch (command.kind) {
 async function runGateway(): Promise<void> {
   const signals = stopOnSignals('gateway');
   const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
-  const { startGateway } = await import('./server.js');
+  const { startGateway } = await import('./server/gateway.js');
   const starting = startGateway(
     { ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}), ...process.env },
     // The line for a person comes first on stderr, before the JSON log line with the details.

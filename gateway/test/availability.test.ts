@@ -10,8 +10,8 @@
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ByteBudget } from '../src/receive-budget.js';
-import { dataShapeBreach, scanFrame } from '../src/data-shape.js';
+import { ByteBudget } from '../src/server/receive-budget.js';
+import { dataShapeBreach, scanFrame } from '../src/connection/data-shape.js';
 import { eventually, startHarness, type Harness } from './harness.js';
 import { connect as connectRaw, type Conn, type ConnectOptions } from './raw-socket.js';
 

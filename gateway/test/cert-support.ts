@@ -1,6 +1,6 @@
 /**
  * Test support for the certificate modules: pools on fresh databases holding v4's `certificate`
- * table (the DDL of mysql-schema.ts, databases from mysql-support.ts), an independent
+ * table (the DDL of store/mysql/schema.ts, databases from mysql-support.ts), an independent
  * implementation of the §7.4 envelope, and a minimal v4-style TLS hub (SNI identity, client
  * certificates, STX).
  */
@@ -8,7 +8,7 @@ import { createDecipheriv, pbkdf2Sync } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { createPool, type Pool } from 'mysql2/promise';
-import { V4_TABLES } from '../src/store/mysql-schema.js';
+import { V4_TABLES } from '../src/store/mysql/schema.js';
 import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
 
 export { mysqlUnavailable };
@@ -33,7 +33,7 @@ export function useCertificateDatabases(): { fresh(): Promise<Pool>; onCleanup(c
   };
 }
 
-/** §7.4 decryption written from the spec alone, sharing no code with certificate-envelope.ts. */
+/** §7.4 decryption written from the spec alone, sharing no code with v4/certificates/envelope.ts. */
 export function independentOpen(masterKey: string, data: Buffer, iv: Buffer, salt: Buffer, tag: Buffer): string {
   const key = pbkdf2Sync(Buffer.from(masterKey, 'utf8'), salt, 1_000_000, 32, 'sha512');
   const decipher = createDecipheriv('aes-256-gcm', key, iv);

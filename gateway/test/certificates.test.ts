@@ -1,5 +1,5 @@
 // The certificate modules first: they install the Reflect metadata API @peculiar/x509 needs.
-import { CertificateManager, type CertificateChain } from '../src/hub/certificates.js';
+import { CertificateManager, type CertificateChain } from '../src/v4/certificates/manager.js';
 import {
   ROOT_ID,
   createIntermediateCertificate,
@@ -9,10 +9,10 @@ import {
   isIssuedBy,
   type IssuedCertificate,
   type ProfileOptions,
-} from '../src/hub/certificate-profiles.js';
-import { clientTlsOptions, credentialOptions, hubServerTlsOptions, peerCertificateId } from '../src/hub/certificate-tls.js';
-import { open, seal } from '../src/hub/certificate-envelope.js';
-import { parseCertificateConfig, type CertificateConfigInput } from '../src/hub/certificate-config.js';
+} from '../src/v4/certificates/profiles.js';
+import { clientTlsOptions, credentialOptions, hubServerTlsOptions, peerCertificateId } from '../src/v4/certificates/tls.js';
+import { open, seal } from '../src/v4/certificates/envelope.js';
+import { parseCertificateConfig, type CertificateConfigInput } from '../src/v4/certificates/config.js';
 import {
   CERTIFICATE_LOCK,
   persistCertificate,
@@ -20,8 +20,8 @@ import {
   revokeCertificate,
   revokeCertificatesPastValidityPeriod,
   withCertificateLock,
-} from '../src/hub/certificate-store.js';
-import { selectTrustedRoots } from '../src/hub/certificate-trust.js';
+} from '../src/v4/certificates/store.js';
+import { selectTrustedRoots } from '../src/v4/certificates/trust.js';
 import * as x509 from '@peculiar/x509';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { AuthorityKeyIdentifier, NameConstraints } from '@peculiar/asn1-x509';
@@ -390,8 +390,8 @@ describeDb('mTLS between a hub and a spoke (§7.2, A.1)', () => {
 
 describe('secrets stay out of process arguments (§11 D21)', () => {
   it('the certificate modules never spawn processes', () => {
-    const dir = new URL('../src/hub/', import.meta.url);
-    const files = readdirSync(dir).filter((file) => file.startsWith('certificate'));
+    const dir = new URL('../src/v4/certificates/', import.meta.url);
+    const files = readdirSync(dir).filter((file) => file.endsWith('.ts'));
     expect(files.length).toBeGreaterThanOrEqual(5);
     for (const file of files) expect(readFileSync(new URL(file, dir), 'utf8')).not.toMatch(/child_process|\bspawn\(|\bexecFile?\(|openssl\s/);
   });

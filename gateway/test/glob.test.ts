@@ -4,8 +4,8 @@
  * that expression take seconds to minutes.
  */
 import { describe, expect, it } from 'vitest';
-import { allows, domainPattern, type Authorization } from '../src/auth.js';
-import { glob, globSteps } from '../src/glob.js';
+import { allows, domainPattern, type Authorization } from '../src/connection/auth.js';
+import { glob, globSteps } from '../src/connection/glob.js';
 import { mulberry32 } from './fuzz-support.js';
 
 /** The matcher before glob.ts, kept as the oracle: correct, but exponential on many stars. */

@@ -12,7 +12,7 @@ import { connect as netConnect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventflowClient, StoredEvent } from '@eventflow/core';
 import { createLogger } from '../src/index.js';
-import { guardClientErrors, guardRequest, guardUpgrade } from '../src/http-guard.js';
+import { guardClientErrors, guardRequest, guardUpgrade } from '../src/server/http-guard.js';
 import { startHarness, type Harness } from './harness.js';
 import { mulberry32 } from './fuzz-support.js';
 

@@ -4,11 +4,11 @@
  * free ports with fast certificate settings, and the rows a v4 spoke writes.
  */
 // The certificate modules first: they install the Reflect metadata API @peculiar/x509 needs.
-import { CertificateManager } from '../src/hub/certificates.js';
-import { clientTlsOptions } from '../src/hub/certificate-tls.js';
-import { ClientReader, encodeRecord, type Unit } from '../src/hub/codec.js';
-import { Hub, type HubOptions } from '../src/hub/hub.js';
-import { parseHubConfig, type HubEnv } from '../src/hub/hub-config.js';
+import { CertificateManager } from '../src/v4/certificates/manager.js';
+import { clientTlsOptions } from '../src/v4/certificates/tls.js';
+import { ClientReader, encodeRecord, type Unit } from '../src/v4/codec.js';
+import { Hub, type HubOptions } from '../src/v4/hub/hub.js';
+import { parseHubConfig, type HubEnv } from '../src/v4/hub/config.js';
 import { createLogger } from '../src/log.js';
 import tls from 'node:tls';
 import { generateEventId, generatePid } from '@eventflow/core';

@@ -4,11 +4,11 @@
  */
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { STX } from '../src/hub/codec.js';
-import { clientTlsOptions } from '../src/hub/certificate-tls.js';
-import { generateHubId, parseHubConfig } from '../src/hub/hub-config.js';
-import { HubRegistry } from '../src/hub/hub-registry.js';
-import { findStuckClaims, resetStuckClaim, serdeEncode, type StuckClaim } from '../src/hub/hub-store.js';
+import { STX } from '../src/v4/codec.js';
+import { clientTlsOptions } from '../src/v4/certificates/tls.js';
+import { generateHubId, parseHubConfig } from '../src/v4/hub/config.js';
+import { HubRegistry } from '../src/v4/hub/registry.js';
+import { findStuckClaims, resetStuckClaim, serdeEncode, type StuckClaim } from '../src/v4/hub/store.js';
 import { MASTER, TestSpoke, fenceRouting, isPublishOf, mysqlUnavailable, until, useHubFixture, type HubFixture } from './hub-support.js';
 import { sleep } from '@eventflow/test-support/wait';
 

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type ConsumeContext, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import type { Peer } from '../src/dispatcher.js';
+import type { Peer } from '../src/delivery/dispatcher.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { LEASE, stuck } from './lease-support.js';

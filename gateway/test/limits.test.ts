@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { EventflowError } from '@eventflow/core';
 import { createLogger, parseConfig, startGateway } from '../src/index.js';
-import { TokenBucket } from '../src/limits.js';
+import { TokenBucket } from '../src/connection/limits.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { connect as connectRaw, type Conn } from '@eventflow/test-support/raw-socket';

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import { HubRouter } from '../src/router/hubs.js';
-import type { Hub } from '../src/hub/hub.js';
+import { HubRouter } from '../src/v4/mesh-router.js';
+import type { Hub } from '../src/v4/hub/hub.js';
 import { eventually, fence, FENCE_PID, isFence, sleep } from '@eventflow/test-support/wait';
 import { isPublishOf, mysqlUnavailable, useHubFixture, type HubFixture } from './hub-support.js';
 

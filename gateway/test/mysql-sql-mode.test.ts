@@ -7,7 +7,7 @@
  */
 import { createConnection, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MysqlStore } from '../src/store/mysql.js';
+import { MysqlStore } from '../src/store/mysql/mysql.js';
 import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
 
 if (unavailable !== undefined) console.warn(`Skipping the sql_mode tests: ${unavailable}`);

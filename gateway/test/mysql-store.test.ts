@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { isEventflowError, type StoredEvent } from '@eventflow/core';
 import { parseConfig } from '../src/config.js';
-import { startGateway } from '../src/server.js';
-import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql.js';
-import { V4_TABLES } from '../src/store/mysql-schema.js';
+import { startGateway } from '../src/server/gateway.js';
+import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql/mysql.js';
+import { V4_TABLES } from '../src/store/mysql/schema.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 

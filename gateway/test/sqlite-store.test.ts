@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../src/store/sqlite.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
 import { eventually } from '@eventflow/test-support/wait';
 

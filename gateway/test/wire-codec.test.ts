@@ -1,6 +1,6 @@
 /** The v4 wire codec with split, coalesced and garbage input (eventflow-v4.md §6.1, §6.2, §6.9). */
 import { describe, expect, it } from 'vitest';
-import { ClientReader, encodeRecord, RecordDecoder, WireError } from '../src/hub/codec.js';
+import { ClientReader, encodeRecord, RecordDecoder, WireError } from '../src/v4/codec.js';
 
 const publish = ['publish', 'orders', 'm4ig28sa-4fzyo82mvyr', 'order-placed', 'blue-zenrad-m4ig2abc'];
 

@@ -1,7 +1,7 @@
 /**
  * Group commit for EventStore.append: appends that arrive while a batch is being written, or in
  * the same turn of the event loop, are written together by the next `appendBatch` (one
- * transaction, one commit). Each caller's promise settles only after that commit, with its own
+ * transaction, one commit). Each caller's promise is fulfilled only after that commit, with its own
  * outcome: one failed append never fails its neighbours.
  *
  * Why: a commit costs far more than an insert (SQLite: a WAL write per transaction; MySQL: a

@@ -129,12 +129,12 @@ export interface EventStore {
 
   /** The events of (domain, pid) with position > after (default 0). Unfired scheduled events are left out. */
   readEventlog(domain: string, pid: string, after?: Position): Promise<StoredEvent[]>;
+  /** How many events the eventlog holds (unfired scheduled events not counted). */
+  countEventlog(domain: string, pid: string): Promise<number>;
   /**
    * Inclusive at both ends; a fired scheduled event's timestamp is its fire time.
    * Unfired scheduled events are left out.
    */
-  /** How many events the eventlog holds (unfired scheduled events not counted). */
-  countEventlog(domain: string, pid: string): Promise<number>;
   readEventlogByTimestamp(domain: string, pid: string, from: Date, to: Date): Promise<StoredEvent[]>;
   /** Unfired scheduled events are left out. */
   readEventlogFilteredByNames(domain: string, pid: string, names: readonly string[]): Promise<StoredEvent[]>;

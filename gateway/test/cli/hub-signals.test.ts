@@ -6,7 +6,7 @@
  */
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { MysqlStore } from '../../src/store/mysql.js';
+import { MysqlStore } from '../../src/store/mysql/mysql.js';
 import { MASTER } from '../hub-support.js';
 import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
 import { finished, gateway } from './support.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
-import { parseHubConfig } from '../../src/hub/hub-config.js';
+import { parseHubConfig } from '../../src/v4/hub/config.js';
 import { mysqlUnavailable, server as mysqlServer, useTestDatabases } from '@eventflow/test-support/mysql';
 import { finished, gateway } from './support.js';
 

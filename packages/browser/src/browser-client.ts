@@ -15,6 +15,7 @@ import {
   createAsyncQueue,
   emptyState,
   isEventflowError,
+  streamKey,
   webSocketConnector,
   type ClientOptions,
   type Connector,
@@ -101,7 +102,7 @@ interface Watch {
   persist(): Promise<void>;
 }
 
-const keyOf = (domain: string, pid: string): string => `${domain}\u001f${pid}`;
+const keyOf = streamKey;
 
 function checkEventlog(domain: unknown, pid: unknown): void {
   assertIdentifier(domain, 'domain');

@@ -30,6 +30,7 @@ export { webSocketConnector, WebSocketTransport } from './websocket-transport.js
 export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js';
 export { retry, retryOnConflict, type GenericRetryOptions, type RetryOptions } from './retry.js';
 export { generateEventId, generatePid } from './ids.js';
+export { streamKey } from './stream-key.js';
 export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
 // The argument checks the browser and node packages share with the client (coded errors naming the argument).

@@ -10,7 +10,8 @@ import type { DeliveryHandler } from './deliveries.js';
 import { EventflowError } from './errors.js';
 import type { EventFrame, OperationName, Params, Result, StoredEvent, WaitedFrame } from './protocol.js';
 import { connectionLost, pending, type RequestOptions, type Settle } from './requests.js';
-import { keyOf, SubscriptionRegistry } from './subscriptions.js';
+import { streamKey } from './stream-key.js';
+import { SubscriptionRegistry } from './subscriptions.js';
 import { Waiters } from './waiters.js';
 
 type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
@@ -76,7 +77,7 @@ export class Registrations {
   /** Adds a listener; resolves once the gateway has the subscription, or undoes it when that fails. */
   async subscribe(domain: string, name: string, listener: AnyListener, signal: AbortSignal | undefined): Promise<void> {
     this.#subscriptions.add(domain, name, listener);
-    const key = keyOf(domain, name);
+    const key = streamKey(domain, name);
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.
     const done = this.#registered.has(key) && !this.#chains.has(key) ? undefined : this.waiters.wait(key, 'subscribe', signal);
     void this.#reconcile(domain, name);
@@ -98,7 +99,7 @@ export class Registrations {
   }
 
   #reconcile(domain: string, name: string): Promise<void> {
-    const key = keyOf(domain, name);
+    const key = streamKey(domain, name);
     const next = (this.#chains.get(key) ?? Promise.resolve()).then(() => this.#reconcileNow(domain, name, key));
     this.#chains.set(key, next);
     void next.finally(() => this.#chains.get(key) === next && this.#chains.delete(key));

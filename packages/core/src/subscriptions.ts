@@ -4,6 +4,7 @@
  * `*` is additive: an event named `x` reaches the listeners of `x` and of `*`.
  */
 import type { Position } from './protocol.js';
+import { streamKey } from './stream-key.js';
 
 export interface SubscriptionKey<L> {
   readonly domain: string;
@@ -13,19 +14,16 @@ export interface SubscriptionKey<L> {
   position?: Position;
 }
 
-/** One string for two identifiers: the separator cannot occur in an identifier. */
-export const keyOf = (domain: string, name: string): string => `${domain}\u001f${name}`;
-
 export class SubscriptionRegistry<L> {
   readonly #keys = new Map<string, SubscriptionKey<L>>();
 
   get(domain: string, name: string): SubscriptionKey<L> | undefined {
-    return this.#keys.get(keyOf(domain, name));
+    return this.#keys.get(streamKey(domain, name));
   }
 
   /** Returns the key, creating it when this is its first listener. */
   add(domain: string, name: string, listener: L): SubscriptionKey<L> {
-    const id = keyOf(domain, name);
+    const id = streamKey(domain, name);
     let key = this.#keys.get(id);
     if (!key) this.#keys.set(id, (key = { domain, name, listeners: new Set() }));
     key.listeners.add(listener);
@@ -34,7 +32,7 @@ export class SubscriptionRegistry<L> {
 
   /** Removes one listener; the key itself goes when its last listener does. */
   remove(domain: string, name: string, listener: L): SubscriptionKey<L> | undefined {
-    const id = keyOf(domain, name);
+    const id = streamKey(domain, name);
     const key = this.#keys.get(id);
     if (!key?.listeners.delete(listener)) return undefined;
     if (!key.listeners.size) this.#keys.delete(id);

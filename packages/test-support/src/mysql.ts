@@ -32,7 +32,7 @@ async function probe(): Promise<string | undefined> {
 export const mysqlUnavailable = await probe();
 if (mysqlUnavailable !== undefined) console.warn(`Skipping the MySQL store tests: ${mysqlUnavailable}`);
 
-/** What a MysqlStore (gateway/src/store/mysql.ts) needs to reach one test database. */
+/** What a MysqlStore (gateway/src/store/mysql/mysql.ts) needs to reach one test database. */
 export interface TestDatabaseOptions {
   host: string;
   port: number;

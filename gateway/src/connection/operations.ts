@@ -1,0 +1,193 @@
+/**
+ * What the gateway does for each request operation of the protocol. An operation reads and writes
+ * the store and registers through the Session's methods; it never changes the Session's state.
+ */
+import { EventflowError, generateEventId, isEventflowError, type EventInput, type OperationName, type Result, type StoredEvent } from '@eventflow/core';
+import type { RequestScope } from './context.js';
+import type { Params } from './frames.js';
+import type { Session } from './session.js';
+import type { NewEvent } from '../store/store.js';
+import { referenceNotFound } from './visibility.js';
+
+function toNewEvent(event: EventInput): NewEvent {
+  // The clients always send an id; a hand-written frame may not.
+  return { id: event.id ?? generateEventId(), domain: event.domain, name: event.name, pid: event.pid, data: event.data ?? {}, rid: event.rid };
+}
+
+function appended(event: StoredEvent): { id: string; position: number; timestamp: string } {
+  return { id: event.id, position: event.position, timestamp: event.timestamp };
+}
+
+/**
+ * The event to append, refused as the store refuses an unknown `rid` when `rid` names an event the
+ * connection may not know of. Checked only where the store would check `rid`: an id already stored
+ * is answered by the store (a retry, or E_EVENTFLOW_DUPLICATE_ID) before any `rid` is looked at,
+ * so the order of the checks cannot tell a foreign `rid` from an unknown one either.
+ */
+async function appendable(session: Session, input: EventInput, action: 'publish' | 'schedule'): Promise<NewEvent> {
+  const event = toNewEvent(input);
+  // Without authentication every connection may know of every event: no lookup on the publish path.
+  if (event.rid === undefined || session.context.auth.mode === 'none') return event;
+  const { store } = session.context;
+  const referenced = await store.read(event.rid);
+  if (referenced === undefined || session.knows(action, referenced.domain)) return event;
+  if ((await store.read(event.id)) === undefined) throw referenceNotFound(event.id, event.rid);
+  return event;
+}
+
+/** Settled, recalled (its consumer or connection went away), revoked (lease expired), or another connection's. */
+const unknownDelivery = (delivery: string): EventflowError =>
+  new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
+
+export type Operation<O extends OperationName> = (session: Session, params: Params<O>, request: RequestScope) => Promise<Result<O>>;
+export type Operations = { [O in OperationName]: Operation<O> };
+
+export const operations: Operations = {
+  async publish(session, { event, expectedVersion }, request) {
+    const { store, router, gatewayId } = session.context;
+    const routedBy = router.claimsOnAppend;
+    const { event: stored, created } = await store.append(await appendable(session, event, 'publish'), { publisher: gatewayId, expectedVersion, routedBy });
+    // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
+    // and a publish that stored but failed to route before a crash gets routed now.
+    void router
+      .publish(stored, created && routedBy !== undefined)
+      .catch((error: unknown) => session.note('routing failed', 'error', 'routing failed', { request: request.id, event: stored.id, error }));
+    return appended(stored);
+  },
+
+  async persist(session, { event, expectedVersion }) {
+    return appended((await session.context.store.append(await appendable(session, event, 'publish'), { expectedVersion })).event);
+  },
+
+  async schedule(session, { at, event }) {
+    const { store, gatewayId } = session.context;
+    const due = new Date(at);
+    const { event: stored } = await store.append(await appendable(session, event, 'schedule'), { publisher: gatewayId, scheduledAt: due });
+    session.context.scheduled(due);
+    return appended(stored);
+  },
+
+  async subscribe(session, { domain, name, after }) {
+    return { head: await session.subscribe(domain, name, after) };
+  },
+
+  async unsubscribe(session, { domain, name }) {
+    session.unsubscribe(domain, name);
+    return {};
+  },
+
+  async consume(session, { consumer, domain, name, after }) {
+    return { head: await session.consume(consumer, domain, name, after) };
+  },
+
+  async removeConsumer(session, { consumer }) {
+    await session.removeConsumer(consumer);
+    return {};
+  },
+
+  async settle(session, { delivery, outcome, error }, request) {
+    if (error) request.log.debug('consumer reported a failure', { delivery, outcome, reason: error });
+    if (!(await session.context.dispatcher.settle(session, delivery, outcome))) {
+      throw unknownDelivery(delivery);
+    }
+    return {};
+  },
+
+  async extend(session, { delivery, ms }) {
+    const granted = session.context.dispatcher.extend(session, delivery, ms);
+    if (granted === undefined) throw unknownDelivery(delivery);
+    return { ms: granted };
+  },
+
+  async wait(session, { wait, domain, pid, names, afterId, afterPosition }) {
+    const head = await session.context.store.head();
+    let after = afterPosition;
+    if (after === undefined && afterId !== undefined) after = (await session.eventFor('wait', 'subscribe', afterId)).position;
+    await session.wait(wait, domain, pid, names, after);
+    return { head };
+  },
+
+  async cancelWait(session, { wait }) {
+    session.cancelWait(wait);
+    return {};
+  },
+
+  async delete(session, { id }) {
+    const { store, dispatcher } = session.context;
+    let event: StoredEvent;
+    try {
+      // Checked before anything is deleted.
+      event = await session.eventFor('delete', 'delete', id);
+    } catch (error) {
+      // An id that does not exist deletes nothing; an event the connection may not know of is answered the same way.
+      if (isEventflowError(error, 'E_EVENTFLOW_EVENT_NOT_FOUND')) return { deleted: false };
+      throw error;
+    }
+    const deleted = await store.delete(id);
+    if (deleted) dispatcher.deleted(event.domain, event.pid, id);
+    return { deleted };
+  },
+
+  async deleteEventlog(session, { domain, pid }) {
+    const deleted = await session.context.store.deleteEventlog(domain, pid);
+    if (deleted) session.context.dispatcher.deleted(domain, pid);
+    return { deleted };
+  },
+
+  async read(session, { id }) {
+    return { event: await session.eventFor('read', 'read', id) };
+  },
+
+  async readEventlog(session, { domain, pid, after }) {
+    const { store } = session.context;
+    // SQLite answers both from one consistent snapshot only inside a transaction; a delete in
+    // between makes the count look short, which a cache treats as "refetch": safe either way.
+    const [events, count] = await Promise.all([store.readEventlog(domain, pid, after), store.countEventlog(domain, pid)]);
+    return { events, count };
+  },
+
+  async readEventlogByTimestamp(session, { domain, pid, from, to }) {
+    return { events: await session.context.store.readEventlogByTimestamp(domain, pid, new Date(from), new Date(to)) };
+  },
+
+  async readEventlogFilteredByNames(session, { domain, pid, names }) {
+    return { events: await session.context.store.readEventlogFilteredByNames(domain, pid, names) };
+  },
+
+  async readEventlogByChildProcess(session, { domain, cpid }) {
+    return { events: await session.context.store.readEventlogByChildProcess(domain, cpid) };
+  },
+
+  async readEventlogByEid(session, { eid }) {
+    return { events: await session.context.store.readEventlogByEid(eid) };
+  },
+
+  async readEventlogByDomainAndEid(session, { domain, eid }) {
+    return { events: await session.context.store.readEventlogByDomainAndEid(domain, eid) };
+  },
+
+  async readDistinctPidByDomain(session, { domain }) {
+    return { pids: await session.context.store.readDistinctPidByDomain(domain) };
+  },
+
+  async persistEntityAssociation(session, { eventId, eid }) {
+    await session.eventFor('persistEntityAssociation', 'publish', eventId);
+    await session.context.store.persistEntityAssociation(eventId, eid);
+    return {};
+  },
+
+  async persistChildProcessAssociation(session, { eventId, domain, cpid }) {
+    await session.eventFor('persistChildProcessAssociation', 'publish', eventId);
+    await session.context.store.persistChildProcessAssociation(eventId, domain, cpid);
+    return {};
+  },
+
+  async authenticate(session, { token }) {
+    await session.authenticate(token);
+    return {};
+  },
+
+  async ping() {
+    return {};
+  },
+};

@@ -1,0 +1,156 @@
+/**
+ * A connection's subscription replays: the published events after a position, read in pages and
+ * sent at the client's pace, while live events of the replaying subscriptions are parked (within
+ * EVENTFLOW_MAX_PARKED_BYTES) and sent after the replay without duplicates.
+ */
+import type { StoredEvent } from '@eventflow/core';
+import type { ConditionLevel } from '../condition-log.js';
+import { REPLAY_DRAIN_POLL_MS, REPLAY_PAGE, REPLAY_STALL_MS } from '../defaults.js';
+import type { LogFields } from '../log.js';
+import type { EventStore } from '../store/store.js';
+import { encodeEvent } from './encode.js';
+
+/** One subscription of a connection, as its Session keeps it. */
+export interface SubscriptionState {
+  /** While replaying, live events are parked here and sent after the replay, without duplicates. */
+  parked: StoredEvent[] | undefined;
+  /** What the parked events weigh (their frames' length), also counted in Replays.parkedBytes. */
+  parkedBytes: number;
+  /**
+   * Parking went over EVENTFLOW_MAX_PARKED_BYTES: the parked events were dropped, and so is every
+   * live one until the replay has read them from the store (they are stored: nothing is lost).
+   */
+  overflowed: boolean;
+}
+
+/** A subscription with no replay running. */
+export const live = (): SubscriptionState => ({ parked: undefined, parkedBytes: 0, overflowed: false });
+
+/** What a replay needs from its connection (the Session). */
+export interface ReplayConnection {
+  readonly store: Pick<EventStore, 'readPublishedAfter'>;
+  readonly maxBufferedBytes: number;
+  readonly maxParkedBytes: number;
+  /** Bytes sent and not yet taken by the client. */
+  bufferedAmount(): number;
+  /** The connection is being closed: nothing more is sent. */
+  closing(): boolean;
+  sendFrame(frame: string): void;
+  close(code: number, reason: string): void;
+  note(condition: string, level: ConditionLevel, message: string, fields?: LogFields): void;
+}
+
+export class Replays {
+  readonly #connection: ReplayConnection;
+  /**
+   * Subscriptions whose replay is running (their live events are parked meanwhile). A field, not a
+   * getter: the fan-out reads it once per event and connection.
+   */
+  running = 0;
+  #parkedBytes = 0;
+
+  constructor(connection: ReplayConnection) {
+    this.#connection = connection;
+  }
+
+  /** Live events parked by running replays, in bytes (bounded by EVENTFLOW_MAX_PARKED_BYTES). */
+  get parkedBytes(): number {
+    return this.#parkedBytes;
+  }
+
+  /** A subscription about to replay: counted as running from now on, parking its live events. */
+  begin(): SubscriptionState {
+    this.running++;
+    return { ...live(), parked: [] };
+  }
+
+  /** Parks a live event of a replaying subscription, or drops it when parking is over budget (see SubscriptionState.overflowed). */
+  park(state: SubscriptionState, event: StoredEvent, names: string[]): void {
+    if (state.overflowed || !state.parked) return;
+    // The frame fan-out encodes for the other connections anyway (cached): its length is the weight.
+    const bytes = encodeEvent(event, names).length;
+    if (this.#parkedBytes + bytes <= this.#connection.maxParkedBytes) {
+      state.parked.push(event);
+      state.parkedBytes += bytes;
+      this.#parkedBytes += bytes;
+      return;
+    }
+    this.#unpark(state);
+    state.parked = [];
+    state.overflowed = true;
+    this.#connection.note('parked-overflow', 'info', 'live events parked during a replay exceed EVENTFLOW_MAX_PARKED_BYTES; the replay reads them from the store instead', {
+      limit: this.#connection.maxParkedBytes,
+    });
+  }
+
+  /**
+   * Replays (domain, name) after `after` for a subscription made by `begin`, then sends its parked
+   * events above the replay's end. `gone`: the subscription was removed or replaced, or may no
+   * longer receive: the replay stops.
+   */
+  async run(domain: string, name: string, after: number, state: SubscriptionState, gone: () => boolean): Promise<void> {
+    const connection = this.#connection;
+    let last = after;
+    const names = [name];
+    let caughtUp = false;
+    try {
+      for (;;) {
+        const page = await connection.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
+        for (const event of page) {
+          if (connection.bufferedAmount() > connection.maxBufferedBytes / 4) await this.#drained();
+          if (gone()) return;
+          connection.sendFrame(encodeEvent(event, names));
+          last = event.position;
+        }
+        if (gone()) return;
+        if (page.length === REPLAY_PAGE) continue;
+        if (!state.overflowed) {
+          caughtUp = true;
+          break;
+        }
+        // Live events were dropped meanwhile: they are stored after `last`, and live events from now on are parked
+        // again. Both are read by the next pass (a dropped event was stored before it was handed out).
+        state.overflowed = false;
+      }
+    } catch (error) {
+      // Sending live events now would leave a gap; the client resumes from its position instead.
+      connection.note('replay failed', 'error', 'subscription replay failed; closing so that the client resumes', { domain, name, error });
+      connection.close(1011, 'replay failed');
+      return;
+    } finally {
+      this.running--;
+      if (!caughtUp) this.#unpark(state);
+    }
+    const parked = state.parked ?? [];
+    this.#unpark(state);
+    if (gone()) return;
+    for (const event of parked) if (event.position > last) connection.sendFrame(encodeEvent(event, names));
+  }
+
+  /** Forgets a subscription's parked events and gives their bytes back to the connection's budget. */
+  #unpark(state: SubscriptionState): void {
+    this.#parkedBytes -= state.parkedBytes;
+    state.parkedBytes = 0;
+    state.parked = undefined;
+  }
+
+  /**
+   * Waits until the client has taken most of what was sent. A replay is written without waiting
+   * for the network, so a long one (tens of thousands of events) would otherwise exceed
+   * EVENTFLOW_MAX_BUFFERED_BYTES by itself and cut the client off with 4008 mid-resume, over and
+   * over; this way it goes at the client's pace. A client that has not taken its backlog within
+   * REPLAY_STALL_MS is cut off as too slow (its parked live events would grow meanwhile).
+   */
+  async #drained(): Promise<void> {
+    const connection = this.#connection;
+    const started = Date.now();
+    while (!connection.closing() && connection.bufferedAmount() > connection.maxBufferedBytes / 4) {
+      if (Date.now() - started > REPLAY_STALL_MS) {
+        connection.note('slow client', 'warn', 'client too slow during replay; disconnecting', { buffered: connection.bufferedAmount() });
+        connection.close(4008, 'client too slow');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, REPLAY_DRAIN_POLL_MS));
+    }
+  }
+}

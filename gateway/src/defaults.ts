@@ -1,0 +1,79 @@
+/**
+ * Every default limit and timing of the gateway, in one place (as nats.js keeps its `DEFAULT_*`
+ * in options.ts). `configDefaults` are the EVENTFLOW_* variables' defaults: config.ts applies
+ * them, and gateway/test/defaults.test.ts checks that the README's configuration table states
+ * the same values. The other constants are not configurable; they are named here so that code,
+ * comments and documentation refer to one number.
+ */
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** The defaults of the EVENTFLOW_* variables that have one (config.ts; README "Configuration"). */
+export const configDefaults = {
+  EVENTFLOW_HOST: '127.0.0.1',
+  EVENTFLOW_PORT: 8080,
+  EVENTFLOW_STORE: 'sqlite',
+  EVENTFLOW_SQLITE_PATH: './data/eventflow.db',
+  // v4's defaults for its mysql2 pool (eventflow-v4.md §1.4).
+  EVENTFLOW_MYSQL_HOST: '127.0.0.1',
+  EVENTFLOW_MYSQL_PORT: 3306,
+  EVENTFLOW_MYSQL_USER: 'root',
+  EVENTFLOW_MYSQL_PASSWORD: '',
+  EVENTFLOW_MYSQL_DATABASE: 'eventflow',
+  EVENTFLOW_MYSQL_CONNECTION_LIMIT: 10,
+  EVENTFLOW_ROUTER: 'local',
+  EVENTFLOW_MESH_POLL_MS: 3_000,
+  EVENTFLOW_SPOKE_NAME: 'EVENTFLOW-GATEWAY',
+  EVENTFLOW_MAX_FRAME_BYTES: 1 * MiB,
+  EVENTFLOW_MAX_BUFFERED_BYTES: 16 * MiB,
+  EVENTFLOW_MAX_PARKED_BYTES: 4 * MiB,
+  EVENTFLOW_HANDSHAKE_TIMEOUT_MS: 10_000,
+  EVENTFLOW_MAX_SUBSCRIPTIONS: 1000,
+  EVENTFLOW_MAX_IN_FLIGHT: 256,
+  EVENTFLOW_CONSUME_LEASE_MS: 30_000,
+  EVENTFLOW_CONSUME_MAX_ATTEMPTS: 5,
+  EVENTFLOW_MAX_PUBLISH_RATE: 1000,
+  EVENTFLOW_MAX_RECEIVE_RATE: 1 * MiB,
+  EVENTFLOW_MAX_DATA_KEYS: 10_000,
+  EVENTFLOW_MAX_DATA_DEPTH: 32,
+  EVENTFLOW_MAX_CONNECTIONS: 10_000,
+  EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS: 1_000,
+  EVENTFLOW_AUTH_TIMEOUT_MS: 10_000,
+  EVENTFLOW_AUTH: 'none',
+  EVENTFLOW_JWT_MAX_LIFETIME_S: 86_400,
+  EVENTFLOW_LOG_LEVEL: 'info',
+  EVENTFLOW_METRICS: 'on',
+  EVENTFLOW_READY_TIMEOUT_MS: 2_000,
+} as const;
+
+// ── connections ──
+
+/** After the gateway sends a close frame, how long it waits for the client's before it drops the socket. */
+export const CLOSE_GRACE_MS = 1_000;
+
+/** Subscription replay pages: large enough to be quick, small enough to bound memory per subscription. */
+export const REPLAY_PAGE = 500;
+
+/** How long a replay waits for a client that takes none of its buffered frames before cutting it off (4008). */
+export const REPLAY_STALL_MS = 30_000;
+
+/** How often a replay waiting for the client's backlog looks at it again. */
+export const REPLAY_DRAIN_POLL_MS = 5;
+
+/** While a condition repeats, one summary line per this long at most (condition-log.ts). */
+export const SUMMARY_EVERY_MS = 60_000;
+
+// ── delivery ──
+
+/** The dispatcher reads a domain's newly published events in pages of this many. */
+export const PUMP_PAGE = 500;
+
+/** A returning consumer's unclaimed events are read in pages of this many (Dispatcher.catchUp). */
+export const CATCH_UP_PAGE = 200;
+
+/** `extend` grants at most this many leases (EVENTFLOW_CONSUME_LEASE_MS) at once. */
+export const MAX_EXTEND_LEASES = 10;
+
+/** The scheduler's poll for events scheduled by other processes; events scheduled here re-arm its timer at once. */
+export const SCHEDULER_POLL_MS = 30_000;

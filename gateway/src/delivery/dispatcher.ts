@@ -1,0 +1,212 @@
+/**
+ * Hands routed events to this gateway's connections: every matching subscription (fan-out.ts),
+ * the matching waits (waits.ts), and exactly one consumer (consumers.ts, leases.ts). The
+ * dispatcher owns these indexes for the whole gateway; each connection's own view of its
+ * registrations is its Session's, which registers here.
+ *
+ * A routed event is a notification, not the payload: the dispatcher then reads the domain's
+ * published events after the last one it handed out, from the store, in position order. Routers
+ * (a hub mesh especially) may deliver notifications out of order or twice; reading the log keeps
+ * what connections receive gap-free, duplicate-free and ordered, which resuming by position
+ * relies on. Stores commit in position order (SQLite: one writer; MySQL: a sequence row lock),
+ * so once a position is visible every lower one is too.
+ */
+import type { StoredEvent } from '@eventflow/core';
+import { PUMP_PAGE } from '../defaults.js';
+import type { Logger } from '../log.js';
+import { noMetrics, type GatewayMetrics } from '../metrics.js';
+import type { RouteTarget, Router } from '../router/router.js';
+import type { EventStore, Outcome } from '../store/store.js';
+import { Consumers } from './consumers.js';
+import { FanOut } from './fan-out.js';
+import { Interest } from './interest.js';
+import { Leases, type LeaseOptions } from './leases.js';
+import type { Peer } from './peer.js';
+import { Waits } from './waits.js';
+
+export type { Peer } from './peer.js';
+
+export interface DispatcherOptions extends LeaseOptions {
+  /**
+   * Whether this gateway decides that an event nobody here takes is an orphan (the embedded
+   * router); in a hub mesh the hub that routed the event decides.
+   */
+  markOrphans?: boolean;
+  metrics?: GatewayMetrics;
+}
+
+/** What the gateway holds now; the one source of the registration gauges (metrics.ts). */
+export interface DispatcherStats {
+  /** One per (connection, domain, name). */
+  subscriptions: number;
+  /** One per (connection, consumer handle). */
+  consumers: number;
+  /** Registered and not answered or cancelled yet. */
+  waits: number;
+  /** Deliveries open (sent, not settled, recalled or revoked yet). */
+  deliveries: number;
+}
+
+export class Dispatcher implements RouteTarget {
+  readonly #store: EventStore;
+  readonly #fanOut: FanOut;
+  readonly #waits: Waits;
+  readonly #consumers: Consumers;
+  readonly #leases: Leases;
+  /** domain → the position up to which its published events have been handed out. */
+  readonly #cursors = new Map<string, number>();
+  /** domain → the running pump; a second notification meanwhile asks for one more pass. */
+  readonly #pumps = new Map<string, { again: boolean; done: Promise<void> }>();
+  #start = 0;
+  readonly #markOrphans: boolean;
+  readonly #metrics: GatewayMetrics;
+
+  constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
+    this.#store = store;
+    this.#markOrphans = options.markOrphans ?? router.kind === 'local';
+    this.#metrics = options.metrics ?? noMetrics;
+    const interest = new Interest(router);
+    this.#fanOut = new FanOut(interest);
+    this.#waits = new Waits(store, interest);
+    this.#consumers = new Consumers(interest);
+    this.#leases = new Leases(store, this.#consumers, consumerId, log, this.#metrics, options);
+  }
+
+  /** Events published before this position were routed by an earlier run; routing starts after it. */
+  async start(): Promise<void> {
+    this.#start = await this.#store.head();
+  }
+
+  /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */
+  stop(): void {
+    this.#leases.stop();
+  }
+
+  // ── registrations (Session calls these) ──
+
+  subscribe(peer: Peer, domain: string, name: string): void {
+    this.#fanOut.subscribe(peer, domain, name);
+  }
+
+  unsubscribe(peer: Peer, domain: string, name: string): void {
+    this.#fanOut.unsubscribe(peer, domain, name);
+  }
+
+  addConsumer(peer: Peer, handle: string, domain: string, name: string): void {
+    this.#consumers.add(peer, handle, domain, name);
+  }
+
+  /** Unregisters a consumer; its open deliveries go to other consumers. */
+  async removeConsumer(peer: Peer, handle: string): Promise<void> {
+    const removed = this.#consumers.remove(peer, handle);
+    if (removed) await this.#leases.recall((consumer) => consumer === removed, 'consumer removed');
+  }
+
+  /**
+   * A consumer came back with its position: events of its (domain, name) published after it that
+   * nobody claimed go to it now (leases.ts catchUp).
+   */
+  async catchUp(peer: Peer, handle: string, after: number): Promise<void> {
+    const consumer = this.#consumers.find(peer, handle);
+    if (consumer) await this.#leases.catchUp(consumer, after);
+  }
+
+  /** Registers a wait; `after` also matches an outcome already stored after that position. */
+  addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
+    return this.#waits.add(peer, handle, domain, pid, names, after);
+  }
+
+  cancelWait(peer: Peer, handle: string): void {
+    this.#waits.cancel(peer, handle);
+  }
+
+  /** Cancels the peer's waits whose domain `drop` selects (its rights narrowed); returns their handles. */
+  cancelWaitsWhere(peer: Peer, drop: (domain: string) => boolean): string[] {
+    return this.#waits.cancelWhere(peer, drop);
+  }
+
+  /** Forgets everything of a closed connection; its unsettled deliveries go to other consumers. */
+  async removePeer(peer: Peer): Promise<void> {
+    this.#fanOut.removePeer(peer);
+    this.#consumers.removePeer(peer);
+    this.#waits.removePeer(peer);
+    await this.#leases.recall((consumer) => consumer.peer === peer, 'connection closed');
+  }
+
+  // ── routing ──
+
+  /** A router says `event` was published: hand out the domain's new events, in order. */
+  route(event: StoredEvent): Promise<void> {
+    const running = this.#pumps.get(event.domain);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const pump = { again: true, done: Promise.resolve() };
+    pump.done = (async () => {
+      try {
+        while (pump.again) {
+          pump.again = false;
+          await this.#pump(event.domain);
+        }
+      } finally {
+        this.#pumps.delete(event.domain);
+      }
+    })();
+    this.#pumps.set(event.domain, pump);
+    return pump.done;
+  }
+
+  async #pump(domain: string): Promise<void> {
+    for (;;) {
+      const after = this.#cursors.get(domain) ?? this.#start;
+      const page = await this.#store.readPublishedAfter({ domain, name: '*' }, after, PUMP_PAGE);
+      const orphans: string[] = [];
+      for (const event of page) {
+        this.#cursors.set(domain, event.position);
+        if (!(await this.#distribute(event))) orphans.push(event.id);
+      }
+      // One store transaction per page: per event, marking orphans cost as much as storing them.
+      if (this.#markOrphans && orphans.length > 0) {
+        this.#metrics.orphaned(orphans.length);
+        await this.#store.markOrphans(orphans);
+      }
+      if (page.length < PUMP_PAGE) return;
+    }
+  }
+
+  /** Gives the event to its recipients here; false when there is none (an orphan, if this gateway decides that). */
+  async #distribute(event: StoredEvent): Promise<boolean> {
+    const subscribed = this.#fanOut.send(event);
+    const waited = this.#waits.match(event);
+    const consumed = await this.#leases.deliver(event, 1, undefined);
+    return subscribed || waited || consumed;
+  }
+
+  /** Tells every connection subscribed to anything in the domain that events were deleted. */
+  deleted(domain: string, pid: string, id?: string): void {
+    this.#fanOut.deleted(domain, pid, id);
+  }
+
+  // ── deliveries ──
+
+  /**
+   * Records a consumer's outcome; `release` hands the event to another consumer. False when the
+   * delivery is not open on this peer (settled, recalled, revoked, or another peer's).
+   */
+  settle(peer: Peer, deliveryId: string, outcome: Outcome | 'release'): Promise<boolean> {
+    return this.#leases.settle(peer, deliveryId, outcome);
+  }
+
+  /**
+   * Moves an open delivery's lease deadline to now + `ms` (default: one lease; at most
+   * MAX_EXTEND_LEASES). Returns the lease granted, or undefined when the delivery is not open on this peer.
+   */
+  extend(peer: Peer, deliveryId: string, ms: number | undefined): number | undefined {
+    return this.#leases.extend(peer, deliveryId, ms);
+  }
+
+  get stats(): DispatcherStats {
+    return { subscriptions: this.#fanOut.count, consumers: this.#consumers.count, waits: this.#waits.count, deliveries: this.#leases.count };
+  }
+}

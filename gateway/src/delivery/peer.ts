@@ -1,0 +1,14 @@
+import type { StoredEvent } from '@eventflow/core';
+
+/** What the dispatcher needs from a connection (connection/session.ts is the one in the gateway). */
+export interface Peer {
+  readonly id: string;
+  sendEvent(event: StoredEvent, names: string[]): void;
+  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
+  sendWaited(wait: string, event: StoredEvent): void;
+  sendDeleted(domain: string, pid: string, id: string | undefined): void;
+  /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
+  sendRevoked?(delivery: string): void;
+  /** Logs a line this peer can cause once per event, counted per condition (Session.note); else the dispatcher logs it. */
+  note?(condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void;
+}

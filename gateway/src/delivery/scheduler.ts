@@ -1,0 +1,102 @@
+/**
+ * Fires scheduled events at their due time, for gateways and hubs alike, as v4 intended
+ * (eventflow-v4.md §9.5, §11 A4) instead of as it ran (never): a timer on the nearest due row (not a
+ * 1 s poll), re-armed after each run and when an earlier event is scheduled here, plus a poll for
+ * rows other processes (v4 spokes tell nobody) schedule. Each run claims the due rows with the
+ * store's guarded update, so an event fires exactly once across all hubs and gateways; `fire` routes
+ * it, and the row is settled success (routed) or failed.
+ */
+import type { StoredEvent } from '@eventflow/core';
+import type { EventStore } from '../store/store.js';
+
+/** setTimeout cannot wait longer than 2^31-1 ms. */
+const MAX_TIMER = 2 ** 31 - 1;
+
+export interface SchedulerOptions {
+  store: Pick<EventStore, 'nextScheduled' | 'claimDueScheduled' | 'settleScheduled'>;
+  /** Routes a fired event; true when it was routed (success), false when another router had it (failed). */
+  fire(event: StoredEvent): Promise<boolean>;
+  /** Reports a problem (a hub writes a log row). */
+  log(message: string, error?: unknown): void;
+  pollMs: number;
+}
+
+export class Scheduler {
+  readonly #options: SchedulerOptions;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #armedFor: number | undefined;
+  #poll: ReturnType<typeof setInterval> | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #stopped = true;
+  /** After a failed run the timer waits for the poll, so that an unclaimable due row cannot spin. */
+  #backoffUntil = 0;
+
+  constructor(options: SchedulerOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#poll = setInterval(() => void this.#arm(), this.#options.pollMs);
+    this.#poll.unref();
+    void this.#arm();
+  }
+
+  /** An event was scheduled here for `at`: fire earlier than planned if needed. */
+  scheduled(at: Date): void {
+    this.#setTimer(at.getTime());
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearInterval(this.#poll);
+    await this.#running;
+  }
+
+  async #arm(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      const next = await this.#options.store.nextScheduled();
+      if (next) this.#setTimer(Math.max(next.getTime(), this.#backoffUntil));
+    } catch (error) {
+      this.#options.log('could not read the scheduled events', error);
+    }
+  }
+
+  #setTimer(at: number): void {
+    if (this.#stopped || (this.#armedFor !== undefined && this.#armedFor <= at)) return;
+    clearTimeout(this.#timer);
+    this.#armedFor = at;
+    this.#timer = setTimeout(() => this.#fire(), Math.min(MAX_TIMER, Math.max(0, at - Date.now())));
+    this.#timer.unref();
+  }
+
+  #fire(): void {
+    this.#armedFor = undefined;
+    this.#running = this.#running.then(async () => {
+      if (this.#stopped) return;
+      try {
+        for (const event of await this.#options.store.claimDueScheduled(new Date())) {
+          let routed = false;
+          try {
+            routed = await this.#options.fire(event);
+            if (!routed) this.#options.log(`scheduled event ${event.id} was already routed by another process`);
+          } catch (error) {
+            this.#options.log(`failed to route scheduled event ${event.id}`, error);
+          }
+          // Every claimed event gets its turn, even if the database fails on one.
+          await this.#options.store.settleScheduled(event.id, routed ? 'success' : 'failed').catch((error: unknown) => {
+            this.#options.log(`could not settle scheduled event ${event.id}`, error);
+          });
+        }
+      } catch (error) {
+        this.#backoffUntil = Date.now() + this.#options.pollMs;
+        this.#options.log('scheduled run failed', error);
+        return;
+      }
+      await this.#arm();
+    });
+  }
+}

@@ -1,0 +1,107 @@
+import { streamKey, type StoredEvent } from '@eventflow/core';
+import type { EventStore } from '../store/store.js';
+import type { Interest } from './interest.js';
+import type { Peer } from './peer.js';
+
+interface WaitRef {
+  readonly peer: Peer;
+  readonly handle: string;
+  readonly domain: string;
+  readonly pid: string;
+  readonly names: ReadonlySet<string>;
+  done: boolean;
+}
+
+/** Waits, matched at the gateway by (domain, pid, names); each is answered once, then forgotten. */
+export class Waits {
+  readonly #store: Pick<EventStore, 'findOutcome'>;
+  readonly #interest: Interest;
+  /** streamKey(domain, pid) → waits. */
+  readonly #byStream = new Map<string, Set<WaitRef>>();
+  /**
+   * Peer → its open waits by handle: a handle stands for one wait, whatever (domain, pid) it is
+   * registered for, so that re-registering a handle replaces its wait instead of adding one that
+   * the connection's limit (which counts handles) does not see.
+   */
+  readonly #byPeer = new Map<Peer, Map<string, WaitRef>>();
+
+  constructor(store: Pick<EventStore, 'findOutcome'>, interest: Interest) {
+    this.#store = store;
+    this.#interest = interest;
+  }
+
+  /** Registers a wait; `after` also matches an outcome already stored after that position. */
+  async add(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
+    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), done: false };
+    const key = streamKey(domain, pid);
+    // Re-registering a handle replaces its wait, under any (domain, pid); finishing the old one may drop its set.
+    const existing = this.#byPeer.get(peer)?.get(handle);
+    if (existing) this.#finish(existing);
+    let byHandle = this.#byPeer.get(peer);
+    if (!byHandle) this.#byPeer.set(peer, (byHandle = new Map()));
+    byHandle.set(handle, wait);
+    let set = this.#byStream.get(key);
+    if (!set) this.#byStream.set(key, (set = new Set()));
+    set.add(wait);
+    for (const name of names) this.#interest.change(domain, name, +1);
+    if (after === undefined) return;
+    // Registered first, checked second: an outcome stored in between is seen by one or the other.
+    const stored = await this.#store.findOutcome(domain, pid, names, after);
+    if (stored && !wait.done) {
+      this.#finish(wait);
+      peer.sendWaited(handle, stored);
+    }
+  }
+
+  cancel(peer: Peer, handle: string): void {
+    const wait = this.#byPeer.get(peer)?.get(handle);
+    if (wait) this.#finish(wait);
+  }
+
+  /** Cancels the peer's waits whose domain `drop` selects (its rights narrowed); returns their handles. */
+  cancelWhere(peer: Peer, drop: (domain: string) => boolean): string[] {
+    const cancelled: string[] = [];
+    for (const wait of [...(this.#byPeer.get(peer)?.values() ?? [])]) {
+      if (!drop(wait.domain)) continue;
+      this.#finish(wait);
+      cancelled.push(wait.handle);
+    }
+    return cancelled;
+  }
+
+  removePeer(peer: Peer): void {
+    for (const wait of [...(this.#byPeer.get(peer)?.values() ?? [])]) this.#finish(wait);
+  }
+
+  /** Answers the waits the event finishes; false when there is none. */
+  match(event: StoredEvent): boolean {
+    let waited = false;
+    for (const wait of this.#byStream.get(streamKey(event.domain, event.pid)) ?? []) {
+      if (wait.done || !wait.names.has(event.name)) continue;
+      this.#finish(wait);
+      wait.peer.sendWaited(wait.handle, event);
+      waited = true;
+    }
+    return waited;
+  }
+
+  /** Waits registered and not answered or cancelled yet. */
+  get count(): number {
+    let count = 0;
+    for (const set of this.#byStream.values()) count += set.size;
+    return count;
+  }
+
+  #finish(wait: WaitRef): void {
+    if (wait.done) return;
+    wait.done = true;
+    const key = streamKey(wait.domain, wait.pid);
+    const set = this.#byStream.get(key);
+    set?.delete(wait);
+    if (set?.size === 0) this.#byStream.delete(key);
+    const byHandle = this.#byPeer.get(wait.peer);
+    if (byHandle?.get(wait.handle) === wait) byHandle.delete(wait.handle);
+    if (byHandle?.size === 0) this.#byPeer.delete(wait.peer);
+    for (const name of wait.names) this.#interest.change(wait.domain, name, -1);
+  }
+}

@@ -1,0 +1,292 @@
+/**
+ * The gateway: wires the store, router, dispatcher, scheduler and connections together on one
+ * HTTP + WebSocket port (routes in http.ts, the socket transport in ws-transport.ts), WebSocket
+ * upgrades on any path (from an allowed `Origin`, see EVENTFLOW_ALLOWED_ORIGINS), and closes them
+ * in order. Transports are accepted through `accept()`, so tests can also attach in-memory transports.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { existsSync } from 'node:fs';
+import { generatePid, type Transport } from '@eventflow/core';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
+import { Admission, refusalBody } from './admission.js';
+import { createAuthenticator } from '../connection/auth.js';
+import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
+import { operations } from '../connection/operations.js';
+import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
+import { httpHandler } from './http.js';
+import { WsTransport } from './ws-transport.js';
+import { originAllowed } from '../connection/limits.js';
+import { ConditionLog } from '../condition-log.js';
+import { createLogger, type LogDestination, type Logger } from '../log.js';
+import { noMetrics, PrometheusMetrics } from '../metrics.js';
+import { hubConnections } from '../readiness.js';
+import { LocalRouter } from '../router/local.js';
+import type { Router } from '../router/router.js';
+import { Scheduler } from '../delivery/scheduler.js';
+import { SCHEDULER_POLL_MS } from '../defaults.js';
+import { Session } from '../connection/session.js';
+import { listenFailed, storeUnavailable } from '../startup-failure.js';
+import { SqliteStore } from '../store/sqlite/sqlite.js';
+import type { EventStore } from '../store/store.js';
+
+export interface Gateway {
+  readonly id: string;
+  readonly config: GatewayConfig;
+  readonly port: number;
+  /** `ws://host:port/` for clients. */
+  readonly url: string;
+  readonly httpUrl: string;
+  /** The store and router as given or made (not the metrics decorators the gateway calls through). */
+  readonly store: EventStore;
+  readonly router: Router;
+  readonly dispatcher: Dispatcher;
+  /** Attaches a transport (e.g. one end of createMemoryPair()) as a client connection. */
+  accept(transport: Transport): Session;
+  /** Stops accepting, closes every connection with 1001, and closes the store. */
+  close(): Promise<void>;
+}
+
+export interface GatewayDependencies {
+  store?: EventStore;
+  router?: Router;
+  logger?: Logger;
+  /** Where the gateway's log lines go (default stderr), at EVENTFLOW_LOG_LEVEL; ignored with `logger`. */
+  logDestination?: LogDestination;
+  /** Called with a start-up failure before it is logged: the bin prints its line for a person first. */
+  onStartFailure?: (error: unknown) => void;
+}
+
+/** Environment-style settings: typed keys, or raw strings as they come from process.env. */
+export type GatewaySettings = GatewayConfigInput | Record<string, string | number | undefined>;
+
+/**
+ * Starts a gateway. `config` takes the same keys as the environment (EVENTFLOW_PORT, …) and is
+ * validated like it: a bad value rejects with E_EVENTFLOW_CONFIG naming the variable.
+ */
+export async function startGateway(config: GatewaySettings = {}, dependencies: GatewayDependencies = {}): Promise<Gateway> {
+  let settings: GatewayConfig;
+  try {
+    settings = parseConfig(config as Record<string, string | number | undefined>);
+  } catch (error) {
+    dependencies.onStartFailure?.(error);
+    // The message names the variables, and the values of those that are not secrets.
+    startupLogger(config, dependencies).error('gateway not started: invalid configuration', { error });
+    throw error;
+  }
+  const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
+  const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL, {}, dependencies.logDestination)).child({ gateway: id });
+  try {
+    return await start(id, settings, config, dependencies, log);
+  } catch (error) {
+    dependencies.onStartFailure?.(error);
+    log.error('gateway not started', { error });
+    throw error;
+  }
+}
+
+/** Logs a configuration that could not be parsed: at its EVENTFLOW_LOG_LEVEL when that one is valid. */
+function startupLogger(config: GatewaySettings, dependencies: GatewayDependencies): Logger {
+  if (dependencies.logger) return dependencies.logger;
+  const level = configSchema.shape.EVENTFLOW_LOG_LEVEL.safeParse((config as Record<string, unknown>).EVENTFLOW_LOG_LEVEL);
+  return createLogger(level.success ? level.data : 'info', {}, dependencies.logDestination);
+}
+
+async function start(id: string, settings: GatewayConfig, config: GatewaySettings, dependencies: GatewayDependencies, log: Logger): Promise<Gateway> {
+  const auth = createAuthenticator({
+    mode: settings.EVENTFLOW_AUTH,
+    secret: settings.EVENTFLOW_JWT_SECRET,
+    publicKey: settings.EVENTFLOW_JWT_PUBLIC_KEY,
+    issuer: settings.EVENTFLOW_JWT_ISSUER,
+    audience: settings.EVENTFLOW_JWT_AUDIENCE,
+    anonymous: settings.EVENTFLOW_AUTH_ANONYMOUS,
+    maxLifetimeS: settings.EVENTFLOW_JWT_MAX_LIFETIME_S,
+  });
+  const sessions = new Set<Session>();
+  const prometheus =
+    settings.EVENTFLOW_METRICS === 'on'
+      ? new PrometheusMetrics({
+          connections: () => sessions.size,
+          // The dispatcher's index is the one count of registrations (each Session registers there).
+          registrations: (): DispatcherStats => dispatcher.stats,
+        })
+      : undefined;
+  const metrics = prometheus ?? noMetrics;
+  const givenStore =
+    dependencies.store ??
+    // mysql2 is loaded only for a MySQL store: the embedded default starts without it.
+    (settings.EVENTFLOW_STORE === 'mysql'
+      ? new (await import('../store/mysql/mysql.js')).MysqlStore(mysqlOptions(settings))
+      : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
+  const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
+  try {
+    await store.init();
+  } catch (error) {
+    // A store made from the settings: say which of them to change.
+    throw dependencies.store ? error : storeUnavailable(error, storeTarget(settings));
+  }
+  // The v4 wing (hub router, certificates, @peculiar/x509) is loaded only when configured: the common path starts without it.
+  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
+  const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
+  const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
+  if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
+  const dispatcher = new Dispatcher(store, router, id, log, {
+    leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
+    maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+    metrics,
+  });
+  await dispatcher.start();
+  await router.start(dispatcher);
+  const scheduler = new Scheduler({
+    store,
+    fire: async (event) => {
+      await router.publish(event);
+      return true;
+    },
+    log: (message, error) => log.error(message, { error }),
+    // Events scheduled through this gateway re-arm the timer at once; the poll finds other processes'.
+    pollMs: SCHEDULER_POLL_MS,
+  });
+  scheduler.start();
+
+  const admission = new Admission({
+    maxConnections: settings.EVENTFLOW_MAX_CONNECTIONS,
+    maxUnauthenticated: settings.EVENTFLOW_AUTH === 'jwt' ? settings.EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS : undefined,
+  });
+  let nextSession = 1;
+  let closing: Promise<void> | undefined;
+  const context = {
+    gatewayId: id,
+    store,
+    router,
+    dispatcher,
+    log,
+    metrics,
+    maxFrameBytes: settings.EVENTFLOW_MAX_FRAME_BYTES,
+    announced: {
+      maxInFlight: settings.EVENTFLOW_MAX_IN_FLIGHT,
+      maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
+      maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
+      maxReceiveRate: settings.EVENTFLOW_MAX_RECEIVE_RATE,
+      leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
+      maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+    },
+    maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
+    maxParkedBytes: settings.EVENTFLOW_MAX_PARKED_BYTES,
+    handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
+    limits: {
+      maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
+      maxInFlight: settings.EVENTFLOW_MAX_IN_FLIGHT,
+      maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
+      maxDataKeys: settings.EVENTFLOW_MAX_DATA_KEYS,
+      maxDataDepth: settings.EVENTFLOW_MAX_DATA_DEPTH,
+    },
+    // Anonymous rights make anonymous connections intended: then only their number is bounded.
+    authTimeout: settings.EVENTFLOW_AUTH === 'jwt' && settings.EVENTFLOW_AUTH_ANONYMOUS.length === 0 ? settings.EVENTFLOW_AUTH_TIMEOUT_MS : 0,
+    admission,
+    auth,
+    scheduled: (at: Date) => scheduler.scheduled(at),
+  };
+  const accept = (transport: Transport): Session => {
+    const session = new Session(`${nextSession++}`, transport, context, operations);
+    sessions.add(session);
+    admission.opened(session);
+    void session.closed.then(() => {
+      sessions.delete(session);
+      admission.closed(session);
+    });
+    return session;
+  };
+
+  const demoDir = settings.EVENTFLOW_DEMO_DIR;
+  const handleHttp = httpHandler({
+    id,
+    log,
+    store,
+    router: givenRouter,
+    prometheus,
+    readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+    closing: () => closing !== undefined,
+  });
+  // Every handler runs behind a guard (http-guard.ts): nothing a request carries can end the process.
+  const http: Server = createServer(guardRequest(log, (request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined)));
+  guardClientErrors(http, log);
+  // No permessage-deflate (also ws's default): zlib per connection costs ~hundreds of kB and CPU per frame.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
+  wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => {
+    try {
+      accept(new WsTransport(socket, raw, settings.EVENTFLOW_MAX_RECEIVE_RATE));
+    } catch (error) {
+      log.error('could not set up a connection', { error });
+      socket.terminate();
+    }
+  });
+  wss.on('error', (error) => log.error('websocket server error', { error }));
+  // Refused upgrades have no connection yet: one line for the first, then counts (a page reloading in a loop, a scanner).
+  const upgradeLog = new ConditionLog(log);
+  http.on(
+    'upgrade',
+    guardUpgrade(log, (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const origin = request.headers.origin;
+      if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
+        // A browser page from elsewhere must not use the gateway with its visitor's network access.
+        upgradeLog.note('origin refused', 'warn', 'websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
+        refuseUpgrade(socket, 403, 'origin not allowed\n');
+        return;
+      }
+      const full = admission.refusal();
+      if (full) {
+        upgradeLog.note('connection limit', 'warn', 'websocket upgrade refused: connection limit reached', { limit: full.details?.['limit'], open: admission.open, unauthenticated: admission.unauthenticated });
+        refuseUpgrade(socket, 503, refusalBody(full), 'application/json', 'Retry-After: 1\r\n');
+        return;
+      }
+      if (admission.makeRoom() > 0) log.debug('oldest unauthenticated connection closed to make room (EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS)');
+      // The request-target is not read: upgrades are accepted on any path.
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request, socket));
+    }),
+  );
+
+  await new Promise<void>((resolve, reject) => {
+    const failed = (error: Error): void => reject(listenFailed(error, settings.EVENTFLOW_HOST, settings.EVENTFLOW_PORT));
+    http.once('error', failed);
+    http.listen(settings.EVENTFLOW_PORT, settings.EVENTFLOW_HOST, () => {
+      http.off('error', failed);
+      resolve();
+    });
+  });
+  const address = http.address();
+  const port = typeof address === 'object' && address ? address.port : settings.EVENTFLOW_PORT;
+  const host = settings.EVENTFLOW_HOST.includes(':') ? `[${settings.EVENTFLOW_HOST}]` : settings.EVENTFLOW_HOST;
+  log.info('gateway listening', { url: `http://${host}:${port}/`, store: store.kind, router: router.kind, metrics: settings.EVENTFLOW_METRICS });
+
+  return {
+    id,
+    config: settings,
+    port,
+    url: `ws://${host}:${port}/`,
+    httpUrl: `http://${host}:${port}/`,
+    store: givenStore,
+    router: givenRouter,
+    dispatcher,
+    accept,
+    close: () =>
+      (closing ??= (async () => {
+        log.info('gateway stopping', { connections: sessions.size });
+        await scheduler.stop();
+        dispatcher.stop();
+        for (const client of wss.clients) client.close(1001, 'gateway shutting down');
+        for (const session of sessions) session.close(1001, 'gateway shutting down');
+        await new Promise<void>((resolve) => wss.close(() => resolve()));
+        await new Promise<void>((resolve) => {
+          http.close(() => resolve());
+          http.closeAllConnections();
+        });
+        await router.close();
+        await mesh?.pool.end();
+        await store.close();
+        upgradeLog.flush();
+        log.info('gateway stopped');
+      })()),
+  };
+}

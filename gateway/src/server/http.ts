@@ -1,0 +1,90 @@
+/**
+ * The gateway's HTTP routes: `/healthz`, `/readyz`, `/metrics` (EVENTFLOW_METRICS), the demo
+ * dashboard at `/` when built, a plain answer at `/` otherwise, 404 for the rest. WebSocket
+ * upgrades are not requests: gateway.ts takes them.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../log.js';
+import type { PrometheusMetrics } from '../metrics.js';
+import { checkReadiness } from '../readiness.js';
+import type { Router } from '../router/router.js';
+import type { EventStore } from '../store/store.js';
+import { answerPlain, requestPath } from './http-guard.js';
+import { serveStatic } from './static.js';
+
+export interface HttpRoutes {
+  readonly id: string;
+  readonly log: Logger;
+  readonly store: EventStore;
+  /** The router as given or made (readiness asks it, not its metrics decorator). */
+  readonly router: Router;
+  readonly prometheus: PrometheusMetrics | undefined;
+  readonly readyTimeoutMs: number;
+  /** Whether the gateway is shutting down (then /readyz answers 503). */
+  closing(): boolean;
+}
+
+export type HttpHandler = (request: IncomingMessage, response: ServerResponse, demo: string | undefined) => Promise<void> | undefined;
+
+export function httpHandler(routes: HttpRoutes): HttpHandler {
+  const { id, log, store, router, prometheus } = routes;
+  let nextHttpRequest = 1;
+  /** The last /readyz answer (a gateway starts ready: a first 503 is logged, a first 200 is not). */
+  let wasReady = true;
+
+  return function handleHttp(request, response, demo) {
+    // The path only: a query string may carry a token.
+    const pathname = requestPath(request.url);
+    const requestLog = log.child({ request: `http-${nextHttpRequest++}` });
+    if (pathname === undefined) {
+      requestLog.debug('http request refused: the target is not a URL', { method: request.method });
+      answerPlain(response, 400, 'bad request: the request-target is not a valid URL\n');
+      return;
+    }
+    requestLog.debug('http request', { method: request.method, path: pathname });
+    if (pathname === '/healthz') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', gateway: id }));
+      return;
+    }
+    if (pathname === '/readyz') return readiness(response, requestLog);
+    if (pathname === '/metrics' && prometheus) return scrape(prometheus, response, requestLog);
+    if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
+      serveStatic(demo, pathname, request, response);
+      return;
+    }
+    if (pathname === '/') {
+      response
+        .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
+        .end(`eventflow gateway ${id}\nConnect a client to ws://${request.headers.host ?? 'this host'}/\n`);
+      return;
+    }
+    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  };
+
+  /** `/readyz`: 200 when the store answers and the router is ready, else 503 saying what is not. */
+  async function readiness(response: ServerResponse, requestLog: Logger): Promise<void> {
+    const result = routes.closing()
+      ? { ready: false, checks: { gateway: { ready: false, reason: 'shutting down' } } }
+      : await checkReadiness(store, router, routes.readyTimeoutMs);
+    if (result.ready !== wasReady) {
+      // Probes come every few seconds: log the changes, not every answer.
+      if (result.ready) requestLog.info('gateway ready', { checks: result.checks });
+      else requestLog.warn('gateway not ready', { checks: result.checks });
+      wasReady = result.ready;
+    }
+    response
+      .writeHead(result.ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+      .end(JSON.stringify({ status: result.ready ? 'ready' : 'not ready', gateway: id, ...result }));
+  }
+}
+
+/** `/metrics`: the Prometheus text format. */
+async function scrape(prometheus: PrometheusMetrics, response: ServerResponse, log: Logger): Promise<void> {
+  try {
+    const body = await prometheus.text();
+    response.writeHead(200, { 'content-type': prometheus.contentType }).end(body);
+  } catch (error) {
+    log.error('could not collect metrics', { error });
+    response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
+  }
+}

@@ -1,0 +1,592 @@
+/**
+ * A hub that v4 spokes, v4 hubs and our gateways cannot tell from a v4.8 hub on the wire or in the
+ * database (eventflow-v4.md §6, §9), minus v4's defects (§11 A, C):
+ *
+ * - STX is written as its own write and only once it is flushed does the socket join the broadcast
+ *   set and get read (§11 C17: v4 could send `online` before STX). Nothing is written before STX.
+ * - A parser error (a record over 64 KiB without terminator) drops that connection, never the hub;
+ *   an unknown record type is logged and ignored, the connection stays up.
+ * - Routing: `publish` → the guarded routing claim (exactly one hub wins) → every socket subscribed to
+ *   (domain, name) ∪ (domain, `*`), once each; none → `orphan` on the right row (§9.4 passed the domain).
+ *   Claims of one connection's publishes run concurrently, but are routed in the order received, and
+ *   every record is one synchronous write, so each socket sees each publisher's records in its order.
+ * - `online` is forwarded as received to every connected socket, but only when the sender's
+ *   certificate is the announced hub's own (§11 C19: v4 let any client redirect every spoke). Hubs,
+ *   v4's and ours, always announce themselves with their own leaf.
+ * - Scheduled events fire (§9.5 never did): ../../delivery/scheduler.ts. Stuck claims are redelivered after a
+ *   lease: sweeper.ts. A peer's false "quit" mark on this hub's row is undone (§11 C18).
+ *
+ * Unchanged on purpose: subscriptions live in memory per socket; the winner of the routing claim
+ * reaches only its own sockets, which is why spokes (and gateways) connect to every online hub.
+ */
+import type { AddressInfo, Socket } from 'node:net';
+import tls, { type TLSSocket } from 'node:tls';
+import { createPool, type Pool } from 'mysql2/promise';
+import { setSessionOnConnect } from '../../store/mysql/statements.js';
+import { EventflowError, type StoredEvent } from '@eventflow/core';
+import { createLogger, type Logger } from '../../log.js';
+import { MysqlStore } from '../../store/mysql/mysql.js';
+import { CertificateManager } from '../certificates/manager.js';
+import { clientTlsOptions, hubServerTlsOptions, peerCertificateId } from '../certificates/tls.js';
+import { ClientReader, RecordDecoder, STX, encodeRecord } from '../codec.js';
+import { generateHubId, parseHubConfig, type HubConfig, type HubEnv } from './config.js';
+import { HubRegistry } from './registry.js';
+import { Scheduler } from '../../delivery/scheduler.js';
+import { HubSweeper } from './sweeper.js';
+import { asciiText, persistHub, persistLog, readOnlineHubs, restoreHubOnline, updateHubToQuit, type HubRow } from './store.js';
+
+export interface HubOptions {
+  config: HubConfig;
+  /** Process log (JSON lines on stderr); by default at config.logLevel. */
+  logger?: Logger;
+  /** Longest record accepted without a terminator; default 64 KiB. */
+  maxRecordBytes?: number;
+  /** A client with more unsent bytes than this is dropped (it reconnects and re-subscribes); default 8 MiB. */
+  maxBufferedBytes?: number;
+}
+
+/** A subscription as the hub holds it. */
+export interface HubSubscription {
+  /** The client's certificate UID (spoke or hub ID). */
+  client: string;
+  domain: string;
+  name: string;
+}
+
+type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** Unfinished publishes per connection before its socket stops being read. */
+const MAX_IN_FLIGHT = 256;
+/** Invalid records logged per connection; further ones are counted only. */
+const MAX_INVALID_LOGGED = 10;
+const STX_CHUNK = Buffer.of(STX);
+const CLOSE_GRACE_MS = 2000;
+
+/** One accepted TLS connection (a spoke, a gateway, or a peer hub announcing itself). */
+class HubClient {
+  ready = false;
+  closed = false;
+  /** Routing of this connection's publishes, in the order received. */
+  tail: Promise<void> = Promise.resolve();
+  inFlight = 0;
+  paused = false;
+  invalid = 0;
+  readonly decoder: RecordDecoder;
+
+  constructor(
+    readonly socket: TLSSocket,
+    readonly id: string,
+    maxRecordBytes: number,
+  ) {
+    this.decoder = new RecordDecoder(maxRecordBytes);
+  }
+}
+
+function deferred(): { promise: Promise<void>; resolve(): void; reject(error: Error): void } {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+export class Hub {
+  /** `<CHARACTERISTIC>-<NAME>-<BASE36>.<NAME>` (§1.2): hub row id, SNI name, leaf UID, log agent. */
+  readonly id: string;
+  readonly config: HubConfig;
+  /** This hub's certificates (leaf UID = id); spokes of the same database may use their own managers. */
+  readonly certificates: CertificateManager;
+  readonly #logger: Logger;
+  readonly #pool: Pool;
+  readonly #store: MysqlStore;
+  readonly #maxRecordBytes: number;
+  readonly #maxBufferedBytes: number;
+  readonly #registry = new HubRegistry<HubClient>();
+  /** Every accepted connection. */
+  readonly #clients = new Set<HubClient>();
+  /** Connections that received STX: the broadcast set. */
+  readonly #ready = new Set<HubClient>();
+  /** Every TCP connection, handshaken or not, so that destroy() never waits for a stalled handshake. */
+  readonly #raw = new Set<Socket>();
+  /** Announce connections to peers. */
+  readonly #outbound = new Set<TLSSocket>();
+  /** Unfinished work (routing, log rows) that destroy() waits for before closing the pools. */
+  readonly #pending = new Set<Promise<unknown>>();
+  readonly #registered = deferred();
+  readonly #scheduler: Scheduler;
+  readonly #sweeper: HubSweeper;
+  #server: tls.Server | undefined;
+  #ownRowTimer: ReturnType<typeof setInterval> | undefined;
+  #state: State = 'new';
+  /** Whether this hub's row was inserted (destroy marks it quit). */
+  #registeredRow = false;
+  #destroying: Promise<void> | undefined;
+  #starting: Promise<void> | undefined;
+  #address: { internalIp: string; internalPort: number; externalIp: string; externalPort: number } | undefined;
+
+  constructor(options: HubOptions) {
+    const { config } = options;
+    this.config = config;
+    this.id = generateHubId(config.name);
+    this.#logger = (options.logger ?? createLogger(config.logLevel)).child({ hub: this.id });
+    this.#maxRecordBytes = options.maxRecordBytes ?? 64 * 1024;
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+    const { host = '127.0.0.1', port = 3306, user = 'root', password = '', database = 'eventflow', connectionLimit = 10 } = config.mysql;
+    // v4's pool settings (§1.4): UTC dates, utf8mb4.
+    this.#pool = createPool({ host, port, user, password, database, connectionLimit, charset: 'utf8mb4', timezone: 'Z' });
+    // Values here are still formatted on the client: correct only under a known sql_mode.
+    setSessionOnConnect(this.#pool);
+    this.#store = new MysqlStore(config.mysql);
+    this.certificates = new CertificateManager({
+      pool: this.#pool,
+      id: this.id,
+      name: config.name,
+      config: config.certificates,
+      onError: (error) => this.#logger.warn('certificate refresh failed', { error }),
+    });
+    this.#scheduler = new Scheduler({
+      store: this.#store,
+      fire: (event) => this.#fireScheduled(event),
+      log: (message, error) => this.#log(message, error),
+      pollMs: config.scheduledPollMs,
+    });
+    this.#sweeper = new HubSweeper({
+      pool: this.#pool,
+      hubId: this.id,
+      leaseMs: config.claimLeaseMs,
+      maxRedeliveries: config.claimMaxRedeliveries,
+      redeliver: async (claim) => this.#route(claim.domain, claim.eventId, claim.name, claim.pid),
+      log: (message, error) => this.#log(message, error),
+    });
+  }
+
+  /** The address listened on and the one advertised; after start(). */
+  get address(): { internalIp: string; internalPort: number; externalIp: string; externalPort: number } {
+    if (!this.#address) throw new EventflowError('E_EVENTFLOW_INTERNAL', 'the hub has not started');
+    return this.#address;
+  }
+
+  /** The port listened on; after start(). */
+  get port(): number {
+    return this.address.internalPort;
+  }
+
+  get running(): boolean {
+    return this.#state === 'running';
+  }
+
+  /** The routing table, for diagnostics and tests. */
+  subscriptions(): HubSubscription[] {
+    return [...this.#ready].flatMap((client) => this.#registry.subscriptions(client).map(([domain, name]) => ({ client: client.id, domain, name })));
+  }
+
+  /** IDs of the connections that received STX. */
+  clients(): string[] {
+    return [...this.#ready].map((client) => client.id);
+  }
+
+  /** Runs one lease sweep now (it also runs on its timer); returns how many events were redelivered. */
+  sweepStuckClaims(): Promise<number> {
+    return this.#sweeper.sweep();
+  }
+
+  /**
+   * v4's bootstrap (§9.1): create missing tables, listen (TLS, client certificates required, identity
+   * by SNI), insert this hub's row, announce to every other online hub, start the scheduled loop and
+   * the lease sweeper. Connections accepted before the row exists get STX once it does.
+   */
+  async start(): Promise<void> {
+    if (this.#state !== 'new') throw new EventflowError('E_EVENTFLOW_INTERNAL', `the hub cannot start: it is ${this.#state}`);
+    this.#state = 'starting';
+    this.#starting = this.#start();
+    try {
+      await this.#starting;
+    } catch (error) {
+      this.#logger.error('hub failed to start', { error });
+      await this.destroy().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async #start(): Promise<void> {
+    await this.#store.init();
+    await this.certificates.getTlsMaterial(); // creates this hub's leaf before the first handshake needs it
+    const server = tls.createServer(hubServerTlsOptions(this.certificates));
+    this.#server = server;
+    server.on('connection', (raw: Socket) => {
+      this.#raw.add(raw);
+      raw.once('close', () => this.#raw.delete(raw));
+    });
+    server.on('secureConnection', (socket) => this.#accept(socket));
+    server.on('tlsClientError', (error, socket) => {
+      this.#logger.warn('rejected a TLS client', { error, remote: socket.remoteAddress });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.config.internalPort, this.config.internalIp, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', (error) => this.#log('server error', error));
+    const internalPort = (server.address() as AddressInfo).port;
+    this.#address = {
+      internalIp: this.config.internalIp,
+      internalPort,
+      externalIp: this.config.externalIp,
+      externalPort: this.config.externalPort ?? internalPort,
+    };
+    if (this.#state !== 'starting') throw new EventflowError('E_EVENTFLOW_INTERNAL', 'the hub was destroyed while starting');
+    await persistHub(this.#pool, {
+      id: this.id,
+      internal_ip: this.#address.internalIp,
+      internal_port: internalPort,
+      external_ip: this.#address.externalIp,
+      external_port: this.#address.externalPort,
+    });
+    this.#registeredRow = true;
+    if (this.#state !== 'starting') throw new EventflowError('E_EVENTFLOW_INTERNAL', 'the hub was destroyed while starting');
+    this.#state = 'running';
+    this.#registered.resolve();
+    this.#logger.info('hub listening', { ...this.#address });
+    await this.#announceToPeers();
+    if (this.#state !== 'running') return;
+    this.#scheduler.start();
+    this.#sweeper.start();
+    const every = Math.min(10_000, Math.max(250, Math.floor(this.config.claimLeaseMs / 3)));
+    this.#ownRowTimer = setInterval(() => void this.#track(this.#checkOwnRow()), every);
+    this.#ownRowTimer.unref();
+  }
+
+  /** Stops the hub (§9.6): timers, server, client sockets, routing table, then marks its row quit and closes the pools. */
+  destroy(): Promise<void> {
+    this.#destroying ??= this.#destroy();
+    return this.#destroying;
+  }
+
+  /** Same as destroy(). */
+  stop(): Promise<void> {
+    return this.destroy();
+  }
+
+  async #destroy(): Promise<void> {
+    this.#state = 'stopping';
+    this.#registered.reject(new EventflowError('E_EVENTFLOW_INTERNAL', 'the hub was destroyed'));
+    // A start in progress may be announcing to a peer that does not answer: end those dials first
+    // (their timeout can be long), then the start notices and stops at its next step.
+    for (const socket of this.#outbound) socket.destroy();
+    await this.#starting?.catch(() => undefined);
+    clearInterval(this.#ownRowTimer);
+    await Promise.allSettled([this.#scheduler.stop(), this.#sweeper.stop()]);
+    const server = this.#server;
+    const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+    for (const socket of this.#outbound) socket.destroy();
+    await Promise.allSettled([...this.#clients].map((client) => this.#end(client.socket)));
+    for (const raw of this.#raw) raw.destroy();
+    await closed;
+    this.#registry.clear();
+    await this.#drainPending();
+    if (this.#registeredRow) {
+      await persistLog(this.#pool, this.id, 'destroyed').catch((error: unknown) => this.#logger.warn('log row failed', { error }));
+      await updateHubToQuit(this.#pool, this.id).catch((error: unknown) => this.#logger.error('could not mark the hub quit', { error }));
+    }
+    await this.#drainPending();
+    await Promise.allSettled([this.#store.close(), this.#pool.end()]);
+    this.#state = 'stopped';
+    this.#logger.info('hub stopped');
+  }
+
+  async #drainPending(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  #end(socket: TLSSocket): Promise<void> {
+    if (socket.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      socket.end();
+    });
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#pending.add(promise);
+    void promise.then(
+      () => this.#pending.delete(promise),
+      () => this.#pending.delete(promise),
+    );
+    return promise;
+  }
+
+  /** A `log` row (§9.7), agent = this hub's ID, and the same line on the process log. Never throws. */
+  #log(message: string, error?: unknown): void {
+    if (error === undefined) this.#logger.info(message);
+    else this.#logger.warn(message, { error });
+    if (this.#state === 'stopped' || this.#state === 'new') return;
+    this.#track(persistLog(this.#pool, this.id, message, error).catch((failure: unknown) => this.#logger.warn('could not write a log row', { error: failure, message })));
+  }
+
+  // ── accepting (§9.2) ──
+
+  #accept(socket: TLSSocket): void {
+    const id = peerCertificateId(socket);
+    const client = new HubClient(socket, asciiText(id ?? 'unknown', 64), this.#maxRecordBytes);
+    socket.on('error', (error) => {
+      if (!client.closed) this.#log(`client error ${client.id}`, error);
+    });
+    if (this.#state === 'stopping' || this.#state === 'stopped' || !socket.authorized || id === undefined) {
+      if (this.#state !== 'stopping' && this.#state !== 'stopped') {
+        this.#logger.warn('dropped an unauthorised client', { client: client.id, reason: String(socket.authorizationError ?? 'no subject UID') });
+      }
+      client.closed = true;
+      socket.destroy();
+      return;
+    }
+    this.#clients.add(client);
+    socket.setKeepAlive(true, this.config.keepAliveIntervalMs);
+    socket.setNoDelay(true);
+    socket.on('close', () => this.#closed(client));
+    this.#registered.promise.then(
+      () => {
+        if (client.closed) return;
+        // STX alone, first, and the socket joins the broadcast set (and is read) only once it is out.
+        socket.write(STX_CHUNK, (error) => {
+          if (error || client.closed || this.#state !== 'running') return;
+          client.ready = true;
+          this.#ready.add(client);
+          socket.on('data', (chunk: Buffer) => this.#data(client, chunk));
+          this.#log(`connected ${client.id}`);
+        });
+      },
+      () => socket.destroy(),
+    );
+  }
+
+  #closed(client: HubClient): void {
+    client.closed = true;
+    this.#clients.delete(client);
+    this.#ready.delete(client);
+    this.#registry.remove(client);
+    if (client.ready) this.#log(`disconnected ${client.id}`);
+  }
+
+  #data(client: HubClient, chunk: Buffer): void {
+    if (client.closed) return;
+    let records: string[][];
+    try {
+      records = client.decoder.push(chunk);
+    } catch (error) {
+      this.#log(`dropped spoke ${client.id}: unreadable data`, error);
+      client.socket.destroy();
+      return;
+    }
+    for (const units of records) {
+      if (client.closed) return;
+      this.#record(client, units);
+    }
+  }
+
+  // ── records (§6.3, §9.3) ──
+
+  #record(client: HubClient, units: string[]): void {
+    const type = units[0] ?? '';
+    switch (type) {
+      case 'subscribe':
+      case 'unsubscribe': {
+        const [, domain, name] = units;
+        if (!domain || !name) return this.#invalid(client, type, 'without domain or name');
+        if (type === 'subscribe') this.#registry.subscribe(client, domain, name);
+        else this.#registry.unsubscribe(client, domain, name);
+        return;
+      }
+      case 'publish':
+        return this.#publish(client, units);
+      case 'online':
+        return this.#online(client, units);
+      default:
+        return this.#invalid(client, type);
+    }
+  }
+
+  #invalid(client: HubClient, type: string, detail = ''): void {
+    client.invalid += 1;
+    if (client.invalid <= MAX_INVALID_LOGGED) {
+      this.#log(`observed invalid message ${asciiText(type, 64)}${detail ? ` ${detail}` : ''} from spoke ${client.id}`);
+    }
+    if (client.invalid === MAX_INVALID_LOGGED) this.#log(`further invalid messages from spoke ${client.id} are not logged`);
+  }
+
+  /** Claims run concurrently; routing follows the order received (the tail chain). */
+  #publish(client: HubClient, units: string[]): void {
+    const [, domain, id, name, pid = ''] = units;
+    if (!domain || !id || !name) return this.#invalid(client, 'publish', 'without domain, id or name');
+    const claim = this.#claim(id);
+    client.inFlight += 1;
+    if (client.inFlight >= MAX_IN_FLIGHT && !client.paused) {
+      client.paused = true;
+      client.socket.pause();
+    }
+    const task = client.tail
+      .then(async () => {
+        if (await claim) this.#route(domain, id, name, pid);
+      })
+      .catch((error: unknown) => this.#log(`failed to route event ${id}`, error))
+      .finally(() => {
+        client.inFlight -= 1;
+        if (client.paused && client.inFlight <= MAX_IN_FLIGHT / 2) {
+          client.paused = false;
+          if (!client.closed) client.socket.resume();
+        }
+      });
+    client.tail = task;
+    this.#track(task);
+  }
+
+  /** v4's guarded routing claim; false (and a log row) if the database fails. */
+  #claim(eventId: string): Promise<boolean> {
+    return this.#store.claimForRouting(eventId, this.id).catch((error: unknown) => {
+      this.#log(`failed to claim event ${asciiText(eventId, 64)} for routing`, error);
+      return false;
+    });
+  }
+
+  /**
+   * Sends `publish(domain, id, name, pid)` to (domain, name) ∪ (domain, `*`), once each, or marks the
+   * event orphan (with its id, §9.4) if nobody is subscribed. Synchronous apart from the orphan mark.
+   */
+  #route(domain: string, id: string, name: string, pid: string): void {
+    const recipients = [...this.#registry.recipients(domain, name)].filter((client) => client.ready && !client.closed);
+    if (recipients.length === 0) {
+      this.#track(
+        this.#store.markOrphan(id).then(
+          () => this.#log(`observed an orphan event ${id} (${domain} ${name})`),
+          (error: unknown) => this.#log(`failed to mark event ${id} orphan`, error),
+        ),
+      );
+      return;
+    }
+    const record = encodeRecord(['publish', domain, id, name, pid]);
+    for (const client of recipients) this.#send(client, record);
+  }
+
+  #send(client: HubClient, record: Buffer): void {
+    if (client.closed) return;
+    client.socket.write(record);
+    if (client.socket.writableLength > this.#maxBufferedBytes) {
+      this.#log(`dropped spoke ${client.id}: ${client.socket.writableLength} bytes unsent`);
+      client.socket.destroy();
+    }
+  }
+
+  #online(client: HubClient, units: string[]): void {
+    const [, hubId, ip, port] = units;
+    if (!hubId || !ip || !port) return this.#invalid(client, 'online', 'without hub id, ip or port');
+    if (hubId.toUpperCase() === this.id) return;
+    if (hubId.toUpperCase() !== client.id.toUpperCase()) {
+      this.#log(`ignored online status of ${asciiText(hubId, 64)} from ${client.id}: a hub announces only itself`);
+      return;
+    }
+    const record = encodeRecord([units[0], hubId, ip, port]);
+    for (const target of this.#ready) this.#send(target, record);
+    this.#log(`forwarded online status of peer hub ${hubId} at ${asciiText(ip, 64)}:${asciiText(port, 8)}`);
+  }
+
+  // ── peers (§6.4 A) ──
+
+  async #announceToPeers(): Promise<void> {
+    let peers: HubRow[];
+    try {
+      peers = (await readOnlineHubs(this.#pool)).filter((peer) => peer.id !== this.id);
+    } catch (error) {
+      this.#log('failed to read the online hubs', error);
+      return;
+    }
+    // Concurrently: each is bounded by PEER_HUB_ONLINE_TIMEOUT, so a dead peer delays start by that much at most.
+    await Promise.all(peers.map((peer) => this.#announce(peer)));
+  }
+
+  async #announce(peer: HubRow): Promise<void> {
+    try {
+      await this.#sayOnline(peer);
+      this.#log(`broadcasted online status to peer hub ${peer.id}`);
+    } catch (error) {
+      if (this.#state !== 'running') return;
+      this.#log(`failed to connect to peer hub ${peer.id} at ${peer.external_ip}:${peer.external_port}; marking it quit`, error);
+      await updateHubToQuit(this.#pool, peer.id).catch((failure: unknown) => this.#log(`could not mark peer hub ${peer.id} quit`, failure));
+    }
+  }
+
+  /** Connects as a client (SNI = the peer's ID), awaits STX, sends `online(ownID, externalIp, externalPort)`, ends. */
+  async #sayOnline(peer: HubRow): Promise<void> {
+    const options = await clientTlsOptions(this.certificates, peer.id);
+    const timeout = this.config.peerHubOnlineTimeoutMs;
+    const { externalIp, externalPort } = this.address;
+    await new Promise<void>((resolve, reject) => {
+      const socket = tls.connect({ ...options, host: peer.external_ip, port: peer.external_port });
+      this.#outbound.add(socket);
+      const reader = new ClientReader();
+      let done = false;
+      const finish = (error?: Error): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (error) {
+          socket.destroy();
+          reject(error);
+        } else resolve();
+      };
+      const timer = setTimeout(() => finish(new Error(`peer hub sent no STX within ${timeout} ms`)), timeout);
+      // The peer forwards our own `online` back to us (and ignores it); nothing else is expected.
+      socket.on('data', (chunk: Buffer) => {
+        if (done) return;
+        try {
+          reader.push(chunk);
+        } catch (error) {
+          finish(error as Error);
+          return;
+        }
+        if (!reader.ready) return;
+        socket.end(encodeRecord(['online', this.id, externalIp, externalPort]), () => finish());
+        // Ending takes the peer's close; never longer than the timeout.
+        setTimeout(() => socket.destroy(), timeout).unref();
+      });
+      socket.setTimeout(timeout, () => finish(new Error(`peer hub idle for ${timeout} ms`)));
+      socket.on('error', (error) => finish(error));
+      socket.on('close', () => {
+        this.#outbound.delete(socket);
+        finish(new Error('peer hub closed the connection before STX'));
+      });
+    });
+  }
+
+  async #checkOwnRow(): Promise<void> {
+    if (this.#state !== 'running') return;
+    try {
+      if (await restoreHubOnline(this.#pool, this.id)) this.#log('observed own quit mark while running; restored online status');
+    } catch (error) {
+      this.#logger.warn('could not check the own hub row', { error });
+    }
+  }
+
+  // ── scheduled events (§9.5) ──
+
+  /** Routing claim, then broadcast with the pid; true if this hub won the claim. */
+  async #fireScheduled(event: StoredEvent): Promise<boolean> {
+    if (!(await this.#store.claimForRouting(event.id, this.id))) return false;
+    this.#route(event.domain, event.id, event.name, event.pid);
+    return true;
+  }
+}
+
+/** Parses the configuration from `env` (EVENTFLOW_HUB_*, EVENTFLOW_MYSQL_*, EVENTFLOW_CERT_*) and starts a hub. */
+export async function startHub(env: HubEnv = process.env, options: Omit<HubOptions, 'config'> = {}): Promise<Hub> {
+  const hub = new Hub({ ...options, config: parseHubConfig(env) });
+  await hub.start();
+  return hub;
+}

@@ -1,0 +1,244 @@
+/**
+ * The gateway as a spoke of an eventflow v4 hub mesh (eventflow-v4.md §6, §7): mTLS to every
+ * online hub in the `hub` table, v4 framing, `subscribe` for this gateway's interests replayed
+ * after every (re)connect, `publish` to every connected hub after the rows are stored.
+ *
+ * Unlike a v4 spoke it reconnects to each hub on its own, with backoff and a ready timeout; a hub
+ * is known by its id, not its address; and a `publish` record from a hub is only a notification:
+ * the dispatcher reads the event (and any it missed) from the shared store.
+ */
+import tls from 'node:tls';
+import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
+import type { Pool } from 'mysql2/promise';
+import { ClientReader, encodeRecord, type Unit } from './codec.js';
+import { clientTlsOptions } from './certificates/tls.js';
+import type { CertificateManager } from './certificates/manager.js';
+import type { Logger } from '../log.js';
+import type { EventStore } from '../store/store.js';
+import type { RouteTarget, Router } from '../router/router.js';
+
+export interface HubRouterOptions {
+  store: EventStore;
+  /** A pool on the shared database, for the `hub` table. */
+  pool: Pool;
+  certificates: CertificateManager;
+  log: Logger;
+  /** How often the `hub` table is read for hubs to connect to (v4 spokes poll every 3 s). */
+  pollInterval?: number;
+  /** Time allowed for TLS and STX before a connect attempt counts as failed. */
+  readyTimeout?: number;
+  /** Publishes waiting for a first hub connection, at most. */
+  maxPending?: number;
+}
+
+interface HubRow {
+  id: string;
+  external_ip: string;
+  external_port: number;
+}
+
+interface HubConnection {
+  readonly id: string;
+  host: string;
+  port: number;
+  socket: tls.TLSSocket | undefined;
+  ready: boolean;
+  attempt: number;
+  retry: ReturnType<typeof setTimeout> | undefined;
+  /** Still listed online in the `hub` table. */
+  listed: boolean;
+}
+
+export class HubRouter implements Router {
+  readonly kind = 'hubs';
+  readonly #options: Required<Omit<HubRouterOptions, 'log'>> & { log: Logger };
+  readonly #hubs = new Map<string, HubConnection>();
+  readonly #interests = new Map<string, [string, string]>();
+  #pending: StoredEvent[] = [];
+  #target: RouteTarget | undefined;
+  #poll: ReturnType<typeof setInterval> | undefined;
+  #closed = false;
+
+  constructor(options: HubRouterOptions) {
+    this.#options = { pollInterval: 3_000, readyTimeout: 5_000, maxPending: 10_000, ...options };
+  }
+
+  /** Ids of the hubs with a ready connection. */
+  get connected(): string[] {
+    return [...this.#hubs.values()].filter((hub) => hub.ready).map((hub) => hub.id);
+  }
+
+  async start(target: RouteTarget): Promise<void> {
+    this.#target = target;
+    await this.#options.certificates.getChain();
+    await this.#discover();
+    this.#poll = setInterval(() => void this.#discover(), this.#options.pollInterval);
+    this.#poll.unref();
+  }
+
+  async publish(event: StoredEvent): Promise<void> {
+    this.#announce(event);
+    // The hubs route to other spokes; this gateway's own connections learn of it from the store.
+    await this.#target?.route(event);
+  }
+
+  #announce(event: StoredEvent): void {
+    const ready = [...this.#hubs.values()].filter((hub) => hub.ready);
+    if (ready.length === 0) {
+      // v4 loses such events; ours are sent once a hub is connected (bounded, oldest dropped,
+      // and a dropped one is still in the store for resuming clients).
+      this.#pending.push(event);
+      if (this.#pending.length > this.#options.maxPending) this.#pending.shift();
+      return;
+    }
+    const record = encodeRecord(['publish', event.domain, event.id, event.name, event.pid]);
+    for (const hub of ready) hub.socket?.write(record);
+  }
+
+  setInterest(domain: string, name: string, interested: boolean): void {
+    const key = streamKey(domain, name);
+    if (interested) this.#interests.set(key, [domain, name]);
+    else this.#interests.delete(key);
+    this.#broadcast([interested ? 'subscribe' : 'unsubscribe', domain, name]);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#poll);
+    await Promise.all(
+      [...this.#hubs.values()].map(
+        (hub) =>
+          new Promise<void>((resolve) => {
+            clearTimeout(hub.retry);
+            if (!hub.socket || hub.socket.destroyed) return resolve();
+            hub.socket.once('close', () => resolve());
+            hub.socket.end();
+            setTimeout(() => hub.socket?.destroy(), 1_000).unref();
+          }),
+      ),
+    );
+  }
+
+  /** Reads the online hubs and connects to the ones without a connection. */
+  async #discover(): Promise<void> {
+    if (this.#closed) return;
+    let rows: HubRow[];
+    try {
+      const [result] = await this.#options.pool.query('SELECT id, external_ip, external_port FROM hub WHERE quit IS NULL ORDER BY timestamp');
+      rows = result as HubRow[];
+    } catch (error) {
+      this.#options.log.warn('could not read the hub table', { error });
+      return;
+    }
+    const online = new Set(rows.map((row) => row.id));
+    for (const hub of this.#hubs.values()) hub.listed = online.has(hub.id);
+    for (const row of rows) this.#ensure(row.id, row.external_ip, Number(row.external_port));
+  }
+
+  #ensure(id: string, host: string, port: number): void {
+    let hub = this.#hubs.get(id);
+    if (!hub) {
+      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true };
+      this.#hubs.set(id, hub);
+    } else {
+      hub.listed = true;
+      if (hub.host !== host || hub.port !== port) Object.assign(hub, { host, port });
+    }
+    if (!hub.socket && !hub.retry) void this.#connect(hub);
+  }
+
+  async #connect(hub: HubConnection): Promise<void> {
+    if (this.#closed) return;
+    hub.retry = undefined;
+    let options: tls.ConnectionOptions;
+    try {
+      options = await clientTlsOptions(this.#options.certificates, hub.id);
+    } catch (error) {
+      this.#options.log.error('no client certificate for the hub mesh', { error });
+      this.#scheduleRetry(hub);
+      return;
+    }
+    const socket = tls.connect({ ...options, host: hub.host, port: hub.port });
+    hub.socket = socket;
+    const reader = new ClientReader();
+    const readyTimer = setTimeout(() => socket.destroy(new Error(`no STX from hub ${hub.id} within ${this.#options.readyTimeout} ms`)), this.#options.readyTimeout);
+    socket.setKeepAlive(true, 60_000);
+    socket.on('data', (chunk: Buffer) => {
+      let records: string[][];
+      try {
+        records = reader.push(chunk);
+      } catch (error) {
+        this.#options.log.warn('dropping a hub connection that sent invalid data', { hub: hub.id, error });
+        socket.destroy();
+        return;
+      }
+      if (reader.ready && !hub.ready) {
+        clearTimeout(readyTimer);
+        this.#onReady(hub);
+      }
+      for (const record of records) this.#onRecord(hub, record);
+    });
+    socket.on('error', (error) => this.#options.log.debug('hub connection error', { hub: hub.id, error }));
+    socket.on('close', () => {
+      clearTimeout(readyTimer);
+      if (hub.socket !== socket) return;
+      const wasReady = hub.ready;
+      hub.socket = undefined;
+      hub.ready = false;
+      if (wasReady) this.#options.log.info('hub connection lost', { hub: hub.id });
+      if (this.#closed) return;
+      if (!hub.listed) {
+        this.#hubs.delete(hub.id);
+        return;
+      }
+      this.#scheduleRetry(hub);
+    });
+  }
+
+  #onReady(hub: HubConnection): void {
+    hub.ready = true;
+    hub.attempt = 0;
+    this.#options.log.info('connected to hub', { hub: hub.id, address: `${hub.host}:${hub.port}` });
+    // v4 hubs keep subscriptions per socket: replay every interest on every (re)connect.
+    for (const [domain, name] of this.#interests.values()) this.#send(hub, ['subscribe', domain, name]);
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const event of pending) this.#announce(event);
+  }
+
+  #onRecord(hub: HubConnection, units: string[]): void {
+    const [type, a, b, c] = units;
+    if (type === 'publish' && a && b) {
+      void this.#routeNotification(b);
+    } else if (type === 'online' && a && b && c) {
+      this.#options.log.info('hub announced itself', { hub: a, address: `${b}:${c}` });
+      this.#ensure(a, b, Number(c));
+    } else {
+      this.#options.log.warn('ignored an unknown record from a hub', { hub: hub.id, type });
+    }
+  }
+
+  async #routeNotification(id: string): Promise<void> {
+    try {
+      const event = await this.#options.store.read(id);
+      if (event) await this.#target?.route(event);
+    } catch (error) {
+      this.#options.log.error('could not route an event announced by a hub', { event: id, error });
+    }
+  }
+
+  #scheduleRetry(hub: HubConnection): void {
+    if (this.#closed || hub.retry) return;
+    const delay = backoffDelay(hub.attempt++, { minDelay: 200, maxDelay: 10_000 });
+    hub.retry = setTimeout(() => void this.#connect(hub), delay);
+    hub.retry.unref();
+  }
+
+  #broadcast(units: readonly Unit[]): void {
+    for (const hub of this.#hubs.values()) if (hub.ready) this.#send(hub, units);
+  }
+
+  #send(hub: HubConnection, units: readonly Unit[]): void {
+    hub.socket?.write(encodeRecord(units));
+  }
+}
