@@ -45,6 +45,14 @@ const integration = [
   'gateway/test/fuzz.test.ts',
   'gateway/test/chaos/**/*.test.ts',
   'packages/core/test/state.fuzz.test.ts',
+  // Processes spawned (npx, npm pack, start-up failures), a private or shared MariaDB, fuzzing and
+  // load: each takes seconds to tens of seconds, which the fast project must not.
+  'gateway/test/cli/**/*.test.ts',
+  'gateway/test/mysql-sql-mode.test.ts',
+  'gateway/test/data-keys.test.ts',
+  'gateway/test/availability.test.ts',
+  'gateway/test/bad-input.test.ts',
+  'gateway/test/http-fuzz.test.ts',
 ];
 const nodeTests = ['packages/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts'];
 const browserTests = '**/*.browser.test.{ts,tsx}';
