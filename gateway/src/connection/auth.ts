@@ -6,7 +6,6 @@
  * EVENTFLOW_AUTH=none (the default) gives every connection every action on every domain.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { errors as joseErrors, jwtVerify } from 'jose';
 import { z } from 'zod';
 import { EventflowError, type OperationName } from '@eventflow/core';
 import { glob, type Glob } from './glob.js';
@@ -133,11 +132,16 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
     expiresAt: undefined,
   };
   const maxLifetimeMs = settings.maxLifetimeS * 1000;
+  // jose (~180 modules) is loaded only with EVENTFLOW_AUTH=jwt, and from here on, so that a gateway
+  // without authentication starts without it and the first hello does not wait for it.
+  const jose = import('jose');
+  jose.catch(() => undefined); // a failure is reported by the first verify
   return {
     mode: 'jwt',
     anonymous,
     maxLifetimeMs,
     async verify(token) {
+      const { errors: joseErrors, jwtVerify } = await jose;
       let payload;
       try {
         ({ payload } = await jwtVerify(token, key, {
