@@ -6,7 +6,7 @@
  * Pending publishes are applied on top of confirmed states (`overlay`) until the eventlog shows
  * them, or rolled back when the gateway refuses them.
  */
-import { EventflowError, applyEvent, assertEventInput, assertOptionalFunction, generateEventId, isEventflowError, type State, type StoredEvent } from '@eventflow/core';
+import { EventflowError, applyEvent, assertEventInput, assertOptionalFunction, generateEventId, isEventflowError, streamKey, type State, type StoredEvent } from '@eventflow/core';
 import { openOutboxStore } from './outbox-store.js';
 import type { Outbox, OutboxEngine, OutboxEntry, OutboxHost, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';
 
@@ -295,7 +295,7 @@ class DurableOutbox implements OutboxEngine {
     this.entries = entries;
     const live = new Set([...this.entries, ...this.#acked].map((entry) => entry.id));
     for (const id of this.#positions.keys()) if (!live.has(id)) this.#positions.delete(id);
-    const keys = new Map(touched.map(({ event }) => [`${event.domain}\u001f${event.pid}`, event]));
+    const keys = new Map(touched.map(({ event }) => [streamKey(event.domain, event.pid), event]));
     for (const { domain, pid } of keys.values()) this.#host.changed(domain, pid);
     this.#notify();
   }

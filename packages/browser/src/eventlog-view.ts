@@ -1,0 +1,107 @@
+/**
+ * What a watch or a read shows of an eventlog: its snapshot (state, position, staleness, the events
+ * materialised lazily from a shared log) and that snapshot with the outbox's pending entries
+ * applied. Plus the small helpers the reads and the watches share.
+ */
+import { assertIdentifier, streamKey, type State, type StoredEvent } from '@eventflow/core';
+import type { OutboxEngine, OutboxEntry } from './outbox-types.js';
+
+/** One eventlog as this client knows it. */
+export interface EventlogSnapshot {
+  readonly domain: string;
+  readonly pid: string;
+  /** The composed state (frozen). */
+  readonly state: State;
+  /** Position of the newest event (0: none). */
+  readonly position: number;
+  readonly events: readonly StoredEvent[];
+  /** True while it may be behind the gateway (offline, or not caught up yet). */
+  readonly stale: boolean;
+  /** Outbox entries applied on top of the confirmed state, oldest first (none without an outbox). */
+  readonly pending: readonly OutboxEntry[];
+}
+
+export const none: readonly OutboxEntry[] = Object.freeze([]);
+
+export const keyOf = streamKey;
+
+export function checkEventlog(domain: unknown, pid: unknown): void {
+  assertIdentifier(domain, 'domain');
+  assertIdentifier(pid, 'pid');
+}
+
+/**
+ * The events of a watched eventlog, shared by its snapshots: appended to, never changed, so a
+ * snapshot is a prefix of it. The cached part stays unparsed JSON until some snapshot's events
+ * are read: a view of the state (what UIs render) never pays for parsing the eventlog.
+ */
+export interface Log {
+  /** The cached part, still unread (in IndexedDB's result) until called. */
+  cached: (() => StoredEvent[]) | undefined;
+  /** The events read (after the cached part until that is read). */
+  events: StoredEvent[];
+  size: number;
+}
+
+export const logOf = (cached?: () => StoredEvent[], size = 0): Log => ({ cached, events: [], size });
+
+export function eventsOf(log: Log): StoredEvent[] {
+  if (log.cached) log.events = log.cached().concat(log.events);
+  log.cached = undefined;
+  return log.events;
+}
+
+/** A snapshot of the first `size` events of `log`, materialised when first read. */
+export function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log, pending = none): EventlogSnapshot {
+  const { size } = log;
+  let events: readonly StoredEvent[] | undefined;
+  return {
+    domain,
+    pid,
+    state,
+    position,
+    stale,
+    pending,
+    get events() {
+      return (events ??= eventsOf(log).slice(0, size));
+    },
+  };
+}
+
+/** `snapshot` with the pending entries of its eventlog applied (itself when there are none). */
+export function overlaid(snapshot: EventlogSnapshot, outbox: OutboxEngine | undefined): EventlogSnapshot {
+  const { domain, pid, state, position, stale } = snapshot;
+  const [shown, pending] = outbox?.overlay(domain, pid, state, position) ?? [state, none];
+  return pending.length
+    ? {
+        domain,
+        pid,
+        state: shown,
+        position,
+        stale,
+        pending,
+        get events() {
+          return snapshot.events;
+        },
+      }
+    : snapshot;
+}
+
+/** Runs `task`; a call during a run makes it run once more afterwards (calls coalesce). */
+export function serial(task: () => Promise<void>): () => Promise<void> {
+  let running = false;
+  let again = false;
+  return async () => {
+    again = true;
+    if (running) return;
+    running = true;
+    try {
+      while (again) {
+        again = false;
+        await task();
+      }
+    } finally {
+      running = false;
+    }
+  };
+}
