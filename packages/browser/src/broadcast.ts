@@ -15,17 +15,20 @@ export type CacheMessage =
   /** The whole cache was cleared (what is held in memory stays valid). */
   | { type: 'clear' };
 
-export interface CacheChannel {
-  post(message: CacheMessage): void;
+export interface Channel<T> {
+  /** Posts to the other tabs (nothing once closed). */
+  post(message: T): void;
   close(): void;
 }
 
-/** The channel of cache `name`; undefined where there is no BroadcastChannel. */
-export const openChannel = (name: string, receive: (message: CacheMessage) => void): CacheChannel | undefined => {
+export type CacheChannel = Channel<CacheMessage>;
+
+/** The BroadcastChannel `name` (`eventflow-cache:<cache name>`, `eventflow-outbox:…`); undefined where there is none. */
+export const openChannel = <T>(name: string, receive: (message: T) => void): Channel<T> | undefined => {
   if (typeof BroadcastChannel === 'undefined') return undefined;
-  const channel = new BroadcastChannel(`eventflow-cache:${name}`);
+  const channel = new BroadcastChannel(name);
   let open = true;
-  channel.onmessage = (message: MessageEvent<CacheMessage>) => receive(message.data);
+  channel.onmessage = (message: MessageEvent<T>) => receive(message.data);
   return {
     post: (message) => open && channel.postMessage(message),
     close: () => {

@@ -20,7 +20,7 @@ import {
   type PublishInput,
   type State,
 } from '@eventflow/core';
-import { openChannel, type CacheChannel } from './broadcast.js';
+import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
 import { createReads, type CachedReads } from './cached-reads.js';
 import { createCache, type Cache } from './cache.js';
 import { checkEventlog, keyOf, overlaid, snapshotOf, type EventlogSnapshot } from './eventlog-view.js';
@@ -54,7 +54,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     const { name = 'eventflow', maxBytes = 50_000_000 } = cache || {};
     if (cache !== false && typeof indexedDB !== 'undefined') {
       this.#cache = createCache(name, maxBytes, report);
-      this.#channel = openChannel(name, (message) => this.#watches.receive(message));
+      this.#channel = openChannel(`eventflow-cache:${name}`, (message: CacheMessage) => this.#watches.receive(message));
     }
     this.#outbox = outbox?.attach({ client: this, name, report, changed: (domain, pid) => this.#watches.show(domain, pid) });
     const watched = new Map<string, Watch>();

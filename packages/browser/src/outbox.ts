@@ -6,7 +6,9 @@
  * Pending publishes are applied on top of confirmed states (`overlay`) until the eventlog shows
  * them, or rolled back when the gateway refuses them.
  */
-import { EventflowError, applyEvent, assertEventInput, assertOptionalFunction, generateEventId, isEventflowError, streamKey, type State, type StoredEvent } from '@eventflow/core';
+import { EventflowError, applyEvent, assertEventInput, assertNumber, assertOptionalFunction, generateEventId, isEventflowError, notify, toIso, type State, type StoredEvent } from '@eventflow/core';
+import { openChannel, type Channel } from './broadcast.js';
+import { keyOf, serial } from './eventlog-view.js';
 import { openOutboxStore } from './outbox-store.js';
 import type { Outbox, OutboxEngine, OutboxEntry, OutboxHost, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';
 
@@ -45,27 +47,14 @@ type Message =
  * Failures that say nothing about the entry: it stays queued and is sent again. Any other code is
  * the gateway refusing this write (conflict, rights, validation, duplicate id), for good.
  */
-const transient = new Set(
-  'REQUEST_TIMEOUT CONNECTION_FAILED OFFLINE CLIENT_CLOSED ABORTED LIMIT_EXCEEDED RATE_LIMITED STORE_FAILED INTERNAL UNAUTHORIZED'.split(' ').map((code) => `E_EVENTFLOW_${code}`),
-);
-
-const positive = (value: unknown, field: string): void => {
-  if (value !== undefined && !(typeof value === 'number' && value > 0)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${field}: must be a positive number of ${field.endsWith('Age') ? 'ms' : 'bytes'}`);
-};
+const transient = /_(REQUEST_TIMEOUT|CONNECTION_FAILED|OFFLINE|CLIENT_CLOSED|ABORTED|LIMIT_EXCEEDED|RATE_LIMITED|STORE_FAILED|INTERNAL|UNAUTHORIZED)$/;
 
 /** An outbox for `createBrowserClient(url, { outbox: createOutbox() })`. */
 export function createOutbox(options: OutboxOptions = {}): OutboxPlugin {
-  positive(options.maxBytes, 'outbox.maxBytes');
-  positive(options.maxAge, 'outbox.maxAge');
+  assertNumber(options.maxBytes, 'outbox.maxBytes', true, 1);
+  assertNumber(options.maxAge, 'outbox.maxAge', true, 1);
   assertOptionalFunction(options.onRejected, 'outbox.onRejected');
   return { attach: (host) => new DurableOutbox(host, options) };
-}
-
-/** `schedule`'s date, checked as the core client checks it. */
-function toIso(value: unknown): string {
-  const date = value instanceof Date || typeof value === 'number' || typeof value === 'string' ? new Date(value) : new Date(NaN);
-  if (Number.isNaN(date.getTime())) throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `date: ${JSON.stringify(value)} is not a date; pass a Date, epoch ms or ISO-8601 with an offset`);
-  return date.toISOString();
 }
 
 const sameEventlog = (entry: OutboxEntry, domain: string, pid: string): boolean => entry.event.domain === domain && entry.event.pid === pid;
@@ -76,7 +65,7 @@ class DurableOutbox implements OutboxEngine {
   readonly #maxAge: number;
   readonly #onRejected: ((rejection: OutboxRejection) => void) | undefined;
   readonly #store;
-  readonly #channel: BroadcastChannel | undefined;
+  readonly #channel: Channel<Message> | undefined;
   readonly #listeners = new Set<() => void>();
   /** Callers of `publish(…, { ack: true })`, by event id. */
   readonly #waiting = new Map<string, [(id: string) => void, (error: unknown) => void]>();
@@ -91,8 +80,6 @@ class DurableOutbox implements OutboxEngine {
   #sender = false;
   #closed = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
-  #sending = false;
-  #again = false;
   entries: readonly OutboxEntry[] = [];
   rejections: readonly OutboxRejection[] = [];
   readonly loaded: Promise<void>;
@@ -103,12 +90,11 @@ class DurableOutbox implements OutboxEngine {
     this.#maxAge = options.maxAge ?? OUTBOX_DEFAULTS.maxAge;
     this.#onRejected = options.onRejected;
     this.#store = openOutboxStore(host.name);
-    if (typeof BroadcastChannel !== 'undefined') {
-      this.#channel = new BroadcastChannel(`eventflow-outbox:${host.name}`);
-      this.#channel.onmessage = ({ data }: MessageEvent<Message>) => (data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, { details: data.error.details })));
-    }
+    this.#channel = openChannel<Message>(`eventflow-outbox:${host.name}`, (data) =>
+      data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, { details: data.error.details })),
+    );
     this.loaded = this.#load();
-    host.client.onStateChange((state) => state === 'open' && this.#kick());
+    host.client.onStateChange((state) => void (state === 'open' && this.#kick()));
     // One sender per origin: the tab holding the lock, until it closes. Without Web Locks every
     // tab sends; that stays correct (ids make resends idempotent, each tab sends in order).
     const locks = typeof navigator === 'undefined' ? undefined : navigator.locks;
@@ -126,7 +112,7 @@ class DurableOutbox implements OutboxEngine {
 
   #lead(): void {
     this.#sender = true;
-    this.#kick();
+    void this.#kick();
   }
 
   // ── queuing ─────────────────────────────────────────────────────────────────────────────
@@ -134,11 +120,9 @@ class DurableOutbox implements OutboxEngine {
   async enqueue(op: OutboxEntry['op'], input: unknown, options: OutboxPublishOptions = {}, date?: unknown): Promise<string> {
     if (this.#closed) throw new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
     assertEventInput(input);
-    const at = op === 'schedule' ? toIso(date) : undefined;
+    const at = op === 'schedule' ? toIso(date, 'date') : undefined;
     const { expectedVersion } = options;
-    if (expectedVersion !== undefined && !(Number.isInteger(expectedVersion) && expectedVersion >= 0)) {
-      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'options.expectedVersion: must be an integer ≥ 0');
-    }
+    assertNumber(expectedVersion, 'options.expectedVersion', true);
     const event = { ...input, id: input.id ?? generateEventId() };
     const bytes = JSON.stringify(event).length;
     await this.loaded; // entries of earlier pages count against the budget
@@ -158,7 +142,7 @@ class DurableOutbox implements OutboxEngine {
       throw error;
     }
     this.#post({ type: 'changed' });
-    this.#kick();
+    void this.#kick();
     return acked ?? event.id;
   }
 
@@ -205,21 +189,7 @@ class DurableOutbox implements OutboxEngine {
   // ── sending ─────────────────────────────────────────────────────────────────────────────
 
   /** Sends what is queued, oldest first, while this tab is the sender and connected (one run at a time). */
-  #kick(): void {
-    this.#again = true;
-    if (this.#sending) return;
-    this.#sending = true;
-    void (async () => {
-      try {
-        while (this.#again) {
-          this.#again = false;
-          await this.#sendAll();
-        }
-      } finally {
-        this.#sending = false;
-      }
-    })();
-  }
+  readonly #kick = serial(() => this.#sendAll());
 
   async #sendAll(): Promise<void> {
     const { client } = this.#host;
@@ -233,12 +203,12 @@ class DurableOutbox implements OutboxEngine {
         const { event, at, expectedVersion } = entry;
         position = (at === undefined ? await client.call('publish', { event, expectedVersion }) : await client.call('schedule', { at, event })).position;
       } catch (error) {
-        if (isEventflowError(error) && !transient.has(error.code)) {
+        if (isEventflowError(error) && !transient.test(error.code)) {
           await this.#settle(entry, undefined, error);
           continue;
         }
         clearTimeout(this.#retry);
-        if (!this.#closed) this.#retry = setTimeout(() => this.#kick(), OUTBOX_DEFAULTS.retryDelay);
+        if (!this.#closed) this.#retry = setTimeout(this.#kick, OUTBOX_DEFAULTS.retryDelay);
         return;
       }
       await this.#settle(entry, position);
@@ -284,7 +254,7 @@ class DurableOutbox implements OutboxEngine {
     try {
       const stored = (await this.#store.all()).filter((entry) => !this.#gone.has(entry.seq));
       this.#update(stored, [...this.entries, ...stored]);
-      this.#kick();
+      void this.#kick();
     } catch (error) {
       this.#host.report(error);
     }
@@ -295,23 +265,17 @@ class DurableOutbox implements OutboxEngine {
     this.entries = entries;
     const live = new Set([...this.entries, ...this.#acked].map((entry) => entry.id));
     for (const id of this.#positions.keys()) if (!live.has(id)) this.#positions.delete(id);
-    const keys = new Map(touched.map(({ event }) => [streamKey(event.domain, event.pid), event]));
+    const keys = new Map(touched.map(({ event }) => [keyOf(event.domain, event.pid), event]));
     for (const { domain, pid } of keys.values()) this.#host.changed(domain, pid);
     this.#notify();
   }
 
   #notify(): void {
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener();
-      } catch (error) {
-        this.#host.report(error);
-      }
-    }
+    notify(this.#listeners, undefined, this.#host.report);
   }
 
   #post(message: Message): void {
-    if (!this.#closed) this.#channel?.postMessage(message);
+    this.#channel?.post(message);
   }
 
   close(): void {

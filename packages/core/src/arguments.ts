@@ -3,6 +3,7 @@
  * signals, durations, counts and URLs. A wrong type fails at the call with E_EVENTFLOW_INVALID_INPUT
  * naming the argument, instead of later and elsewhere ("listener is not a function", a NaN timer).
  */
+import { EventflowError } from './errors.js';
 import { invalid } from './validate.js';
 
 const refuse = (field: string, expected: string, value: unknown): never => {
@@ -38,4 +39,14 @@ export function assertUrl(url: unknown): void {
   if (!((typeof url === 'string' || url instanceof URL) && URL.canParse(url, base) && /^(wss?|https?):$/.test(new URL(url, base).protocol))) {
     refuse('url', 'a ws:// or wss:// URL such as "ws://127.0.0.1:8080/"', url);
   }
+}
+
+/** A date argument as ISO-8601 (what the gateway takes), or E_EVENTFLOW_INVALID_DATE naming `field`. */
+export function toIso(value: unknown, field: string): string {
+  // new Date(null) is 1970 and new Date(true) 1 ms after: only the three documented types are dates.
+  const date = value instanceof Date || typeof value === 'number' || typeof value === 'string' ? new Date(value) : new Date(NaN);
+  if (Number.isNaN(date.getTime())) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${field}: ${JSON.stringify(value)} is not a date; pass a Date, epoch ms or ISO-8601 with an offset`);
+  }
+  return date.toISOString();
 }

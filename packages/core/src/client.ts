@@ -6,7 +6,7 @@
  * window within the gateway's limits) and connection.ts (handshake, heartbeat, reconnect).
  */
 import type { ClientOptions, Consumer, ConsumeHandler, Deleted, DomainOf, EventMap, EventOf, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, Subscription, WaitOptions } from './client-types.js';
-import { assertFunction, assertNumber, assertOptionalFunction, assertSignal } from './arguments.js';
+import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
 import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
@@ -393,13 +393,4 @@ function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
-}
-
-function toIso(value: Date | number | string, field: string): string {
-  // new Date(null) is 1970 and new Date(true) 1 ms after: only the three documented types are dates.
-  const date = value instanceof Date || typeof value === 'number' || typeof value === 'string' ? new Date(value) : new Date(NaN);
-  if (Number.isNaN(date.getTime())) {
-    throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${field}: ${JSON.stringify(value)} is not a date; pass a Date, epoch ms or ISO-8601 with an offset`);
-  }
-  return date.toISOString();
 }

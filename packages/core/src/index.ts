@@ -34,11 +34,11 @@ export { streamKey } from './stream-key.js';
 export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
 // The argument checks the browser and node packages share with the client (coded errors naming the argument).
-export { assertFunction, assertOptionalFunction, assertSignal, assertUrl } from './arguments.js';
+export { assertFunction, assertNumber, assertOptionalFunction, assertSignal, assertUrl, toIso } from './arguments.js';
 export { assertIdentifier } from './validate.js';
 // The browser outbox checks an event when it is queued, as publish does when it is sent.
 export { assertEventInput } from './validate.js';
-export type { ConnectionState } from './connection.js';
+export { notify, type ConnectionState } from './connection.js';
 export type { RequestOptions } from './requests.js';
 export {
   EventflowClient,
