@@ -97,7 +97,7 @@ class DurableOutbox implements OutboxEngine {
     host.client.onStateChange((state) => void (state === 'open' && this.#kick()));
     // One sender per origin: the tab holding the lock, until it closes. Without Web Locks every
     // tab sends; that stays correct (ids make resends idempotent, each tab sends in order).
-    const locks = typeof navigator === 'undefined' ? undefined : navigator.locks;
+    const locks = globalThis.navigator?.locks;
     if (!locks) this.#lead();
     else {
       locks
@@ -128,7 +128,7 @@ class DurableOutbox implements OutboxEngine {
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
     if (used + bytes > this.#maxBytes) {
-      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `the outbox holds ${used} of ${this.#maxBytes} bytes; ${event.id} (${bytes} bytes) was not queued: wait until it drains, drop entries, or raise outbox.maxBytes`, {
+      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} bytes used): ${event.id} (${bytes} bytes) not queued; let it drain, drop entries or raise outbox.maxBytes`, {
         details: { maxBytes: this.#maxBytes, used, bytes },
       });
     }
@@ -141,7 +141,7 @@ class DurableOutbox implements OutboxEngine {
       this.#waiting.delete(event.id);
       throw error;
     }
-    this.#post({ type: 'changed' });
+    this.#channel?.post({ type: 'changed' });
     void this.#kick();
     return acked ?? event.id;
   }
@@ -154,7 +154,7 @@ class DurableOutbox implements OutboxEngine {
     this.#update(this.entries.filter((queued) => queued !== entry), [entry]);
     this.#waiting.get(id)?.[1](new EventflowError('E_EVENTFLOW_ABORTED', `${id} was dropped from the outbox`));
     this.#waiting.delete(id);
-    this.#post({ type: 'changed' });
+    this.#channel?.post({ type: 'changed' });
     return found;
   }
 
@@ -171,10 +171,8 @@ class DurableOutbox implements OutboxEngine {
   // ── optimistic state ────────────────────────────────────────────────────────────────────
 
   overlay(domain: string, pid: string, state: State, position: number): [State, readonly OutboxEntry[]] {
-    const shown = (entry: OutboxEntry): boolean => {
-      const at = this.#positions.get(entry.id);
-      return at !== undefined && at <= position;
-    };
+    // Its event is seen stored at or below `position` (an unknown position compares false).
+    const shown = (entry: OutboxEntry): boolean => (this.#positions.get(entry.id) ?? Infinity) <= position;
     // An acked entry leaves the overlay only once the confirmed state holds it: no frame without it.
     this.#acked = this.#acked.filter((entry) => !(sameEventlog(entry, domain, pid) && shown(entry)));
     const pending = [...this.#acked, ...this.entries].filter((entry) => entry.op === 'publish' && sameEventlog(entry, domain, pid) && !shown(entry));
@@ -195,7 +193,7 @@ class DurableOutbox implements OutboxEngine {
     const { client } = this.#host;
     for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open'; entry = this.entries[0]) {
       if (Date.now() - entry.queued > this.#maxAge) {
-        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} waited in the outbox longer than ${this.#maxAge} ms and was not sent; publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
+        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (outbox.maxAge ${this.#maxAge} ms), not sent; publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
         continue;
       }
       let position: number;
@@ -220,7 +218,7 @@ class DurableOutbox implements OutboxEngine {
     this.#gone.add(entry.seq);
     // Failing, it is sent again by the next sender, which its id makes harmless.
     await this.#store.delete(entry.seq).catch(this.#host.report);
-    this.#post({ type: 'settled', entry, position, error: error && { code: error.code, message: error.message, details: error.details } });
+    this.#channel?.post({ type: 'settled', entry, position, error: error && { code: error.code, message: error.message, details: error.details } });
     this.#settled(entry, position, error);
   }
 
@@ -272,10 +270,6 @@ class DurableOutbox implements OutboxEngine {
 
   #notify(): void {
     notify(this.#listeners, undefined, this.#host.report);
-  }
-
-  #post(message: Message): void {
-    this.#channel?.post(message);
   }
 
   close(): void {
