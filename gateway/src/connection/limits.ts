@@ -36,7 +36,8 @@ export function rateLimited(op: string, rate: number, retryAfterMs: number): Eve
 
 /**
  * A token bucket holding at most `rate` tokens (the burst) and refilled continuously at `rate`
- * tokens per second.
+ * tokens per second. `take` refuses when no whole token is left (the publish rate); `spend` may go
+ * into debt, for what has already happened and must be paid back (the receive budget's bytes).
  */
 export class TokenBucket {
   readonly rate: number;
@@ -54,14 +55,30 @@ export class TokenBucket {
 
   /** Takes one token: 0 when taken, otherwise the milliseconds (≥ 1) until one is available. */
   take(): number {
-    const now = this.#now();
-    this.#tokens = Math.min(this.rate, this.#tokens + ((now - this.#last) / 1000) * this.rate);
-    this.#last = now;
+    this.#refill();
     if (this.#tokens >= 1) {
       this.#tokens -= 1;
       return 0;
     }
-    return Math.max(1, Math.ceil(((1 - this.#tokens) / this.rate) * 1000));
+    return this.#until(1);
+  }
+
+  /** Spends `amount` even beyond what is left: 0 while the bucket is not in debt, else the milliseconds until the debt is paid. */
+  spend(amount: number): number {
+    this.#refill();
+    this.#tokens -= amount;
+    return this.#tokens >= 0 ? 0 : this.#until(0);
+  }
+
+  #refill(): void {
+    const now = this.#now();
+    this.#tokens = Math.min(this.rate, this.#tokens + ((now - this.#last) / 1000) * this.rate);
+    this.#last = now;
+  }
+
+  /** Milliseconds (≥ 1) until the bucket holds `level` tokens. */
+  #until(level: number): number {
+    return Math.max(1, Math.ceil(((level - this.#tokens) / this.rate) * 1000));
   }
 }
 

@@ -7,34 +7,14 @@
  * nothing is refused, and no frame is parsed before it is paid for. Refusing with an error frame
  * instead would not bound anything: the frame would have to be parsed to answer it.
  */
+import { TokenBucket } from '../connection/limits.js';
 
 /**
- * A token bucket over bytes that may go into debt: it holds at most `rate` bytes (one second's
- * worth) and refills at `rate` bytes per second; a frame larger than what is left is still taken
- * (it has been received already) and the debt is paid back before the connection is read again.
+ * The budget is a token bucket over bytes (connection/limits.ts) that may go into debt: it holds at
+ * most `rate` bytes (one second's worth); a frame larger than what is left is still charged (it has
+ * been received already) and the debt is paid back before the connection is read again.
  */
-export class ByteBudget {
-  readonly rate: number;
-  readonly #now: () => number;
-  #bytes: number;
-  #last: number;
-
-  constructor(rate: number, now: () => number = () => performance.now()) {
-    if (!(rate > 0)) throw new RangeError('a byte budget needs a positive rate');
-    this.rate = rate;
-    this.#now = now;
-    this.#bytes = rate;
-    this.#last = now();
-  }
-
-  /** Spends `bytes`: 0 when the budget still holds, else the milliseconds until the debt is paid. */
-  spend(bytes: number): number {
-    const now = this.#now();
-    this.#bytes = Math.min(this.rate, this.#bytes + ((now - this.#last) / 1000) * this.rate) - bytes;
-    this.#last = now;
-    return this.#bytes >= 0 ? 0 : Math.max(1, Math.ceil((-this.#bytes / this.rate) * 1000));
-  }
-}
+export class ByteBudget extends TokenBucket {}
 
 /** What can stop and restart reading (a ws WebSocket). */
 export interface Pausable {
