@@ -6,17 +6,17 @@
  * stored. So does a request beyond the connection's limits (limits.ts): requests in flight,
  * subscriptions + consumers + waits (registration-limit.ts), and the publish rate.
  */
-import { EventflowError, streamKey, type OperationName, type ServerFrame, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, streamKey, type OperationName, type StoredEvent, type Transport } from '@eventflow/core';
 import type { Peer } from '../delivery/dispatcher.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
-import { logRefusal } from '../refusal-log.js';
 import { allows, denied, refusalOf, type Action, type Authorization } from './auth.js';
 import { requestScope, type SessionContext } from './context.js';
 import { encodeEvent } from './encode.js';
-import { readFrame, readParams, type Refusal } from './frames.js';
+import { readFrame, readParams } from './frames.js';
 import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handshake.js';
 import type { Operation, Operations } from './operations.js';
+import { Outbound } from './outbound.js';
 import { RequestLimits, type Registration } from './request-limits.js';
 import { live, Replays, type SubscriptionState } from './replay.js';
 import { ConnectionRights } from './rights.js';
@@ -45,6 +45,8 @@ export class Session implements Peer {
   readonly #log: Logger;
   /** The connection's repeatable log lines, one per condition with a count (condition-log.ts). */
   readonly #conditions: ConditionLog;
+  /** The one write path (outbound.ts). */
+  readonly #out: Outbound;
   /** streamKey(domain, name) → the subscription. */
   readonly #subscriptions = new Map<string, Subscription>();
   /** Consumer handle → what it consumes, so that a handle cannot stand for two consumers. */
@@ -85,6 +87,13 @@ export class Session implements Peer {
     this.#log = context.log.child({ connection: id });
     this.#rights = new ConnectionRights(context.auth.anonymous, context.auth.maxLifetimeMs, () => this.#expire());
     this.#conditions = new ConditionLog(this.#log);
+    this.#out = new Outbound({
+      transport,
+      context,
+      conditions: this.#conditions,
+      stopped: () => this.#closing || this.#rights.ended(),
+      close: (code, reason) => this.close(code, reason),
+    });
     this.#limits = new RequestLimits(
       context.limits,
       (registration) => this.#holds(registration),
@@ -96,7 +105,7 @@ export class Session implements Peer {
       maxParkedBytes: context.maxParkedBytes,
       bufferedAmount: () => this.#transport.bufferedAmount,
       closing: () => this.#closing,
-      sendFrame: (frame) => this.#sendFrame(frame),
+      sendFrame: (frame) => this.#out.frame(frame),
       close: (code, reason) => this.close(code, reason),
       note: (condition, level, message, fields) => this.#conditions.note(condition, level, message, fields),
     });
@@ -112,7 +121,7 @@ export class Session implements Peer {
         void this.#onMessage(frame).catch((error: unknown) => {
           // The gateway never crashes on input: anything unexpected becomes a coded error frame.
           this.#conditions.note('unexpected failure', 'error', 'unexpected failure handling a frame', { error });
-          this.#sendError(undefined, 'E_EVENTFLOW_INTERNAL', 'the gateway failed to handle this frame; see its log');
+          this.#out.error(undefined, 'E_EVENTFLOW_INTERNAL', 'the gateway failed to handle this frame; see its log');
         }),
       close: (code) => void this.#onClose(code),
     });
@@ -215,7 +224,7 @@ export class Session implements Peer {
     // Fan-out calls this once per subscribed connection: the common case (no replay running on
     // this connection) looks nothing up and sends the frame encoded for the previous connection.
     if (this.#replays.running === 0) {
-      this.#sendFrame(encodeEvent(event, names));
+      this.#out.frame(encodeEvent(event, names));
       return;
     }
     const now: string[] = [];
@@ -224,7 +233,7 @@ export class Session implements Peer {
       if (subscription?.parked) this.#replays.park(subscription, event, names);
       else now.push(name);
     }
-    if (now.length > 0) this.#sendFrame(encodeEvent(event, now));
+    if (now.length > 0) this.#out.frame(encodeEvent(event, now));
   }
 
   /** Live events parked by running replays, in bytes (bounded by EVENTFLOW_MAX_PARKED_BYTES). */
@@ -235,20 +244,20 @@ export class Session implements Peer {
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
     // Not sent: the delivery stays open until its consumer is removed (authenticate, close), which hands it back.
     if (!this.#mayReceive('consume', event.domain)) return;
-    this.#send({ type: 'delivery', consumer, delivery, attempt, event });
+    this.#out.send({ type: 'delivery', consumer, delivery, attempt, event });
   }
 
   sendRevoked(delivery: string): void {
-    this.#send({ type: 'revoked', delivery });
+    this.#out.send({ type: 'revoked', delivery });
   }
 
   sendWaited(wait: string, event: StoredEvent): void {
     this.#waits.delete(wait);
-    if (this.#mayReceive('subscribe', event.domain)) this.#send({ type: 'waited', wait, event });
+    if (this.#mayReceive('subscribe', event.domain)) this.#out.send({ type: 'waited', wait, event });
   }
 
   sendDeleted(domain: string, pid: string, id: string | undefined): void {
-    if (this.#mayReceive('subscribe', domain)) this.#send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
+    if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
   }
 
   // ── registrations: only these methods change them, here and in the dispatcher ──
@@ -332,7 +341,7 @@ export class Session implements Peer {
     // A connection being closed executes nothing, whatever the client sends before it answers the close.
     if (this.#closing || this.#rights.ended()) return;
     const frame = readFrame(data, this.context.limits, this.#greeted);
-    if (frame.kind === 'refused') this.#refuse(frame);
+    if (frame.kind === 'refused') this.#out.refuse(frame);
     else if (frame.kind === 'hello') await this.#hello(frame.protocol, frame.client, frame.token);
     else await this.#request(frame.id, frame.op, frame.params);
   }
@@ -340,7 +349,7 @@ export class Session implements Peer {
   /** Counts the request in flight (EVENTFLOW_MAX_IN_FLIGHT) while it runs. */
   async #request<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
     const busy = this.#limits.enter(op);
-    if (busy) return this.#sendCoded(id, busy);
+    if (busy) return this.#out.coded(id, busy);
     try {
       await this.#perform(id, op, params);
     } finally {
@@ -351,16 +360,16 @@ export class Session implements Peer {
   /** Validates, checks (rights, publish rate, registration limit), runs and answers one request. */
   async #perform<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
     const read = readParams(id, op, params, this.context.limits);
-    if (read.kind === 'refused') return this.#refuse(read);
+    if (read.kind === 'refused') return this.#out.refuse(read);
     const data = read.params;
     // Nothing is done, counted or answered with data for a request the connection may not make.
     const refusal = refusalOf(this.#rights.current, op, data);
-    if (refusal) return this.#sendCoded(id, refusal);
+    if (refusal) return this.#out.coded(id, refusal);
     const spent = this.#limits.spend(op);
-    if (spent) return this.#sendCoded(id, spent);
+    if (spent) return this.#out.coded(id, spent);
     // A new subscription, consumer or wait is counted from here on, while its request runs.
     const reserved = this.#limits.reserve(op, data);
-    if (reserved instanceof EventflowError) return this.#sendCoded(id, reserved);
+    if (reserved instanceof EventflowError) return this.#out.coded(id, reserved);
     const request = requestScope(this.#log, id, op);
     try {
       const operation = this.#operations[op] as Operation<O>;
@@ -369,15 +378,15 @@ export class Session implements Peer {
       // The outbound rule for results: only events of domains the connection may read leave.
       const readable = keepReadable(result, (domain) => this.#mayReceive('read', domain));
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
-      this.#send({ type: 'result', id, result: readable });
+      this.#out.send({ type: 'result', id, result: readable });
       for (const start of this.#afterResult.splice(0)) start();
     } catch (error) {
       this.#afterResult = [];
       if (error instanceof EventflowError) {
-        this.#sendError(id, error.code, error.message, error.details);
+        this.#out.error(id, error.code, error.message, error.details);
       } else {
         this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
-        this.#sendError(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
+        this.#out.error(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
       }
     } finally {
       reserved?.();
@@ -397,7 +406,7 @@ export class Session implements Peer {
     clearTimeout(this.#handshakeTimer);
     this.#log.debug('client connected', { client });
     void this.context.store.head().then(
-      (head) => this.#send(welcomeFrame(this.context, this.id, head)),
+      (head) => this.#out.send(welcomeFrame(this.context, this.id, head)),
       (error: unknown) => {
         this.#log.error('store unavailable during handshake', { error });
         this.close(1011, 'store unavailable');
@@ -406,7 +415,7 @@ export class Session implements Peer {
   }
 
   #refuseHello(refusal: { code: string; message: string; closeCode: number; closeReason: string }): void {
-    this.#sendError(undefined, refusal.code, refusal.message);
+    this.#out.error(undefined, refusal.code, refusal.message);
     this.close(refusal.closeCode, refusal.closeReason);
   }
 
@@ -421,40 +430,5 @@ export class Session implements Peer {
     await this.#removeRegistrations();
     this.#conditions.flush();
     this.#resolveClosed();
-  }
-
-  // ── outbound frames ──
-
-  #send(frame: ServerFrame): void {
-    if (!this.#closing) this.#sendFrame(JSON.stringify(frame), frame.type, frame.type === 'delivery' ? frame.attempt : 1);
-  }
-
-  /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encode.ts). */
-  #sendFrame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
-    // Rights that ended a moment ago (the timer may run late) close the connection before this frame.
-    if (this.#closing || this.#rights.ended()) return;
-    if (this.#transport.bufferedAmount > this.context.maxBufferedBytes) {
-      // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
-      this.#conditions.note('slow client', 'warn', 'client too slow; disconnecting', { buffered: this.#transport.bufferedAmount });
-      this.context.metrics.dropped(type);
-      this.close(4008, 'client too slow');
-      return;
-    }
-    this.context.metrics.sent(type, attempt);
-    this.#transport.send(frame);
-  }
-
-  #refuse(refusal: Refusal): void {
-    this.#sendError(refusal.id, refusal.code, refusal.message, refusal.details);
-  }
-
-  #sendCoded(id: number | undefined, error: EventflowError): void {
-    this.#sendError(id, error.code, error.message, error.details);
-  }
-
-  #sendError(id: number | undefined, code: string, message: string, details?: Record<string, unknown>): void {
-    this.context.metrics.errorSent(code);
-    logRefusal(this.#conditions, id, code, message);
-    this.#send({ type: 'error', ...(id === undefined ? {} : { id }), code, message, ...(details ? { details } : {}) });
   }
 }

@@ -3,6 +3,8 @@
  * a record is its units joined by US (0x1F) and terminated by RS (0x1E), UTF-8, no escaping.
  * The accepting side sends STX (0x02) once, alone, before anything else.
  */
+import type { wireErrorCodes } from '@eventflow/core';
+
 export const STX = 0x02;
 export const RS = 0x1e;
 export const US = 0x1f;
@@ -13,7 +15,7 @@ export type Unit = string | number | null | undefined;
 export class WireError extends Error {
   override readonly name = 'WireError';
   constructor(
-    readonly code: 'E_EVENTFLOW_WIRE_UNIT' | 'E_EVENTFLOW_WIRE_OVERSIZE' | 'E_EVENTFLOW_WIRE_READY_SIGNAL',
+    readonly code: keyof typeof wireErrorCodes,
     message: string,
   ) {
     super(message);

@@ -64,6 +64,37 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'An event waited in the browser outbox longer than its maximum age (details.maxAge; createOutbox({ maxAge })) and was not sent. Publish it again if it still makes sense, or raise maxAge.',
 } as const;
 
+/**
+ * The codes of the v4-compatible wing (gateway/src/v4): its certificate management (eventflow-v4.md §10.3, §10.4;
+ * v4's own strings, so that logs and callers branch as with v4's components) and the hub's TLS identity check.
+ * They are raised as the gateway's CertificateError, not as EventflowError, so they are not ErrorCodes.
+ */
+export const certificateErrorCodes = {
+  E_EVENTFLOW_CERTIFICATES_MISSING_CONFIGURATION:
+    'CERT_PASS_ENCRYPTION_KEY (env EVENTFLOW_CERT_PASS_ENCRYPTION_KEY) is not set. Set it to the value every hub and spoke sharing the database uses.',
+  E_EVENTFLOW_CERTIFICATES_INVALID_ID:
+    'revoke(id) was given an id that is neither the root, this process\'s intermediate nor its leaf.',
+  E_EVENTFLOW_CERTIFICATES_DECRYPT:
+    'A stored key or passphrase could not be decrypted (GCM authentication failed): CERT_PASS_ENCRYPTION_KEY or the CERT_PASS_* settings differ from the ones that wrote the row.',
+  E_EVENTFLOW_INVALID_HOSTNAME:
+    'A TLS client asked (SNI) for a hub id other than this hub\'s; the handshake was aborted. The client must send SNI = the hub id.',
+  E_EVENTFLOW_DB_CERTIFICATE_READ: 'Reading a certificate row failed; see `cause`.',
+  E_EVENTFLOW_DB_CERTIFICATE_NOT_FOUND: 'There is no active certificate row with this id.',
+  E_EVENTFLOW_DB_CERTIFICATE_PERSIST: 'Inserting a certificate row failed (other than a duplicate); see `cause`.',
+  E_EVENTFLOW_DB_CERTIFICATE_REVOKE: 'Revoking a certificate row failed; see `cause`.',
+  E_EVENTFLOW_DB_CERTIFICATE_REVOKE_PAST_VALIDITY: 'Revoking expired certificate rows failed; see `cause`.',
+  E_EVENTFLOW_DB_ADVISORY_LOCK_NULL_RESULT: 'GET_LOCK returned NULL (the server reported an error). Retry; check the database.',
+} as const;
+
+/** The codes of v4's wire codec (gateway/src/v4/codec.ts), raised as its WireError. */
+export const wireErrorCodes = {
+  E_EVENTFLOW_WIRE_UNIT:
+    'A record unit to send contains 0x1E or 0x1F, the v4 wire\'s separators, so it cannot be encoded; nothing was sent. Use domains, names, ids and pids without those bytes.',
+  E_EVENTFLOW_WIRE_OVERSIZE:
+    'The other side sent a record longer than the limit (64 KiB by default) without a terminator; that connection was dropped. Check what the peer sends; it may reconnect.',
+  E_EVENTFLOW_WIRE_READY_SIGNAL:
+    'The first byte from a hub was not STX (0x02): the address is not a v4 hub, or it speaks another protocol. Check the hub address.',
+} as const;
 
 /** WebSocket close codes the gateway uses, with what each means. */
 export const closeCodes = {

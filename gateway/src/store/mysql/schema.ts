@@ -276,7 +276,7 @@ export async function createSchema(pool: Pool): Promise<void> {
 
 /**
  * Locks the sequence row until the transaction ends and returns the highest position assigned so
- * far. Every transaction that assigns positions starts with this (see mysql.ts).
+ * far. Every transaction that assigns positions starts with this (see positions.ts).
  */
 export async function lockSequence(conn: PoolConnection): Promise<number> {
   const [[row]] = await conn.execute<RowDataPacket[]>(`SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`);

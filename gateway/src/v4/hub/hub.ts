@@ -27,8 +27,11 @@ import { EventflowError, type StoredEvent } from '@eventflow/core';
 import { createLogger, type Logger } from '../../log.js';
 import { MysqlStore } from '../../store/mysql/mysql.js';
 import { CertificateManager } from '../certificates/manager.js';
-import { clientTlsOptions, hubServerTlsOptions, peerCertificateId } from '../certificates/tls.js';
-import { ClientReader, RecordDecoder, STX, encodeRecord } from '../codec.js';
+import { hubServerTlsOptions, peerCertificateId } from '../certificates/tls.js';
+import { STX } from '../codec.js';
+import { deferred, HubClient } from './client.js';
+import { sayOnline } from './peer-dial.js';
+import { HubRouting } from './routing.js';
 import { generateHubId, parseHubConfig, type HubConfig, type HubEnv } from './config.js';
 import { HubRegistry } from './registry.js';
 import { Scheduler } from '../../delivery/scheduler.js';
@@ -55,43 +58,8 @@ export interface HubSubscription {
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-/** Unfinished publishes per connection before its socket stops being read. */
-const MAX_IN_FLIGHT = 256;
-/** Invalid records logged per connection; further ones are counted only. */
-const MAX_INVALID_LOGGED = 10;
 const STX_CHUNK = Buffer.of(STX);
 const CLOSE_GRACE_MS = 2000;
-
-/** One accepted TLS connection (a spoke, a gateway, or a peer hub announcing itself). */
-class HubClient {
-  ready = false;
-  closed = false;
-  /** Routing of this connection's publishes, in the order received. */
-  tail: Promise<void> = Promise.resolve();
-  inFlight = 0;
-  paused = false;
-  invalid = 0;
-  readonly decoder: RecordDecoder;
-
-  constructor(
-    readonly socket: TLSSocket,
-    readonly id: string,
-    maxRecordBytes: number,
-  ) {
-    this.decoder = new RecordDecoder(maxRecordBytes);
-  }
-}
-
-function deferred(): { promise: Promise<void>; resolve(): void; reject(error: Error): void } {
-  let resolve!: () => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
-}
 
 export class Hub {
   /** `<CHARACTERISTIC>-<NAME>-<BASE36>.<NAME>` (§1.2): hub row id, SNI name, leaf UID, log agent. */
@@ -105,6 +73,7 @@ export class Hub {
   readonly #maxRecordBytes: number;
   readonly #maxBufferedBytes: number;
   readonly #registry = new HubRegistry<HubClient>();
+  readonly #routing: HubRouting;
   /** Every accepted connection. */
   readonly #clients = new Set<HubClient>();
   /** Connections that received STX: the broadcast set. */
@@ -140,6 +109,15 @@ export class Hub {
     // Values here are still formatted on the client: correct only under a known sql_mode.
     setSessionOnConnect(this.#pool);
     this.#store = new MysqlStore(config.mysql);
+    this.#routing = new HubRouting({
+      id: this.id,
+      registry: this.#registry,
+      ready: this.#ready,
+      store: this.#store,
+      maxBufferedBytes: this.#maxBufferedBytes,
+      log: (message, error) => this.#log(message, error),
+      track: (promise) => this.#track(promise),
+    });
     this.certificates = new CertificateManager({
       pool: this.#pool,
       id: this.id,
@@ -158,7 +136,7 @@ export class Hub {
       hubId: this.id,
       leaseMs: config.claimLeaseMs,
       maxRedeliveries: config.claimMaxRedeliveries,
-      redeliver: async (claim) => this.#route(claim.domain, claim.eventId, claim.name, claim.pid),
+      redeliver: async (claim) => this.#routing.route(claim.domain, claim.eventId, claim.name, claim.pid),
       log: (message, error) => this.#log(message, error),
     });
   }
@@ -360,7 +338,7 @@ export class Hub {
           if (error || client.closed || this.#state !== 'running') return;
           client.ready = true;
           this.#ready.add(client);
-          socket.on('data', (chunk: Buffer) => this.#data(client, chunk));
+          socket.on('data', (chunk: Buffer) => this.#routing.data(client, chunk));
           this.#log(`connected ${client.id}`);
         });
       },
@@ -374,127 +352,6 @@ export class Hub {
     this.#ready.delete(client);
     this.#registry.remove(client);
     if (client.ready) this.#log(`disconnected ${client.id}`);
-  }
-
-  #data(client: HubClient, chunk: Buffer): void {
-    if (client.closed) return;
-    let records: string[][];
-    try {
-      records = client.decoder.push(chunk);
-    } catch (error) {
-      this.#log(`dropped spoke ${client.id}: unreadable data`, error);
-      client.socket.destroy();
-      return;
-    }
-    for (const units of records) {
-      if (client.closed) return;
-      this.#record(client, units);
-    }
-  }
-
-  // ── records (§6.3, §9.3) ──
-
-  #record(client: HubClient, units: string[]): void {
-    const type = units[0] ?? '';
-    switch (type) {
-      case 'subscribe':
-      case 'unsubscribe': {
-        const [, domain, name] = units;
-        if (!domain || !name) return this.#invalid(client, type, 'without domain or name');
-        if (type === 'subscribe') this.#registry.subscribe(client, domain, name);
-        else this.#registry.unsubscribe(client, domain, name);
-        return;
-      }
-      case 'publish':
-        return this.#publish(client, units);
-      case 'online':
-        return this.#online(client, units);
-      default:
-        return this.#invalid(client, type);
-    }
-  }
-
-  #invalid(client: HubClient, type: string, detail = ''): void {
-    client.invalid += 1;
-    if (client.invalid <= MAX_INVALID_LOGGED) {
-      this.#log(`observed invalid message ${asciiText(type, 64)}${detail ? ` ${detail}` : ''} from spoke ${client.id}`);
-    }
-    if (client.invalid === MAX_INVALID_LOGGED) this.#log(`further invalid messages from spoke ${client.id} are not logged`);
-  }
-
-  /** Claims run concurrently; routing follows the order received (the tail chain). */
-  #publish(client: HubClient, units: string[]): void {
-    const [, domain, id, name, pid = ''] = units;
-    if (!domain || !id || !name) return this.#invalid(client, 'publish', 'without domain, id or name');
-    const claim = this.#claim(id);
-    client.inFlight += 1;
-    if (client.inFlight >= MAX_IN_FLIGHT && !client.paused) {
-      client.paused = true;
-      client.socket.pause();
-    }
-    const task = client.tail
-      .then(async () => {
-        if (await claim) this.#route(domain, id, name, pid);
-      })
-      .catch((error: unknown) => this.#log(`failed to route event ${id}`, error))
-      .finally(() => {
-        client.inFlight -= 1;
-        if (client.paused && client.inFlight <= MAX_IN_FLIGHT / 2) {
-          client.paused = false;
-          if (!client.closed) client.socket.resume();
-        }
-      });
-    client.tail = task;
-    this.#track(task);
-  }
-
-  /** v4's guarded routing claim; false (and a log row) if the database fails. */
-  #claim(eventId: string): Promise<boolean> {
-    return this.#store.claimForRouting(eventId, this.id).catch((error: unknown) => {
-      this.#log(`failed to claim event ${asciiText(eventId, 64)} for routing`, error);
-      return false;
-    });
-  }
-
-  /**
-   * Sends `publish(domain, id, name, pid)` to (domain, name) ∪ (domain, `*`), once each, or marks the
-   * event orphan (with its id, §9.4) if nobody is subscribed. Synchronous apart from the orphan mark.
-   */
-  #route(domain: string, id: string, name: string, pid: string): void {
-    const recipients = [...this.#registry.recipients(domain, name)].filter((client) => client.ready && !client.closed);
-    if (recipients.length === 0) {
-      this.#track(
-        this.#store.markOrphan(id).then(
-          () => this.#log(`observed an orphan event ${id} (${domain} ${name})`),
-          (error: unknown) => this.#log(`failed to mark event ${id} orphan`, error),
-        ),
-      );
-      return;
-    }
-    const record = encodeRecord(['publish', domain, id, name, pid]);
-    for (const client of recipients) this.#send(client, record);
-  }
-
-  #send(client: HubClient, record: Buffer): void {
-    if (client.closed) return;
-    client.socket.write(record);
-    if (client.socket.writableLength > this.#maxBufferedBytes) {
-      this.#log(`dropped spoke ${client.id}: ${client.socket.writableLength} bytes unsent`);
-      client.socket.destroy();
-    }
-  }
-
-  #online(client: HubClient, units: string[]): void {
-    const [, hubId, ip, port] = units;
-    if (!hubId || !ip || !port) return this.#invalid(client, 'online', 'without hub id, ip or port');
-    if (hubId.toUpperCase() === this.id) return;
-    if (hubId.toUpperCase() !== client.id.toUpperCase()) {
-      this.#log(`ignored online status of ${asciiText(hubId, 64)} from ${client.id}: a hub announces only itself`);
-      return;
-    }
-    const record = encodeRecord([units[0], hubId, ip, port]);
-    for (const target of this.#ready) this.#send(target, record);
-    this.#log(`forwarded online status of peer hub ${hubId} at ${asciiText(ip, 64)}:${asciiText(port, 8)}`);
   }
 
   // ── peers (§6.4 A) ──
@@ -513,56 +370,13 @@ export class Hub {
 
   async #announce(peer: HubRow): Promise<void> {
     try {
-      await this.#sayOnline(peer);
+      await sayOnline({ id: this.id, certificates: this.certificates, address: this.address, timeoutMs: this.config.peerHubOnlineTimeoutMs, outbound: this.#outbound }, peer);
       this.#log(`broadcasted online status to peer hub ${peer.id}`);
     } catch (error) {
       if (this.#state !== 'running') return;
       this.#log(`failed to connect to peer hub ${peer.id} at ${peer.external_ip}:${peer.external_port}; marking it quit`, error);
       await updateHubToQuit(this.#pool, peer.id).catch((failure: unknown) => this.#log(`could not mark peer hub ${peer.id} quit`, failure));
     }
-  }
-
-  /** Connects as a client (SNI = the peer's ID), awaits STX, sends `online(ownID, externalIp, externalPort)`, ends. */
-  async #sayOnline(peer: HubRow): Promise<void> {
-    const options = await clientTlsOptions(this.certificates, peer.id);
-    const timeout = this.config.peerHubOnlineTimeoutMs;
-    const { externalIp, externalPort } = this.address;
-    await new Promise<void>((resolve, reject) => {
-      const socket = tls.connect({ ...options, host: peer.external_ip, port: peer.external_port });
-      this.#outbound.add(socket);
-      const reader = new ClientReader();
-      let done = false;
-      const finish = (error?: Error): void => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        if (error) {
-          socket.destroy();
-          reject(error);
-        } else resolve();
-      };
-      const timer = setTimeout(() => finish(new Error(`peer hub sent no STX within ${timeout} ms`)), timeout);
-      // The peer forwards our own `online` back to us (and ignores it); nothing else is expected.
-      socket.on('data', (chunk: Buffer) => {
-        if (done) return;
-        try {
-          reader.push(chunk);
-        } catch (error) {
-          finish(error as Error);
-          return;
-        }
-        if (!reader.ready) return;
-        socket.end(encodeRecord(['online', this.id, externalIp, externalPort]), () => finish());
-        // Ending takes the peer's close; never longer than the timeout.
-        setTimeout(() => socket.destroy(), timeout).unref();
-      });
-      socket.setTimeout(timeout, () => finish(new Error(`peer hub idle for ${timeout} ms`)));
-      socket.on('error', (error) => finish(error));
-      socket.on('close', () => {
-        this.#outbound.delete(socket);
-        finish(new Error('peer hub closed the connection before STX'));
-      });
-    });
   }
 
   async #checkOwnRow(): Promise<void> {
@@ -579,7 +393,7 @@ export class Hub {
   /** Routing claim, then broadcast with the pid; true if this hub won the claim. */
   async #fireScheduled(event: StoredEvent): Promise<boolean> {
     if (!(await this.#store.claimForRouting(event.id, this.id))) return false;
-    this.#route(event.domain, event.id, event.name, event.pid);
+    this.#routing.route(event.domain, event.id, event.name, event.pid);
     return true;
   }
 }

@@ -1,0 +1,105 @@
+/** The MySQL store's pools, its wrapping of driver errors, and the runners of one statement or one transaction. */
+import { createPool, type Pool, type PoolConnection } from 'mysql2/promise';
+import { EventflowError } from '@eventflow/core';
+import { affected, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './statements.js';
+
+/** Defaults as v4's: 127.0.0.1:3306, root without password, database eventflow, 10 connections. */
+export interface MysqlStoreOptions {
+  host?: string | undefined;
+  port?: number | undefined;
+  user?: string | undefined;
+  password?: string | undefined;
+  database?: string | undefined;
+  connectionLimit?: number | undefined;
+  /** The session time_zone of the store's connections (the server's by default). Nothing depends on it; tests prove that. */
+  sessionTimeZone?: string | undefined;
+}
+
+export const ATTEMPTS = 5;
+
+export const utcNow = async (on: Pool | PoolConnection): Promise<Date> => (await select<{ now: Date }>(on, 'SELECT UTC_TIMESTAMP(3) AS now'))[0]?.now ?? new Date();
+
+export function driverCode(error: unknown): string | undefined {
+  return typeof (error as { code?: unknown } | null)?.code === 'string' ? (error as { code: string }).code : undefined;
+}
+
+/** Wraps a driver error. The message names the driver code only: SQL text and values stay in `cause`. */
+export function storeError(error: unknown, what: string): EventflowError {
+  if (error instanceof EventflowError) return error;
+  const code = driverCode(error);
+  const message = `the MySQL store could not ${what}${code ? ` (${code})` : ''}; check the database and the gateway log`;
+  return new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
+}
+
+export function validDate(date: Date, what: string): Date {
+  if (Number.isNaN(date.getTime())) throw new EventflowError('E_EVENTFLOW_INVALID_DATE', `${what} is not a valid date`);
+  return date;
+}
+
+export const notOpen = (): EventflowError => new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the MySQL store is not open; call init() first');
+
+/** A pool of `limit` connections on the options' database; `autocommit` false for group commits. */
+export function openPool(options: MysqlStoreOptions, limit: number, autocommit: boolean): Pool {
+  const { host = '127.0.0.1', port = 3306, database = 'eventflow', sessionTimeZone } = options;
+  const { user = 'root', password = '' } = options;
+  // One statement per query on every pool (multipleStatements off), values only in prepared statements (statements.ts).
+  const created = createPool({
+    host,
+    port,
+    user,
+    password,
+    database,
+    connectionLimit: limit,
+    multipleStatements: false,
+    maxPreparedStatements: MAX_PREPARED_PER_CONNECTION,
+    charset: 'utf8mb4',
+    timezone: 'Z',
+    dateStrings: false,
+    jsonStrings: true,
+  });
+  // The session is set up before the connection's first use (queued ahead of it): a known sql_mode whatever the
+  // server's default, and the time zone when asked. A connection whose session cannot be set up is dropped.
+  setSessionOnConnect(created, autocommit ? [] : ['autocommit = 0']);
+  if (sessionTimeZone !== undefined) {
+    created.pool.on('connection', (conn) => conn.execute('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
+  }
+  return created;
+}
+
+/** Runs one store operation, wrapping driver errors. */
+export async function run<T>(pool: Pool, what: string, work: (pool: Pool) => Promise<T>): Promise<T> {
+  try {
+    return await work(pool);
+  } catch (error) {
+    throw storeError(error, what);
+  }
+}
+
+/**
+ * One statement; returns how many rows it matched (mysql2 sets FOUND_ROWS), so a guarded claim won iff 1. A deadlock
+ * victim (a delete racing a firing, say) had no effect and runs again.
+ */
+export function exec(pool: Pool, what: string, sql: string, params: Params): Promise<number> {
+  const attempt = (n: number): Promise<number> =>
+    affected(pool, sql, params).catch((error: unknown) => (driverCode(error) === 'ER_LOCK_DEADLOCK' && n < ATTEMPTS ? attempt(n + 1) : Promise.reject(error)));
+  return run(pool, what, () => attempt(1));
+}
+
+/** Runs `work` in a transaction, again from the start when it fails with one of `retryOn`. */
+export async function transaction<T>(pool: Pool, work: (conn: PoolConnection) => Promise<T>, retryOn: readonly string[] = []): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    const conn = await pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      const result = await work(conn);
+      await conn.commit();
+      conn.release();
+      return result;
+    } catch (error) {
+      await conn.rollback().then(() => conn.release(), () => conn.destroy());
+      const code = driverCode(error);
+      const retry = code === 'ER_LOCK_DEADLOCK' || (code !== undefined && retryOn.includes(code));
+      if (!retry || attempt >= ATTEMPTS) throw error;
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/** The SQLite store's write path: each append of a group commit (see ../group-commit.ts), checked then inserted in the batch's transaction. */
+import { EventflowError } from '@eventflow/core';
+import { isSameEvent } from '../same-event.js';
+import { versionConflict, type AppendOptions, type AppendRequest, type AppendResult, type NewEvent } from '../store.js';
+import { isoDate, toStoredEvent, type Statements } from './statements.js';
+
+/** An append checked and serialised outside the transaction, or the error that ends it there. */
+export type PreparedAppend =
+  | { ok: true; event: NewEvent; options: AppendOptions; rid: string | null; data: string; scheduled: string | undefined }
+  | { ok: false; error: Error };
+
+export function prepareAppend({ event, options = {} }: AppendRequest): PreparedAppend {
+  try {
+    const scheduled = options.scheduledAt === undefined ? undefined : isoDate(options.scheduledAt, 'scheduledAt');
+    return { ok: true, event, options, rid: event.rid ?? null, data: JSON.stringify(event.data), scheduled };
+  } catch (error) {
+    return { ok: false, error: asError(error) };
+  }
+}
+
+/** A driver error caused by one row's values, not by the database's state. */
+export function isRowError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH');
+}
+
+export function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * One append inside the batch's transaction. Every coded refusal is thrown before the first
+ * write, so that catching it leaves nothing of this request behind.
+ */
+export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: true }>, timestamp: string): AppendResult {
+  const { event, options, rid, data, scheduled } = append;
+  const existing = s.read.get({ id: event.id });
+  if (existing !== undefined) {
+    const stored = toStoredEvent(existing);
+    if (isSameEvent(stored, event)) return { event: stored, created: false };
+    throw new EventflowError(
+      'E_EVENTFLOW_DUPLICATE_ID',
+      `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
+      { details: { id: event.id } },
+    );
+  }
+  if (rid !== null && s.exists.get(rid) === undefined) {
+    throw new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', `event "${event.id}" refers (rid) to event "${rid}", which does not exist`, {
+      details: { id: event.id, rid },
+    });
+  }
+  const { expectedVersion } = options;
+  if (expectedVersion !== undefined) {
+    const current = s.countEventlog.get({ domain: event.domain, pid: event.pid })?.count ?? 0;
+    if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
+  }
+  const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
+  const position = Number(s.insertEvent.run(row).lastInsertRowid);
+  if (options.publisher !== undefined) {
+    const hub = options.routedBy ?? null;
+    s.insertPublished.run({ id: event.id, now: timestamp, publisher: options.publisher, hub, claimed: hub === null ? null : timestamp });
+  }
+  if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
+  // The request's own data: what was just stored, as plain JSON (no need to parse it back).
+  return { event: { ...row, data: event.data, position }, created: true };
+}
