@@ -12,8 +12,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ByteBudget } from '../src/server/receive-budget.js';
 import { dataShapeBreach, scanFrame } from '../src/connection/data-shape.js';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect as connectRaw, type Conn, type ConnectOptions } from './raw-socket.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { eventually } from '@eventflow/test-support/wait';
+import { connect as connectRaw, type Conn, type ConnectOptions } from '@eventflow/test-support/raw-socket';
 
 const SECRET = 'availability-secret-0123456789-abcdefghijklmnop';
 const token = (claims: Record<string, string[]>): Promise<string> =>

@@ -1,6 +1,6 @@
 /**
  * Test support for the certificate modules: pools on fresh databases holding v4's `certificate`
- * table (the DDL of store/mysql/schema.ts, databases from mysql-support.ts), an independent
+ * table (the DDL of store/mysql/schema.ts, databases from @eventflow/test-support/mysql), an independent
  * implementation of the §7.4 envelope, and a minimal v4-style TLS hub (SNI identity, client
  * certificates, STX).
  */

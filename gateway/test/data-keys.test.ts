@@ -8,9 +8,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { EventflowError, type JsonObject } from '@eventflow/core';
-import { startHarness, type Harness } from './harness.js';
-import { mysqlUnavailable, useTestDatabases } from './mysql-support.js';
-import { connect } from './raw-socket.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { connect } from '@eventflow/test-support/raw-socket';
 
 const sockets: WebSocket[] = [];
 let h: Harness | undefined;

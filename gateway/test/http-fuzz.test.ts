@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventflowClient, StoredEvent } from '@eventflow/core';
 import { createLogger } from '../src/index.js';
 import { guardClientErrors, guardRequest, guardUpgrade } from '../src/server/http-guard.js';
-import { startHarness, type Harness } from './harness.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { mulberry32 } from './fuzz-support.js';
 
 const SEED = 0x4774;

@@ -9,8 +9,9 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type Gateway } from '../src/index.js';
 import type { Transport, TransportListener } from '@eventflow/core';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect, type Conn, type Frame } from './raw-socket.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { eventually } from '@eventflow/test-support/wait';
+import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
 import { silentSocket } from './silent-socket.js';
 
 const SECRET = 'isolation-secret-0123456789-abcdefghijklmnopqrstuvwxyz';

@@ -12,8 +12,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import { eventually } from './harness.js';
-import { connect } from './raw-socket.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { connect } from '@eventflow/test-support/raw-socket';
 import { StallingTransport } from './stalling-transport.js';
 
 interface Entry {

@@ -8,7 +8,8 @@
  * real gateway with gateway.accept; the publisher and the fence are real WebSocket clients.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, startHarness, type Harness } from './harness.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { eventually } from '@eventflow/test-support/wait';
 import { StallingTransport } from './stalling-transport.js';
 
 let h: Harness | undefined;

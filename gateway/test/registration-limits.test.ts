@@ -6,8 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { eventually, startHarness, type Harness } from './harness.js';
-import { connect } from './raw-socket.js';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { eventually } from '@eventflow/test-support/wait';
+import { connect } from '@eventflow/test-support/raw-socket';
 
 const sockets: WebSocket[] = [];
 let h: Harness | undefined;

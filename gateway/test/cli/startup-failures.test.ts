@@ -1,7 +1,7 @@
 /**
  * Start-up failures of the real `eventflow-gateway` process: the first stderr line says what is
  * wrong and what to do (before the JSON log line), and the exit code says which kind of failure it
- * is (gateway/README.md "Exit codes"). MySQL cases run against the test server (mysql-support.ts).
+ * is (gateway/README.md "Exit codes"). MySQL cases run against the test server (@eventflow/test-support/mysql).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
