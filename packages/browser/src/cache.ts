@@ -8,7 +8,7 @@
 import { openDB, unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import { freezeState, type JsonValue, type State, type StoredEvent } from '@eventflow/core';
 
-/** The schema version; `migrations[v]` upgrades a database from version v to v + 1. */
+/** The schema version (see `upgrade` in `createCache` for what each step did). */
 export const VERSION = 3;
 
 /**
@@ -59,25 +59,6 @@ type StoreName = StoreNames<CacheSchema>;
 const stores = 'streams events usage'.split(' ') as StoreName[];
 type Db = IDBPDatabase<CacheSchema>;
 type Tx<Mode extends IDBTransactionMode> = IDBPTransaction<CacheSchema, StoreName[], Mode>;
-
-export const migrations: Array<(db: Db, tx: Tx<'versionchange'>) => Promise<void> | void> = [
-  // 0 → 1: one record per eventlog, its events in segments.
-  (db) => {
-    db.createObjectStore('streams', { keyPath: 'key' });
-    db.createObjectStore('events');
-  },
-  // 1 → 2: LRU bookkeeping moves to a small store of its own, indexed by last use, so touching
-  // an eventlog no longer rewrites its state. (This step used to copy version 1's LRU fields into
-  // it; step 3 drops every cached eventlog, so there is nothing left to copy.)
-  (db) => {
-    db.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
-  },
-  // 2 → 3: events are packed. Cached eventlogs are dropped (they are fetched again when read):
-  // converting them would cost more code than refetching costs once.
-  async (_db, tx) => {
-    await Promise.all(stores.map((name) => tx.objectStore(name).clear()));
-  },
-];
 
 /** Segments beyond this many are merged into one (by string concatenation, without parsing). */
 const MAX_SEGMENTS = 32;
@@ -136,7 +117,17 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       db = openDB<CacheSchema>(name, VERSION, {
         async upgrade(opened, oldVersion, _version, tx) {
           try {
-            for (const migrate of migrations.slice(oldVersion, VERSION)) await migrate(opened, tx);
+            // 0 → 1: one record per eventlog, its events in segments.
+            if (oldVersion < 1) {
+              opened.createObjectStore('streams', { keyPath: 'key' });
+              opened.createObjectStore('events');
+            }
+            // 1 → 2: LRU bookkeeping in a small store of its own, indexed by last use, so touching
+            // an eventlog does not rewrite its state.
+            if (oldVersion < 2) opened.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
+            // 2 → 3: events are packed. Cached eventlogs are dropped (they are fetched again when
+            // read): converting them would cost more code than refetching costs once.
+            await Promise.all(stores.map((store) => tx.objectStore(store).clear()));
           } catch {
             tx.abort(); // the open fails: no half-migrated schema
           }

@@ -51,10 +51,9 @@ export function eventsOf(log: Log): StoredEvent[] {
   return log.events;
 }
 
-/** A snapshot of the first `size` events of `log`, materialised when first read. */
-export function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log, pending = none): EventlogSnapshot {
-  const { size } = log;
-  let events: readonly StoredEvent[] | undefined;
+/** A snapshot whose events are read from `events` when first asked for. */
+function view(domain: string, pid: string, state: State, position: number, stale: boolean, pending: readonly OutboxEntry[], events: () => readonly StoredEvent[]): EventlogSnapshot {
+  let read: readonly StoredEvent[] | undefined;
   return {
     domain,
     pid,
@@ -63,28 +62,22 @@ export function snapshotOf(domain: string, pid: string, state: State, position: 
     stale,
     pending,
     get events() {
-      return (events ??= eventsOf(log).slice(0, size));
+      return (read ??= events());
     },
   };
+}
+
+/** A snapshot of the first `size` events of `log`, materialised when first read. */
+export function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log): EventlogSnapshot {
+  const { size } = log;
+  return view(domain, pid, state, position, stale, none, () => eventsOf(log).slice(0, size));
 }
 
 /** `snapshot` with the pending entries of its eventlog applied (itself when there are none). */
 export function overlaid(snapshot: EventlogSnapshot, outbox: OutboxEngine | undefined): EventlogSnapshot {
   const { domain, pid, state, position, stale } = snapshot;
   const [shown, pending] = outbox?.overlay(domain, pid, state, position) ?? [state, none];
-  return pending.length
-    ? {
-        domain,
-        pid,
-        state: shown,
-        position,
-        stale,
-        pending,
-        get events() {
-          return snapshot.events;
-        },
-      }
-    : snapshot;
+  return pending.length ? view(domain, pid, shown, position, stale, pending, () => snapshot.events) : snapshot;
 }
 
 /** Runs `task`; a call during a run makes it run once more afterwards (calls coalesce). */
