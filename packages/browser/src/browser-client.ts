@@ -7,6 +7,7 @@
 import {
   EventflowClient,
   assertFunction,
+  assertNumber,
   assertOptionalFunction,
   assertSignal,
   createAsyncQueue,
@@ -92,11 +93,18 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
 
   // ── reads ───────────────────────────────────────────────────────────────────────────────
 
-  /** The events of a process: the cached ones plus those stored after them; offline, the cached ones. */
-  override async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, { after = -1 }: { after?: Position } = {}): Promise<Array<EventOf<M, D>>> {
+  /**
+   * The events of a process after position `after`: the cached ones plus those stored after them;
+   * offline, the cached ones. With `limit`, at most that many (a page: `after` = the last one's
+   * position for the next), of which only the cached chunks that hold them are read and parsed.
+   */
+  override async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, { after = -1, limit }: { after?: Position; limit?: number } = {}): Promise<Array<EventOf<M, D>>> {
     checkEventlog(domain, pid);
-    const { events = [] } = await this.#reads.read(domain, pid, true);
-    return events.filter((event) => event.position > after) as unknown as Array<EventOf<M, D>>;
+    assertNumber(limit, 'options.limit', true, 1);
+    if (limit !== undefined) assertNumber(after, 'options.after', true, -1); // a key of the cache's page read
+    const { events = [] } = await this.#reads.read(domain, pid, limit === undefined || { after, limit });
+    const found = events.filter((event) => event.position > after);
+    return (limit === undefined ? found : found.slice(0, limit)) as unknown as Array<EventOf<M, D>>;
   }
 
   /** The composed state: the cached one brought up to date with `applyEvent`; offline, the cached one. */

@@ -1,7 +1,8 @@
 /**
  * The IndexedDB cache: per eventlog (domain, pid) its composed state, position and count, and its
- * events as JSON segments of packed events (a warm open parses a few strings instead of cloning
- * thousands of records; see `Packed`), plus LRU bookkeeping within a size budget, through `idb`
+ * events as JSON chunks of `CHUNK` packed events (a warm open parses a few strings instead of
+ * cloning thousands of records, see `Packed`; a page of events reads only the chunks it needs),
+ * plus LRU bookkeeping within a size budget, through `idb`
  * (typed stores, promises, `tx.done`). Every operation degrades to "nothing cached" when IndexedDB
  * is unavailable, newer than this code, blocked by an older connection, or failing.
  */
@@ -9,7 +10,7 @@ import { openDB, unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction,
 import { freezeState, type JsonValue, type State, type StoredEvent } from '@eventflow/core';
 
 /** The schema version (see `upgrade` in `createCache` for what each step did). */
-export const VERSION = 3;
+export const VERSION = 4;
 
 /**
  * An event as stored since version 3: its fields in this order, without their names and without
@@ -29,8 +30,10 @@ export interface StreamRecord {
   /** Number of cached events; equals the gateway's count when nothing was deleted meanwhile. */
   count: number;
   state: State;
-  /** Number of event segments and their total JSON length. */
-  segments: number;
+  /** Key of the newest chunk (the position of its first event; 0: none) and its number of events. */
+  last: number;
+  lastSize: number;
+  /** Total JSON length of the chunks. */
   eventBytes: number;
 }
 
@@ -47,7 +50,7 @@ export interface UsageRecord {
 
 /**
  * The stores: `streams` (StreamRecord by key), `events` (key [stream key, position of the
- * segment's first event, 0 for a merged base segment] → a JSON array of Packed events) and `usage`
+ * chunk's first event] → a JSON array of `CHUNK` Packed events, fewer in the newest) and `usage`
  * (UsageRecord by key, index `used`).
  */
 export interface CacheSchema extends DBSchema {
@@ -60,27 +63,35 @@ const stores = 'streams events usage'.split(' ') as StoreName[];
 type Db = IDBPDatabase<CacheSchema>;
 type Tx<Mode extends IDBTransactionMode> = IDBPTransaction<CacheSchema, StoreName[], Mode>;
 
-/** Segments beyond this many are merged into one (by string concatenation, without parsing). */
-const MAX_SEGMENTS = 32;
+/**
+ * Events per chunk: a page of events parses at most two chunks; reading them all costs about the
+ * same as one string (1,000 packed events are ~160 kB of JSON in bench/browser-open.mjs).
+ */
+export const CHUNK = 1000;
+
+/** Which events `load` reads: all, or the chunks holding the first `limit` after position `after`. */
+export type Page = { after: number; limit: number };
 
 const range = (key: string): IDBKeyRange => IDBKeyRange.bound([key, 0], [key, Infinity]);
 const now = (): number => performance.timeOrigin + performance.now();
-const join = (segments: string[]): string => `[${segments.map((s) => s.slice(1, -1)).filter(Boolean).join(',')}]`;
+const join = (chunks: string[]): string => (chunks.length === 1 ? chunks[0]! : `[${chunks.map((s) => s.slice(1, -1)).filter(Boolean).join(',')}]`);
 
 const pack = (events: readonly StoredEvent[]): string => JSON.stringify(events.map((e): Packed => [e.id, e.name, e.data, e.timestamp, e.rid, e.position]));
 
-/** The events of an eventlog's segments, oldest first. (Indexing, not destructuring: faster before the JIT warms up.) */
-const unpack = (segments: string[], domain: string, pid: string): StoredEvent[] =>
-  (JSON.parse(join(segments)) as Packed[]).map((e) => ({ id: e[0], domain, name: e[1], pid, data: e[2], timestamp: e[3], rid: e[4], position: e[5] }));
+/** The events of an eventlog's chunks, oldest first. (Indexing, not destructuring: faster before the JIT warms up.) */
+const unpack = (chunks: string[], domain: string, pid: string): StoredEvent[] =>
+  (JSON.parse(join(chunks)) as Packed[]).map((e) => ({ id: e[0], domain, name: e[1], pid, data: e[2], timestamp: e[3], rid: e[4], position: e[5] }));
 
 
 export interface Cache {
   /**
-   * The record of an eventlog and, when `withEvents`, its events, from one transaction. The events
-   * come as a function: IndexedDB deserialises a value when its result is first read, so a caller
-   * that only needs the state pays neither for copying the eventlog nor for parsing it.
+   * The record of an eventlog, as soon as it is read, and, when `withEvents`, its events (or the
+   * chunks of a page of them, oldest first, from the one holding `after`) from the same
+   * transaction, once that is complete (undefined when it failed). The events come as a
+   * function: IndexedDB deserialises a value when its result is first read, so a caller that only
+   * needs the state pays neither for copying the eventlog nor for parsing it.
    */
-  load(key: string, withEvents: boolean): Promise<[StreamRecord, (() => StoredEvent[]) | undefined] | undefined>;
+  load(key: string, withEvents: boolean | Page): Promise<[StreamRecord, Promise<(() => StoredEvent[]) | undefined> | undefined] | undefined>;
   /**
    * Stores `next` as the eventlog's record (the state at `next.position`, `next.count` events;
    * nothing else may be in it), which is the stored copy at position `from` plus `tail`. When
@@ -125,8 +136,9 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
             // 1 → 2: LRU bookkeeping in a small store of its own, indexed by last use, so touching
             // an eventlog does not rewrite its state.
             if (oldVersion < 2) opened.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
-            // 2 → 3: events are packed. Cached eventlogs are dropped (they are fetched again when
-            // read): converting them would cost more code than refetching costs once.
+            // 2 → 3: events are packed; 3 → 4: in chunks of CHUNK events instead of one segment
+            // per write. Cached eventlogs are dropped (they are fetched again when read):
+            // converting them would cost more code than refetching costs once.
             await Promise.all(stores.map((store) => tx.objectStore(store).clear()));
           } catch {
             tx.abort(); // the open fails: no half-migrated schema
@@ -170,13 +182,35 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
 
   return {
     async load(key, withEvents) {
-      let segments: IDBRequest<string[]> | undefined;
-      const record = await run('readonly', (tx) => {
-        // The raw request: idb would read its result (and so deserialise the whole eventlog) as
-        // soon as it succeeds. run() resolves once the transaction is complete, so it has its result by then.
-        segments = withEvents ? unwrap(tx.objectStore('events')).getAll(range(key)) : undefined;
-        return tx.objectStore('streams').get(key);
-      });
+      let tx: Tx<'readonly'> | undefined;
+      try {
+        tx = (await open())?.transaction(stores, 'readonly');
+      } catch (error) {
+        onError(error);
+      }
+      if (!tx) return undefined;
+      const done = tx.done.then(
+        () => true,
+        (error: unknown) => (onError(error), false),
+      );
+      const get = tx.objectStore('streams').get(key);
+      // The raw request: idb would read its result (and so deserialise the whole eventlog) as
+      // soon as it succeeds. It is read once the transaction is complete.
+      const events = unwrap(tx.objectStore('events'));
+      let chunks: IDBRequest<string[]> | undefined;
+      if (withEvents === true) chunks = events.getAll(range(key));
+      else if (withEvents) {
+        const { after, limit } = withEvents;
+        // The newest chunk starting at or before `after`, then as many as `limit` events can span.
+        const first = events.openKeyCursor(IDBKeyRange.bound([key, -Infinity], [key, after]), 'prev');
+        chunks = await new Promise<IDBRequest<string[]> | undefined>((resolve) => {
+          first.onsuccess = () => resolve(events.getAll(IDBKeyRange.bound(first.result?.key ?? [key, -Infinity], [key, Infinity]), Math.ceil(limit / CHUNK) + 1));
+          first.onerror = () => resolve(undefined); // the transaction fails: reported by `done`
+        });
+      }
+      // The record succeeds before the events are read (requests run in order): a caller can ask
+      // the gateway for what came after it while IndexedDB still reads the eventlog.
+      const record = await get.catch(() => undefined); // reported by `done`
       if (!record) return undefined;
       void run('readwrite', async (tx) => {
         const usage = await tx.objectStore('usage').get(key);
@@ -184,8 +218,8 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       });
       // States read back from IndexedDB are plain objects: frozen like the ones core builds.
       freezeState(record.state);
-      const read = segments;
-      return [record, read && (() => unpack(read.result, record.domain, record.pid))];
+      const read = chunks;
+      return [record, read && done.then((ok) => (ok ? () => unpack(read.result, record.domain, record.pid) : undefined))];
     },
 
     save: (next, from, tail, all) =>
@@ -195,28 +229,37 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
         const writes: Array<Promise<unknown>> = [];
         const old = await tx.objectStore('streams').get(key);
         const at = old?.position ?? 0;
-        let { segments = 0, eventBytes = 0 } = old ?? {};
+        let { last = 0, lastSize = 0, eventBytes = 0 } = old ?? {};
         let added: StoredEvent[] | undefined = [];
-        /** A segment that replaces all the stored ones. */
-        let whole: string | undefined;
+        /** The events to append: the newest chunk is filled up first (by string concatenation), then new chunks. */
+        let append: readonly StoredEvent[];
         if (old && at >= position) return [at, added]; // nothing newer
         if (old && at >= from) {
-          added = tail.filter((event) => event.position > at);
-          const json = pack(added);
-          eventBytes += json.length;
-          if (++segments > MAX_SEGMENTS) whole = join([...(await events.getAll(range(key))), json]);
-          else if (added[0]) writes.push(events.put(json, [key, added[0].position]));
+          append = added = tail.filter((event) => event.position > at);
+          const fill = lastSize && Math.min(CHUNK - lastSize, added.length);
+          if (fill) {
+            const json = pack(added.slice(0, fill));
+            eventBytes += json.length;
+            lastSize += fill;
+            writes.push(events.put(join([(await events.get([key, last])) ?? '[]', json]), [key, last]));
+            append = added.slice(fill);
+          }
         } else if (all) {
           added = undefined;
-          whole = pack(all());
-          eventBytes = whole.length;
+          append = all();
+          eventBytes = lastSize = last = 0;
+          writes.push(events.delete(range(key)));
         } else return undefined;
-        if (whole) {
-          writes.push(events.delete(range(key)), events.put(whole, [key, 0]));
-          segments = 1;
+        for (let i = 0; i < append.length; i += CHUNK) {
+          const chunk = append.slice(i, i + CHUNK);
+          const json = pack(chunk);
+          eventBytes += json.length;
+          last = chunk[0]!.position;
+          lastSize = chunk.length;
+          writes.push(events.put(json, [key, last]));
         }
         writes.push(
-          tx.objectStore('streams').put({ ...next, segments, eventBytes }),
+          tx.objectStore('streams').put({ ...next, last, lastSize, eventBytes }),
           tx.objectStore('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() }),
         );
         await Promise.all(writes);

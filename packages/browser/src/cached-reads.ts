@@ -6,7 +6,7 @@
  */
 import { EventflowError, applyEvent, composeEventlogState, emptyState, type EventflowClient, type Params, type Result, type State, type StoredEvent } from '@eventflow/core';
 import type { CacheChannel } from './broadcast.js';
-import type { Cache, Stored, StreamRecord } from './cache.js';
+import type { Cache, Page, Stored, StreamRecord } from './cache.js';
 import { keyOf, logOf, type EventlogSnapshot, type Log } from './eventlog-view.js';
 import type { OutboxEngine } from './outbox-types.js';
 
@@ -30,8 +30,11 @@ export interface CachedReads {
   stateChanged(): void;
   /** The cached copy of an eventlog: its record and its log. */
   cached(domain: string, pid: string): Promise<(StreamRecord & { log: Log }) | undefined>;
-  /** A live watch's snapshot, else the cached copy brought up to date (offline: the cached copy). */
-  read(domain: string, pid: string, withEvents: boolean): Promise<{ state: State; position: number; events?: readonly StoredEvent[] | undefined }>;
+  /**
+   * A live watch's snapshot, else the cached copy brought up to date (offline: the cached copy).
+   * With a `Page`, `events` holds at least its events (from the cached chunks that hold them).
+   */
+  read(domain: string, pid: string, withEvents: boolean | Page): Promise<{ state: State; position: number; events?: readonly StoredEvent[] | undefined }>;
   /**
    * Brings `base` (of `size` events) up to date: only the events after its position, or all of
    * them without a base or when the counts disagree (events were deleted meanwhile, so the cached
@@ -63,7 +66,8 @@ export function createReads(client: EventflowClient, cache: Cache | undefined, c
 
   const cached: CachedReads['cached'] = async (domain, pid) => {
     const loaded = await cache?.load(keyOf(domain, pid), true);
-    return loaded && { ...loaded[0], log: logOf(loaded[1], loaded[0].count) };
+    const events = await loaded?.[1];
+    return loaded && events && { ...loaded[0], log: logOf(events, loaded[0].count) };
   };
 
   const request = async (params: Params<'readEventlog'>, bounded: boolean): Promise<Result<'readEventlog'>> => {
@@ -121,14 +125,20 @@ export function createReads(client: EventflowClient, cache: Cache | undefined, c
       const fetching = fetch(domain, pid, record, record?.count ?? 0, !!record).catch((error: unknown) => {
         if (!record) throw error;
       });
-      const read = loaded?.[1]?.();
+      const read = (await loaded?.[1])?.();
+      if (withEvents && record && !read) {
+        // The record was read but not its events (IndexedDB failed meanwhile): fetch them all.
+        await fetching;
+        return fetch(domain, pid, undefined, 0, false);
+      }
       const fetched = await fetching;
       if (!fetched) return { state: record?.state ?? emptyState, position: record?.position ?? 0, events: read }; // offline or failing: the cache
       const { state, position, count, events, reset } = fetched;
       const kept = record && !reset;
-      const all = kept ? read && [...read, ...events] : events;
+      // All events, to store them in full if need be (a page has only some: it stores the delta).
+      const all = !kept ? events : withEvents === true ? read && (events.length ? [...read, ...events] : read) : undefined;
       void store({ key, domain, pid, state, position, count }, kept ? record.position : 0, events, all && (() => all), reset ? generation : started);
-      return { state, position, events: all };
+      return { state, position, events: all ?? read?.concat(events) };
     },
     fetch,
     store,

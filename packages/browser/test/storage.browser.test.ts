@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { openDB, type IDBPDatabase } from 'idb';
 import { CACHE_VERSION } from '../src/index.js';
+import { CHUNK } from '../src/cache.js';
 import { browserClient, type CacheSchema, cacheName, gateway, ids, otherClient, publishAll, record, spyReads, stored, storedAt } from './helpers.js';
 
 async function usage(name: string, pid: string): Promise<{ bytes: number; used: number } | undefined> {
@@ -22,9 +23,11 @@ const oldLayouts = {
     oldLayouts[1](db);
     db.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
   },
+  // Version 3 had version 2's stores; its events were packed, one segment per write.
+  3: (db: IDBPDatabase) => oldLayouts[2](db),
 };
 
-it.each([1, 2] as const)('upgrades a version-%i cache to the current schema, dropping its eventlogs (they are fetched again)', async (version) => {
+it.each([1, 2, 3] as const)('upgrades a version-%i cache to the current schema, dropping its eventlogs (they are fetched again)', async (version) => {
   const { url } = await gateway();
   const name = cacheName();
   const other = otherClient(url);
@@ -34,15 +37,15 @@ it.each([1, 2] as const)('upgrades a version-%i cache to the current schema, dro
 
   const old = await openDB(name, version, { upgrade: oldLayouts[version] });
   await old.put('streams', { key: 'd\u001fp', domain: 'd', pid: 'p', position, count: 2, state: { n: 1, m: 2 }, segments: 1, eventBytes: 400, bytes: 420, used: 7 });
-  await old.put('events', JSON.stringify(events), ['d\u001fp', 0]);
-  if (version === 2) await old.put('usage', { key: 'd\u001fp', bytes: 420, used: 7 });
+  await old.put('events', JSON.stringify(version === 3 ? events.map((e) => [e.id, e.name, e.data, e.timestamp, e.rid, e.position]) : events), ['d\u001fp', 0]);
+  if (version >= 2) await old.put('usage', { key: 'd\u001fp', bytes: 420, used: 7 });
   old.close();
 
   const client = browserClient(url, name);
   expect(await client.readCached('d', 'p')).toBeUndefined();
   const db = await openDB<CacheSchema>(name);
   expect(db.version).toBe(CACHE_VERSION);
-  expect(CACHE_VERSION).toBe(3);
+  expect(CACHE_VERSION).toBe(4);
   expect([...db.objectStoreNames].sort()).toEqual(['events', 'streams', 'usage']);
   expect([await db.count('streams'), await db.count('events'), await db.count('usage')]).toEqual([0, 0, 0]);
   db.close();
@@ -65,14 +68,14 @@ it('stores events packed (no field names, domain or pid) and reads them back as 
   const first = await client.readEventlog('orders', 'o-1');
   await storedAt(name, 'orders', 'o-1', first[2]?.position);
   await other.publish({ domain: 'orders', name: 'changed', pid: 'o-1', data: { n: 4 } });
-  const all = await client.readEventlog('orders', 'o-1'); // appends a second segment
+  const all = await client.readEventlog('orders', 'o-1'); // appended to the newest chunk
   await storedAt(name, 'orders', 'o-1', all[3]?.position);
 
   const db = await openDB<CacheSchema>(name);
-  const segments = await db.getAll('events');
+  const chunks = await db.getAll('events');
   db.close();
-  expect(segments).toHaveLength(2);
-  expect(segments.flatMap((segment) => JSON.parse(segment) as unknown[])).toEqual(all.map((e) => [e.id, e.name, e.data, e.timestamp, e.rid, e.position]));
+  expect(chunks).toHaveLength(1);
+  expect(chunks.flatMap((chunk) => JSON.parse(chunk) as unknown[])).toEqual(all.map((e) => [e.id, e.name, e.data, e.timestamp, e.rid, e.position]));
 
   const gatewayEvents = await other.readEventlog('orders', 'o-1');
   const reloaded = browserClient(url, name);
@@ -191,4 +194,58 @@ it('works without a cache (cache: false)', async () => {
   await client.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 2 } });
   await expect.poll(() => watch.last()?.state).toEqual({ n: 2 });
   expect(await client.readEventlogState('d', 'p')).toEqual({ n: 2 }); // from the live watch
+});
+
+it(`keeps events in chunks of ${CHUNK}, appends to the newest, and reads a page from the chunks that hold it`, async () => {
+  const { url } = await gateway();
+  const name = cacheName();
+  const other = otherClient(url);
+  const publish = async (from: number, to: number): Promise<void> => {
+    for (let i = from; i < to; i += 250) {
+      await Promise.all(Array.from({ length: Math.min(250, to - i) }, (_, j) => other.publish({ domain: 'd', name: 'n', pid: 'p', data: { [`k${(i + j) % 7}`]: i + j } })));
+    }
+  };
+  const chunkSizes = async (): Promise<number[]> => {
+    const db = await openDB<CacheSchema>(name);
+    try {
+      return (await db.getAll('events')).map((chunk) => (JSON.parse(chunk) as unknown[]).length);
+    } finally {
+      db.close();
+    }
+  };
+  await publish(0, CHUNK + 300);
+  const client = browserClient(url, name);
+  let events = await client.readEventlog('d', 'p');
+  await storedAt(name, 'd', 'p', events.at(-1)?.position);
+  expect(await chunkSizes()).toEqual([CHUNK, 300]);
+
+  await publish(CHUNK + 300, 2 * CHUNK + 100);
+  events = await client.readEventlog('d', 'p'); // fills the newest chunk, then starts one
+  await storedAt(name, 'd', 'p', events.at(-1)?.position);
+  expect(await chunkSizes()).toEqual([CHUNK, CHUNK, 100]);
+  const gatewayEvents = await other.readEventlog('d', 'p');
+  expect(events).toEqual(gatewayEvents);
+
+  // Pages from a reloaded client: the cached chunks plus the delta, whatever chunks they span.
+  await other.publish({ domain: 'd', name: 'n', pid: 'p', data: { last: true } });
+  const latest = await other.readEventlog('d', 'p');
+  const reloaded = browserClient(url, name);
+  const reads = spyReads(reloaded);
+  expect(await reloaded.readEventlog('d', 'p', { limit: 10 })).toEqual(latest.slice(0, 10));
+  const at = (i: number): number => latest[i]!.position;
+  expect(await reloaded.readEventlog('d', 'p', { after: at(CHUNK - 2), limit: 5 })).toEqual(latest.slice(CHUNK - 1, CHUNK + 4));
+  expect(await reloaded.readEventlog('d', 'p', { after: at(500), limit: 1200 })).toEqual(latest.slice(501, 1701));
+  expect(await reloaded.readEventlog('d', 'p', { after: at(2 * CHUNK + 50), limit: 100 })).toEqual(latest.slice(2 * CHUNK + 51)); // reaches the delta
+  expect(await reloaded.readEventlog('d', 'p', { after: at(2 * CHUNK + 100), limit: 3 })).toEqual(latest.slice(2 * CHUNK + 101));
+  // Every page asked the gateway only for what came after the cached copy.
+  expect(new Set(reads().map((read) => read.after))).toEqual(new Set([gatewayEvents.at(-1)?.position, latest.at(-1)?.position]));
+  await expect(reloaded.readEventlog('d', 'p', { limit: 0 })).rejects.toMatchObject({ code: 'E_EVENTFLOW_INVALID_INPUT' });
+
+  // A page reads no chunk beyond the ones that hold it: with the newest chunk unreadable, the
+  // first page is still served (a full read would fail to parse it).
+  const db = await openDB<CacheSchema>(name);
+  const keys = await db.getAllKeys('events');
+  await db.put('events', 'not JSON', keys.at(-1)!);
+  db.close();
+  expect(await browserClient(url, name).readEventlog('d', 'p', { limit: 10 })).toEqual(latest.slice(0, 10));
 });
