@@ -64,10 +64,11 @@ type Db = IDBPDatabase<CacheSchema>;
 type Tx<Mode extends IDBTransactionMode> = IDBPTransaction<CacheSchema, StoreName[], Mode>;
 
 /**
- * Events per chunk: a page of events parses at most two chunks; reading them all costs about the
- * same as one string (1,000 packed events are ~160 kB of JSON in bench/browser-open.mjs).
+ * Events per chunk: a page of events parses the chunks that hold it, so a few hundred events more
+ * than it shows; reading them all costs about the same as one string (500 packed events are
+ * ~80 kB of JSON in bench/browser-open.mjs).
  */
-export const CHUNK = 1000;
+export const CHUNK = 500;
 
 /** Which events `load` reads: all, or the chunks holding the first `limit` after position `after`. */
 export type Page = { after: number; limit: number };
@@ -219,7 +220,19 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       // States read back from IndexedDB are plain objects: frozen like the ones core builds.
       freezeState(record.state);
       const read = chunks;
-      return [record, read && done.then((ok) => (ok ? () => unpack(read.result, record.domain, record.pid) : undefined))];
+      const { domain, pid } = record;
+      const unpacked = (): StoredEvent[] => {
+        if (withEvents === true) return unpack(read!.result, domain, pid);
+        // A page: chunk by chunk, until it holds `limit` events after `after`.
+        const { after, limit } = withEvents as Page;
+        const found: StoredEvent[] = [];
+        for (const chunk of read!.result) {
+          if (found.length >= limit) break;
+          for (const event of unpack([chunk], domain, pid)) if (event.position > after) found.push(event);
+        }
+        return found;
+      };
+      return [record, read && done.then((ok) => (ok ? unpacked : undefined))];
     },
 
     save: (next, from, tail, all) =>
