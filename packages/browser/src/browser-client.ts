@@ -100,11 +100,10 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
    */
   override async readEventlog<D extends DomainOf<M>>(domain: D, pid: string, { after = -1, limit }: { after?: Position; limit?: number } = {}): Promise<Array<EventOf<M, D>>> {
     checkEventlog(domain, pid);
+    assertNumber(after, 'options.after', true, -1);
     assertNumber(limit, 'options.limit', true, 1);
-    if (limit !== undefined) assertNumber(after, 'options.after', true, -1); // a key of the cache's page read
     const { events = [] } = await this.#reads.read(domain, pid, limit === undefined || { after, limit });
-    const found = events.filter((event) => event.position > after);
-    return (limit === undefined ? found : found.slice(0, limit)) as unknown as Array<EventOf<M, D>>;
+    return events.filter((event) => event.position > after).slice(0, limit) as unknown as Array<EventOf<M, D>>;
   }
 
   /** The composed state: the cached one brought up to date with `applyEvent`; offline, the cached one. */

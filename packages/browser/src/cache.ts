@@ -73,7 +73,8 @@ export const CHUNK = 500;
 /** Which events `load` reads: all, or the chunks holding the first `limit` after position `after`. */
 export type Page = { after: number; limit: number };
 
-const range = (key: string): IDBKeyRange => IDBKeyRange.bound([key, 0], [key, Infinity]);
+/** An eventlog's chunks, from `first` on. */
+const range = (key: string, first: IDBValidKey = [key, 0]): IDBKeyRange => IDBKeyRange.bound(first, [key, Infinity]);
 const now = (): number => performance.timeOrigin + performance.now();
 const join = (chunks: string[]): string => (chunks.length === 1 ? chunks[0]! : `[${chunks.map((s) => s.slice(1, -1)).filter(Boolean).join(',')}]`);
 
@@ -186,53 +187,34 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       let tx: Tx<'readonly'> | undefined;
       try {
         tx = (await open())?.transaction(stores, 'readonly');
-      } catch (error) {
-        onError(error);
-      }
-      if (!tx) return undefined;
-      const done = tx.done.then(
-        () => true,
-        (error: unknown) => (onError(error), false),
-      );
-      const get = tx.objectStore('streams').get(key);
-      // The raw request: idb would read its result (and so deserialise the whole eventlog) as
-      // soon as it succeeds. It is read once the transaction is complete.
-      const events = unwrap(tx.objectStore('events'));
-      let chunks: IDBRequest<string[]> | undefined;
-      if (withEvents === true) chunks = events.getAll(range(key));
-      else if (withEvents) {
-        const { after, limit } = withEvents;
-        // The newest chunk starting at or before `after`, then as many as `limit` events can span.
-        const first = events.openKeyCursor(IDBKeyRange.bound([key, -Infinity], [key, after]), 'prev');
-        chunks = await new Promise<IDBRequest<string[]> | undefined>((resolve) => {
-          first.onsuccess = () => resolve(events.getAll(IDBKeyRange.bound(first.result?.key ?? [key, -Infinity], [key, Infinity]), Math.ceil(limit / CHUNK) + 1));
-          first.onerror = () => resolve(undefined); // the transaction fails: reported by `done`
+        if (!tx) return undefined;
+        const done = tx.done.then(
+          () => true,
+          (error: unknown) => (onError(error), false),
+        );
+        const get = tx.objectStore('streams').get(key);
+        const events = tx.objectStore('events');
+        const page = withEvents !== true && withEvents;
+        // A page: from the newest chunk starting at or before `after`, as many as `limit` events can span.
+        const first = page ? (await events.openKeyCursor(IDBKeyRange.bound([key, -Infinity], [key, page.after]), 'prev'))?.key : undefined;
+        // The raw request: idb would read its result (and so deserialise the whole eventlog) as
+        // soon as it succeeds. It is read once the transaction is complete.
+        const chunks = withEvents ? unwrap(events).getAll(range(key, first), page ? Math.ceil(page.limit / CHUNK) + 1 : undefined) : undefined;
+        // The record succeeds before the events are read (requests run in order): a caller can
+        // ask the gateway for what came after it while IndexedDB still reads the eventlog.
+        const record = await get;
+        if (!record) return undefined;
+        void run('readwrite', async (tx) => {
+          const usage = await tx.objectStore('usage').get(key);
+          if (usage) await tx.objectStore('usage').put({ ...usage, used: now() });
         });
+        // States read back from IndexedDB are plain objects: frozen like the ones core builds.
+        freezeState(record.state);
+        return [record, chunks && done.then((ok) => (ok ? () => unpack(chunks.result, record.domain, record.pid) : undefined))];
+      } catch (error) {
+        if (!tx) onError(error); // else reported by `done`
+        return undefined;
       }
-      // The record succeeds before the events are read (requests run in order): a caller can ask
-      // the gateway for what came after it while IndexedDB still reads the eventlog.
-      const record = await get.catch(() => undefined); // reported by `done`
-      if (!record) return undefined;
-      void run('readwrite', async (tx) => {
-        const usage = await tx.objectStore('usage').get(key);
-        if (usage) await tx.objectStore('usage').put({ ...usage, used: now() });
-      });
-      // States read back from IndexedDB are plain objects: frozen like the ones core builds.
-      freezeState(record.state);
-      const read = chunks;
-      const { domain, pid } = record;
-      const unpacked = (): StoredEvent[] => {
-        if (withEvents === true) return unpack(read!.result, domain, pid);
-        // A page: chunk by chunk, until it holds `limit` events after `after`.
-        const { after, limit } = withEvents as Page;
-        const found: StoredEvent[] = [];
-        for (const chunk of read!.result) {
-          if (found.length >= limit) break;
-          for (const event of unpack([chunk], domain, pid)) if (event.position > after) found.push(event);
-        }
-        return found;
-      };
-      return [record, read && done.then((ok) => (ok ? unpacked : undefined))];
     },
 
     save: (next, from, tail, all) =>
@@ -244,32 +226,25 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
         const at = old?.position ?? 0;
         let { last = 0, lastSize = 0, eventBytes = 0 } = old ?? {};
         let added: StoredEvent[] | undefined = [];
-        /** The events to append: the newest chunk is filled up first (by string concatenation), then new chunks. */
         let append: readonly StoredEvent[];
         if (old && at >= position) return [at, added]; // nothing newer
-        if (old && at >= from) {
-          append = added = tail.filter((event) => event.position > at);
-          const fill = lastSize && Math.min(CHUNK - lastSize, added.length);
-          if (fill) {
-            const json = pack(added.slice(0, fill));
-            eventBytes += json.length;
-            lastSize += fill;
-            writes.push(events.put(join([(await events.get([key, last])) ?? '[]', json]), [key, last]));
-            append = added.slice(fill);
-          }
-        } else if (all) {
+        if (old && at >= from) append = added = tail.filter((event) => event.position > at);
+        else if (all) {
           added = undefined;
           append = all();
-          eventBytes = lastSize = last = 0;
+          eventBytes = lastSize = 0;
           writes.push(events.delete(range(key)));
         } else return undefined;
-        for (let i = 0; i < append.length; i += CHUNK) {
-          const chunk = append.slice(i, i + CHUNK);
+        // The newest chunk is filled up first (by string concatenation, without parsing it), then new ones.
+        let size = lastSize % CHUNK;
+        const newest = size ? await events.get([key, last]) : undefined;
+        for (let i = 0; i < append.length; size = 0) {
+          const chunk = append.slice(i, (i += CHUNK - size));
           const json = pack(chunk);
           eventBytes += json.length;
-          last = chunk[0]!.position;
-          lastSize = chunk.length;
-          writes.push(events.put(json, [key, last]));
+          if (!size) last = chunk[0]!.position;
+          lastSize = size + chunk.length;
+          writes.push(events.put(size ? join([newest ?? '[]', json]) : json, [key, last]));
         }
         writes.push(
           tx.objectStore('streams').put({ ...next, last, lastSize, eventBytes }),
