@@ -194,6 +194,9 @@ it('works without a cache (cache: false)', async () => {
   await client.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 2 } });
   await expect.poll(() => watch.last()?.state).toEqual({ n: 2 });
   expect(await client.readEventlogState('d', 'p')).toEqual({ n: 2 }); // from the live watch
+  const events = await client.readEventlog('d', 'p');
+  expect(await client.readEventlog('d', 'p', { limit: 1 })).toEqual(events.slice(0, 1));
+  expect(await client.readEventlog('d', 'p', { after: events[0]?.position, limit: 5 })).toEqual(events.slice(1));
 });
 
 it(`keeps events in chunks of ${CHUNK}, appends to the newest, and reads a page from the chunks that hold it`, async () => {
