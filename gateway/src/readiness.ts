@@ -2,7 +2,7 @@
  * `/readyz`: whether this gateway can do its work now, as opposed to `/healthz` (the process is up).
  * Ready when the store answers a cheap query (its head position) within a deadline and the router
  * is ready: the local router always is; the hub router needs at least one hub connection, since
- * without one no published event reaches the mesh.
+ * without one no published event reaches the mesh; the NATS router needs its NATS connection.
  */
 import type { Router } from './router/router.js';
 import type { EventStore } from './store/store.js';
@@ -55,6 +55,7 @@ async function checkStore(store: EventStore, timeoutMs: number): Promise<Check> 
 }
 
 async function checkRouter(router: Router): Promise<Check> {
+  if (router.status) return { kind: router.kind, ...router.status() };
   const hubs = hubConnections(router);
   if (hubs === undefined) return { ready: true, kind: router.kind };
   return hubs > 0 ? { ready: true, kind: router.kind, hubs } : { ready: false, kind: router.kind, hubs, reason: 'no hub connection' };
