@@ -8,12 +8,17 @@
 //                 (EVENTFLOW_STORE=mysql, EVENTFLOW_ROUTER=hubs) on a fresh database (dropped
 //                 after); the publisher on one gateway, the subscriber on the other, so every
 //                 event goes store → hub → other gateway → store read → subscriber, as in v4.
+//   mariadb+nats: the same two gateways on a fresh database with EVENTFLOW_ROUTER=nats instead
+//                 (the NATS at BENCH_NATS_URL, default nats://127.0.0.1:4222, a subject prefix of
+//                 its own): store → NATS → other gateway → store read → subscriber. Run right after
+//                 the hub run, same workload, so the two rows compare the routers.
 //   baseline:     the Node ceiling (server-support.mjs `ceiling`): the same sequential workload
 //                 through a `ws` server that frames once and writes to the subscriber, no store;
 //                 the floor of two WebSocket hops on this machine in this run.
 //   reference:    real eventflow v4.8 cannot run here (needs Node >= 22.10); the numbers measured by
 //                 hand for issue 17 are printed as a labelled reference, not a same-run baseline.
 import { createNodeClient } from '@eventflow/node';
+import { connect as tcpConnect } from 'node:net';
 import WebSocket from 'ws';
 import { startServer } from './server-support.mjs';
 import { CERT_ENV, freshDatabase, mariadbUnavailable, startHubProcess } from './v4-support.mjs';
@@ -123,6 +128,37 @@ async function runMariadbHub() {
   }
 }
 
+const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
+
+/** Why no NATS run, or undefined: a server answers at NATS_URL with its INFO line. */
+async function natsUnavailable() {
+  const { hostname, port } = new URL(NATS_URL.replace(/^nats:/, 'http:'));
+  const ok = await new Promise((resolve) => {
+    const socket = tcpConnect({ host: hostname, port: Number(port || 4222) });
+    const done = (value) => (socket.destroy(), resolve(value));
+    socket.setTimeout(3_000, () => done(false));
+    socket.once('data', (chunk) => done(chunk.toString('latin1').startsWith('INFO ')));
+    socket.once('error', () => done(false));
+  });
+  return ok ? undefined : `no NATS server answers at ${NATS_URL} (set BENCH_NATS_URL)`;
+}
+
+async function runMariadbNats() {
+  const db = await freshDatabase('eventflow_bench_v4lat');
+  const stops = [];
+  try {
+    const config = { ...db.env, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'nats', EVENTFLOW_NATS_SERVERS: NATS_URL, EVENTFLOW_NATS_SUBJECT_PREFIX: `eventflow-bench.${process.pid}` };
+    const a = await startServer('gateway', { gatewayConfig: config });
+    stops.unshift(a.stop);
+    const b = await startServer('gateway', { gatewayConfig: config });
+    stops.unshift(b.stop);
+    return await runClients(a.url, b.url, 30_000);
+  } finally {
+    for (const stop of stops) await stop().catch(() => {});
+    await db.drop();
+  }
+}
+
 async function runCeiling() {
   const server = await startServer('ceiling');
   const open = () =>
@@ -168,6 +204,17 @@ if (skipMariadb === undefined) {
     console.log(`mariadb + hub run failed: ${mariadbError}`);
   }
 } else console.log(`skipping the MariaDB + hub run: ${skipMariadb}`);
+const skipNats = skipMariadb ?? (await natsUnavailable());
+let nats;
+let natsError;
+if (skipNats === undefined) {
+  try {
+    nats = await runMariadbNats();
+  } catch (error) {
+    natsError = String(error?.stack ?? error);
+    console.log(`mariadb + nats run failed: ${natsError}`);
+  }
+} else console.log(`skipping the MariaDB + NATS run: ${skipNats}`);
 const ceiling = await runCeiling();
 
 console.log(`${N} sequential publishes (each awaited) after ${WARMUP} warm-up, one subscriber reading each event's data; latency = publish call → receipt (ms)`);
@@ -175,21 +222,25 @@ console.table(
   [
     ['gateway, SQLite (embedded)', embedded],
     ...(mariadb ? [['gateway, MariaDB + our v4 hub (hub + two gateways)', mariadb]] : []),
+    ...(nats ? [['gateway, MariaDB + NATS (two gateways, EVENTFLOW_ROUTER=nats)', nats]] : []),
     ['baseline: ceiling ws server, no store (frame once)', ceiling],
     ...V4_REFERENCE.map((r) => [`reference, not this run: ${r.label}`, r]),
   ].map(([name, r]) => ({ run: name, samples: r.samples ?? '', missing: r.missing ?? '', p50: r.p50, p90: r.p90 ?? '', p99: r.p99, max: r.max ?? '' })),
 );
 const complete = (r) => r && !r.missing && !r.bad && !r.timedOut;
-for (const [name, r] of [['embedded', embedded], ['mariadb', mariadb], ['ceiling', ceiling]]) {
+for (const [name, r] of [['embedded', embedded], ['mariadb', mariadb], ['nats', nats], ['ceiling', ceiling]]) {
   if (r && !complete(r)) console.log(`${name}: ${r.published} published, ${r.missing} not received, ${r.bad} unexpected, timed out: ${r.timedOut}`);
 }
 const ref = V4_REFERENCE[0];
 writeResult('latency-v4', {
-  events: N, warmup: WARMUP, embedded, mariadb, mariadbSkipped: skipMariadb, mariadbError, ceiling, v4Reference: V4_REFERENCE,
+  events: N, warmup: WARMUP, embedded, mariadb, mariadbSkipped: skipMariadb, mariadbError, nats, natsSkipped: skipNats, natsError, ceiling, v4Reference: V4_REFERENCE,
   summary: [
     { measure: `v4 workload (${N} sequential), gateway SQLite p50 / p99 ms`, value: `${embedded.p50} / ${embedded.p99}`, baseline: `ceiling ${ceiling.p50} / ${ceiling.p99}`, ratio: `p99 ${(embedded.p99 / ceiling.p99).toFixed(1)}x`, target: `p99 <= ${TARGET_EMBEDDED_P99}`, meets: complete(embedded) && embedded.p99 <= TARGET_EMBEDDED_P99, note: complete(embedded) ? '' : 'incomplete' },
     mariadb
       ? { measure: 'v4 workload, gateway MariaDB + hub p50 / p99 ms', value: `${mariadb.p50} / ${mariadb.p99}`, baseline: `v4.8 ${ref.p50} / ${ref.p99} (reference, not this run)`, ratio: `p99 ${(mariadb.p99 / ref.p99).toFixed(2)}x v4's`, target: `p99 <= ${TARGET_MARIADB_P99}`, meets: complete(mariadb) && mariadb.p99 <= TARGET_MARIADB_P99, note: complete(mariadb) ? '' : 'incomplete' }
       : { measure: 'v4 workload, gateway MariaDB + hub', value: mariadbError ? 'failed' : 'skipped', target: `p99 <= ${TARGET_MARIADB_P99}`, note: mariadbError ? 'see output' : skipMariadb },
+    nats
+      ? { measure: 'cross-gateway, MariaDB + NATS p50 / p99 ms', value: `${nats.p50} / ${nats.p99}`, baseline: mariadb ? `our hub ${mariadb.p50} / ${mariadb.p99} (this run)` : 'hub run missing', ratio: mariadb ? `p99 ${(nats.p99 / mariadb.p99).toFixed(2)}x the hub's` : '', target: `p99 <= ${TARGET_MARIADB_P99}`, meets: complete(nats) && nats.p99 <= TARGET_MARIADB_P99, note: complete(nats) ? '' : 'incomplete' }
+      : { measure: 'cross-gateway, MariaDB + NATS', value: natsError ? 'failed' : 'skipped', target: `p99 <= ${TARGET_MARIADB_P99}`, note: natsError ? 'see output' : skipNats },
   ],
 });
