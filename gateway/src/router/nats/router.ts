@@ -82,6 +82,9 @@ export class NatsRouter implements Router {
   }
 
   publish(event: StoredEvent, claimed?: boolean): Promise<void> {
+    // Claimed on append: announced at once, not behind the batch queue (the previous batch's pump
+    // here). Otherwise once the claim is won (LocalRouter's onClaimed).
+    if (claimed) this.#announce([event]);
     return this.#local.publish(event, claimed);
   }
 
