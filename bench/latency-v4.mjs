@@ -10,8 +10,9 @@
 //                 event goes store → hub → other gateway → store read → subscriber, as in v4.
 //   mariadb+nats: the same two gateways on a fresh database with EVENTFLOW_ROUTER=nats instead
 //                 (the NATS at BENCH_NATS_URL, default nats://127.0.0.1:4222, a subject prefix of
-//                 its own): store → NATS → other gateway → store read → subscriber. Run right after
-//                 the hub run, same workload, so the two rows compare the routers.
+//                 its own): store → NATS → other gateway → store read → subscriber. Both
+//                 deployments run at once and are measured in alternating rounds (ROUNDS), so the
+//                 two rows compare the routers under the same load.
 //   baseline:     the Node ceiling (server-support.mjs `ceiling`): the same sequential workload
 //                 through a `ws` server that frames once and writes to the subscriber, no store;
 //                 the floor of two WebSocket hops on this machine in this run.
@@ -27,6 +28,9 @@ import { printEnvironment, writeResult } from './results.mjs';
 const N = Number(process.env.BENCH_V4_LATENCY_EVENTS ?? 500);
 const WARMUP = 50;
 const RUN_BUDGET_MS = 20_000;
+/** The cross-gateway runs (hub, NATS) alternate in this many rounds of N / ROUNDS publishes each, 6 s at most per round. */
+const ROUNDS = 5;
+const ROUND_BUDGET_MS = 6_000;
 const TARGET_EMBEDDED_P99 = 2;
 const TARGET_MARIADB_P99 = 5;
 /** Measured by hand on this kind of machine (issue 17), not in this run. */
@@ -47,10 +51,11 @@ const stats = (values) => {
 };
 
 /**
- * The workload: `publish(seq)` resolves when the publish is acknowledged; `onReceipt` is fed the
- * seq each received event carries. Warm-up first (not sampled); then N publishes, one at a time.
+ * The workload: `publish(seq)` resolves when the publish is acknowledged; `receipts.on` is fed the
+ * seq each received event carries. Publishes seq = from … from + count - 1 one at a time, the first
+ * `warmup` not sampled; returns the raw latencies.
  */
-async function sequential(publish, receipts) {
+async function sequentialRaw(publish, receipts, { from = 0, count, warmup, budgetMs }) {
   const sentAt = new Map();
   const latencies = [];
   let bad = 0;
@@ -58,18 +63,24 @@ async function sequential(publish, receipts) {
     const t0 = sentAt.get(seq);
     if (t0 === undefined) return void bad++;
     sentAt.delete(seq);
-    if (seq >= WARMUP) latencies.push(performance.now() - t0);
+    if (seq >= from + warmup) latencies.push(performance.now() - t0);
   };
-  const deadline = performance.now() + RUN_BUDGET_MS;
+  const deadline = performance.now() + budgetMs;
   let published = 0;
-  for (let seq = 0; seq < WARMUP + N && performance.now() < deadline; seq++) {
+  for (let seq = from; seq < from + count && performance.now() < deadline; seq++) {
     sentAt.set(seq, performance.now());
     await publish(seq);
     published++;
   }
   // The last receipts may still be on their way.
   for (let i = 0; i < 200 && sentAt.size > 0; i++) await sleep(10);
-  return { ...stats(latencies), published: published - WARMUP, missing: sentAt.size, bad, timedOut: published < WARMUP + N };
+  return { latencies, published: Math.max(0, published - warmup), missing: sentAt.size, bad, timedOut: published < count };
+}
+
+/** Warm-up, then N publishes, in one go. */
+async function sequential(publish, receipts) {
+  const { latencies, ...run } = await sequentialRaw(publish, receipts, { count: WARMUP + N, warmup: WARMUP, budgetMs: RUN_BUDGET_MS });
+  return { ...stats(latencies), ...run };
 }
 
 /** Publishes fence events through `publisher` until `receipts` sees one: the route publisher → subscriber works end to end. */
@@ -85,46 +96,55 @@ async function routeReady(publisher, receipts, timeoutMs) {
   await sleep(200);
 }
 
-/** The gateway workload between a publisher on `publishUrl` and a subscriber on `subscribeUrl`. */
-async function runClients(publishUrl, subscribeUrl, readyTimeoutMs) {
+/** A publisher on `publishUrl` and a subscriber (reading the event's data, as v4's workload does) on `subscribeUrl`, route checked. */
+async function openLane(publishUrl, subscribeUrl, readyTimeoutMs) {
   const publisher = createNodeClient(publishUrl, { clientName: 'bench-v4-publisher', requestTimeout: 30_000 });
   const subscriber = createNodeClient(subscribeUrl, { clientName: 'bench-v4-subscriber' });
   const receipts = { on: () => undefined };
+  const close = () => Promise.allSettled([publisher.close(), subscriber.close()]);
   try {
-    // The subscriber reads the event's data, as v4's workload does.
     await subscriber.subscribe(DOMAIN, NAME, (event) => receipts.on(event.data.seq));
     await routeReady(publisher, receipts, readyTimeoutMs);
-    return await sequential((seq) => publisher.publish({ domain: DOMAIN, name: NAME, pid: `p${seq % 10}`, data: { seq, payload } }), receipts);
-  } finally {
-    await Promise.allSettled([publisher.close(), subscriber.close()]);
+  } catch (error) {
+    await close();
+    throw error;
   }
+  return { receipts, close, publish: (seq) => publisher.publish({ domain: DOMAIN, name: NAME, pid: `p${seq % 10}`, data: { seq, payload } }) };
 }
 
 async function runEmbedded() {
   const server = await startServer('gateway');
   try {
-    return await runClients(server.url, server.url, 10_000);
+    const lane = await openLane(server.url, server.url, 10_000);
+    try {
+      return await sequential(lane.publish, lane.receipts);
+    } finally {
+      await lane.close();
+    }
   } finally {
     await server.stop();
   }
 }
 
-async function runMariadbHub() {
+/** v4's shape: a hub process and two gateways on a fresh database; resolves with the two gateway URLs and stop(). */
+async function startMariadbHub() {
   const db = await freshDatabase('eventflow_bench_v4lat');
-  const stops = [];
+  const stops = [db.drop];
+  const stop = async () => {
+    for (const each of stops) await each().catch(() => {});
+  };
   try {
     const hub = await startHubProcess(db.env);
-    stops.push(hub.stop);
+    stops.unshift(hub.stop);
     const config = { ...db.env, ...CERT_ENV, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200 };
     const a = await startServer('gateway', { gatewayConfig: config });
     stops.unshift(a.stop);
     const b = await startServer('gateway', { gatewayConfig: config });
     stops.unshift(b.stop);
-    // Each gateway finds the hub within a poll, creates its certificate and connects: allow for it.
-    return { ...(await runClients(a.url, b.url, 30_000)), hubPort: hub.port };
-  } finally {
-    for (const stop of stops) await stop().catch(() => {});
-    await db.drop();
+    return { a: a.url, b: b.url, stop, hubPort: hub.port };
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }
 
@@ -143,19 +163,54 @@ async function natsUnavailable() {
   return ok ? undefined : `no NATS server answers at ${NATS_URL} (set BENCH_NATS_URL)`;
 }
 
-async function runMariadbNats() {
+/** Two gateways with EVENTFLOW_ROUTER=nats on a fresh database of their own. */
+async function startMariadbNats() {
   const db = await freshDatabase('eventflow_bench_v4lat');
-  const stops = [];
+  const stops = [db.drop];
+  const stop = async () => {
+    for (const each of stops) await each().catch(() => {});
+  };
   try {
     const config = { ...db.env, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'nats', EVENTFLOW_NATS_SERVERS: NATS_URL, EVENTFLOW_NATS_SUBJECT_PREFIX: `eventflow-bench.${process.pid}` };
     const a = await startServer('gateway', { gatewayConfig: config });
     stops.unshift(a.stop);
     const b = await startServer('gateway', { gatewayConfig: config });
     stops.unshift(b.stop);
-    return await runClients(a.url, b.url, 30_000);
+    return { a: a.url, b: b.url, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/**
+ * The cross-gateway runs, all deployments up at once and measured in alternating rounds (the order
+ * reversed every round), so that on a shared machine each router sees the same load over time.
+ * `deployments`: name → { a, b } (publisher's and subscriber's gateway URL). Resolves name → result.
+ */
+async function runInterleaved(deployments) {
+  const lanes = [];
+  try {
+    for (const [name, deployment] of Object.entries(deployments)) {
+      // Each gateway finds its hub within a poll and connects (or connects to NATS): allow for it.
+      lanes.push({ name, lane: await openLane(deployment.a, deployment.b, 30_000), next: 0, latencies: [], published: 0, missing: 0, bad: 0, timedOut: false });
+    }
+    const perRound = Math.ceil(N / ROUNDS);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const each of round % 2 === 0 ? lanes : [...lanes].reverse()) {
+        const warmup = round === 0 ? WARMUP : 0;
+        const run = await sequentialRaw(each.lane.publish, each.lane.receipts, { from: each.next, count: warmup + perRound, warmup, budgetMs: ROUND_BUDGET_MS });
+        each.next += warmup + perRound;
+        each.latencies.push(...run.latencies);
+        each.published += run.published;
+        each.missing += run.missing;
+        each.bad += run.bad;
+        each.timedOut ||= run.timedOut;
+      }
+    }
+    return Object.fromEntries(lanes.map(({ name, latencies, published, missing, bad, timedOut }) => [name, { ...stats(latencies), published, missing, bad, timedOut }]));
   } finally {
-    for (const stop of stops) await stop().catch(() => {});
-    await db.drop();
+    await Promise.allSettled(lanes.map((each) => each.lane.close()));
   }
 }
 
@@ -194,27 +249,33 @@ async function runCeiling() {
 
 const embedded = await runEmbedded();
 const skipMariadb = await mariadbUnavailable();
+const skipNats = skipMariadb ?? (await natsUnavailable());
 let mariadb;
 let mariadbError;
-if (skipMariadb === undefined) {
-  try {
-    mariadb = await runMariadbHub();
-  } catch (error) {
-    mariadbError = String(error?.stack ?? error);
-    console.log(`mariadb + hub run failed: ${mariadbError}`);
-  }
-} else console.log(`skipping the MariaDB + hub run: ${skipMariadb}`);
-const skipNats = skipMariadb ?? (await natsUnavailable());
 let nats;
 let natsError;
-if (skipNats === undefined) {
+if (skipMariadb === undefined) {
+  const deployments = {};
   try {
-    nats = await runMariadbNats();
+    deployments.hub = await startMariadbHub();
+    if (skipNats === undefined) {
+      try {
+        deployments.nats = await startMariadbNats();
+      } catch (error) {
+        natsError = String(error?.stack ?? error);
+        console.log(`mariadb + nats start failed: ${natsError}`);
+      }
+    }
+    ({ hub: mariadb, nats } = await runInterleaved(deployments));
+    mariadb = { ...mariadb, hubPort: deployments.hub.hubPort };
   } catch (error) {
-    natsError = String(error?.stack ?? error);
-    console.log(`mariadb + nats run failed: ${natsError}`);
+    mariadbError = String(error?.stack ?? error);
+    console.log(`mariadb runs failed: ${mariadbError}`);
+  } finally {
+    for (const deployment of Object.values(deployments)) await deployment.stop();
   }
-} else console.log(`skipping the MariaDB + NATS run: ${skipNats}`);
+} else console.log(`skipping the MariaDB runs (hub, NATS): ${skipMariadb}`);
+if (skipNats !== undefined && skipMariadb === undefined) console.log(`skipping the MariaDB + NATS run: ${skipNats}`);
 const ceiling = await runCeiling();
 
 console.log(`${N} sequential publishes (each awaited) after ${WARMUP} warm-up, one subscriber reading each event's data; latency = publish call → receipt (ms)`);
