@@ -2,6 +2,7 @@
  * The NATS router's subjects and settings, without a NATS server: the token escape of v4 domains
  * and names, the options passed to nats.js, and the configurations that are refused.
  */
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { escapeToken, Subjects, unescapeToken } from '../src/router/nats/subjects.js';
@@ -64,13 +65,21 @@ describe('NATS settings', () => {
     expect(error?.message).not.toMatch(/sekrit/);
   });
 
+  it('a credentials or TLS file that cannot be read fails the start naming its variable', () => {
+    for (const variable of ['EVENTFLOW_NATS_CREDS_FILE', 'EVENTFLOW_NATS_TLS_CA_FILE']) {
+      const config = parseConfig({ ...mysql, [variable]: '/nonexistent/eventflow.pem' });
+      expect(() => natsConnectionOptions(config, 'G1')).toThrow(expect.objectContaining({ code: 'E_EVENTFLOW_CONFIG', message: expect.stringContaining(`${variable}: cannot read /nonexistent/eventflow.pem (ENOENT)`) }));
+    }
+  });
+
   it('passes servers, authentication and TLS through to nats.js, reconnecting forever', () => {
+    const ca = fileURLToPath(import.meta.url);
     const config = parseConfig({
       ...mysql,
       EVENTFLOW_NATS_SERVERS: 'nats://a:4222, tls://b:4443',
       EVENTFLOW_NATS_USER: 'gateway',
       EVENTFLOW_NATS_PASSWORD: 'pw',
-      EVENTFLOW_NATS_TLS_CA_FILE: '/ca.pem',
+      EVENTFLOW_NATS_TLS_CA_FILE: ca,
     });
     expect(natsConnectionOptions(config, 'G1')).toMatchObject({
       servers: ['nats://a:4222', 'tls://b:4443'],
@@ -79,7 +88,7 @@ describe('NATS settings', () => {
       maxReconnectAttempts: -1,
       user: 'gateway',
       pass: 'pw',
-      tls: { caFile: '/ca.pem' },
+      tls: { caFile: ca },
     });
     expect(natsConnectionOptions(parseConfig({ ...mysql, EVENTFLOW_NATS_TOKEN: 't' }), 'G1')).toMatchObject({ servers: ['nats://127.0.0.1:4222'], token: 't' });
     expect(natsConnectionOptions(parseConfig(mysql), 'G1')).not.toHaveProperty('tls');

@@ -63,21 +63,26 @@ async function readyz(gateway: Gateway): Promise<{ status: number; body: { check
 }
 
 describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
-  it('a client on gateway A receives, once and in order, what a client on gateway B publishes', async () => {
-    const { gateways, client } = await startCluster(2);
-    const [a, b] = gateways as [Gateway, Gateway];
-    const seen: StoredEvent[] = [];
-    let fenced = false;
-    // No waiting for NATS to have the subscription: the gateway pulls the domain once it does.
-    await client(a).subscribe('orders.eu *>', '*', (event) => void (isFence(event) ? (fenced = true) : seen.push(event)));
+  it('clients on gateways A and C receive, once and in order, what a client on gateway B publishes', async () => {
+    const { gateways, client } = await startCluster(3);
+    const [a, b, c] = gateways as [Gateway, Gateway, Gateway];
+    // A v4 domain with a dot, a space and the wildcard characters; names with a dot and a space.
+    const domain = 'orders.eu *>';
+    const seenA: StoredEvent[] = [];
+    const seenC: StoredEvent[] = [];
+    let fenced = 0;
+    // No waiting for NATS to have the subscriptions: a gateway pulls the domain once it does.
+    await client(a).subscribe(domain, '*', (event) => void (isFence(event) ? fenced++ : seenA.push(event)));
+    await client(c).subscribe(domain, 'placed', (event) => void (isFence(event) ? fenced++ : seenC.push(event)));
     const publisher = client(b);
     const ids: string[] = [];
-    for (let i = 0; i < 20; i++) ids.push(await publisher.publish({ domain: 'orders.eu *>', name: i % 2 ? 'placed' : 'paid.in full', pid: `p${i}`, data: { i } }));
-    await eventually(() => seen.length === 20, 10_000, 'cross-gateway events');
-    // The same publisher's marker: gateway a reads the domain in position order, so a duplicate of the 20 would come before it.
-    await fence(() => publisher.publish({ domain: 'orders.eu *>', name: 'placed', pid: `${FENCE_PID}1` }), () => fenced, 10_000);
-    expect(seen.map((event) => event.id)).toEqual(ids);
-    expect(seen[3]?.data).toEqual({ i: 3 });
+    for (let i = 0; i < 20; i++) ids.push(await publisher.publish({ domain, name: i % 2 ? 'placed' : 'paid.in full', pid: `p${i}`, data: { i } }));
+    await eventually(() => seenA.length === 20 && seenC.length === 10, 10_000, 'cross-gateway events');
+    // The same publisher's marker: each gateway reads the domain in position order, so a duplicate of the 20 would come before it.
+    await fence(() => publisher.publish({ domain, name: 'placed', pid: `${FENCE_PID}1` }), () => fenced === 2, 10_000);
+    expect(seenA.map((event) => event.id)).toEqual(ids);
+    expect(seenC.map((event) => event.id)).toEqual(ids.filter((_, i) => i % 2));
+    expect(seenA[3]?.data).toEqual({ i: 3 });
     expect((await readyz(a)).body.checks.router).toEqual({ ready: true, kind: 'nats' });
   });
 
@@ -144,6 +149,10 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     let fenced = false;
     await client(a).subscribe('orders', '*', (event) => void (isFence(event) ? (fenced = true) : seenA.push(event)));
     await client(b).subscribe('orders', '*', (event) => void (isFence(event) ? undefined : seenB.push(event)));
+    // The only consumer of the jobs is on a.
+    const handled = new Map<string, number>();
+    const worker = client(a);
+    await worker.consume('jobs', 'run', async (event) => void handled.set(event.id, (handled.get(event.id) ?? 0) + 1));
     const publisher = client(b);
     const ids: string[] = [];
     const publish = async (n: number): Promise<void> => {
@@ -157,6 +166,8 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     expect((await readyz(a)).body.checks.router).toEqual({ ready: false, kind: 'nats', reason: 'no NATS connection' });
     // Gateway b still stores and serves its own clients.
     await publish(10);
+    const jobs: string[] = [];
+    for (let i = 0; i < 5; i++) jobs.push(await publisher.publish({ domain: 'jobs', name: 'run', pid: `j${i}` }));
     await eventually(() => seenB.length === 20, 10_000, 'b serves its own subscriber');
 
     await nats.start();
@@ -167,5 +178,40 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     await fence(() => publisher.publish({ domain: 'orders', name: 'placed', pid: `${FENCE_PID}1` }), () => fenced, 10_000);
     expect(seenA.map((event) => event.id)).toEqual(ids);
     expect(seenB.map((event) => event.id)).toEqual(ids);
+    // The jobs stored during the outage reached a's consumer afterwards, once each.
+    await eventually(() => handled.size === 5, 10_000, 'jobs handled after the outage');
+    await fence(() => worker.readEventlog('jobs', 'j0'));
+    expect([...handled.keys()].sort()).toEqual([...jobs].sort());
+    expect([...handled.values()].every((n) => n === 1)).toBe(true);
+  }, 60_000);
+
+  it.skipIf(natsServerUnavailable !== undefined)('a gateway whose NATS is down at start serves anyway, not ready, and becomes ready when NATS comes up', async () => {
+    const nats = await startPrivateNats();
+    databases.onCleanup(() => nats.dispose());
+    await nats.stop();
+    const db = await databases.fresh();
+    const gateway = await startGateway({
+      EVENTFLOW_PORT: 0,
+      EVENTFLOW_STORE: 'mysql',
+      EVENTFLOW_MYSQL_HOST: db.options.host,
+      EVENTFLOW_MYSQL_PORT: db.options.port,
+      EVENTFLOW_MYSQL_USER: db.options.user,
+      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
+      EVENTFLOW_MYSQL_DATABASE: db.options.database,
+      EVENTFLOW_ROUTER: 'nats',
+      EVENTFLOW_NATS_SERVERS: nats.url,
+      EVENTFLOW_LOG_LEVEL: 'silent',
+    });
+    databases.onCleanup(() => gateway.close());
+    expect((await readyz(gateway)).body.checks.router).toEqual({ ready: false, kind: 'nats', reason: 'no NATS connection' });
+    const client = createClient(gateway.url, { onError: () => undefined });
+    databases.onCleanup(() => client.close());
+    const seen: string[] = [];
+    await client.subscribe('orders', '*', (event) => void seen.push(event.id));
+    const id = await client.publish({ domain: 'orders', name: 'placed', pid: 'p1' });
+    await eventually(() => seen.length === 1, 10_000, 'served without NATS');
+    expect(seen).toEqual([id]);
+    await nats.start();
+    await eventually(async () => (await readyz(gateway)).status === 200, 15_000, 'ready once NATS is up');
   }, 60_000);
 });
