@@ -126,26 +126,34 @@ async function runEmbedded() {
   }
 }
 
-/** v4's shape: a hub process and two gateways on a fresh database; resolves with the two gateway URLs and stop(). */
-async function startMariadbHub() {
+/**
+ * A fresh database (dropped by stop()), `startFirst(dbEnv)` run on it (the hub) if given, then two
+ * gateways with `gatewayConfig(dbEnv)`. Resolves with the gateways' URLs, what `startFirst` gave, and stop().
+ */
+async function startDeployment(gatewayConfig, startFirst) {
   const db = await freshDatabase('eventflow_bench_v4lat');
   const stops = [db.drop];
   const stop = async () => {
     for (const each of stops) await each().catch(() => {});
   };
   try {
-    const hub = await startHubProcess(db.env);
-    stops.unshift(hub.stop);
-    const config = { ...db.env, ...CERT_ENV, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200 };
-    const a = await startServer('gateway', { gatewayConfig: config });
+    const first = startFirst ? await startFirst(db.env) : undefined;
+    if (first) stops.unshift(first.stop);
+    const a = await startServer('gateway', { gatewayConfig: gatewayConfig(db.env) });
     stops.unshift(a.stop);
-    const b = await startServer('gateway', { gatewayConfig: config });
+    const b = await startServer('gateway', { gatewayConfig: gatewayConfig(db.env) });
     stops.unshift(b.stop);
-    return { a: a.url, b: b.url, stop, hubPort: hub.port };
+    return { a: a.url, b: b.url, first, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** v4's shape: a hub process and two gateways as its spokes. */
+async function startMariadbHub() {
+  const deployment = await startDeployment((env) => ({ ...env, ...CERT_ENV, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200 }), startHubProcess);
+  return { ...deployment, hubPort: deployment.first.port };
 }
 
 const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -164,23 +172,8 @@ async function natsUnavailable() {
 }
 
 /** Two gateways with EVENTFLOW_ROUTER=nats on a fresh database of their own. */
-async function startMariadbNats() {
-  const db = await freshDatabase('eventflow_bench_v4lat');
-  const stops = [db.drop];
-  const stop = async () => {
-    for (const each of stops) await each().catch(() => {});
-  };
-  try {
-    const config = { ...db.env, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'nats', EVENTFLOW_NATS_SERVERS: NATS_URL, EVENTFLOW_NATS_SUBJECT_PREFIX: `eventflow-bench.${process.pid}` };
-    const a = await startServer('gateway', { gatewayConfig: config });
-    stops.unshift(a.stop);
-    const b = await startServer('gateway', { gatewayConfig: config });
-    stops.unshift(b.stop);
-    return { a: a.url, b: b.url, stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+function startMariadbNats() {
+  return startDeployment((env) => ({ ...env, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'nats', EVENTFLOW_NATS_SERVERS: NATS_URL, EVENTFLOW_NATS_SUBJECT_PREFIX: `eventflow-bench.${process.pid}` }));
 }
 
 /**

@@ -21,26 +21,30 @@ interface Cluster {
   client(gateway: Gateway): EventflowClient;
 }
 
+/** A gateway on the test database `db`, routing over the NATS at `servers`. */
+function natsGatewaySettings(db: TestDatabase, servers: string, prefix: string): Record<string, string | number> {
+  return {
+    EVENTFLOW_PORT: 0,
+    EVENTFLOW_STORE: 'mysql',
+    EVENTFLOW_MYSQL_HOST: db.options.host,
+    EVENTFLOW_MYSQL_PORT: db.options.port,
+    EVENTFLOW_MYSQL_USER: db.options.user,
+    EVENTFLOW_MYSQL_PASSWORD: db.options.password,
+    EVENTFLOW_MYSQL_DATABASE: db.options.database,
+    EVENTFLOW_ROUTER: 'nats',
+    EVENTFLOW_NATS_SERVERS: servers,
+    EVENTFLOW_NATS_SUBJECT_PREFIX: prefix,
+    EVENTFLOW_LOG_LEVEL: 'silent',
+  };
+}
+
 /** `count` gateways on one fresh database and one subject prefix, each connected to NATS. */
 async function startCluster(count: number, servers = natsUrl, extra: Record<string, string | number> = {}): Promise<Cluster> {
   const db = await databases.fresh();
   const prefix = uniqueSubjectPrefix();
   const gateways: Gateway[] = [];
   for (let i = 0; i < count; i++) {
-    const gateway = await startGateway({
-      EVENTFLOW_PORT: 0,
-      EVENTFLOW_STORE: 'mysql',
-      EVENTFLOW_MYSQL_HOST: db.options.host,
-      EVENTFLOW_MYSQL_PORT: db.options.port,
-      EVENTFLOW_MYSQL_USER: db.options.user,
-      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
-      EVENTFLOW_MYSQL_DATABASE: db.options.database,
-      EVENTFLOW_ROUTER: 'nats',
-      EVENTFLOW_NATS_SERVERS: servers,
-      EVENTFLOW_NATS_SUBJECT_PREFIX: prefix,
-      EVENTFLOW_LOG_LEVEL: 'silent',
-      ...extra,
-    });
+    const gateway = await startGateway({ ...natsGatewaySettings(db, servers, prefix), ...extra });
     databases.onCleanup(() => gateway.close());
     gateways.push(gateway);
   }
@@ -190,18 +194,7 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     databases.onCleanup(() => nats.dispose());
     await nats.stop();
     const db = await databases.fresh();
-    const gateway = await startGateway({
-      EVENTFLOW_PORT: 0,
-      EVENTFLOW_STORE: 'mysql',
-      EVENTFLOW_MYSQL_HOST: db.options.host,
-      EVENTFLOW_MYSQL_PORT: db.options.port,
-      EVENTFLOW_MYSQL_USER: db.options.user,
-      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
-      EVENTFLOW_MYSQL_DATABASE: db.options.database,
-      EVENTFLOW_ROUTER: 'nats',
-      EVENTFLOW_NATS_SERVERS: nats.url,
-      EVENTFLOW_LOG_LEVEL: 'silent',
-    });
+    const gateway = await startGateway(natsGatewaySettings(db, nats.url, uniqueSubjectPrefix()));
     databases.onCleanup(() => gateway.close());
     expect((await readyz(gateway)).body.checks.router).toEqual({ ready: false, kind: 'nats', reason: 'no NATS connection' });
     const client = createClient(gateway.url, { onError: () => undefined });

@@ -8,9 +8,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './gateway-process.js';
 
 export const natsUrl = process.env.EVENTFLOW_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
@@ -41,17 +42,6 @@ export const natsServerUnavailable = natsServer === undefined ? 'nats-server is 
 /** A subject prefix no other test uses (EVENTFLOW_NATS_SUBJECT_PREFIX). */
 export function uniqueSubjectPrefix(): string {
   return `eventflow-test.${randomBytes(6).toString('hex')}`;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 export interface PrivateNats {
