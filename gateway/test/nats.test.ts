@@ -61,7 +61,7 @@ async function startCluster(count: number, servers = natsUrl, extra: Record<stri
   };
 }
 
-async function readyz(gateway: Gateway): Promise<{ status: number; body: { checks: { router: { ready: boolean; kind: string; reason?: string } } } }> {
+async function readyz(gateway: Gateway): Promise<{ status: number; body: { status: string; checks: { router: { ready: boolean; degraded?: boolean; kind: string; reason?: string } } } }> {
   const response = await fetch(`${gateway.httpUrl}readyz`);
   return { status: response.status, body: (await response.json()) as never };
 }
@@ -143,7 +143,7 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     expect(rows.map((row) => row.executed !== null)).toEqual([true, true]);
   });
 
-  it.skipIf(natsServerUnavailable !== undefined)('NATS stopped and restarted: gateways serve their own clients, report not ready, and catch up without loss or duplicates', async () => {
+  it.skipIf(natsServerUnavailable !== undefined)('NATS stopped and restarted: gateways serve their own clients, report degraded, and catch up without loss or duplicates', async () => {
     const nats = await startPrivateNats();
     databases.onCleanup(() => nats.dispose());
     const { gateways, client } = await startCluster(2, nats.url);
@@ -166,8 +166,9 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     await eventually(() => seenA.length === 10, 10_000, 'before the outage');
 
     await nats.stop();
-    await eventually(async () => (await readyz(a)).status === 503 && (await readyz(b)).status === 503, 10_000, 'both not ready');
-    expect((await readyz(a)).body.checks.router).toEqual({ ready: false, kind: 'nats', reason: 'no NATS connection' });
+    // Degraded, still 200: a load balancer keeps every gateway while NATS is down.
+    await eventually(async () => (await readyz(a)).body.status === 'degraded' && (await readyz(b)).body.status === 'degraded', 10_000, 'both degraded');
+    expect(await readyz(a)).toMatchObject({ status: 200, body: { status: 'degraded', checks: { router: { ready: true, degraded: true, kind: 'nats', reason: 'no NATS connection' } } } });
     // Gateway b still stores and serves its own clients.
     await publish(10);
     const jobs: string[] = [];
@@ -175,7 +176,7 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     await eventually(() => seenB.length === 20, 10_000, 'b serves its own subscriber');
 
     await nats.start();
-    await eventually(async () => (await readyz(a)).status === 200 && (await readyz(b)).status === 200, 15_000, 'both ready again');
+    await eventually(async () => (await readyz(a)).body.status === 'ready' && (await readyz(b)).body.status === 'ready', 15_000, 'both ready again');
     // What b published while NATS was down reaches a: b asks everyone to read the store again.
     await eventually(() => seenA.length === 20, 10_000, 'caught up after the outage');
     await publish(10);
@@ -189,14 +190,14 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
   }, 60_000);
 
-  it.skipIf(natsServerUnavailable !== undefined)('a gateway whose NATS is down at start serves anyway, not ready, and becomes ready when NATS comes up', async () => {
+  it.skipIf(natsServerUnavailable !== undefined)('a gateway whose NATS is down at start serves anyway, degraded, and becomes ready when NATS comes up', async () => {
     const nats = await startPrivateNats();
     databases.onCleanup(() => nats.dispose());
     await nats.stop();
     const db = await databases.fresh();
     const gateway = await startGateway(natsGatewaySettings(db, nats.url, uniqueSubjectPrefix()));
     databases.onCleanup(() => gateway.close());
-    expect((await readyz(gateway)).body.checks.router).toEqual({ ready: false, kind: 'nats', reason: 'no NATS connection' });
+    expect((await readyz(gateway)).body).toMatchObject({ status: 'degraded', checks: { router: { ready: true, degraded: true, kind: 'nats', reason: 'no NATS connection' } } });
     const client = createClient(gateway.url, { onError: () => undefined });
     databases.onCleanup(() => client.close());
     const seen: string[] = [];
@@ -205,6 +206,6 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     await eventually(() => seen.length === 1, 10_000, 'served without NATS');
     expect(seen).toEqual([id]);
     await nats.start();
-    await eventually(async () => (await readyz(gateway)).status === 200, 15_000, 'ready once NATS is up');
+    await eventually(async () => (await readyz(gateway)).body.status === 'ready', 15_000, 'ready once NATS is up');
   }, 60_000);
 });

@@ -17,6 +17,8 @@ export interface RouteTarget {
 /** A router's readiness (`/readyz`): why not, as a short reason, never an error message. */
 export interface RouterStatus {
   ready: boolean;
+  /** Ready, with less than full service (`/readyz` status `degraded`, still 200). */
+  degraded?: boolean;
   reason?: string;
   [detail: string]: unknown;
 }

@@ -13,7 +13,7 @@
  *   events announced before it existed;
  * - a (re)connect: this gateway pulls every domain it is interested in, and asks every gateway to
  *   do the same (`resync`), for what was published while announcements could not get through.
- * While NATS is unreachable the gateway serves its own clients as before and reports not ready.
+ * While NATS is unreachable the gateway serves its own clients as before and reports `/readyz` degraded.
  */
 import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
 import { connect, type NatsConnection, type NodeConnectionOptions, type Subscription } from '@nats-io/transport-node';
@@ -102,7 +102,8 @@ export class NatsRouter implements Router {
   }
 
   status(): RouterStatus {
-    return this.#ready ? { ready: true } : { ready: false, reason: 'no NATS connection' };
+    // Without NATS this gateway still serves its own clients fully: degraded, not out of service.
+    return this.#ready ? { ready: true } : { ready: true, degraded: true, reason: 'no NATS connection' };
   }
 
   scheduled(): void {
