@@ -168,6 +168,18 @@ export class PrometheusMetrics implements GatewayMetrics {
     });
   }
 
+  /** Reports whether the router is degraded (EVENTFLOW_ROUTER=nats without a NATS connection). */
+  watchRouterDegraded(degraded: () => boolean): void {
+    new Gauge({
+      name: 'eventflow_router_degraded',
+      help: '1 while the router reaches no other gateway and this one serves only its own clients (EVENTFLOW_ROUTER=nats without NATS), else 0.',
+      registers: [this.registry],
+      collect() {
+        this.set(degraded() ? 1 : 0);
+      },
+    });
+  }
+
   // ── hooks ──
 
   handled(op: OperationName): void {

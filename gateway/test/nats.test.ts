@@ -66,6 +66,13 @@ async function readyz(gateway: Gateway): Promise<{ status: number; body: { statu
   return { status: response.status, body: (await response.json()) as never };
 }
 
+/** The eventflow_router_degraded gauge of /metrics. */
+async function routerDegraded(gateway: Gateway): Promise<number | undefined> {
+  const text = await (await fetch(`${gateway.httpUrl}metrics`)).text();
+  const line = text.split('\n').find((row) => row.startsWith('eventflow_router_degraded '));
+  return line === undefined ? undefined : Number(line.split(' ')[1]);
+}
+
 describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
   it('clients on gateways A and C receive, once and in order, what a client on gateway B publishes', async () => {
     const { gateways, client } = await startCluster(3);
@@ -169,6 +176,7 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     // Degraded, still 200: a load balancer keeps every gateway while NATS is down.
     await eventually(async () => (await readyz(a)).body.status === 'degraded' && (await readyz(b)).body.status === 'degraded', 10_000, 'both degraded');
     expect(await readyz(a)).toMatchObject({ status: 200, body: { status: 'degraded', checks: { router: { ready: true, degraded: true, kind: 'nats', reason: 'no NATS connection' } } } });
+    expect(await routerDegraded(a)).toBe(1);
     // Gateway b still stores and serves its own clients.
     await publish(10);
     const jobs: string[] = [];
@@ -177,6 +185,7 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
 
     await nats.start();
     await eventually(async () => (await readyz(a)).body.status === 'ready' && (await readyz(b)).body.status === 'ready', 15_000, 'both ready again');
+    expect(await routerDegraded(a)).toBe(0);
     // What b published while NATS was down reaches a: b asks everyone to read the store again.
     await eventually(() => seenA.length === 20, 10_000, 'caught up after the outage');
     await publish(10);

@@ -133,6 +133,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
+  if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
   const dispatcher = new Dispatcher(store, router, id, log, {
     leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
     maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
