@@ -145,7 +145,7 @@ export class NatsRouter implements Router {
     this.#attempt = 0;
     this.#connection = connection;
     connection.subscribe(this.#subjects.resync, { callback: () => this.#resync() });
-    connection.subscribe(this.#subjects.scheduled, { callback: () => this.#scheduledListeners.forEach((listener) => listener()) });
+    connection.subscribe(this.#subjects.scheduled, { callback: () => this.#rescanScheduled() });
     for (const interest of this.#interests.values()) this.#subscribe(connection, interest, false);
     void this.#watch(connection);
     void connection.closed().then((error) => {
@@ -212,9 +212,16 @@ export class NatsRouter implements Router {
     }
   }
 
+  /** Reads the store again for everything a lost notification could have been about. */
   #resync(): void {
     const domains = new Set([...this.#interests.values()].map((interest) => interest.domain));
     for (const domain of domains) this.#pull(domain);
+    // `scheduled` notifications are lost the same way.
+    this.#rescanScheduled();
+  }
+
+  #rescanScheduled(): void {
+    for (const listener of this.#scheduledListeners) listener();
   }
 
   #pull(domain: string): void {
