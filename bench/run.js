@@ -22,7 +22,7 @@ const STEPS = [
   { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
   { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },
   { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 90_000 },
-  { name: 'latency-v4', script: 'bench/latency-v4.mjs', timeoutMs: 120_000 },
+  { name: 'latency-v4', script: 'bench/latency-v4.mjs', timeoutMs: 150_000 },
   { name: 'idle-memory', script: 'bench/idle-memory.mjs', timeoutMs: 90_000 },
   { name: 'resume', script: 'bench/resume.mjs', timeoutMs: 90_000 },
   { name: 'start', script: 'bench/start.mjs', timeoutMs: 90_000 },

@@ -12,7 +12,12 @@ export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | '
     config.EVENTFLOW_STORE === 'mysql'
       ? `mysql ${config.EVENTFLOW_MYSQL_USER}@${config.EVENTFLOW_MYSQL_HOST}:${config.EVENTFLOW_MYSQL_PORT}, database ${config.EVENTFLOW_MYSQL_DATABASE}`
       : `sqlite ${config.EVENTFLOW_SQLITE_PATH}`;
-  const router = config.EVENTFLOW_ROUTER === 'hubs' ? 'hubs (an eventflow v4 hub mesh on the shared database)' : 'local (in this process)';
+  const routers = {
+    local: 'local (in this process)',
+    hubs: 'hubs (an eventflow v4 hub mesh on the shared database)',
+    nats: `nats ${config.EVENTFLOW_NATS_SERVERS}, subjects ${config.EVENTFLOW_NATS_SUBJECT_PREFIX}.>`,
+  };
+  const router = routers[config.EVENTFLOW_ROUTER];
   const auth =
     config.EVENTFLOW_AUTH === 'jwt'
       ? `jwt (${config.EVENTFLOW_JWT_SECRET !== undefined ? 'HS256 secret' : 'public key'}${config.EVENTFLOW_AUTH_ANONYMOUS.length > 0 ? `; without a token: ${config.EVENTFLOW_AUTH_ANONYMOUS.join(', ')}` : ''})`

@@ -15,7 +15,8 @@ compatible TLS hub. Both are configured by EVENTFLOW_* environment variables, fo
   EVENTFLOW_STORE                    sqlite (default, EVENTFLOW_SQLITE_PATH=./data/eventflow.db) or mysql
   EVENTFLOW_MYSQL_HOST, _PORT, _USER, _PASS, _DB
                                      the MySQL/MariaDB store (eventflow v4's names)
-  EVENTFLOW_ROUTER                   local (default) or hubs (join an eventflow v4 hub mesh)
+  EVENTFLOW_ROUTER                   local (default), hubs (join an eventflow v4 hub mesh) or nats
+                                     (gateways on one MySQL store notify each other, EVENTFLOW_NATS_SERVERS)
   EVENTFLOW_AUTH                     none (default) or jwt
   EVENTFLOW_LOG_LEVEL                debug, info (default), warn, error, silent
 

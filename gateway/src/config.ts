@@ -34,11 +34,31 @@ export const configSchema = z.object({
   /**
    * `local`: this gateway routes in process. `hubs`: it joins an eventflow v4 mesh as a spoke of
    * every online hub in the shared database (needs EVENTFLOW_STORE=mysql and the EVENTFLOW_CERT_*
-   * settings, at least EVENTFLOW_CERT_PASS_ENCRYPTION_KEY).
+   * settings, at least EVENTFLOW_CERT_PASS_ENCRYPTION_KEY). `nats`: gateways on one MySQL store
+   * notify each other over NATS (EVENTFLOW_NATS_*).
    */
-  EVENTFLOW_ROUTER: z.enum(['local', 'hubs']).default(configDefaults.EVENTFLOW_ROUTER),
+  EVENTFLOW_ROUTER: z.enum(['local', 'hubs', 'nats']).default(configDefaults.EVENTFLOW_ROUTER),
   /** With EVENTFLOW_ROUTER=hubs: how often the `hub` table is read for hubs to connect to. */
   EVENTFLOW_MESH_POLL_MS: positiveInt.default(configDefaults.EVENTFLOW_MESH_POLL_MS),
+  /** With EVENTFLOW_ROUTER=nats: comma-separated server URLs (nats://, tls://), tried in turn. */
+  EVENTFLOW_NATS_SERVERS: z
+    .string()
+    .refine((value) => value.split(',').every((url) => /^(nats|tls):\/\/[^\s,]+$/.test(url.trim())), { error: 'must be comma-separated nats:// or tls:// URLs' })
+    .default(configDefaults.EVENTFLOW_NATS_SERVERS),
+  /** The first tokens of every subject this deployment uses: several deployments can share one NATS. */
+  EVENTFLOW_NATS_SUBJECT_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, { error: 'must be dot-separated tokens of A-Z a-z 0-9 _ -' })
+    .default(configDefaults.EVENTFLOW_NATS_SUBJECT_PREFIX),
+  /** NATS authentication, passed to nats.js: a token, a user and password, or a credentials (.creds) file. */
+  EVENTFLOW_NATS_TOKEN: z.string().min(1).optional(),
+  EVENTFLOW_NATS_USER: z.string().min(1).optional(),
+  EVENTFLOW_NATS_PASSWORD: z.string().min(1).optional(),
+  EVENTFLOW_NATS_CREDS_FILE: z.string().min(1).optional(),
+  /** TLS towards NATS (PEM files): a CA to trust, a client certificate and key; any of them turns TLS on. */
+  EVENTFLOW_NATS_TLS_CA_FILE: z.string().min(1).optional(),
+  EVENTFLOW_NATS_TLS_CERT_FILE: z.string().min(1).optional(),
+  EVENTFLOW_NATS_TLS_KEY_FILE: z.string().min(1).optional(),
   /** The NAME of v4's certificate scheme for this gateway: its intermediate and id suffix. */
   EVENTFLOW_SPOKE_NAME: z
     .string()
@@ -184,6 +204,22 @@ export function parseConfig(values: Record<string, string | number | undefined>)
     .refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
       error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
       path: ['EVENTFLOW_ROUTER'],
+    })
+    .refine((config) => config.EVENTFLOW_ROUTER !== 'nats' || config.EVENTFLOW_STORE === 'mysql', {
+      error: 'EVENTFLOW_ROUTER=nats needs EVENTFLOW_STORE=mysql: NATS only notifies, the gateways must share one store (a SQLite file belongs to one gateway)',
+      path: ['EVENTFLOW_ROUTER'],
+    })
+    .refine((config) => (config.EVENTFLOW_NATS_USER === undefined) === (config.EVENTFLOW_NATS_PASSWORD === undefined), {
+      error: 'EVENTFLOW_NATS_USER and EVENTFLOW_NATS_PASSWORD go together: set both or neither',
+      path: ['EVENTFLOW_NATS_USER'],
+    })
+    .refine((config) => [config.EVENTFLOW_NATS_TOKEN, config.EVENTFLOW_NATS_USER, config.EVENTFLOW_NATS_CREDS_FILE].filter((value) => value !== undefined).length <= 1, {
+      error: 'set at most one of EVENTFLOW_NATS_TOKEN, EVENTFLOW_NATS_USER/_PASSWORD and EVENTFLOW_NATS_CREDS_FILE',
+      path: ['EVENTFLOW_NATS_TOKEN'],
+    })
+    .refine((config) => (config.EVENTFLOW_NATS_TLS_CERT_FILE === undefined) === (config.EVENTFLOW_NATS_TLS_KEY_FILE === undefined), {
+      error: 'EVENTFLOW_NATS_TLS_CERT_FILE and EVENTFLOW_NATS_TLS_KEY_FILE go together: a client certificate needs its key',
+      path: ['EVENTFLOW_NATS_TLS_CERT_FILE'],
     })
     .refine((config) => config.EVENTFLOW_AUTH !== 'jwt' || (config.EVENTFLOW_JWT_SECRET === undefined) !== (config.EVENTFLOW_JWT_PUBLIC_KEY === undefined), {
       error: 'EVENTFLOW_AUTH=jwt needs exactly one of EVENTFLOW_JWT_SECRET (HS256) or EVENTFLOW_JWT_PUBLIC_KEY (RS256/ES256)',

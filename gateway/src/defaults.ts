@@ -24,6 +24,8 @@ export const configDefaults = {
   EVENTFLOW_MYSQL_CONNECTION_LIMIT: 10,
   EVENTFLOW_ROUTER: 'local',
   EVENTFLOW_MESH_POLL_MS: 3_000,
+  EVENTFLOW_NATS_SERVERS: 'nats://127.0.0.1:4222',
+  EVENTFLOW_NATS_SUBJECT_PREFIX: 'eventflow',
   EVENTFLOW_SPOKE_NAME: 'EVENTFLOW-GATEWAY',
   EVENTFLOW_MAX_FRAME_BYTES: 1 * MiB,
   EVENTFLOW_MAX_BUFFERED_BYTES: 16 * MiB,
@@ -77,3 +79,11 @@ export const MAX_EXTEND_LEASES = 10;
 
 /** The scheduler's poll for events scheduled by other processes; events scheduled here re-arm its timer at once. */
 export const SCHEDULER_POLL_MS = 30_000;
+
+// ── NATS router ──
+
+/** How long start-up waits for a first NATS connection before the gateway serves without one (degraded). */
+export const NATS_FIRST_CONNECT_WAIT_MS = 2_000;
+
+/** Between attempts to reach NATS again (nats.js adds up to 100 ms jitter). */
+export const NATS_RECONNECT_WAIT_MS = 500;

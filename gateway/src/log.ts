@@ -36,6 +36,8 @@ const secretNames = [
   'EVENTFLOW_MYSQL_PASSWORD',
   'EVENTFLOW_MYSQL_PASS',
   'EVENTFLOW_CERT_PASS_ENCRYPTION_KEY',
+  'EVENTFLOW_NATS_TOKEN',
+  'EVENTFLOW_NATS_PASSWORD',
 ];
 /** The secret names at the top level and one level down (`{ headers: { authorization } }`, `{ config: { … } }`). */
 export const redactedPaths = [...secretNames, ...secretNames.map((name) => `*.${name}`)];

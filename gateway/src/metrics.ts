@@ -158,12 +158,26 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   /** Reports the hub router's ready connections (EVENTFLOW_ROUTER=hubs). */
   watchHubs(connected: () => number): void {
+    this.#watch('eventflow_hub_connections', 'Hubs this gateway holds a ready connection to (EVENTFLOW_ROUTER=hubs).', connected);
+  }
+
+  /** Reports whether the router is degraded (EVENTFLOW_ROUTER=nats without a NATS connection). */
+  watchRouterDegraded(degraded: () => boolean): void {
+    this.#watch(
+      'eventflow_router_degraded',
+      '1 while the router reaches no other gateway and this one serves only its own clients (EVENTFLOW_ROUTER=nats without NATS), else 0.',
+      () => (degraded() ? 1 : 0),
+    );
+  }
+
+  /** A gauge read from `value` at each scrape. */
+  #watch(name: string, help: string, value: () => number): void {
     new Gauge({
-      name: 'eventflow_hub_connections',
-      help: 'Hubs this gateway holds a ready connection to (EVENTFLOW_ROUTER=hubs).',
+      name,
+      help,
       registers: [this.registry],
       collect() {
-        this.set(connected());
+        this.set(value());
       },
     });
   }

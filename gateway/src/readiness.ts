@@ -2,13 +2,17 @@
  * `/readyz`: whether this gateway can do its work now, as opposed to `/healthz` (the process is up).
  * Ready when the store answers a cheap query (its head position) within a deadline and the router
  * is ready: the local router always is; the hub router needs at least one hub connection, since
- * without one no published event reaches the mesh.
+ * without one no published event reaches the mesh. The NATS router without NATS is ready but
+ * degraded: its gateway still does everything for its own clients, and a 503 from every gateway
+ * while NATS is down would take them all out of a load balancer.
  */
 import type { Router } from './router/router.js';
 import type { EventStore } from './store/store.js';
 
 export interface Check {
   ready: boolean;
+  /** Ready with less than full service (the NATS router without NATS: this gateway's own clients only). */
+  degraded?: boolean;
   /** Why not: an error code or a short reason; never an error message that could carry a value. */
   reason?: string;
   [detail: string]: unknown;
@@ -16,6 +20,8 @@ export interface Check {
 
 export interface Readiness {
   ready: boolean;
+  /** Present (true) when ready but a check is degraded: `/readyz` still answers 200, with status `degraded`. */
+  degraded?: true;
   checks: { store: Check; router: Check };
 }
 
@@ -35,7 +41,8 @@ export function hubConnections(router: Router): number | undefined {
 
 export async function checkReadiness(store: EventStore, router: Router, timeoutMs: number): Promise<Readiness> {
   const [storeCheck, routerCheck] = await Promise.all([checkStore(store, timeoutMs), checkRouter(router)]);
-  return { ready: storeCheck.ready && routerCheck.ready, checks: { store: storeCheck, router: routerCheck } };
+  const ready = storeCheck.ready && routerCheck.ready;
+  return { ready, ...(ready && routerCheck.degraded === true && { degraded: true as const }), checks: { store: storeCheck, router: routerCheck } };
 }
 
 async function checkStore(store: EventStore, timeoutMs: number): Promise<Check> {
@@ -55,6 +62,7 @@ async function checkStore(store: EventStore, timeoutMs: number): Promise<Check> 
 }
 
 async function checkRouter(router: Router): Promise<Check> {
+  if (router.status) return { kind: router.kind, ...router.status() };
   const hubs = hubConnections(router);
   if (hubs === undefined) return { ready: true, kind: router.kind };
   return hubs > 0 ? { ready: true, kind: router.kind, hubs } : { ready: false, kind: router.kind, hubs, reason: 'no hub connection' };

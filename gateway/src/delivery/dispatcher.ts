@@ -136,7 +136,7 @@ export class Dispatcher implements RouteTarget {
   // ── routing ──
 
   /** A router says `event` was published: hand out the domain's new events, in order. */
-  route(event: StoredEvent): Promise<void> {
+  route(event: Pick<StoredEvent, 'domain'>): Promise<void> {
     const running = this.#pumps.get(event.domain);
     if (running) {
       running.again = true;

@@ -48,6 +48,11 @@ export class Scheduler {
     this.#setTimer(at.getTime());
   }
 
+  /** Another process scheduled an event (the NATS router says so): read the next due time now, not at the next poll. */
+  rescan(): void {
+    void this.#arm();
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);

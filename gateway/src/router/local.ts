@@ -30,10 +30,17 @@ export class LocalRouter implements Router {
   /** The batch that has not started yet: new events join it. */
   #open: Batch | undefined;
 
-  constructor(store: EventStore, hubId: string) {
+  /**
+   * Told of the events a batch claimed (not those claimed on append), before they are routed here:
+   * the NATS router announces them.
+   */
+  readonly #onClaimed: ((events: readonly StoredEvent[]) => void) | undefined;
+
+  constructor(store: EventStore, hubId: string, onClaimed?: (events: readonly StoredEvent[]) => void) {
     this.#store = store;
     this.#hubId = hubId;
     this.claimsOnAppend = hubId;
+    this.#onClaimed = onClaimed;
   }
 
   async start(target: RouteTarget): Promise<void> {
@@ -61,9 +68,11 @@ export class LocalRouter implements Router {
 
   async #route(target: RouteTarget, { events, claimed }: Batch): Promise<void> {
     const won = events.length === 0 ? new Set<string>() : new Set(await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId));
+    const claimedNow = events.filter((candidate) => won.has(candidate.id));
+    if (claimedNow.length > 0) this.#onClaimed?.(claimedNow);
     // One notification per domain: the newest event of the domain routed in this batch.
     const newest = new Map<string, StoredEvent>();
-    for (const event of [...claimed, ...events.filter((candidate) => won.has(candidate.id))]) {
+    for (const event of [...claimed, ...claimedNow]) {
       const known = newest.get(event.domain);
       if (known === undefined || known.position < event.position) newest.set(event.domain, event);
     }

@@ -1,13 +1,26 @@
 /**
  * How stored events reach subscribers and consumers across a deployment. The in-process router
- * (local.ts) serves a single gateway; the hub router (v4 TLS mesh) spans gateways and v4 spokes.
+ * (local.ts) serves a single gateway; the hub router (v4 TLS mesh) spans gateways and v4 spokes;
+ * the NATS router (nats/router.ts) spans gateways on one MySQL store.
  * A router never carries data the store does not have: it is called after the event is stored.
  */
 import type { StoredEvent } from '@eventflow/core';
 
-/** The gateway side of routing: hands an event to this gateway's connections. */
+/**
+ * The gateway side of routing: hands the domain's newly published events to this gateway's
+ * connections. Only the domain is read: the events themselves come from the store.
+ */
 export interface RouteTarget {
-  route(event: StoredEvent): Promise<void>;
+  route(event: Pick<StoredEvent, 'domain'>): Promise<void>;
+}
+
+/** A router's readiness (`/readyz`): why not, as a short reason, never an error message. */
+export interface RouterStatus {
+  ready: boolean;
+  /** Ready, with less than full service (`/readyz` status `degraded`, still 200). */
+  degraded?: boolean;
+  reason?: string;
+  [detail: string]: unknown;
 }
 
 export interface Router {
@@ -26,5 +39,11 @@ export interface Router {
   publish(event: StoredEvent, claimed?: boolean): Promise<void>;
   /** This gateway's connections gained their first, or lost their last, interest in (domain, name). */
   setInterest(domain: string, name: string, interested: boolean): void;
+  /** Readiness for `/readyz`, for a router that can be degraded (the hub router reports `connected` instead). */
+  status?(): RouterStatus;
+  /** An event was scheduled through this gateway: tell the other gateways' schedulers. */
+  scheduled?(): void;
+  /** `listener` runs when another gateway scheduled an event (its scheduler re-reads the next due time). */
+  onScheduledElsewhere?(listener: () => void): void;
   close(): Promise<void>;
 }

@@ -127,10 +127,13 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     throw dependencies.store ? error : storeUnavailable(error, storeTarget(settings));
   }
   // The v4 wing (hub router, certificates, @peculiar/x509) is loaded only when configured: the common path starts without it.
-  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
-  const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
+  const mesh = dependencies.router || settings.EVENTFLOW_ROUTER !== 'hubs' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
+  // nats.js likewise loads only with EVENTFLOW_ROUTER=nats.
+  const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
+  const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
+  if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
   const dispatcher = new Dispatcher(store, router, id, log, {
     leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
     maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
@@ -149,6 +152,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     pollMs: SCHEDULER_POLL_MS,
   });
   scheduler.start();
+  // Events scheduled through other gateways, as soon as they say so (else at the scheduler's poll).
+  givenRouter.onScheduledElsewhere?.(() => scheduler.rescan());
 
   const admission = new Admission({
     maxConnections: settings.EVENTFLOW_MAX_CONNECTIONS,
@@ -186,7 +191,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     authTimeout: settings.EVENTFLOW_AUTH === 'jwt' && settings.EVENTFLOW_AUTH_ANONYMOUS.length === 0 ? settings.EVENTFLOW_AUTH_TIMEOUT_MS : 0,
     admission,
     auth,
-    scheduled: (at: Date) => scheduler.scheduled(at),
+    scheduled: (at: Date) => {
+      scheduler.scheduled(at);
+      givenRouter.scheduled?.();
+    },
   };
   const accept = (transport: Transport): Session => {
     const session = new Session(`${nextSession++}`, transport, context, operations);

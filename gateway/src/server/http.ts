@@ -29,8 +29,8 @@ export type HttpHandler = (request: IncomingMessage, response: ServerResponse, d
 export function httpHandler(routes: HttpRoutes): HttpHandler {
   const { id, log, store, router, prometheus } = routes;
   let nextHttpRequest = 1;
-  /** The last /readyz answer (a gateway starts ready: a first 503 is logged, a first 200 is not). */
-  let wasReady = true;
+  /** The last /readyz status (a gateway starts ready: a first 503 or degraded is logged, a first ready is not). */
+  let was = 'ready';
 
   return function handleHttp(request, response, demo) {
     // The path only: a query string may carry a token.
@@ -61,20 +61,21 @@ export function httpHandler(routes: HttpRoutes): HttpHandler {
     response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   };
 
-  /** `/readyz`: 200 when the store answers and the router is ready, else 503 saying what is not. */
+  /** `/readyz`: 200 when the store answers and the router is ready (status `degraded` when it serves only its own clients), else 503 saying what is not. */
   async function readiness(response: ServerResponse, requestLog: Logger): Promise<void> {
     const result = routes.closing()
       ? { ready: false, checks: { gateway: { ready: false, reason: 'shutting down' } } }
       : await checkReadiness(store, router, routes.readyTimeoutMs);
-    if (result.ready !== wasReady) {
+    const status = !result.ready ? 'not ready' : 'degraded' in result && result.degraded ? 'degraded' : 'ready';
+    if (status !== was) {
       // Probes come every few seconds: log the changes, not every answer.
-      if (result.ready) requestLog.info('gateway ready', { checks: result.checks });
-      else requestLog.warn('gateway not ready', { checks: result.checks });
-      wasReady = result.ready;
+      if (status === 'ready') requestLog.info('gateway ready', { checks: result.checks });
+      else requestLog.warn(`gateway ${status}`, { checks: result.checks });
+      was = status;
     }
     response
       .writeHead(result.ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-      .end(JSON.stringify({ status: result.ready ? 'ready' : 'not ready', gateway: id, ...result }));
+      .end(JSON.stringify({ status, gateway: id, ...result }));
   }
 }
 

@@ -2,7 +2,8 @@
  * The gateway on its embedded store starts without the optional wings: the static import graph of
  * the bin's entry (main.ts, and server/gateway.ts behind its dynamic import) reaches neither the v4
  * wing (v4/: hub, mesh router, certificate stack with @peculiar/x509 and reflect-metadata) nor the
- * MySQL store (store/mysql/, mysql2), nor jose (only EVENTFLOW_AUTH=jwt needs it). They are imported
+ * MySQL store (store/mysql/, mysql2), nor jose (only EVENTFLOW_AUTH=jwt needs it), nor the NATS router
+ * (router/nats/, nats.js: only EVENTFLOW_ROUTER=nats). They are imported
  * dynamically, when configured.
  */
 import { readFileSync } from 'node:fs';
@@ -36,11 +37,11 @@ function graph(entry: string): { files: Set<string>; packages: Set<string> } {
 }
 
 describe('optional wings load lazily', () => {
-  it.each(['main.ts', 'server/gateway.ts'])('%s does not statically reach the hub mesh, the certificates, mysql2 or jose', (entry) => {
+  it.each(['main.ts', 'server/gateway.ts'])('%s does not statically reach the hub mesh, the certificates, mysql2, jose or nats.js', (entry) => {
     const { files, packages } = graph(join(src, entry));
     const reached = [...files].map((file) => relative(src, file));
-    expect(reached.filter((file) => file.startsWith('v4/') || file.startsWith('store/mysql/'))).toEqual([]);
-    expect([...packages].filter((name) => /^(@peculiar\/|reflect-metadata|mysql2|tsyringe|jose)/.test(name))).toEqual([]);
+    expect(reached.filter((file) => file.startsWith('v4/') || file.startsWith('store/mysql/') || file.startsWith('router/nats/'))).toEqual([]);
+    expect([...packages].filter((name) => /^(@peculiar\/|reflect-metadata|mysql2|tsyringe|jose|@nats-io\/)/.test(name))).toEqual([]);
   });
 
   it('main.ts loads only the argument parsing and the signal handling before it knows what to run', () => {

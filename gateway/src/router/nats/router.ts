@@ -1,0 +1,238 @@
+/**
+ * Gateways on one MySQL store notify each other over core NATS (EVENTFLOW_ROUTER=nats; why not
+ * JetStream: gateway/DESIGN.md "The NATS router"). server/gateway.ts imports this module only
+ * when configured, so that no other gateway loads nats.js.
+ *
+ * Routing here is the embedded router's (local.ts: the routing claim taken on append, one pump per
+ * domain and batch); every routed event is also announced on its (domain, name) subject, with its
+ * position as the only payload. Another gateway subscribed to that subject (because a client of
+ * its subscribes, consumes or waits there) lets its dispatcher pull the domain from the store. So
+ * a notification carries nothing the store does not have, and a lost or doubled one neither loses
+ * nor doubles an event; what covers a lost one:
+ * - a new interest: once NATS has the subscription (a flush), the domain is pulled once, for
+ *   events announced before it existed;
+ * - a (re)connect: this gateway pulls every domain it is interested in, and asks every gateway to
+ *   do the same (`resync`), for what was published while announcements could not get through.
+ * While NATS is unreachable the gateway serves its own clients as before and reports `/readyz` degraded.
+ */
+import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
+import { connect, type NatsConnection, type NodeConnectionOptions, type Subscription } from '@nats-io/transport-node';
+import { NATS_FIRST_CONNECT_WAIT_MS } from '../../defaults.js';
+import type { Logger } from '../../log.js';
+import type { EventStore } from '../../store/store.js';
+import { LocalRouter } from '../local.js';
+import type { RouterStatus, RouteTarget, Router } from '../router.js';
+import { Subjects } from './subjects.js';
+
+export interface NatsRouterOptions {
+  store: EventStore;
+  /** This gateway's id: its routing claims, and its client name at the NATS server. */
+  id: string;
+  log: Logger;
+  /** nats.js options (servers, authentication, TLS); reconnecting is configured here. */
+  connection: NodeConnectionOptions;
+  /** EVENTFLOW_NATS_SUBJECT_PREFIX. */
+  prefix: string;
+}
+
+interface Interest {
+  readonly domain: string;
+  readonly name: string;
+  subscription: Subscription | undefined;
+}
+
+const encoder = new TextEncoder();
+
+export class NatsRouter implements Router {
+  readonly kind = 'nats';
+  readonly claimsOnAppend: string;
+  readonly #options: NatsRouterOptions;
+  readonly #subjects: Subjects;
+  readonly #local: LocalRouter;
+  readonly #interests = new Map<string, Interest>();
+  readonly #scheduledListeners: Array<() => void> = [];
+  #target: RouteTarget | undefined;
+  #connection: NatsConnection | undefined;
+  /** Connected and subscribed: announcements get through. */
+  #ready = false;
+  #closed = false;
+  #attempt = 0;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #firstConnect: Promise<void> | undefined;
+
+  constructor(options: NatsRouterOptions) {
+    this.#options = options;
+    this.#subjects = new Subjects(options.prefix);
+    this.#local = new LocalRouter(options.store, options.id, (events) => this.#announce(events));
+    this.claimsOnAppend = this.#local.claimsOnAppend;
+  }
+
+  /** Whether this gateway holds a NATS connection now. */
+  get connected(): boolean {
+    return this.#ready;
+  }
+
+  async start(target: RouteTarget): Promise<void> {
+    this.#target = target;
+    await this.#local.start(target);
+    this.#firstConnect = new Promise<void>((resolve) => void this.#connect(resolve));
+    // A gateway whose NATS is down still starts (and serves its own clients, not ready).
+    const waited = await Promise.race([this.#firstConnect.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), NATS_FIRST_CONNECT_WAIT_MS).unref())]);
+    if (!waited) this.#options.log.warn('NATS not reachable yet: serving this gateway\'s clients, retrying', { servers: this.#options.connection.servers });
+  }
+
+  publish(event: StoredEvent, claimed?: boolean): Promise<void> {
+    // Claimed on append: announced at once, not behind the batch queue (the previous batch's pump
+    // here). Otherwise once the claim is won (LocalRouter's onClaimed).
+    if (claimed) this.#announce([event]);
+    return this.#local.publish(event, claimed);
+  }
+
+  setInterest(domain: string, name: string, interested: boolean): void {
+    const key = streamKey(domain, name);
+    if (interested) {
+      if (this.#interests.has(key)) return;
+      const interest: Interest = { domain, name, subscription: undefined };
+      this.#interests.set(key, interest);
+      if (this.#connection) this.#subscribe(this.#connection, interest, true);
+    } else {
+      this.#interests.get(key)?.subscription?.unsubscribe();
+      this.#interests.delete(key);
+    }
+  }
+
+  status(): RouterStatus {
+    // Without NATS this gateway still serves its own clients fully: degraded, not out of service.
+    return this.#ready ? { ready: true } : { ready: true, degraded: true, reason: 'no NATS connection' };
+  }
+
+  scheduled(): void {
+    if (this.#ready) this.#publish(this.#subjects.scheduled);
+  }
+
+  onScheduledElsewhere(listener: () => void): void {
+    this.#scheduledListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    await this.#local.close();
+    const connection = this.#connection;
+    this.#connection = undefined;
+    this.#ready = false;
+    await connection?.close().catch(() => undefined);
+  }
+
+  /** Connects (again and again until it works); nats.js reconnects by itself from then on. */
+  async #connect(connected: () => void): Promise<void> {
+    if (this.#closed) return;
+    this.#retry = undefined;
+    let connection: NatsConnection;
+    try {
+      connection = await connect(this.#options.connection);
+    } catch (error) {
+      if (this.#attempt === 0) this.#options.log.warn('could not connect to NATS; retrying', { error: errorCode(error) });
+      const delay = backoffDelay(this.#attempt++, { minDelay: 200, maxDelay: 5_000 });
+      this.#retry = setTimeout(() => void this.#connect(connected), delay);
+      this.#retry.unref();
+      return;
+    }
+    if (this.#closed) {
+      await connection.close();
+      return;
+    }
+    this.#attempt = 0;
+    this.#connection = connection;
+    connection.subscribe(this.#subjects.resync, { callback: () => this.#resync() });
+    connection.subscribe(this.#subjects.scheduled, { callback: () => this.#rescanScheduled() });
+    for (const interest of this.#interests.values()) this.#subscribe(connection, interest, false);
+    void this.#watch(connection);
+    void connection.closed().then((error) => {
+      if (this.#closed || this.#connection !== connection) return;
+      // Only a close nats.js gives up on (it retries forever otherwise): start over.
+      this.#options.log.error('NATS connection closed; connecting again', { error: errorCode(error) });
+      this.#connection = undefined;
+      this.#ready = false;
+      void this.#connect(() => undefined);
+    });
+    await this.#online(connection, 'connected to NATS');
+    connected();
+  }
+
+  /** Subscriptions are at the server (a flush): pull what was missed, and have the others do so. */
+  async #online(connection: NatsConnection, message: string): Promise<void> {
+    try {
+      await connection.flush();
+    } catch {
+      return; // Disconnected again: the next reconnect comes back here.
+    }
+    if (this.#connection !== connection) return;
+    this.#ready = true;
+    this.#options.log.info(message, { server: connection.getServer() });
+    this.#publish(this.#subjects.resync);
+    this.#resync();
+  }
+
+  async #watch(connection: NatsConnection): Promise<void> {
+    for await (const status of connection.status()) {
+      if (this.#connection !== connection) return;
+      if (status.type === 'disconnect') {
+        this.#ready = false;
+        this.#options.log.warn('NATS connection lost; reconnecting (serving this gateway\'s clients meanwhile)', { server: status.server });
+      } else if (status.type === 'reconnect') {
+        // nats.js has sent every subscription again.
+        void this.#online(connection, 'reconnected to NATS');
+      } else if (status.type === 'error') {
+        this.#options.log.warn('NATS reported an error', { error: errorCode(status.error) });
+      }
+    }
+  }
+
+  #subscribe(connection: NatsConnection, interest: Interest, isNew: boolean): void {
+    const { domain, name } = interest;
+    interest.subscription = connection.subscribe(this.#subjects.interest(domain, name), { callback: () => this.#pull(domain) });
+    // Events announced before the server had the subscription reached nobody here.
+    if (isNew) void connection.flush().then(() => this.#pull(domain), () => undefined);
+  }
+
+  /** Announces routed events: one notification per event, on its (domain, name) subject. */
+  #announce(events: readonly StoredEvent[]): void {
+    // Not connected: the resync after the reconnect covers these.
+    if (!this.#ready) return;
+    for (const event of events) this.#publish(this.#subjects.event(event.domain, event.name), String(event.position));
+  }
+
+  #publish(subject: string, payload?: string): void {
+    try {
+      this.#connection?.publish(subject, payload === undefined ? undefined : encoder.encode(payload));
+    } catch (error) {
+      // Closed or draining: covered by the resync after the next connect.
+      this.#options.log.debug('could not publish to NATS', { subject, error: errorCode(error) });
+    }
+  }
+
+  /** Reads the store again for everything a lost notification could have been about. */
+  #resync(): void {
+    const domains = new Set([...this.#interests.values()].map((interest) => interest.domain));
+    for (const domain of domains) this.#pull(domain);
+    // `scheduled` notifications are lost the same way.
+    this.#rescanScheduled();
+  }
+
+  #rescanScheduled(): void {
+    for (const listener of this.#scheduledListeners) listener();
+  }
+
+  #pull(domain: string): void {
+    this.#target?.route({ domain }).catch((error: unknown) => this.#options.log.error('could not route events announced over NATS', { domain, error }));
+  }
+}
+
+/** A short reason for logs: the error's code, else its name and message (nats.js puts no credential in them). */
+function errorCode(error: unknown): string | undefined {
+  if (error === undefined || error === null) return undefined;
+  const code = typeof error === 'object' ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,59 @@
+/**
+ * NATS subjects of the NATS router. A v4 domain or name may hold any ASCII but 0x1E/0x1F, so it
+ * may contain `.` (the token separator), `*` or `>` (wildcards as whole tokens) and spaces (not
+ * allowed in a subject). Each becomes one token: bytes of [A-Za-z0-9-] stay as they are (most
+ * names read the same in `nats sub`), every other byte of its UTF-8 is `_` and two hex digits,
+ * `_` itself included. The escape is reversible (`unescapeToken`), never empty for a 1–64
+ * character value, and at most 192 characters.
+ */
+
+const plain = /^[A-Za-z0-9-]$/;
+
+export function escapeToken(value: string): string {
+  let token = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const char = String.fromCharCode(byte);
+    token += plain.test(char) ? char : `_${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return token;
+}
+
+export function unescapeToken(token: string): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < token.length; i++) {
+    if (token[i] === '_') {
+      bytes.push(Number.parseInt(token.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else bytes.push(token.charCodeAt(i));
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+/** The subjects of one deployment (`prefix`, EVENTFLOW_NATS_SUBJECT_PREFIX). */
+export class Subjects {
+  readonly #prefix: string;
+
+  constructor(prefix: string) {
+    this.#prefix = prefix;
+  }
+
+  /** Where a stored event of (domain, name) is announced. */
+  event(domain: string, name: string): string {
+    return `${this.#prefix}.event.${escapeToken(domain)}.${escapeToken(name)}`;
+  }
+
+  /** What a gateway interested in (domain, name) subscribes to; name `*` is every name of the domain. */
+  interest(domain: string, name: string): string {
+    return `${this.#prefix}.event.${escapeToken(domain)}.${name === '*' ? '*' : escapeToken(name)}`;
+  }
+
+  /** A gateway (re)connected: everyone reads its interested domains from the store again. */
+  get resync(): string {
+    return `${this.#prefix}.resync`;
+  }
+
+  /** An event was scheduled: everyone reads its next due time from the store again. */
+  get scheduled(): string {
+    return `${this.#prefix}.scheduled`;
+  }
+}
