@@ -41,6 +41,7 @@ const integration = [
   'gateway/test/observability.test.ts',
   'gateway/test/hub.test.ts',
   'gateway/test/mesh.test.ts',
+  'gateway/test/mesh-v4-mix.test.ts',
   'gateway/test/certificates.test.ts',
   'gateway/test/fuzz.test.ts',
   'gateway/test/chaos/**/*.test.ts',

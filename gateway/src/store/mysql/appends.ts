@@ -5,6 +5,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, streamKey, type StoredEvent } from '@eventflow/core';
 import { lockSequence, setSequence } from './schema.js';
+import { positionEarlier } from './positions.js';
 import { insertRows, select } from './statements.js';
 import { isSameEvent } from '../same-event.js';
 import { versionConflict, type AppendOptions, type AppendOutcome, type NewEvent } from '../store.js';
@@ -43,13 +44,21 @@ function chunks(rows: readonly Row[], bytes: (row: Row) => number): Row[][] {
  * decided here in request order (an append sees the ones before it), then one multi-row INSERT per table. A refused
  * append writes nothing and is an outcome, not a throw, so that the rest commits.
  */
-/** appendAll on a writer connection, rolled back on failure and run again (from the start) on `retryOn` or a deadlock. */
-export async function appendTransaction(writer: Pool | undefined, appends: readonly PreparedAppend[], retryOn: readonly string[]): Promise<AppendOutcome[]> {
+/**
+ * appendAll on a writer connection, rolled back on failure and run again (from the start) on `retryOn` or a deadlock.
+ * `unpositionedSince`: events stamped before it all have positions (see positionEarlier).
+ */
+export async function appendTransaction(
+  writer: Pool | undefined,
+  appends: readonly PreparedAppend[],
+  retryOn: readonly string[],
+  unpositionedSince: Date,
+): Promise<AppendOutcome[]> {
   if (writer === undefined) throw notOpen();
   for (let attempt = 1; ; attempt += 1) {
     const conn = await writer.getConnection();
     try {
-      const outcomes = await appendAll(conn, appends);
+      const outcomes = await appendAll(conn, appends, unpositionedSince);
       conn.release();
       return outcomes;
     } catch (error) {
@@ -60,7 +69,7 @@ export async function appendTransaction(writer: Pool | undefined, appends: reado
   }
 }
 
-async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<AppendOutcome[]> {
+async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[], unpositionedSince: Date): Promise<AppendOutcome[]> {
   // The writer connection has autocommit off: the locking read opens the transaction, COMMIT ends it. First the
   // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
   // ascend with positions across gateways) the server time and every check's rows. Counted under the sequence lock,
@@ -71,6 +80,8 @@ async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[
     appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [streamKey(event.domain, event.pid), [event.domain, event.pid]] as const),
   );
   const base = await lockSequence(conn);
+  // v4-written events of these eventlogs stored before this append come before it (positionEarlier).
+  const positionedFirst = await positionEarlier(conn, base, [...new Set(appends.map(({ event }) => event.domain))], [...new Set(appends.map(({ event }) => event.pid))], unpositionedSince);
   // One read for the clock, the events with these ids (whole) and the referenced ones (their id only).
   const lookup = `SELECT n.now, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, IF(e.id IN (?), e.data, NULL) AS data, x.position, e.id IN (?) AS wanted
     FROM (SELECT UTC_TIMESTAMP(3) AS now) n LEFT JOIN (event e ${WITH_POSITION}) ON e.id IN (?)`;
@@ -93,9 +104,14 @@ async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[
   const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
   for (const row of counted) versions.set(streamKey(row.domain, row.pid), Number(row.count));
 
-  let next = base;
+  let next = base + positionedFirst.size;
   const created = new Map<string, StoredEvent>();
   const rows = { event: [] as Row[], position: [] as Row[], published: [] as Row[], scheduled: [] as Row[], due: [] as Row[] };
+  for (const [id, position] of positionedFirst) {
+    rows.position.push([position, id]);
+    const retried = stored.get(id);
+    if (retried !== undefined) retried.position = position;
+  }
   const outcomes = appends.map(({ event, options, rid, data, due }): AppendOutcome => {
     const found = stored.get(event.id);
     const earlier = found === undefined ? created.get(event.id) : toStoredEvent({ ...found, position: found.position ?? next + 1 });
