@@ -207,7 +207,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
     });
 
     it('stored before an append to their eventlog come before it: eventlog order, positions and outcomes agree with timestamps', async () => {
-      const { db, store } = await fresh();
+      const { db, store } = await fresh({ v4Writers: true });
       await v4Publish(db, 'v4-placed', { data: '{"status":"placed"}' });
       await v4Publish(db, 'v4-failed', { name: 'failed' });
       await v4Publish(db, 'v4-other', { pid: 'p2' });
@@ -228,6 +228,19 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       expect(retried).toMatchObject({ ok: true, result: { created: false, event: { id: 'v4-retried', position: ours.position + 2 } } });
       expect(appended).toMatchObject({ ok: true, result: { created: true, event: { position: ours.position + 3 } } });
       expect((await store.readEventlog('orders', 'p1')).map((event) => event.position)).toEqual([1, 2, 3, 5, 6].map((n) => n + ours.position - 3));
+    });
+
+    it('are positioned before an append of their eventlog without v4Writers too, once the store has met one', async () => {
+      const { db, store } = await fresh();
+      await v4Publish(db, 'v4-first', { pid: 'p7' });
+      await v4Publish(db, 'v4-second', { pid: 'p7' });
+      // Not expected yet: this append does not look (the pure-gateway hot path), and a read positions them after it.
+      const unexpected = (await store.append(newEvent({ pid: 'p7' }))).event;
+      expect(ids(await store.readEventlog('orders', 'p7'))).toEqual([unexpected.id, 'v4-first', 'v4-second']);
+      // Met now: from here on appends look.
+      await v4Publish(db, 'v4-third', { pid: 'p7' });
+      const ours = (await store.append(newEvent({ pid: 'p7' }))).event;
+      expect(ids(await store.readEventlog('orders', 'p7'))).toEqual([unexpected.id, 'v4-first', 'v4-second', 'v4-third', ours.id]);
     });
 
     it('have JSON data parsed, whether the server returns it as text (MariaDB) or parsed (MySQL)', async () => {

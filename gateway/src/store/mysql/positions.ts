@@ -41,33 +41,24 @@ export async function setPosition(conn: PoolConnection, eventId: string, positio
   await setSequence(conn, position);
 }
 
-/**
- * Before an append takes positions (the sequence row locked, at `base`): the unpositioned events (written by v4
- * spokes) of the eventlogs it appends to get the next ones, in (timestamp, id) order, so that they stay before the
- * append in eventlog order, as in v4's timestamp order, and `wait({after})` at the append does not see them as
- * later. Only those stamped since `since` (the last sweep's window: everything older had a position then) are
- * looked at, through idx_domain_pid: a range per eventlog, usually empty. `domains` × `pids` may name more eventlogs
- * than the append's; positioning those earlier too is as right. Returns event id → position (base + 1, …).
- */
-export async function positionEarlier(conn: PoolConnection, base: number, domains: readonly string[], pids: readonly string[], since: Date): Promise<Map<string, number>> {
-  const sql = `SELECT e.id FROM event e ${WITH_POSITION}
-    WHERE e.domain IN (?) AND e.pid IN (?) AND e.timestamp >= ? AND x.event_id IS NULL AND ${FIRED} ORDER BY e.timestamp, e.id`;
-  const missing = await select<{ id: string }>(conn, sql, [domains, pids, since]);
-  return new Map(missing.map((row, i) => [row.id, base + i + 1]));
-}
-
 /** The lazy positioning of one store: its last sweep and its wide reads' last looks. */
 export class Positions {
   /** Every event with an earlier timestamp had a position at the last sweep (at #sweptAt); wide reads look after it. */
   #sweptBefore = new Date(0);
   #sweptAt = 0;
   #sweeping: Promise<void> | undefined;
+  /** An event without a position (written by a v4 spoke) was met since init. */
+  #metUnpositioned = false;
   /** Domain → when a wide read last looked for its unpositioned events (Date.now()), and the server time it looked from then. */
   readonly #checked = new Map<string, { at: number; serverTime: Date }>();
 
-  /** Every event stamped before this had a position at the last sweep. */
-  get sweptBefore(): Date {
-    return this.#sweptBefore;
+  /**
+   * Where an append looks for the unpositioned events of its eventlogs from (every event stamped before it had a
+   * position at the last sweep), or undefined when it need not look: v4 spokes are not expected to write (`v4Writers`)
+   * and this store has not met an unpositioned event since init.
+   */
+  unpositionedSince(v4Writers: boolean): Date | undefined {
+    return v4Writers || this.#metUnpositioned ? this.#sweptBefore : undefined;
   }
 
   /** The background sweep, if one runs. */
@@ -86,6 +77,7 @@ export class Positions {
         const sql = `SELECT e.id FROM event e ${WITH_POSITION} WHERE e.id IN (?) AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
         const missing = await select<{ id: string }>(conn, sql, [ids.slice(start, start + INSERT_BATCH)]);
         if (missing.length === 0) return;
+        this.#metUnpositioned = true;
         await insertRows(conn, 'INSERT INTO eventflow_position (position, event_id) VALUES', '(?, ?)', missing.map((row, i) => [base + i + 1, row.id]));
         await setSequence(conn, base + missing.length);
       };
