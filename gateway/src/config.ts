@@ -186,6 +186,8 @@ export function mysqlOptions(config: GatewayConfig): MysqlStoreOptions {
     password: config.EVENTFLOW_MYSQL_PASSWORD,
     database: config.EVENTFLOW_MYSQL_DATABASE,
     connectionLimit: config.EVENTFLOW_MYSQL_CONNECTION_LIMIT,
+    // In a hub mesh, eventflow v4 spokes write to the same tables.
+    v4Writers: config.EVENTFLOW_ROUTER === 'hubs',
   };
 }
 

@@ -206,6 +206,43 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       await expectCode(store.append({ id: 'v4-retried', domain: 'orders', pid: 'p2', name: 'created', data: {} }), 'E_EVENTFLOW_DUPLICATE_ID');
     });
 
+    it('stored before an append to their eventlog come before it: eventlog order, positions and outcomes agree with timestamps', async () => {
+      const { db, store } = await fresh({ v4Writers: true });
+      await v4Publish(db, 'v4-placed', { data: '{"status":"placed"}' });
+      await v4Publish(db, 'v4-failed', { name: 'failed' });
+      await v4Publish(db, 'v4-other', { pid: 'p2' });
+      const ours = (await store.append(newEvent({ pid: 'p1', data: { status: 'shipped' } }), { publisher: 'GW' })).event;
+      const log = await store.readEventlog('orders', 'p1');
+      expect(ids(log)).toEqual(['v4-placed', 'v4-failed', ours.id]);
+      expect(log.map((event) => event.position)).toEqual([ours.position - 2, ours.position - 1, ours.position]);
+      expect(await store.findOutcome('orders', 'p1', ['failed'], ours.position)).toBeUndefined();
+      // Another eventlog's are positioned when read, after.
+      expect(await store.readEventlog('orders', 'p2')).toMatchObject([{ id: 'v4-other', position: ours.position + 1 }]);
+
+      // A batch that appends to the eventlog and retries a v4 event of it: each gets one position.
+      await v4Publish(db, 'v4-retried', { data: '{}' });
+      const [appended, retried] = await store.appendBatch([
+        { event: newEvent({ pid: 'p1' }) },
+        { event: { id: 'v4-retried', domain: 'orders', pid: 'p1', name: 'created', data: {} } },
+      ]);
+      expect(retried).toMatchObject({ ok: true, result: { created: false, event: { id: 'v4-retried', position: ours.position + 2 } } });
+      expect(appended).toMatchObject({ ok: true, result: { created: true, event: { position: ours.position + 3 } } });
+      expect((await store.readEventlog('orders', 'p1')).map((event) => event.position)).toEqual([1, 2, 3, 5, 6].map((n) => n + ours.position - 3));
+    });
+
+    it('are positioned before an append of their eventlog without v4Writers too, once the store has met one', async () => {
+      const { db, store } = await fresh();
+      await v4Publish(db, 'v4-first', { pid: 'p7' });
+      await v4Publish(db, 'v4-second', { pid: 'p7' });
+      // Not expected yet: this append does not look (the pure-gateway hot path), and a read positions them after it.
+      const unexpected = (await store.append(newEvent({ pid: 'p7' }))).event;
+      expect(ids(await store.readEventlog('orders', 'p7'))).toEqual([unexpected.id, 'v4-first', 'v4-second']);
+      // Met now: from here on appends look.
+      await v4Publish(db, 'v4-third', { pid: 'p7' });
+      const ours = (await store.append(newEvent({ pid: 'p7' }))).event;
+      expect(ids(await store.readEventlog('orders', 'p7'))).toEqual([unexpected.id, 'v4-first', 'v4-second', 'v4-third', ours.id]);
+    });
+
     it('have JSON data parsed, whether the server returns it as text (MariaDB) or parsed (MySQL)', async () => {
       const { db, store } = await fresh();
       const values = ['"just a string"', '[1,2,{"a":null}]', '{"x":"héllo ✓ 😀","n":1.5,"t":true}', '42', 'null'];
@@ -336,6 +373,15 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       expect(row).toMatchObject({ publisher: 'SPOKE-1', hub: 'GW-1', consumer: 'c1', success: null });
       expect(row?.failed).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
       expect(row?.orphan).not.toBeNull();
+    });
+
+    it('claims no event for a consumer once it has an outcome, even with its consumer claim cleared (a hub took it back)', async () => {
+      const { db, store } = await fresh();
+      const { event } = await store.append(newEvent(), { publisher: 'SPOKE-1' });
+      expect(await store.claimForConsumer(event.id, 'c1')).toBe(true);
+      await store.settle(event.id, 'success');
+      await db.query('UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = ?', [event.id]);
+      expect(await store.claimForConsumer(event.id, 'c2')).toBe(false);
     });
 
     it('registers a router that is no v4 hub as a hub row that is already quit, and leaves existing hub rows alone', async () => {

@@ -60,11 +60,14 @@ export class Dispatcher implements RouteTarget {
   #start = 0;
   readonly #markOrphans: boolean;
   readonly #metrics: GatewayMetrics;
+  /** The consumer id this gateway claims events with (v4's `consumed_spoke`). */
+  readonly #claimant: string;
 
   constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
     this.#store = store;
     this.#markOrphans = options.markOrphans ?? router.kind === 'local';
     this.#metrics = options.metrics ?? noMetrics;
+    this.#claimant = consumerId;
     const interest = new Interest(router);
     this.#fanOut = new FanOut(interest);
     this.#waits = new Waits(store, interest);
@@ -155,6 +158,21 @@ export class Dispatcher implements RouteTarget {
     })();
     this.#pumps.set(event.domain, pump);
     return pump.done;
+  }
+
+  /**
+   * A hub's `publish` record: a new event is routed; one already handed out here (a v4 hub took back a stuck
+   * claim and sent it again, eventflow-v4.md §11 A1) goes to one consumer here again, not to subscribers or
+   * waits, which have it. Its claim guard (consumed_spoke NULL, no outcome) keeps it to one consumer across the
+   * mesh; a delivery of it still open here keeps it, and takes the claim back from the hub.
+   */
+  async routeAnnounced(event: StoredEvent): Promise<void> {
+    if (event.position > (this.#cursors.get(event.domain) ?? this.#start)) return this.route(event);
+    if (this.#leases.isOpen(event.id)) {
+      await this.#store.claimForConsumer(event.id, this.#claimant);
+      return;
+    }
+    await this.#leases.deliver(event, 1, undefined);
   }
 
   async #pump(domain: string): Promise<void> {

@@ -61,6 +61,12 @@ export class Leases {
     for (const delivery of this.#open.values()) clearTimeout(delivery.timer);
   }
 
+  /** Whether a delivery of the event is open here. */
+  isOpen(eventId: string): boolean {
+    for (const delivery of this.#open.values()) if (delivery.event.id === eventId) return true;
+    return false;
+  }
+
   /** Deliveries open now. */
   get count(): number {
     return this.#open.size;

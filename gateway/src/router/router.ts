@@ -12,6 +12,12 @@ import type { StoredEvent } from '@eventflow/core';
  */
 export interface RouteTarget {
   route(event: Pick<StoredEvent, 'domain'>): Promise<void>;
+  /**
+   * A hub's `publish` record for an event: routed as `route` does when this gateway has not routed it yet; when it
+   * has (a v4 hub redelivering a stuck claim, eventflow-v4.md §11 A1), it goes to a consumer here again, if its
+   * consumer claim is free and it has no outcome, without reaching subscribers or waits again.
+   */
+  routeAnnounced(event: StoredEvent): Promise<void>;
 }
 
 /** A router's readiness (`/readyz`): why not, as a short reason, never an error message. */

@@ -179,7 +179,10 @@ export interface EventStore {
   claimForRouting(eventId: string, hub: string): Promise<boolean>;
   /** claimForRouting for several events in one transaction; returns the ids this router won, in the order given. */
   claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]>;
-  /** consumed_spoke NULL → set with `consumer`; true when this consumer won. */
+  /**
+   * consumed_spoke NULL → set with `consumer`, only while the event has no outcome (success and failed NULL: a v4
+   * hub may hand back a claim a slow v4 spoke then settles); true when this consumer won.
+   */
   claimForConsumer(eventId: string, consumer: string): Promise<boolean>;
   /** Clears the consumer claim so that the event can be delivered again (lease expired, consumer gone). */
   releaseConsumerClaim(eventId: string): Promise<void>;

@@ -5,7 +5,9 @@
  *
  * Unlike a v4 spoke it reconnects to each hub on its own, with backoff and a ready timeout; a hub
  * is known by its id, not its address; and a `publish` record from a hub is only a notification:
- * the dispatcher reads the event (and any it missed) from the shared store.
+ * the dispatcher reads the event (and any it missed) from the shared store. A record for an event
+ * the dispatcher has already routed is a hub's redelivery of a stuck claim: it goes to a consumer
+ * here again, not to subscribers (Dispatcher.routeAnnounced).
  */
 import tls from 'node:tls';
 import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
@@ -221,7 +223,7 @@ export class HubRouter implements Router {
   async #routeNotification(id: string): Promise<void> {
     try {
       const event = await this.#options.store.read(id);
-      if (event) await this.#target?.route(event);
+      if (event) await this.#target?.routeAnnounced(event);
     } catch (error) {
       this.#options.log.error('could not route an event announced by a hub', { event: id, error });
     }

@@ -4,12 +4,12 @@
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, streamKey, type StoredEvent } from '@eventflow/core';
-import { lockSequence, setSequence } from './schema.js';
-import { insertRows, select } from './statements.js';
+import { reserveSequence, setSequence } from './schema.js';
+import { select } from './statements.js';
 import { isSameEvent } from '../same-event.js';
 import { versionConflict, type AppendOptions, type AppendOutcome, type NewEvent } from '../store.js';
 import { ATTEMPTS, driverCode, notOpen } from './db.js';
-import { FIRED, INSERT_BATCH, toStoredEvent, WITH_POSITION, type EventRow, type Row } from './rows.js';
+import { FIRED, INSERT_BATCH, toStoredEvent, WITH_POSITION, type EventRow } from './rows.js';
 
 /** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
 export interface PreparedAppend {
@@ -21,16 +21,16 @@ export interface PreparedAppend {
   due: Date | undefined;
 }
 
-/** Multi-row INSERT statements carry at most this many bytes of event data each, well below max_allowed_packet. */
+/** Each INSERT statement carries at most this many bytes of event data, well below max_allowed_packet. */
 const INSERT_BYTES = 1 << 20;
 
-/** `rows` cut into as few multi-row INSERTs as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
-function chunks(rows: readonly Row[], bytes: (row: Row) => number): Row[][] {
-  const cut: Row[][] = [];
+/** `rows` cut into as few statements as INSERT_BATCH rows and INSERT_BYTES (as `bytes` counts) allow. */
+function chunks<T>(rows: readonly T[], bytes: (row: T) => number): T[][] {
+  const cut: T[][] = [];
   for (let start = 0; start < rows.length; ) {
     let end = start;
-    for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as Row) <= INSERT_BYTES); end += 1) {
-      size += bytes(rows[end] as Row);
+    for (let size = 0; end < rows.length && end - start < INSERT_BATCH && (end === start || size + bytes(rows[end] as T) <= INSERT_BYTES); end += 1) {
+      size += bytes(rows[end] as T);
     }
     cut.push(rows.slice(start, end));
     start = end;
@@ -39,29 +39,78 @@ function chunks(rows: readonly Row[], bytes: (row: Row) => number): Row[][] {
 }
 
 /**
- * The appends of one batch in one transaction, under the sequence lock: every check is one query for the whole batch,
- * decided here in request order (an append sees the ones before it), then one multi-row INSERT per table. A refused
- * append writes nothing and is an outcome, not a throw, so that the rest commits.
+ * The inserts of a batch: INSERT … SELECT FROM JSON_TABLE(?), every row of a table in one JSON parameter, so that one
+ * prepared statement per table serves every batch size in one round trip (multi-row VALUES need a statement per row
+ * count: popcount(n) statements of power-of-two sizes). Strings are LONGTEXT in JSON_TABLE, so that a value too long
+ * for its column fails as it would in VALUES (strict mode), instead of being cut to the JSON_TABLE column's length;
+ * a missing member is NULL (NULL ON EMPTY, the default).
  */
-/** appendAll on a writer connection, rolled back on failure and run again (from the start) on `retryOn` or a deadlock. */
-export async function appendTransaction(writer: Pool | undefined, appends: readonly PreparedAppend[], retryOn: readonly string[]): Promise<AppendOutcome[]> {
+const table = (columns: string): string => `JSON_TABLE(?, '$[*]' COLUMNS (${columns})) j`;
+const INSERT = {
+  event: `INSERT INTO event (id, timestamp, domain, rid, pid, name, data) SELECT j.id, j.ts, j.domain, j.rid, j.pid, j.name, j.data FROM ${table(
+    `id LONGTEXT PATH '$.i', ts DATETIME(3) PATH '$.t', domain LONGTEXT PATH '$.d', rid LONGTEXT PATH '$.r', pid LONGTEXT PATH '$.p', name LONGTEXT PATH '$.n', data LONGTEXT PATH '$.x'`,
+  )}`,
+  position: `INSERT INTO eventflow_position (position, event_id) SELECT j.position, j.id FROM ${table(`position BIGINT PATH '$[0]', id LONGTEXT PATH '$[1]'`)}`,
+  published: `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) SELECT j.id, UTC_TIMESTAMP(), j.publisher, j.hub, IF(j.hub IS NULL, NULL, UTC_TIMESTAMP()) FROM ${table(
+    `id LONGTEXT PATH '$.i', publisher LONGTEXT PATH '$.p', hub LONGTEXT PATH '$.h'`,
+  )}`,
+  scheduled: `INSERT INTO event_scheduled (event_id, timestamp, scheduled) SELECT j.id, UTC_TIMESTAMP(), j.at FROM ${table(`id LONGTEXT PATH '$[0]', at DATETIME PATH '$[1]'`)}`,
+  due: `INSERT INTO eventflow_schedule (event_id, due) SELECT j.id, j.due FROM ${table(`id LONGTEXT PATH '$[0]', due DATETIME(3) PATH '$[1]'`)}`,
+};
+
+/** A UTC time as DATETIME(3) text. */
+const datetime = (date: Date): string => date.toISOString().slice(0, 23).replace('T', ' ');
+
+/** Driver codes of an insert that met a stored id or a missing rid: the batch is decided again with the id lookup. */
+const LOOKUP_ON = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
+
+/**
+ * appendAll on a writer connection, rolled back on failure and run again (from the start) on `retryOn` or a deadlock.
+ * `unpositionedSince`: events stamped before it all have positions (see the check in appendAll); undefined when no
+ * v4-written events are expected (Positions.unpositionedSince).
+ *
+ * First without looking the ids up: a batch of new ids with stored rids (the usual publish) is decided without
+ * reading a row, and the primary key and foreign key find a stored id or a missing rid. When they do (a retried
+ * publish, a rid to nothing), or when the batch repeats an id or has an expectedVersion, the batch runs with the lookup, which compares the
+ * stored event and decides each append alone.
+ */
+export async function appendTransaction(
+  writer: Pool | undefined,
+  appends: readonly PreparedAppend[],
+  retryOn: readonly string[],
+  unpositionedSince: Date | undefined,
+): Promise<AppendOutcome[]> {
   if (writer === undefined) throw notOpen();
+  // A version conflict is decided before the insert, and must not be one that a retry of a stored event causes.
+  let lookup = appends.some(({ options }) => options.expectedVersion !== undefined) || new Set(appends.map(({ event }) => event.id)).size !== appends.length;
   for (let attempt = 1; ; attempt += 1) {
     const conn = await writer.getConnection();
     try {
-      const outcomes = await appendAll(conn, appends);
+      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup);
       conn.release();
       return outcomes;
     } catch (error) {
       await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
       const code = driverCode(error);
+      if (!lookup && code !== undefined && LOOKUP_ON.includes(code)) {
+        lookup = true;
+        attempt -= 1;
+        continue;
+      }
       if (!(code === 'ER_LOCK_DEADLOCK' || (code !== undefined && retryOn.includes(code))) || attempt >= ATTEMPTS) throw error;
     }
   }
 }
 
-async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[]): Promise<AppendOutcome[]> {
-  // The writer connection has autocommit off: the locking read opens the transaction, COMMIT ends it. First the
+/**
+ * The appends of one batch in one transaction, under the sequence lock, in round trips that do not grow with the
+ * batch: the sequence reserved (its row locked), one read for the clock, the v4-written events to position first and
+ * the versions, (with `lookup`: one read of the stored ids and rids), one INSERT per table, (the sequence set when
+ * fewer or more positions were taken than reserved), COMMIT. Decided here in request order (an append sees the ones
+ * before it). A refused append writes nothing and is an outcome, not a throw, so that the rest commits.
+ */
+async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[], unpositionedSince: Date | undefined, lookup: boolean): Promise<AppendOutcome[]> {
+  // The writer connection has autocommit off: the locking UPDATE opens the transaction, COMMIT ends it. First the
   // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
   // ascend with positions across gateways) the server time and every check's rows. Counted under the sequence lock,
   // which every append and firing takes first, versions cannot change before the insert, on this gateway or any other.
@@ -70,32 +119,54 @@ async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[
   const streams = new Map(
     appends.filter((append) => append.options.expectedVersion !== undefined).map(({ event }) => [streamKey(event.domain, event.pid), [event.domain, event.pid]] as const),
   );
-  const base = await lockSequence(conn);
-  // One read for the clock, the events with these ids (whole) and the referenced ones (their id only).
-  const lookup = `SELECT n.now, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, IF(e.id IN (?), e.data, NULL) AS data, x.position, e.id IN (?) AS wanted
-    FROM (SELECT UTC_TIMESTAMP(3) AS now) n LEFT JOIN (event e ${WITH_POSITION}) ON e.id IN (?)`;
-  const rows0 = await select<EventRow & { now: Date; wanted: number | null }>(conn, lookup, [ids, ids, [...ids, ...rids]]);
-  const now = rows0[0]?.now ?? new Date();
-  const existing = rows0.filter((row) => row.id !== null && Number(row.wanted) === 1);
-  const found = rows0.filter((row) => row.id !== null);
-  const versionsWhere = [...streams.values()].map(() => '(e.domain = ? AND e.pid = ?)').join(' OR ');
-  const counted =
-    streams.size === 0
-      ? []
-      : await select<{ domain: string; pid: string; count: number }>(
-          conn,
-          `SELECT e.domain, e.pid, COUNT(*) AS count FROM event e WHERE (${versionsWhere}) AND ${FIRED} GROUP BY e.domain, e.pid`,
-          [...streams.values()].flat(),
-        );
+  const reserved = appends.length;
+  const base = await reserveSequence(conn, reserved);
+  const domains = [...new Set(appends.map(({ event }) => event.domain))];
+  const pids = [...new Set(appends.map(({ event }) => event.pid))];
+  // One read: the clock; the unpositioned (v4-written) events of these eventlogs stamped since the last sweep, which
+  // take the positions before this batch's, so that they stay before it in eventlog order as in v4's timestamp
+  // order, and wait({ after }) at this batch does not see them as later (a range of idx_domain_pid per eventlog,
+  // usually empty; domains × pids may name more eventlogs than the batch's, positioning those first is as right);
+  // and the counts of the eventlogs with an expectedVersion (GROUP BY: exact for each of them).
+  const versions = streams.size === 0 ? '' : `UNION ALL SELECT 2, NULL, NULL, e.domain, e.pid, COUNT(*) FROM event e WHERE e.domain IN (?) AND e.pid IN (?) AND ${FIRED} GROUP BY e.domain, e.pid`;
+  const earlier =
+    unpositionedSince === undefined
+      ? ''
+      : `UNION ALL SELECT 1, e.timestamp, e.id, NULL, NULL, NULL FROM event e ${WITH_POSITION}
+      WHERE e.domain IN (?) AND e.pid IN (?) AND e.timestamp >= ? AND x.event_id IS NULL AND ${FIRED}`;
+  const check = `SELECT 0 AS k, UTC_TIMESTAMP(3) AS t, NULL AS id, NULL AS domain, NULL AS pid, NULL AS n ${earlier} ${versions}`;
+  const streamList = [...streams.values()];
+  const params = [
+    ...(unpositionedSince === undefined ? [] : [domains, pids, unpositionedSince]),
+    ...(streams.size === 0 ? [] : [[...new Set(streamList.map(([d]) => d))], [...new Set(streamList.map(([, p]) => p))]]),
+  ];
+  type CheckRow = { k: number; t: Date | null; id: string | null; domain: string | null; pid: string | null; n: number | null };
+  const checked = await select<CheckRow>(conn, check, params);
+  const now = checked.find((row) => Number(row.k) === 0)?.t ?? new Date();
+  const unpositioned = checked.filter((row) => Number(row.k) === 1) as Array<CheckRow & { t: Date; id: string }>;
+  unpositioned.sort((a, b) => a.t.getTime() - b.t.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const positionedFirst = new Map(unpositioned.map((row, i) => [row.id, base + i + 1]));
+  // With the lookup: the events with these ids (whole) and the referenced ones (their id only).
+  const sql = `SELECT e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, IF(e.id IN (?), e.data, NULL) AS data, x.position, e.id IN (?) AS wanted
+    FROM event e ${WITH_POSITION} WHERE e.id IN (?)`;
+  const found = lookup ? await select<EventRow & { wanted: number | null }>(conn, sql, [ids, ids, [...ids, ...rids]]) : [];
+  const existing = found.filter((row) => Number(row.wanted) === 1);
   const timestamp = now.toISOString();
   const stored = new Map(existing.map((row) => [row.id, row]));
   const ridsFound = new Set(found.map((row) => row.id));
-  const versions = new Map([...streams.keys()].map((stream) => [stream, 0]));
-  for (const row of counted) versions.set(streamKey(row.domain, row.pid), Number(row.count));
+  const versionsOf = new Map([...streams.keys()].map((stream) => [stream, 0]));
+  for (const row of checked) if (Number(row.k) === 2 && versionsOf.has(streamKey(String(row.domain), String(row.pid)))) versionsOf.set(streamKey(String(row.domain), String(row.pid)), Number(row.n));
 
-  let next = base;
+  let next = base + positionedFirst.size;
   const created = new Map<string, StoredEvent>();
-  const rows = { event: [] as Row[], position: [] as Row[], published: [] as Row[], scheduled: [] as Row[], due: [] as Row[] };
+  const at = datetime(now);
+  type Json = Record<string, string> | Array<string | number>;
+  const rows = { event: [] as Array<Record<string, string>>, position: [] as Json[], published: [] as Json[], scheduled: [] as Json[], due: [] as Json[] };
+  for (const [id, position] of positionedFirst) {
+    rows.position.push([position, id]);
+    const retried = stored.get(id);
+    if (retried !== undefined) retried.position = position;
+  }
   const outcomes = appends.map(({ event, options, rid, data, due }): AppendOutcome => {
     const found = stored.get(event.id);
     const earlier = found === undefined ? created.get(event.id) : toStoredEvent({ ...found, position: found.position ?? next + 1 });
@@ -112,45 +183,48 @@ async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[
       }
       return { ok: true, result: { event: earlier, created: false } };
     }
-    if (rid !== null && !ridsFound.has(rid) && !stored.has(rid) && !created.has(rid)) {
+    // Without the lookup the foreign key checks the rid (its failure brings the lookup).
+    if (lookup && rid !== null && !ridsFound.has(rid) && !stored.has(rid) && !created.has(rid)) {
       const message = `event "${event.id}" refers (rid) to event "${rid}", which does not exist`;
       return { ok: false, error: new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', message, { details: { id: event.id, rid } }) };
     }
     const stream = streamKey(event.domain, event.pid);
-    const current = versions.get(stream);
+    const current = versionsOf.get(stream);
     const { expectedVersion } = options;
     if (expectedVersion !== undefined && current !== expectedVersion) {
       return { ok: false, error: versionConflict(event.domain, event.pid, current ?? 0, expectedVersion) };
     }
     // An unfired scheduled event does not count toward the version.
-    if (current !== undefined && due === undefined) versions.set(stream, current + 1);
+    if (current !== undefined && due === undefined) versionsOf.set(stream, current + 1);
     next += 1;
-    rows.event.push([event.id, now, event.domain, rid, event.pid, event.name, data]);
+    const row: Record<string, string> = { i: event.id, t: at, d: event.domain, p: event.pid, n: event.name, x: data };
+    if (rid !== null) row.r = rid;
+    rows.event.push(row);
     rows.position.push([next, event.id]);
     if (options.publisher !== undefined) {
-      const hub = options.routedBy ?? null;
-      rows.published.push([event.id, options.publisher, hub, hub]);
+      rows.published.push(options.routedBy === undefined ? { i: event.id, p: options.publisher } : { i: event.id, p: options.publisher, h: options.routedBy });
     }
     if (due !== undefined) {
       // v4's column holds whole seconds: rounded up, so that nothing reading it fires early.
-      rows.scheduled.push([event.id, new Date(Math.ceil(due.getTime() / 1000) * 1000)]);
-      rows.due.push([event.id, due]);
+      rows.scheduled.push([event.id, datetime(new Date(Math.ceil(due.getTime() / 1000) * 1000))]);
+      rows.due.push([event.id, datetime(due)]);
     }
     const made: StoredEvent = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data: event.data, position: next };
     created.set(event.id, made);
     return { ok: true, result: { event: made, created: true } };
   });
 
-  // Then every insert (power-of-two multi-row statements, see statements.ts), the sequence, and the commit.
-  const insert = async (head: string, tuple: string, list: readonly Row[], bytes: (row: Row) => number = () => 0): Promise<void> => {
-    for (const chunk of chunks(list, bytes)) await insertRows(conn, head, tuple, chunk);
+  // Then one INSERT per table (more only past INSERT_BATCH rows or INSERT_BYTES of data), the sequence if it differs
+  // from what was reserved, and the commit.
+  const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
+    for (const chunk of chunks(list, bytes)) await conn.execute(sql, [JSON.stringify(chunk)]);
   };
-  await insert('INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES', '(?, ?, ?, ?, ?, ?, ?)', rows.event, (row) => String(row[6]).length);
-  await insert('INSERT INTO eventflow_position (position, event_id) VALUES', '(?, ?)', rows.position);
-  await insert('INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES', '(?, UTC_TIMESTAMP(), ?, ?, IF(? IS NULL, NULL, UTC_TIMESTAMP()))', rows.published);
-  await insert('INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES', '(?, UTC_TIMESTAMP(), ?)', rows.scheduled);
-  await insert('INSERT INTO eventflow_schedule (event_id, due) VALUES', '(?, ?)', rows.due);
-  if (next > base) await setSequence(conn, next);
+  await insert(INSERT.event, rows.event, (row) => (row.x as string).length);
+  await insert(INSERT.position, rows.position);
+  await insert(INSERT.published, rows.published);
+  await insert(INSERT.scheduled, rows.scheduled);
+  await insert(INSERT.due, rows.due);
+  if (next !== base + reserved) await setSequence(conn, next);
   await conn.query('COMMIT');
   return outcomes;
 }

@@ -13,6 +13,12 @@ export interface MysqlStoreOptions {
   connectionLimit?: number | undefined;
   /** The session time_zone of the store's connections (the server's by default). Nothing depends on it; tests prove that. */
   sessionTimeZone?: string | undefined;
+  /**
+   * eventflow v4 spokes may write events to this database (the gateway's hub mesh): every append first positions
+   * the v4-written events of its eventlogs (see appends.ts). Otherwise appends do that only once the store has met
+   * an event without a position (its sweeps and reads position them).
+   */
+  v4Writers?: boolean | undefined;
 }
 
 export const ATTEMPTS = 5;

@@ -138,7 +138,7 @@ export class MysqlStore implements EventStore {
     // A v4 spoke may insert the same id, or delete a rid, between our checks and our inserts: a second attempt sees it.
     const retryOn = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
     try {
-      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn));
+      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, this.#positions.unpositionedSince(this.#options.v4Writers === true)));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
     } catch (error) {
       // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:
@@ -266,7 +266,7 @@ export class MysqlStore implements EventStore {
   }
 
   async claimForConsumer(eventId: string, consumer: string): Promise<boolean> {
-    const sql = 'UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id = ? AND consumed_spoke IS NULL';
+    const sql = `UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id = ? AND consumed_spoke IS NULL AND ${UNSETTLED}`;
     return (await this.#exec('claim the event for a consumer', sql, [consumer, eventId])) === 1;
   }
 

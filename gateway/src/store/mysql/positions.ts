@@ -47,8 +47,19 @@ export class Positions {
   #sweptBefore = new Date(0);
   #sweptAt = 0;
   #sweeping: Promise<void> | undefined;
+  /** An event without a position (written by a v4 spoke) was met since init. */
+  #metUnpositioned = false;
   /** Domain → when a wide read last looked for its unpositioned events (Date.now()), and the server time it looked from then. */
   readonly #checked = new Map<string, { at: number; serverTime: Date }>();
+
+  /**
+   * Where an append looks for the unpositioned events of its eventlogs from (every event stamped before it had a
+   * position at the last sweep), or undefined when it need not look: v4 spokes are not expected to write (`v4Writers`)
+   * and this store has not met an unpositioned event since init.
+   */
+  unpositionedSince(v4Writers: boolean): Date | undefined {
+    return v4Writers || this.#metUnpositioned ? this.#sweptBefore : undefined;
+  }
 
   /** The background sweep, if one runs. */
   get sweeping(): Promise<void> | undefined {
@@ -66,6 +77,7 @@ export class Positions {
         const sql = `SELECT e.id FROM event e ${WITH_POSITION} WHERE e.id IN (?) AND x.event_id IS NULL ORDER BY e.timestamp, e.id`;
         const missing = await select<{ id: string }>(conn, sql, [ids.slice(start, start + INSERT_BATCH)]);
         if (missing.length === 0) return;
+        this.#metUnpositioned = true;
         await insertRows(conn, 'INSERT INTO eventflow_position (position, event_id) VALUES', '(?, ?)', missing.map((row, i) => [base + i + 1, row.id]));
         await setSequence(conn, base + missing.length);
       };

@@ -15,7 +15,7 @@
  *     (consume leases, see delivery/dispatcher.ts); v4's `failed` column is set as well.
  * Also here: the two statements on the sequence row that every position assignment uses.
  */
-import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { EventflowError } from '@eventflow/core';
 
 const ASCII = `ENGINE=InnoDB
@@ -282,6 +282,17 @@ export async function lockSequence(conn: PoolConnection): Promise<number> {
   const [[row]] = await conn.execute<RowDataPacket[]>(`SELECT value FROM eventflow_sequence WHERE name = 'event' FOR UPDATE`);
   if (row === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'eventflow_sequence lost its row; restart the gateway to restore it');
   return Number(row.value);
+}
+
+/**
+ * lockSequence and setSequence in one statement, for a transaction that knows how many positions it will take at
+ * most: locks the sequence row until the transaction ends, raises it by `count` (LAST_INSERT_ID(expr) hands the new
+ * value back in the statement's answer), and returns the value before, the highest position assigned so far.
+ */
+export async function reserveSequence(conn: PoolConnection, count: number): Promise<number> {
+  const [result] = await conn.execute<ResultSetHeader>(`UPDATE eventflow_sequence SET value = LAST_INSERT_ID(value + ?) WHERE name = 'event'`, [count]);
+  if (result.affectedRows !== 1) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'eventflow_sequence lost its row; restart the gateway to restore it');
+  return Number(result.insertId) - count;
 }
 
 /** Records the highest position assigned; the row must be locked by this transaction. */

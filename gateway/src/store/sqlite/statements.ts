@@ -107,7 +107,7 @@ export function prepareStatements(db: Database.Database) {
     ),
     claimForConsumer: write<IdNow & { consumer: string }>(
       `UPDATE event_published SET consumed_spoke = @now, consumer = @consumer
-       WHERE event_id = @id AND consumed_spoke IS NULL`,
+       WHERE event_id = @id AND consumed_spoke IS NULL AND ${UNSETTLED}`,
     ),
     releaseConsumerClaim: write<Id>(
       `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = @id AND ${UNSETTLED}`,
