@@ -15,7 +15,9 @@ import { setSessionOnConnect } from '../store/mysql/statements.js';
 
 /** The hub router with what it needs: a pool on the shared database and the v4 certificates. */
 export async function joinMesh(settings: GatewayConfig, env: GatewaySettings, store: EventStore, id: string, log: Logger): Promise<{ router: HubRouter; pool: Pool }> {
-  const pool = createPool({ ...mysqlOptions(settings), connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
+  // Only the connection settings go to the driver: the store's own options (v4Writers) are not mysql2's.
+  const { host, port, user, password, database } = mysqlOptions(settings);
+  const pool = createPool({ host, port, user, password, database, connectionLimit: 4, charset: 'utf8mb4', timezone: 'Z' });
   // Values here are still formatted on the client: correct only under a known sql_mode.
   setSessionOnConnect(pool);
   const strings = Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value === undefined ? undefined : String(value)]));
