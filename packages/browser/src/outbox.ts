@@ -128,7 +128,7 @@ class DurableOutbox implements OutboxEngine {
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
     if (used + bytes > this.#maxBytes) {
-      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} bytes used): ${event.id} (${bytes} bytes) not queued; let it drain, drop entries or raise outbox.maxBytes`, {
+      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} B used): ${event.id} not queued; let it drain, drop entries or raise maxBytes`, {
         details: { maxBytes: this.#maxBytes, used, bytes },
       });
     }
@@ -193,7 +193,7 @@ class DurableOutbox implements OutboxEngine {
     const { client } = this.#host;
     for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open'; entry = this.entries[0]) {
       if (Date.now() - entry.queued > this.#maxAge) {
-        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (outbox.maxAge ${this.#maxAge} ms), not sent; publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
+        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms); publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
         continue;
       }
       let position: number;
@@ -279,7 +279,7 @@ class DurableOutbox implements OutboxEngine {
     this.#release?.();
     this.#channel?.close();
     this.#store.close();
-    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the gateway acknowledged the event; it stays in the outbox and is sent by the next client'));
+    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the event stays in the outbox for the next client'));
     this.#waiting.clear();
   }
 }
