@@ -198,6 +198,7 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   deleteEventlog: { kind: 'domain', action: 'delete', domain: param },
   read: { kind: 'byEvent', action: 'read' },
   readEventlog: { kind: 'domain', action: 'read', domain: param },
+  readEventlogState: { kind: 'domain', action: 'read', domain: param },
   readEventlogByTimestamp: { kind: 'domain', action: 'read', domain: param },
   readEventlogFilteredByNames: { kind: 'domain', action: 'read', domain: param },
   readEventlogByChildProcess: { kind: 'domain', action: 'read', domain: param },

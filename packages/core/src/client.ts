@@ -16,7 +16,7 @@ import { generateEventId, generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
 import { RequestManager, type RequestOptions } from './requests.js';
-import { composeEventlogState, type State } from './state.js';
+import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
 import { assertEventInput, assertIdentifier, invalid } from './validate.js';
 import type { Connector } from './transport.js';
 
@@ -309,9 +309,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('readDistinctPidByDomain', { domain }, 'pids');
   }
 
-  /** The composed state of a process (v4's composeEventlogState over its eventlog, chunk size 10). */
+  /**
+   * The composed state of a process (v4's composeEventlogState over its eventlog, chunk size 10),
+   * composed by the gateway from its latest snapshot plus the events after it.
+   */
   async readEventlogState(domain: string, pid: string): Promise<State> {
-    return composeEventlogState(await this.readEventlog(domain as DomainOf<M>, pid));
+    const state = await this.#field('readEventlogState', { domain, pid }, 'state');
+    return Object.keys(state).length > 0 ? freezeState(state) : emptyState;
   }
 
   async persistEntityAssociation(eventId: string, eid: string): Promise<true> {

@@ -183,6 +183,14 @@ export const operations = {
      */
     result: z.object({ events: z.array(storedEvent), count: count() }),
   },
+  /**
+   * The composed state of (domain, pid): composeEventlogState over its eventlog, answered by the
+   * gateway from its latest snapshot plus the events after it. `count`: the events folded.
+   */
+  readEventlogState: {
+    params: z.strictObject({ domain: identifier, pid: identifier }),
+    result: z.object({ state: z.record(z.string(), z.unknown()), count: count() }),
+  },
   readEventlogByTimestamp: {
     params: z.strictObject({ domain: identifier, pid: identifier, from: isoTimestamp, to: isoTimestamp }),
     result: events,

@@ -19,6 +19,8 @@ import { driverCode, exec, notOpen, openPool, run, storeError, transaction, utcN
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { Positions, setPosition } from './positions.js';
 import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
+import { readSnapshot, writeSnapshot } from './snapshots.js';
+import type { SnapshotRead } from '../snapshots.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -163,6 +165,14 @@ export class MysqlStore implements EventStore {
 
   async readEventlog(domain: string, pid: string, after: Position = 0): Promise<StoredEvent[]> {
     return this.#events('read the eventlog', { from: 'event e', where: 'e.domain = ? AND e.pid = ?', params: [domain, pid], after });
+  }
+
+  readSnapshot(domain: string, pid: string): Promise<SnapshotRead> {
+    return this.#do('read the state snapshot', (pool) => readSnapshot(pool, this, domain, pid));
+  }
+
+  writeSnapshot(domain: string, pid: string, snapshot: { count: number; position: Position; eventId: string; state: string }): Promise<void> {
+    return this.#do('store the state snapshot', (pool) => writeSnapshot(pool, domain, pid, snapshot));
   }
 
   async countEventlog(domain: string, pid: string): Promise<number> {
