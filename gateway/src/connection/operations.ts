@@ -73,6 +73,15 @@ export const operations: Operations = {
     return { head: await session.subscribe(domain, name, after) };
   },
 
+  async subscribePattern(session, { subscription, pattern, names, pid, after }) {
+    return { head: await session.subscribePattern(subscription, { pattern, names, pid }, after) };
+  },
+
+  async unsubscribePattern(session, { subscription }) {
+    session.unsubscribePattern(subscription);
+    return {};
+  },
+
   async unsubscribe(session, { domain, name }) {
     session.unsubscribe(domain, name);
     return {};

@@ -168,6 +168,12 @@ export interface EventStore {
    */
   readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]>;
   /**
+   * Published (routed) events of every domain with position > after, oldest first, at most `limit`:
+   * the reads of pattern subscriptions (delivery/patterns.ts), one seek by position for all domains.
+   * Unfired scheduled events are left out, as in readPublishedAfter.
+   */
+  readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]>;
+  /**
    * The first published event of (domain, pid) named one of `names` with position > after: what a
    * wait would have seen live. Persisted-only and unfired scheduled events are left out.
    */

@@ -217,6 +217,12 @@ export class MysqlStore implements EventStore {
     return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: filter.domain });
   }
 
+  async readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]> {
+    // Wide: unpositioned (v4) events are looked for in the recent window of every domain, as for one domain.
+    const from = 'event e JOIN event_published p ON p.event_id = e.id';
+    return this.#events('read published events', { from, where: '1 = 1', params: [], after, limit: Math.max(0, Math.floor(limit)), wide: '\u0000every domain' });
+  }
+
   async findOutcome(domain: string, pid: string, names: readonly string[], after: Position): Promise<StoredEvent | undefined> {
     if (names.length === 0) return undefined;
     const where = 'e.domain = ? AND e.pid = ? AND e.name IN (?) AND EXISTS (SELECT 1 FROM event_published p WHERE p.event_id = e.id)';

@@ -189,6 +189,10 @@ export class SqliteStore implements EventStore {
     return rows.map(toStoredEvent);
   }
 
+  async readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]> {
+    return this.#s.publishedSince.all({ after, limit: Math.max(0, Math.floor(limit)) }).map(toStoredEvent);
+  }
+
   async findOutcome(
     domain: string,
     pid: string,
