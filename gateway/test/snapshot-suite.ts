@@ -3,21 +3,12 @@
  * snapshot intervals, readEventlogState (latest snapshot + the events after it) equals
  * composeEventlogState over the whole eventlog, key order included.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { composeEventlogState, type JsonObject, type JsonValue } from '@eventflow/core';
+import { prng } from '@eventflow/test-support/prng';
 import { readEventlogState, snapshotsOf } from '../src/store/snapshots.js';
+import { openedStores } from './store-suite.js';
 import type { EventStore } from '../src/store/store.js';
-
-/** mulberry32: seeded, so that a failing log replays. */
-function prng(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random JSON objects that collide on few keys, switch types at a path, repeat array items and vary key order. */
 export function randomData(random: () => number): JsonObject {
@@ -46,15 +37,7 @@ export function expectSameState(actual: unknown, expected: unknown): void {
 /** `create` returns a fresh, initialised store; closed after each test. */
 export function describeSnapshots(name: string, create: () => Promise<EventStore>, rounds = 12): void {
   describe(`state snapshots: ${name}`, () => {
-    const opened: EventStore[] = [];
-    const open = async (): Promise<EventStore> => {
-      const store = await create();
-      opened.push(store);
-      return store;
-    };
-    afterEach(async () => {
-      await Promise.all(opened.splice(0).map((store) => store.close()));
-    });
+    const open = openedStores(create);
 
     it('answers from the latest snapshot plus the events after it, equal to the full fold for random logs, deletes and intervals', async () => {
       const store = await open();
