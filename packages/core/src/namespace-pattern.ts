@@ -34,6 +34,8 @@ export function namespacePatternProblem(pattern: unknown): string | undefined {
   if (pattern.length < 1 || pattern.length > MAX_PATTERN_LENGTH) return `must be 1-${MAX_PATTERN_LENGTH} characters`;
   // eslint-disable-next-line no-control-regex
   if (/[^\x20-\x7e]/.test(pattern)) return 'must be printable ASCII';
+  // As for identifiers (validate.ts): a domain never ends with one.
+  if (pattern.endsWith(' ')) return 'must not end with a space';
   const tokens = pattern.split('.');
   if (tokens.some((token) => token === '')) return 'must not have empty tokens (no leading, trailing or double dots)';
   if (tokens.slice(0, -1).includes('>')) return '">" may only be the last token';

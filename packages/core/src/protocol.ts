@@ -132,6 +132,7 @@ const pidPattern = z.string({ error: 'must be a string' }).check(
   z.minLength(1, { error: 'must not be empty' }),
   z.maxLength(64, { error: 'must be at most 64 characters' }),
   z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }),
+  z.refine((value: string) => !value.endsWith(' '), { error: 'must not end with a space' }),
 );
 
 /** Every request operation: its params and its result. */
