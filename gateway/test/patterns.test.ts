@@ -138,8 +138,12 @@ describe('pattern subscriptions', () => {
     const answer = await raw.request('subscribePattern', { subscription: 's1', pattern: 'big.>', after: middle.position });
     expect(answer.type).toBe('result');
     await eventually(() => raw.frames.filter((frame) => frame.type === 'matched').length === 1000, 20_000, 'the replay');
-    const matched = raw.frames.filter((frame) => frame.type === 'matched') as unknown as Array<{ subscriptions: string[]; event: StoredEvent }>;
-    expect(matched.map((frame) => frame.event.id)).toEqual(byPosition.slice(1000).map((event) => event.id));
+    // Then live: a marker after the replay proves nothing else (no duplicate, nothing out of order) came on the wire.
+    const marker = await client.publish({ domain: 'big.marker', name: 'n', pid: 'p' });
+    const matchedFrames = () => raw.frames.filter((frame) => frame.type === 'matched') as unknown as Array<{ subscriptions: string[]; event: StoredEvent }>;
+    await eventually(() => matchedFrames().some((frame) => frame.event.id === marker), 10_000, 'the marker');
+    const matched = matchedFrames();
+    expect(matched.map((frame) => frame.event.id)).toEqual([...byPosition.slice(1000).map((event) => event.id), marker]);
     expect(matched.every((frame) => frame.subscriptions.join() === 's1')).toBe(true);
     raw.ws.close();
   }, 60_000);

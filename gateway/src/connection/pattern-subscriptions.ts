@@ -12,6 +12,11 @@ import type { Replays, SubscriptionState } from './replay.js';
 
 interface PatternSubscription extends SubscriptionState {
   readonly filter: PatternFilter;
+  /**
+   * The highest position this subscription has read (its replay) or sent: the shared pump may be
+   * behind a replay that just caught up, and what it hands out at or below this is not sent again.
+   */
+  covered: number;
 }
 
 export function encodeMatched(event: StoredEvent, handles: string[]): string {
@@ -51,7 +56,7 @@ export class PatternSubscriptions {
   /** Registers (or replaces) `handle`; returns the replay to start once the result is sent. */
   add(handle: string, filter: PatternFilter, after: number): () => void {
     const { replays } = this.#connection;
-    const subscription: PatternSubscription = { ...replays.begin(), filter };
+    const subscription: PatternSubscription = { ...replays.begin(), filter, covered: after };
     this.#subscriptions.set(handle, subscription);
     const takes = patternPredicate(filter);
     const handles = [handle];
@@ -59,7 +64,10 @@ export class PatternSubscriptions {
     const source = {
       read: (from: number) => this.#connection.readPublishedSince(from, REPLAY_PAGE),
       // Checked per event: a pattern crosses domains, and the token may subscribe to only some of them.
-      frame: (event: StoredEvent) => (takes(event) && this.#connection.mayReceive(event.domain) ? encodeMatched(event, handles) : undefined),
+      frame: (event: StoredEvent) => {
+        subscription.covered = Math.max(subscription.covered, event.position);
+        return takes(event) && this.#connection.mayReceive(event.domain) ? encodeMatched(event, handles) : undefined;
+      },
       context: { subscription: handle, pattern: filter.pattern },
     };
     return () => void replays.runFrom(source, after, subscription, gone);
@@ -69,15 +77,21 @@ export class PatternSubscriptions {
     return this.#subscriptions.delete(handle);
   }
 
-  /** A live event from the pattern pump for `handles`: parked for those replaying, sent for the others. */
+  /**
+   * A live event from the pattern pump for `handles`: parked for those replaying, sent for the
+   * others, skipped for those that already read past it (in position order, without duplicates).
+   */
   send(event: StoredEvent, handles: string[]): void {
     const { replays } = this.#connection;
-    if (replays.running === 0) return this.#connection.sendFrame(encodeMatched(event, handles));
     const now: string[] = [];
     for (const handle of handles) {
       const subscription = this.#subscriptions.get(handle);
-      if (subscription?.parked) replays.park(subscription, event, [handle]);
-      else if (subscription) now.push(handle);
+      if (!subscription || event.position <= subscription.covered) continue;
+      if (subscription.parked) replays.park(subscription, event, [handle]);
+      else {
+        subscription.covered = event.position;
+        now.push(handle);
+      }
     }
     if (now.length > 0) this.#connection.sendFrame(encodeMatched(event, now));
   }

@@ -85,6 +85,7 @@ export class Dispatcher implements RouteTarget {
 
   unsubscribePattern(peer: Peer, handle: string): void {
     this.#patternIndex.remove(peer, handle);
+    this.#patterns.emptied();
   }
 
   /** Events published before this position were routed by an earlier run; routing starts after it. */
@@ -144,6 +145,7 @@ export class Dispatcher implements RouteTarget {
   async removePeer(peer: Peer): Promise<void> {
     this.#fanOut.removePeer(peer);
     this.#patternIndex.removePeer(peer);
+    this.#patterns.emptied();
     this.#consumers.removePeer(peer);
     this.#waits.removePeer(peer);
     await this.#leases.recall((consumer) => consumer.peer === peer, 'connection closed');

@@ -193,6 +193,11 @@ export class PatternPump {
     this.#cursor ??= head;
   }
 
+  /** The last pattern subscription left: the cursor goes, so that the next one starts at its own head. */
+  emptied(): void {
+    if (this.#index.count === 0 && this.#running === undefined) this.#cursor = undefined;
+  }
+
   /** An event was stored and routed somewhere: read what is new. */
   notify(): void {
     if (this.#cursor === undefined) return;
