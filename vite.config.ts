@@ -38,6 +38,7 @@ const alias = [
 const integration = [
   'gateway/test/mysql-store.test.ts',
   'gateway/test/leases.mysql.test.ts',
+  'gateway/test/snapshots.mysql.test.ts',
   'gateway/test/observability.test.ts',
   'gateway/test/hub.test.ts',
   'gateway/test/mesh.test.ts',

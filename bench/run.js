@@ -18,6 +18,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const STEPS = [
   { name: 'size', script: 'scripts/size.mjs', timeoutMs: 120_000 },
   { name: 'compose', script: 'bench/compose.mjs', timeoutMs: 90_000 },
+  { name: 'snapshots', script: 'bench/snapshots.mjs', timeoutMs: 120_000 },
   { name: 'publish-throughput', script: 'bench/publish-throughput.mjs', timeoutMs: 90_000 },
   { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
   { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },

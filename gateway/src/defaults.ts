@@ -47,6 +47,7 @@ export const configDefaults = {
   EVENTFLOW_LOG_LEVEL: 'info',
   EVENTFLOW_METRICS: 'on',
   EVENTFLOW_READY_TIMEOUT_MS: 2_000,
+  EVENTFLOW_SNAPSHOT_EVERY: 100,
 } as const;
 
 // ── connections ──

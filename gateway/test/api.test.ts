@@ -147,6 +147,29 @@ describe('v4 spoke scenarios', () => {
     expect(Object.isFrozen(state)).toBe(true);
   });
 
+  it('eventlog state: the gateway answers from its snapshot plus the events after it, as the full fold would', async () => {
+    await h.stop();
+    h = await startHarness({ EVENTFLOW_SNAPSHOT_EVERY: 10 });
+    const client = h.client();
+    const snapshots = (): number => {
+      const db = new Database(h.dbPath, { readonly: true });
+      try {
+        return (db.prepare(`SELECT count FROM eventflow_snapshot WHERE domain = 'd' AND pid = 'p'`).get() as { count: number } | undefined)?.count ?? 0;
+      } finally {
+        db.close();
+      }
+    };
+    for (let i = 0; i < 35; i++) await client.publish({ domain: 'd', name: 'n', pid: 'p', data: { [`k${i % 3}`]: { n: i }, tags: [i % 4] } });
+    const full = client.composeEventlogState(await client.readEventlog('d', 'p'));
+    expect(JSON.stringify(await client.readEventlogState('d', 'p'))).toBe(JSON.stringify(full));
+    expect(snapshots()).toBe(30);
+    await client.publish({ domain: 'd', name: 'n', pid: 'p', data: { z: 1 } });
+    const state = await client.readEventlogState('d', 'p');
+    expect(JSON.stringify(state)).toBe(JSON.stringify(client.composeEventlogState(await client.readEventlog('d', 'p'))));
+    expect(Object.isFrozen(state)).toBe(true);
+    expect(await client.readEventlogState('d', 'nothing')).toEqual({});
+  });
+
   it('compose: composeEventlogState on the client', () => {
     const client = h.client();
     expect(client.composeEventlogState([{ data: { n: [1, 1] } }, { data: { n: [2] } }])).toEqual({ n: [1, 2] });

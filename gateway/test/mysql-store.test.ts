@@ -56,7 +56,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       );
       expect(tables.map((table) => table.name).sort()).toEqual([
         'certificate', 'event', 'event_cpid', 'event_eid', 'event_published', 'event_scheduled',
-        'eventflow_dead_letter', 'eventflow_position', 'eventflow_schedule', 'eventflow_sequence', 'hub', 'log',
+        'eventflow_dead_letter', 'eventflow_position', 'eventflow_schedule', 'eventflow_sequence', 'eventflow_snapshot', 'hub', 'log',
       ]);
       for (const table of tables) expect(table, table.name).toMatchObject({ engine: 'InnoDB', collation: 'ascii_bin' });
 
@@ -128,6 +128,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
         'event>event RESTRICT/SET NULL', 'event_cpid>event CASCADE/CASCADE', 'event_eid>event CASCADE/CASCADE',
         'event_published>event CASCADE/CASCADE', 'event_published>hub RESTRICT/RESTRICT', 'event_scheduled>event CASCADE/CASCADE',
         'eventflow_dead_letter>event CASCADE/CASCADE', 'eventflow_position>event CASCADE/CASCADE', 'eventflow_schedule>event CASCADE/CASCADE',
+        'eventflow_snapshot>event CASCADE/CASCADE',
       ]);
 
       const partitions = await db.query<{ p: string }>(

@@ -37,18 +37,23 @@ async function fireOne(store: EventStore, at = new Date()): Promise<StoredEvent>
   return fired[0] as StoredEvent;
 }
 
+/** Inside a describe: `open()` makes a store with `create`; each is closed after its test. */
+export function openedStores(create: () => Promise<EventStore>): () => Promise<EventStore> {
+  const opened: EventStore[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((store) => store.close()));
+  });
+  return async () => {
+    const store = await create();
+    opened.push(store);
+    return store;
+  };
+}
+
 /** `create` must return a fresh, empty, initialised store; the suite closes it after each test. */
 export function describeEventStore(name: string, create: () => Promise<EventStore>): void {
   describe(`EventStore: ${name}`, () => {
-    const opened: EventStore[] = [];
-    const open = async (): Promise<EventStore> => {
-      const store = await create();
-      opened.push(store);
-      return store;
-    };
-    afterEach(async () => {
-      await Promise.all(opened.splice(0).map((store) => store.close()));
-    });
+    const open = openedStores(create);
 
     describe('lifecycle', () => {
       it('starts empty with head 0, survives a second init and closes idempotently', async () => {
@@ -281,6 +286,22 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(ids(await store.readPublishedAfter(any, c.position, 1))).toEqual([e.id]);
         expect(await store.readPublishedAfter(any, e.position, 100)).toEqual([]);
         expect(await store.readPublishedAfter({ domain: 'orders', name: 'Created' }, 0, 100)).toEqual([]);
+      });
+
+      it('reads published events of every domain after a position, in position order, at most limit (pattern subscriptions)', async () => {
+        const store = await open();
+        const pub = { publisher: 'spoke-1' };
+        const a = (await store.append(newEvent({ domain: 'prod.eu' }), pub)).event;
+        await store.append(newEvent({ domain: 'prod.us' })); // persisted only
+        const c = (await store.append(newEvent({ domain: 'billing' }), pub)).event;
+        const pending = (await store.append(newEvent({ domain: 'prod.us' }), { ...pub, scheduledAt: new Date() })).event;
+        expect(ids(await store.readPublishedSince(0, 100))).toEqual([a.id, c.id]);
+        await tick();
+        const e = await fireOne(store);
+        expect(e.id).toBe(pending.id);
+        expect(ids(await store.readPublishedSince(0, 100))).toEqual([a.id, c.id, e.id]);
+        expect(ids(await store.readPublishedSince(a.position, 1))).toEqual([c.id]);
+        expect(await store.readPublishedSince(e.position, 100)).toEqual([]);
       });
 
       it('finds the first published outcome event after a position', async () => {

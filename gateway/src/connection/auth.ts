@@ -10,7 +10,13 @@ import { z } from 'zod';
 import { EventflowError, type OperationName } from '@eventflow/core';
 import { glob, type Glob } from './glob.js';
 
-export const actions = ['read', 'subscribe', 'publish', 'consume', 'schedule', 'delete'] as const;
+/**
+ * `wildcard` is aether's privileged capability: pattern subscriptions cross tenant isolation, so
+ * they need a grant of their own, whose patterns are matched against the subscription's namespace
+ * pattern text (`"wildcard": ["tenant-a.*"]` allows `tenant-a.>` and `tenant-a.*.orders`). Each event
+ * is then delivered only if `subscribe` allows its own domain.
+ */
+export const actions = ['read', 'subscribe', 'publish', 'consume', 'schedule', 'delete', 'wildcard'] as const;
 export type Action = (typeof actions)[number];
 
 /** What one connection may do: per action, the domain patterns allowed. */
@@ -188,6 +194,8 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   schedule: { kind: 'domain', action: 'schedule', domain: eventDomain },
   subscribe: { kind: 'domain', action: 'subscribe', domain: param },
   unsubscribe: { kind: 'domain', action: 'subscribe', domain: param },
+  subscribePattern: { kind: 'domain', action: 'wildcard', domain: (params) => params['pattern'] as string },
+  unsubscribePattern: { kind: 'own', action: 'wildcard' },
   wait: { kind: 'domain', action: 'subscribe', domain: param },
   cancelWait: { kind: 'own', action: 'subscribe' },
   consume: { kind: 'domain', action: 'consume', domain: param },
@@ -198,6 +206,7 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   deleteEventlog: { kind: 'domain', action: 'delete', domain: param },
   read: { kind: 'byEvent', action: 'read' },
   readEventlog: { kind: 'domain', action: 'read', domain: param },
+  readEventlogState: { kind: 'domain', action: 'read', domain: param },
   readEventlogByTimestamp: { kind: 'domain', action: 'read', domain: param },
   readEventlogFilteredByNames: { kind: 'domain', action: 'read', domain: param },
   readEventlogByChildProcess: { kind: 'domain', action: 'read', domain: param },

@@ -33,6 +33,8 @@ export interface SessionContext {
   readonly limits: ConnectionLimits;
   /** Verifies tokens and knows the anonymous rights (auth.ts). */
   readonly auth: Authenticator;
+  /** EVENTFLOW_SNAPSHOT_EVERY: readEventlogState stores a state snapshot when this many events follow the latest (0: never). */
+  readonly snapshotEvery?: number;
   /** Called after a schedule request, so the scheduler can move its timer earlier. */
   scheduled(at: Date): void;
 }

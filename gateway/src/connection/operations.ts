@@ -8,6 +8,8 @@ import type { Params } from './frames.js';
 import type { Session } from './session.js';
 import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
+import { readEventlogState, snapshotsOf } from '../store/snapshots.js';
+import { configDefaults } from '../defaults.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
@@ -69,6 +71,15 @@ export const operations: Operations = {
 
   async subscribe(session, { domain, name, after }) {
     return { head: await session.subscribe(domain, name, after) };
+  },
+
+  async subscribePattern(session, { subscription, pattern, names, pid, after }) {
+    return { head: await session.subscribePattern(subscription, { pattern, names, pid }, after) };
+  },
+
+  async unsubscribePattern(session, { subscription }) {
+    session.unsubscribePattern(subscription);
+    return {};
   },
 
   async unsubscribe(session, { domain, name }) {
@@ -144,6 +155,12 @@ export const operations: Operations = {
     // between makes the count look short, which a cache treats as "refetch": safe either way.
     const [events, count] = await Promise.all([store.readEventlog(domain, pid, after), store.countEventlog(domain, pid)]);
     return { events, count };
+  },
+
+  async readEventlogState(session, { domain, pid }, request) {
+    const { store, snapshotEvery = configDefaults.EVENTFLOW_SNAPSHOT_EVERY } = session.context;
+    const onWriteError = (error: unknown) => request.log.warn('could not store a state snapshot', { domain, pid, error });
+    return readEventlogState(snapshotsOf(store), domain, pid, { every: snapshotEvery, onWriteError });
   },
 
   async readEventlogByTimestamp(session, { domain, pid, from, to }) {

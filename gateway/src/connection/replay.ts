@@ -28,7 +28,7 @@ export const live = (): SubscriptionState => ({ parked: undefined, parkedBytes: 
 
 /** What a replay needs from its connection (the Session). */
 export interface ReplayConnection {
-  readonly store: Pick<EventStore, 'readPublishedAfter'>;
+  readonly store: Pick<EventStore, 'readPublishedAfter' | 'readPublishedSince'>;
   readonly maxBufferedBytes: number;
   readonly maxParkedBytes: number;
   /** Bytes sent and not yet taken by the client. */
@@ -38,6 +38,16 @@ export interface ReplayConnection {
   sendFrame(frame: string): void;
   close(code: number, reason: string): void;
   note(condition: string, level: ConditionLevel, message: string, fields?: LogFields): void;
+}
+
+/** What a replay reads and sends (Replays.runFrom). */
+export interface ReplaySource {
+  /** A page of events after `after` (REPLAY_PAGE of them unless it is the last). */
+  read(after: number): Promise<StoredEvent[]>;
+  /** The frame to send for `event`, or undefined when it is not for this subscription. */
+  frame(event: StoredEvent): string | undefined;
+  /** Named in the log line of a failed replay. */
+  context: Record<string, unknown>;
 }
 
 export class Replays {
@@ -88,18 +98,29 @@ export class Replays {
    * events above the replay's end. `gone`: the subscription was removed or replaced, or may no
    * longer receive: the replay stops.
    */
-  async run(domain: string, name: string, after: number, state: SubscriptionState, gone: () => boolean): Promise<void> {
+  run(domain: string, name: string, after: number, state: SubscriptionState, gone: () => boolean): Promise<void> {
+    const names = [name];
+    const read = (from: number) => this.#connection.store.readPublishedAfter({ domain, name }, from, REPLAY_PAGE);
+    return this.runFrom({ read, frame: (event) => encodeEvent(event, names), context: { domain, name } }, after, state, gone);
+  }
+
+  /**
+   * The replay of any subscription made by `begin`: `read` pages of events after a position,
+   * `frame` the frame of one (undefined: not for this subscription, skipped), then the parked
+   * events above the replay's end (pattern subscriptions read every domain, delivery/patterns.ts).
+   */
+  async runFrom(source: ReplaySource, after: number, state: SubscriptionState, gone: () => boolean): Promise<void> {
     const connection = this.#connection;
     let last = after;
-    const names = [name];
     let caughtUp = false;
     try {
       for (;;) {
-        const page = await connection.store.readPublishedAfter({ domain, name }, last, REPLAY_PAGE);
+        const page = await source.read(last);
         for (const event of page) {
           if (connection.bufferedAmount() > connection.maxBufferedBytes / 4) await this.#drained();
           if (gone()) return;
-          connection.sendFrame(encodeEvent(event, names));
+          const frame = source.frame(event);
+          if (frame !== undefined) connection.sendFrame(frame);
           last = event.position;
         }
         if (gone()) return;
@@ -114,7 +135,7 @@ export class Replays {
       }
     } catch (error) {
       // Sending live events now would leave a gap; the client resumes from its position instead.
-      connection.note('replay failed', 'error', 'subscription replay failed; closing so that the client resumes', { domain, name, error });
+      connection.note('replay failed', 'error', 'subscription replay failed; closing so that the client resumes', { ...source.context, error });
       connection.close(1011, 'replay failed');
       return;
     } finally {
@@ -124,7 +145,10 @@ export class Replays {
     const parked = state.parked ?? [];
     this.#unpark(state);
     if (gone()) return;
-    for (const event of parked) if (event.position > last) connection.sendFrame(encodeEvent(event, names));
+    for (const event of parked) {
+      const frame = event.position > last ? source.frame(event) : undefined;
+      if (frame !== undefined) connection.sendFrame(frame);
+    }
   }
 
   /** Forgets a subscription's parked events and gives their bytes back to the connection's budget. */

@@ -22,6 +22,8 @@ export function registrationOf(op: OperationName, params: unknown): Registration
       const { domain, name } = params as { domain: string; name: string };
       return { kind: 'subscription', key: streamKey(domain, name) };
     }
+    case 'subscribePattern':
+      return { kind: 'subscription', key: `pattern:${(params as { subscription: string }).subscription}` };
     case 'consume':
       return { kind: 'consumer', key: (params as { consumer: string }).consumer };
     case 'wait':

@@ -20,6 +20,8 @@ import { Outbound } from './outbound.js';
 import { RequestLimits, type Registration } from './request-limits.js';
 import { live, Replays, type SubscriptionState } from './replay.js';
 import { ConnectionRights } from './rights.js';
+import { PatternSubscriptions } from './pattern-subscriptions.js';
+import type { PatternFilter } from '../delivery/patterns.js';
 import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
 
 export { BINARY_FRAME } from './frames.js';
@@ -56,6 +58,8 @@ export class Session implements Peer {
   /** Requests in flight, the publish rate, the registration limit. */
   readonly #limits: RequestLimits;
   readonly #replays: Replays;
+  /** Handle → pattern subscription (pattern-subscriptions.ts). */
+  readonly #patterns: PatternSubscriptions;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
   #afterResult: Array<() => void> = [];
   #greeted = false;
@@ -97,7 +101,7 @@ export class Session implements Peer {
     this.#limits = new RequestLimits(
       context.limits,
       (registration) => this.#holds(registration),
-      () => this.#subscriptions.size + this.#consumers.size + this.#waits.size,
+      () => this.#subscriptions.size + this.#patterns.size + this.#consumers.size + this.#waits.size,
     );
     this.#replays = new Replays({
       store: context.store,
@@ -108,6 +112,13 @@ export class Session implements Peer {
       sendFrame: (frame) => this.#out.frame(frame),
       close: (code, reason) => this.close(code, reason),
       note: (condition, level, message, fields) => this.#conditions.note(condition, level, message, fields),
+    });
+    this.#patterns = new PatternSubscriptions({
+      replays: this.#replays,
+      readPublishedSince: (after, limit) => context.store.readPublishedSince(after, limit),
+      mayReceive: (domain) => this.#mayReceive('subscribe', domain),
+      closing: () => this.#closing,
+      sendFrame: (frame) => this.#out.frame(frame),
     });
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     if (context.authTimeout && !this.#rights.current.authenticated) {
@@ -187,6 +198,7 @@ export class Session implements Peer {
     for (const handle of this.context.dispatcher.cancelWaitsWhere(this, (domain) => !allows(auth, 'subscribe', domain))) this.#waits.delete(handle);
     for (const { domain, name } of [...this.#subscriptions.values()]) if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
     for (const [handle, { domain }] of [...this.#consumers]) if (!allows(auth, 'consume', domain)) await this.removeConsumer(handle);
+    for (const [handle, { pattern }] of this.#patterns.handles()) if (!allows(auth, 'wildcard', pattern)) this.unsubscribePattern(handle);
   }
 
   #expire(): void {
@@ -241,6 +253,10 @@ export class Session implements Peer {
     return this.#replays.parkedBytes;
   }
 
+  sendMatched(event: StoredEvent, handles: string[]): void {
+    if (this.#mayReceive('subscribe', event.domain)) this.#patterns.send(event, handles);
+  }
+
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
     // Not sent: the delivery stays open until its consumer is removed (authenticate, close), which hands it back.
     if (!this.#mayReceive('consume', event.domain)) return;
@@ -289,6 +305,23 @@ export class Session implements Peer {
   }
 
   /**
+   * Registers (or replaces) pattern subscription `handle`. Every one replays from `after` (or the
+   * head) first, once the result is sent (pattern-subscriptions.ts). Returns the head.
+   */
+  async subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number> {
+    const head = await this.context.store.head();
+    this.recheck('subscribePattern', 'wildcard', filter.pattern);
+    const replay = this.#patterns.add(handle, filter, Math.min(after ?? head, head));
+    this.context.dispatcher.subscribePattern(this, handle, filter, head);
+    this.#afterResult.push(replay);
+    return head;
+  }
+
+  unsubscribePattern(handle: string): void {
+    if (this.#patterns.remove(handle)) this.context.dispatcher.unsubscribePattern(this, handle);
+  }
+
+  /**
    * Registers consumer `handle` for (domain, name); with `after`, the unclaimed events after it
    * are delivered to it. Returns the head. A handle already naming another consumer is refused.
    */
@@ -330,7 +363,7 @@ export class Session implements Peer {
   }
 
   #holds(registration: Registration): boolean {
-    if (registration.kind === 'subscription') return this.#subscriptions.has(registration.key);
+    if (registration.kind === 'subscription') return this.#subscriptions.has(registration.key) || (registration.key.startsWith('pattern:') && this.#patterns.has(registration.key.slice(8)));
     if (registration.kind === 'consumer') return this.#consumers.has(registration.key);
     return this.#waits.has(registration.key);
   }

@@ -20,6 +20,7 @@ import type { EventStore, Outcome } from '../store/store.js';
 import { Consumers } from './consumers.js';
 import { FanOut } from './fan-out.js';
 import { Interest } from './interest.js';
+import { PatternIndex, PatternPump, type PatternFilter } from './patterns.js';
 import { Leases, type LeaseOptions } from './leases.js';
 import type { Peer } from './peer.js';
 import { Waits } from './waits.js';
@@ -73,6 +74,21 @@ export class Dispatcher implements RouteTarget {
     this.#waits = new Waits(store, interest);
     this.#consumers = new Consumers(interest);
     this.#leases = new Leases(store, this.#consumers, consumerId, log, this.#metrics, options);
+    this.#patterns = new PatternPump(store, this.#patternIndex, (error) => log.error('pattern subscriptions: reading published events failed', { error }));
+  }
+
+  readonly #patternIndex = new PatternIndex();
+  readonly #patterns: PatternPump;
+
+  /** Adds (or replaces) a pattern subscription; `head` is the store's head read before (patterns.ts). */
+  subscribePattern(peer: Peer, handle: string, filter: PatternFilter, head: number): void {
+    this.#patternIndex.add(peer, handle, filter);
+    this.#patterns.added(head);
+  }
+
+  unsubscribePattern(peer: Peer, handle: string): void {
+    this.#patternIndex.remove(peer, handle);
+    this.#patterns.emptied();
   }
 
   /** Events published before this position were routed by an earlier run; routing starts after it. */
@@ -131,6 +147,8 @@ export class Dispatcher implements RouteTarget {
   /** Forgets everything of a closed connection; its unsettled deliveries go to other consumers. */
   async removePeer(peer: Peer): Promise<void> {
     this.#fanOut.removePeer(peer);
+    this.#patternIndex.removePeer(peer);
+    this.#patterns.emptied();
     this.#consumers.removePeer(peer);
     this.#waits.removePeer(peer);
     await this.#leases.recall((consumer) => consumer.peer === peer, 'connection closed');
@@ -140,6 +158,7 @@ export class Dispatcher implements RouteTarget {
 
   /** A router says `event` was published: hand out the domain's new events, in order. */
   route(event: Pick<StoredEvent, 'domain'>): Promise<void> {
+    this.#patterns.notify();
     const running = this.#pumps.get(event.domain);
     if (running) {
       running.again = true;
@@ -195,7 +214,8 @@ export class Dispatcher implements RouteTarget {
 
   /** Gives the event to its recipients here; false when there is none (an orphan, if this gateway decides that). */
   async #distribute(event: StoredEvent): Promise<boolean> {
-    const subscribed = this.#fanOut.send(event);
+    // Pattern subscriptions get the event from their own pump, in position order across domains.
+    const subscribed = this.#fanOut.send(event) || this.#patternIndex.wants(event);
     const waited = this.#waits.match(event);
     const consumed = await this.#leases.deliver(event, 1, undefined);
     return subscribed || waited || consumed;
@@ -225,6 +245,6 @@ export class Dispatcher implements RouteTarget {
   }
 
   get stats(): DispatcherStats {
-    return { subscriptions: this.#fanOut.count, consumers: this.#consumers.count, waits: this.#waits.count, deliveries: this.#leases.count };
+    return { subscriptions: this.#fanOut.count + this.#patternIndex.count, consumers: this.#consumers.count, waits: this.#waits.count, deliveries: this.#leases.count };
   }
 }

@@ -4,6 +4,8 @@ import type { StoredEvent } from '@eventflow/core';
 export interface Peer {
   readonly id: string;
   sendEvent(event: StoredEvent, names: string[]): void;
+  /** An event for pattern subscriptions `handles` of this peer (delivery/patterns.ts); optional for peers that hold none. */
+  sendMatched?(event: StoredEvent, handles: string[]): void;
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
   sendWaited(wait: string, event: StoredEvent): void;
   sendDeleted(domain: string, pid: string, id: string | undefined): void;

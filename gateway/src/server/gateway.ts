@@ -191,6 +191,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     authTimeout: settings.EVENTFLOW_AUTH === 'jwt' && settings.EVENTFLOW_AUTH_ANONYMOUS.length === 0 ? settings.EVENTFLOW_AUTH_TIMEOUT_MS : 0,
     admission,
     auth,
+    snapshotEvery: settings.EVENTFLOW_SNAPSHOT_EVERY,
     scheduled: (at: Date) => {
       scheduler.scheduled(at);
       givenRouter.scheduled?.();

@@ -12,6 +12,7 @@
  * must come after everything they already saw; and a composed state must not reflect the future.
  */
 import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
+import type { SnapshotStore } from './snapshots.js';
 
 export interface NewEvent {
   id: string;
@@ -129,6 +130,13 @@ export interface EventStore {
 
   /** The events of (domain, pid) with position > after (default 0). Unfired scheduled events are left out. */
   readEventlog(domain: string, pid: string, after?: Position): Promise<StoredEvent[]>;
+  /**
+   * State snapshots (snapshots.ts): the latest valid snapshot of (domain, pid) and the events after
+   * it (or, without one, the whole eventlog), and storing one. Optional: a store without them is
+   * answered with the full fold.
+   */
+  readSnapshot?(domain: string, pid: string): ReturnType<SnapshotStore['readSnapshot']>;
+  writeSnapshot?(...args: Parameters<SnapshotStore['writeSnapshot']>): Promise<void>;
   /** How many events the eventlog holds (unfired scheduled events not counted). */
   countEventlog(domain: string, pid: string): Promise<number>;
   /**
@@ -159,6 +167,12 @@ export interface EventStore {
    * it was before it fired, so a subscriber resuming from a position it has seen still gets it.
    */
   readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]>;
+  /**
+   * Published (routed) events of every domain with position > after, oldest first, at most `limit`:
+   * the reads of pattern subscriptions (delivery/patterns.ts), one seek by position for all domains.
+   * Unfired scheduled events are left out, as in readPublishedAfter.
+   */
+  readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]>;
   /**
    * The first published event of (domain, pid) named one of `names` with position > after: what a
    * wait would have seen live. Persisted-only and unfired scheduled events are left out.

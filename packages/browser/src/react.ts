@@ -6,7 +6,7 @@
  * that is followed by a mount.
  */
 import { createContext, createElement, useContext, useMemo, useSyncExternalStore, type ReactNode } from 'react';
-import { EventflowError, emptyState, type ConnectionState, type EventMap, type State, type StoredEvent } from '@eventflow/core';
+import { EventflowError, emptyState, type ConnectionState, type EventMap, type NamespacePattern, type State, type StoredEvent, type Subscription } from '@eventflow/core';
 import type { BrowserClient } from './browser-client.js';
 import type { OutboxEntry, OutboxRejection } from './outbox-types.js';
 
@@ -69,17 +69,27 @@ export function useEventlogState(domain: string, pid: string): EventlogStateView
 }
 
 /** The latest `limit` events of (domain, name) routed while mounted (`*`: every name), newest last. */
-export function useSubscription(domain: string, name: string, { limit = 50 }: { limit?: number } = {}): StoredEvent[] {
+/**
+ * The latest `limit` events of (domain, name), or of every domain a namespace pattern matches
+ * (`useSubscription(namespacePattern('prod.>'), ['placed', 'shipped'], { pid: 'order-*' })`):
+ * names a name, a list or `*`, `pid` a pid pattern. Safe under StrictMode (one gateway subscription).
+ */
+export function useSubscription(domain: string | NamespacePattern, name: string | readonly string[], { limit = 50, pid }: { limit?: number; pid?: string } = {}): StoredEvent[] {
+  // A pattern value may be made anew on every render: its text is the dependency.
+  const pattern = typeof domain === 'object' ? domain.pattern : undefined;
   return useStore<StoredEvent[]>(
     [],
     (set, client) => {
       const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
       // Refused registrations are reported through the client's onError.
-      client.subscribe(domain, name, listener).catch(() => undefined);
-      return () => void client.unsubscribe(domain, name, listener).catch(() => undefined);
+      const subscribe = client.subscribe as (domain: string | NamespacePattern, name: string | readonly string[], listener: (event: StoredEvent) => void, options?: { pid?: string }) => Promise<Subscription>;
+      const subscribed = subscribe.call(client, domain, name, listener, { pid }).catch(() => undefined);
+      return () => void subscribed.then((subscription) => subscription?.unsubscribe()).catch(() => undefined);
     },
-    domain,
-    name,
+    pattern ?? domain,
+    pattern === undefined ? 'domain' : 'pattern',
+    typeof name === 'string' ? name : name.join('\u001f'),
+    pid,
     limit,
   );
 }

@@ -2,6 +2,7 @@ import { StrictMode, type ReactNode } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { expect, it, onTestFinished } from 'vitest';
 import { commands } from 'vitest/browser';
+import { namespacePattern } from '@eventflow/core';
 import { EventflowProvider, useConnectionState, useEventlogState, useSubscription } from '../src/react.js';
 import type { BrowserClient } from '../src/index.js';
 import { browserClient, cacheName, gateway, otherClient } from './helpers.js';
@@ -31,6 +32,12 @@ function Process({ pid }: { pid: string }): ReactNode {
 function Feed({ limit }: { limit?: number }): ReactNode {
   const events = useSubscription('orders', '*', limit === undefined ? {} : { limit });
   return <ul>{events.map((event) => <li key={event.id}>{event.name}</li>)}</ul>;
+}
+
+function PatternFeed(): ReactNode {
+  // A new pattern value on every render: the hook depends on its text.
+  const events = useSubscription(namespacePattern('shop.*'), ['placed', 'paid'], { pid: 'o*' });
+  return <ul>{events.map((event) => <li key={event.id}>{`${event.domain}:${event.name}`}</li>)}</ul>;
 }
 
 function Connection(): ReactNode {
@@ -82,4 +89,21 @@ it('renders the state and the latest events live, and follows the connection sta
   await expect.poll(view.text).toBe('connecting{"items":["a","b"]} (stale)addedshipped');
   await commands.gatewayRestart(handle);
   await expect.poll(view.text, { timeout: 5000 }).toBe('open{"items":["a","b"]}addedshipped');
+});
+
+it('follows a namespace pattern with name and pid filters, one gateway subscription through StrictMode', async () => {
+  const { url, handle } = await gateway();
+  const client = browserClient(url, cacheName());
+  const other = otherClient(url);
+  const stats = async (): Promise<number> => (await commands.gatewayStats(handle)).subscriptions;
+  const view = mount(client, <><PatternFeed /><PatternFeed /></>);
+  await expect.poll(stats).toBe(1);
+  await other.publish({ domain: 'shop.eu', name: 'placed', pid: 'o1' });
+  await other.publish({ domain: 'shop.eu', name: 'cancelled', pid: 'o1' }); // name filtered out
+  await other.publish({ domain: 'shop.us', name: 'paid', pid: 'x1' }); // pid filtered out
+  await other.publish({ domain: 'stage.us', name: 'paid', pid: 'o3' }); // domain not matched
+  await other.publish({ domain: 'shop.new', name: 'paid', pid: 'o2' }); // a domain created after subscribing
+  await expect.poll(view.text).toBe('shop.eu:placedshop.new:paid'.repeat(2));
+  view.root.unmount();
+  await expect.poll(stats).toBe(0);
 });

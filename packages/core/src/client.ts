@@ -15,8 +15,10 @@ import { EventflowError, isEventflowError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
+import type { NamespacePattern } from './namespace-pattern.js';
+import type { PatternParams } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
-import { composeEventlogState, type State } from './state.js';
+import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
 import { assertEventInput, assertIdentifier, invalid } from './validate.js';
 import type { Connector } from './transport.js';
 
@@ -66,6 +68,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
           if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
           else this.#requests.settle(frame);
         } else if (frame.type === 'event') this.#registrations.dispatch(frame);
+        else if (frame.type === 'matched') this.#registrations.dispatchMatched(frame);
         else if (frame.type === 'delivery') this.#deliveries.run(frame, this.#closed ? undefined : this.#registrations.handlerFor(frame.consumer, frame.event.position));
         else if (frame.type === 'waited') this.#registrations.waited(frame);
         else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
@@ -180,35 +183,54 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /**
    * Calls `listener` with every event of (domain, name) routed from now on (`*`: every name of the
    * domain, in addition to named subscriptions). Resolves once the gateway has the subscription.
+   *
+   * With a namespace pattern (`namespacePattern('prod.>')`) instead of a domain: every domain it
+   * matches, also those created later, filtered (AND) by `names` (a name, a list, or `*`) and
+   * `options.pid` (`*` matches any run of characters); one position order across all of them.
    */
-  async subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(
-    domain: D,
-    name: N,
-    listener: Listener<EventOf<M, D, N>>,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<Subscription> {
-    this.#assertRegistrable(domain, name, 'name');
+  subscribe(pattern: NamespacePattern, names: string | readonly string[], listener: Listener<StoredEvent>, options?: PatternOptions): Promise<Subscription>;
+  subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>, options?: { signal?: AbortSignal }): Promise<Subscription>;
+  subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions = {}): Promise<Subscription> {
+    return this.#subscribe(domain, name, listener as AnyListener, options);
+  }
+
+  async #subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: PatternOptions): Promise<Subscription> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
-    const unsubscribe = (): Promise<void> => this.unsubscribe(domain, name, listener);
-    await this.#registrations.subscribe(domain, name, listener as unknown as AnyListener, options.signal);
+    const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
+    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(patternParams(domain, name, options.pid), listener, options.signal);
+    else {
+      this.#assertRegistrable(domain, name as string, 'name');
+      await this.#registrations.subscribe(domain, name as string, listener, options.signal);
+    }
     return { unsubscribe };
   }
 
-  /** Removes exactly this listener; other listeners, also of the same domain, are untouched. */
-  async unsubscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>): Promise<void> {
-    assertFunction(listener, 'listener');
-    await this.#registrations.unsubscribe(domain, name, listener as unknown as AnyListener);
+  /** Removes exactly this listener (of a pattern subscription: with the same names and `pid`); other listeners are untouched. */
+  unsubscribe(pattern: NamespacePattern, names: string | readonly string[], listener: Listener<StoredEvent>, options?: { pid?: string }): Promise<void>;
+  unsubscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>): Promise<void>;
+  unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: { pid?: string } = {}): Promise<void> {
+    return this.#unsubscribe(domain, name, listener as AnyListener, options);
   }
 
-  /** The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`. */
-  events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options: { signal?: AbortSignal; bufferSize?: number } = {}): AsyncIterableIterator<EventOf<M, D, N>> {
-    this.#assertRegistrable(domain, name, 'name');
+  async #unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }): Promise<void> {
+    assertFunction(listener, 'listener');
+    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(patternParams(domain, name, options.pid), listener);
+    else await this.#registrations.unsubscribe(domain, name as string, listener);
+  }
+
+  /** The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`, or of a pattern subscription. */
+  events(pattern: NamespacePattern, names: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent>;
+  events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options?: { signal?: AbortSignal; bufferSize?: number }): AsyncIterableIterator<EventOf<M, D, N>>;
+  events(domain: string | NamespacePattern, name: string | readonly string[], options: PatternOptions & { bufferSize?: number } = {}): AsyncIterableIterator<StoredEvent> {
+    if (typeof domain === 'object') patternParams(domain, name, options.pid);
+    else this.#assertRegistrable(domain, name as string, 'name');
     assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
     assertSignal(options.signal, 'options.signal');
-    const listener: Listener<EventOf<M, D, N>> = (event) => queue.push(event);
-    const queue = createAsyncQueue<EventOf<M, D, N>>(() => void this.unsubscribe(domain, name, listener).catch(this.#onError), options.bufferSize, options.signal);
-    this.subscribe(domain, name, listener).catch((error: unknown) => queue.fail(error));
+    const listener: AnyListener = (event) => queue.push(event);
+    const { pid } = options;
+    const queue = createAsyncQueue<StoredEvent>(() => void this.#unsubscribe(domain, name, listener, { pid }).catch(this.#onError), options.bufferSize, options.signal);
+    this.#subscribe(domain, name, listener, { pid }).catch((error: unknown) => queue.fail(error));
     return queue;
   }
 
@@ -309,9 +331,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('readDistinctPidByDomain', { domain }, 'pids');
   }
 
-  /** The composed state of a process (v4's composeEventlogState over its eventlog, chunk size 10). */
+  /**
+   * The composed state of a process (v4's composeEventlogState over its eventlog, chunk size 10),
+   * composed by the gateway from its latest snapshot plus the events after it.
+   */
   async readEventlogState(domain: string, pid: string): Promise<State> {
-    return composeEventlogState(await this.readEventlog(domain as DomainOf<M>, pid));
+    const state = await this.#field('readEventlogState', { domain, pid }, 'state');
+    return Object.keys(state).length > 0 ? freezeState(state) : emptyState;
   }
 
   async persistEntityAssociation(eventId: string, eid: string): Promise<true> {
@@ -393,4 +419,19 @@ function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
+}
+
+/** Options of a pattern subscription: `pid` filters by pid pattern (`*` matches any run of characters). */
+export interface PatternOptions {
+  signal?: AbortSignal;
+  pid?: string;
+}
+
+/** The checked subscribePattern params of a pattern (checked by `namespacePattern`), names (`*`: all) and pid pattern. */
+function patternParams(pattern: NamespacePattern, names: string | readonly string[], pid: string | undefined): PatternParams {
+  const list = typeof names === 'string' ? [names] : [...names];
+  if (!list.length) throw invalid(noNames);
+  list.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+  if (pid !== undefined) assertIdentifier(pid, 'options.pid');
+  return { pattern: pattern.pattern, ...(list.includes('*') ? {} : { names: list }), ...(pid === undefined ? {} : { pid }) };
 }

@@ -5,6 +5,7 @@ export type {
   DeliveryFrame,
   ErrorFrame,
   EventFrame,
+  MatchedFrame,
   EventInput,
   HelloFrame,
   JsonObject,
@@ -31,6 +32,8 @@ export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js'
 export { retry, retryOnConflict, type GenericRetryOptions, type RetryOptions } from './retry.js';
 export { generateEventId, generatePid } from './ids.js';
 export { streamKey } from './stream-key.js';
+export type { PatternOptions } from './client.js';
+export { isNamespacePattern, matchNamespacePattern, namespacePattern, namespacePatternProblem, type NamespacePattern } from './namespace-pattern.js';
 export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
 // The argument checks the browser and node packages share with the client (coded errors naming the argument).

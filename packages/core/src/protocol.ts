@@ -13,6 +13,7 @@
  */
 import * as z from 'zod/mini';
 import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
+import { namespacePatternProblem } from './namespace-pattern.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
 
@@ -118,6 +119,22 @@ const handle = z.string().check(z.minLength(1), z.maxLength(64));
 const eventNames = (max: number) =>
   z.array(identifier).check(z.minLength(1, { error: 'must name at least one event' }), z.maxLength(max));
 
+/** A namespace pattern (namespace-pattern.ts): `*` one dot-separated token, `>` one or more trailing ones. */
+const namespacePattern = z.string({ error: 'must be a string' }).check(
+  z.superRefine((value: string, context) => {
+    const problem = namespacePatternProblem(value);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: problem, input: value });
+  }),
+);
+
+/** A pid pattern: `*` matches any run of characters (the empty one too), anything else itself. */
+const pidPattern = z.string({ error: 'must be a string' }).check(
+  z.minLength(1, { error: 'must not be empty' }),
+  z.maxLength(64, { error: 'must be at most 64 characters' }),
+  z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }),
+  z.refine((value: string) => !value.endsWith(' '), { error: 'must not end with a space' }),
+);
+
 /** Every request operation: its params and its result. */
 export const operations = {
   publish: { params: write, result: appended },
@@ -131,6 +148,24 @@ export const operations = {
     result: registered,
   },
   unsubscribe: { params: z.strictObject({ domain: identifier, name: identifier }), result: empty },
+  /**
+   * Subscribes to every domain `pattern` matches, now and created later, filtered (AND) by event
+   * `names` (absent: every name) and a `pid` pattern. `subscription` is the client's handle, named
+   * in the `matched` frames. With `after`, the matching events after that position are replayed
+   * first, in position order across all matched domains. Needs the token's `wildcard` grant for
+   * the pattern; each event is delivered only if the token may `subscribe` to its domain.
+   */
+  subscribePattern: {
+    params: z.strictObject({
+      subscription: handle,
+      pattern: namespacePattern,
+      names: z.optional(eventNames(64)),
+      pid: z.optional(pidPattern),
+      after: z.optional(position),
+    }),
+    result: registered,
+  },
+  unsubscribePattern: { params: z.strictObject({ subscription: handle }), result: empty },
   consume: {
     /**
      * `after`: the consumer's position. Events of (domain, name) published after it that no
@@ -182,6 +217,14 @@ export const operations = {
      * `after` detects deletions made elsewhere when its count plus `events.length` differs.
      */
     result: z.object({ events: z.array(storedEvent), count: count() }),
+  },
+  /**
+   * The composed state of (domain, pid): composeEventlogState over its eventlog, answered by the
+   * gateway from its latest snapshot plus the events after it. `count`: the events folded.
+   */
+  readEventlogState: {
+    params: z.strictObject({ domain: identifier, pid: identifier }),
+    result: z.object({ state: z.record(z.string(), z.unknown()), count: count() }),
   },
   readEventlogByTimestamp: {
     params: z.strictObject({ domain: identifier, pid: identifier, from: isoTimestamp, to: isoTimestamp }),
@@ -311,6 +354,16 @@ export const eventFrame = z.object({
   event: storedEvent,
 });
 
+/**
+ * An event for the connection's pattern subscriptions (subscribePattern), sent once per connection:
+ * `subscriptions` lists the handles it matches, each receiving events in position order.
+ */
+export const matchedFrame = z.object({
+  type: z.literal('matched'),
+  subscriptions: z.array(z.string()).check(z.minLength(1)),
+  event: storedEvent,
+});
+
 /** An event handed to exactly one consumer; settle it with the `settle` operation. */
 export const deliveryFrame = z.object({
   type: z.literal('delivery'),
@@ -345,6 +398,7 @@ export const serverFrame = z.discriminatedUnion('type', [
   resultFrame,
   errorFrame,
   eventFrame,
+  matchedFrame,
   deliveryFrame,
   waitedFrame,
   deletedFrame,
@@ -354,6 +408,7 @@ export type WelcomeFrame = z.infer<typeof welcomeFrame>;
 export type ResultFrame = z.infer<typeof resultFrame>;
 export type ErrorFrame = z.infer<typeof errorFrame>;
 export type EventFrame = z.infer<typeof eventFrame>;
+export type MatchedFrame = z.infer<typeof matchedFrame>;
 export type DeliveryFrame = z.infer<typeof deliveryFrame>;
 export type WaitedFrame = z.infer<typeof waitedFrame>;
 export type DeletedFrame = z.infer<typeof deletedFrame>;

@@ -8,13 +8,15 @@ import { notify } from './connection.js';
 import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
 import { EventflowError } from './errors.js';
-import type { EventFrame, OperationName, Params, Result, StoredEvent, WaitedFrame } from './protocol.js';
+import type { EventFrame, MatchedFrame, OperationName, Params, Result, StoredEvent, WaitedFrame } from './protocol.js';
 import { connectionLost, pending, type RequestOptions, type Settle } from './requests.js';
 import { streamKey } from './stream-key.js';
 import { SubscriptionRegistry } from './subscriptions.js';
 import { Waiters } from './waiters.js';
+import type { NamespacePattern } from './namespace-pattern.js';
+import type { PatternSubscriptions } from './pattern-subscriptions.js';
 
-type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
+export type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
 export type AnyListener = (event: StoredEvent) => void;
 
 /** A consumer or a wait, by its handle. */
@@ -42,6 +44,8 @@ export class Registrations {
   /** Serialises subscribe/unsubscribe per key so mount/unmount/mount cannot double-subscribe. */
   readonly #chains = new Map<string, Promise<void>>();
   readonly #entries = new Map<string, Registration>();
+  /** Made by the first pattern subscription (pattern-subscriptions.ts). */
+  #patterns: PatternSubscriptions | undefined;
   /** Callers waiting for the connection ('open'), a subscription key or a consumer handle. */
   readonly waiters = new Waiters();
   #nextHandle = 1;
@@ -59,6 +63,7 @@ export class Registrations {
     this.#generation++;
     this.waiters.settle('open');
     for (const key of this.#subscriptions.keys()) void this.#reconcile(key.domain, key.name);
+    this.#patterns?.opened();
     for (const entry of this.#entries.values()) void entry.register();
   }
 
@@ -98,12 +103,37 @@ export class Registrations {
     }
   }
 
-  #reconcile(domain: string, name: string): Promise<void> {
-    const key = streamKey(domain, name);
-    const next = (this.#chains.get(key) ?? Promise.resolve()).then(() => this.#reconcileNow(domain, name, key));
+  // ── pattern subscriptions: their code comes with the pattern value (namespace-pattern.ts), so a bundle without patterns leaves it out ──
+
+  patterns(pattern: NamespacePattern): PatternSubscriptions {
+    return (this.#patterns ??= pattern.subscriptions({
+      send: (op, params) => this.#sendRegistration(op, params),
+      registered: this.#registered,
+      waiters: this.waiters,
+      chains: this.#chains,
+      chain: (key, work) => this.#chain(key, work),
+      refused: (key, error) => this.#refused(key, error),
+      onError: this.#onError,
+      isOpen: this.#isOpen,
+      handle: () => `p${this.#nextHandle++}`,
+    }));
+  }
+
+  dispatchMatched(frame: MatchedFrame): void {
+    this.#patterns?.dispatch(frame);
+  }
+
+  /** Runs `work` after the previous reconciliation of `key`: one at a time per key, so mount/unmount/mount cannot double-subscribe. */
+  #chain(key: string, work: () => Promise<void>): Promise<void> {
+    const next = (this.#chains.get(key) ?? Promise.resolve()).then(work);
     this.#chains.set(key, next);
     void next.finally(() => this.#chains.get(key) === next && this.#chains.delete(key));
     return next;
+  }
+
+  #reconcile(domain: string, name: string): Promise<void> {
+    const key = streamKey(domain, name);
+    return this.#chain(key, () => this.#reconcileNow(domain, name, key));
   }
 
   async #reconcileNow(domain: string, name: string, key: string): Promise<void> {
@@ -240,7 +270,7 @@ export class Registrations {
 }
 
 /** Awaits a registration; when it is aborted or refused, `undo` takes it back so that it does not linger and come back on a later connection. */
-const registration = (registered: Promise<void> | undefined, undo: () => Promise<void>): Promise<void> | undefined =>
+export const registration = (registered: Promise<void> | undefined, undo: () => Promise<void>): Promise<void> | undefined =>
   registered?.catch(async (error: unknown) => {
     await undo().catch(() => undefined);
     throw error;

@@ -116,17 +116,23 @@ function assigned(current: unknown, next: unknown): unknown {
   return current instanceof Set && merged instanceof Set && merged.size === current.size ? current : merged;
 }
 
-/**
- * v4's algorithm: MERGE each chunk and ASSIGN it. Exact for every input. The ASSIGN is applyEvent's
- * (`assignCopy`, which clones what it takes from the chunk, as v4 clones the chunk): the fallback of
- * `foldDirect` is rare, so copying the changed paths per chunk costs less than a third ASSIGN.
- */
-function foldChunks(eventlog: ReadonlyArray<StateEvent>, size: number): State {
-  let state: Readonly<Plain> = emptyState;
+/** v4's ASSIGN by mutation, for the exact (chunked) fold. An array taken as a new key is not de-duplicated, as in v4. */
+function assignInto(state: Plain, update: Readonly<Plain>): void {
+  for (const key of keysOf(update)) {
+    const next = update[key];
+    const current = state[key];
+    if (!Object.hasOwn(state, key)) state[key] = next;
+    else if (isPlainObject(current) && isPlainObject(next)) assignInto(current, next);
+    else state[key] = assigned(current, next);
+  }
+}
+
+/** v4's algorithm as written: MERGE each chunk, clone it, ASSIGN it. Exact for every input. */
+function foldChunks(eventlog: ReadonlyArray<StateEvent>, size: number, state: Plain = {}): Plain {
   for (let start = 0; start < eventlog.length; start += size) {
-    const update = eventlog.slice(start, start + size).map((event) => event.data).reduce(merge);
+    const update = clone(eventlog.slice(start, start + size).map((event) => event.data).reduce(merge));
     // A non-object chunk result is silently ignored, as in v4. (So is v4's trailing empty chunk.)
-    if (isPlainObject(update)) state = assignCopy(state, update);
+    if (isPlainObject(update)) assignInto(state, update);
   }
   return state;
 }
@@ -151,8 +157,7 @@ const NOT_DIRECT = Symbol('not direct');
  *   skipped, an object item seen twice anywhere is not proven;
  * - values that are not JSON (Dates, Maps, Sets, Errors, instances) and `undefined` values.
  */
-function foldDirect(eventlog: ReadonlyArray<StateEvent>, size: number): Plain {
-  const state: Plain = {};
+function foldDirect(eventlog: ReadonlyArray<StateEvent>, size: number, state: Plain = {}): Plain {
   const items = new Set<object>(); // object items of arrays seen so far
   const members = new Map<unknown[], Set<unknown>>(); // state arrays that were united → their items
   const takenAsIs = new Map<unknown[], unknown>(); // arrays copied in this chunk → their input
@@ -262,17 +267,23 @@ function foldDirect(eventlog: ReadonlyArray<StateEvent>, size: number): Plain {
  * Folds an event log into a state with v4's exact semantics (§8.12): consecutive chunks of
  * `size` events are MERGEd, then each chunk result is ASSIGNed into the state. Unlike v4, which
  * loops forever, a `size` that is not a positive integer throws E_EVENTFLOW_INVALID_INPUT.
+ *
+ * `from` continues a fold: `composeEventlogState(tail, size, composeEventlogState(head, size))`
+ * equals `composeEventlogState([...head, ...tail], size)` when `head.length` is a multiple of
+ * `size` (chunks then fall where the whole fold puts them). The gateway's snapshots rely on it.
  */
-export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size = 10): State {
+export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size = 10, from?: State): State {
   if (!Number.isInteger(size) || size < 1) {
     throw invalid(`composeEventlogState: size must be a positive integer, got ${typeof size === 'number' ? size : typeof size}`, { size });
   }
-  let state: State;
+  // Both folds mutate their state: each starts from its own copy of `from`.
+  const start = (): Plain => (from === undefined ? {} : (clone(from) as Plain));
+  let state: Plain;
   try {
-    state = foldDirect(eventlog, size);
+    state = foldDirect(eventlog, size, start());
   } catch (error) {
     if (error !== NOT_DIRECT) throw error;
-    state = foldChunks(eventlog, size);
+    state = foldChunks(eventlog, size, start());
   }
   return Object.keys(state).length > 0 ? deepFreeze(state) : emptyState;
 }

@@ -19,6 +19,8 @@ import { driverCode, exec, notOpen, openPool, run, storeError, transaction, utcN
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { Positions, setPosition } from './positions.js';
 import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
+import { readSnapshot, writeSnapshot } from './snapshots.js';
+import type { SnapshotRead } from '../snapshots.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -165,6 +167,14 @@ export class MysqlStore implements EventStore {
     return this.#events('read the eventlog', { from: 'event e', where: 'e.domain = ? AND e.pid = ?', params: [domain, pid], after });
   }
 
+  readSnapshot(domain: string, pid: string): Promise<SnapshotRead> {
+    return this.#do('read the state snapshot', (pool) => readSnapshot(pool, this, domain, pid));
+  }
+
+  writeSnapshot(domain: string, pid: string, snapshot: { count: number; position: Position; eventId: string; state: string }): Promise<void> {
+    return this.#do('store the state snapshot', (pool) => writeSnapshot(pool, domain, pid, snapshot));
+  }
+
   async countEventlog(domain: string, pid: string): Promise<number> {
     const sql = `SELECT COUNT(*) AS count FROM event e WHERE e.domain = ? AND e.pid = ? AND ${FIRED}`;
     return Number((await this.#one<{ count: number }>('count the eventlog', sql, [domain, pid]))?.count ?? 0);
@@ -205,6 +215,12 @@ export class MysqlStore implements EventStore {
     const from = 'event e JOIN event_published p ON p.event_id = e.id';
     const [where, params] = filter.name === '*' ? ['e.domain = ?', [filter.domain]] : ['e.domain = ? AND e.name = ?', [filter.domain, filter.name]];
     return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: filter.domain });
+  }
+
+  async readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]> {
+    // Wide: unpositioned (v4) events are looked for in the recent window of every domain, as for one domain.
+    const from = 'event e JOIN event_published p ON p.event_id = e.id';
+    return this.#events('read published events', { from, where: '1 = 1', params: [], after, limit: Math.max(0, Math.floor(limit)), wide: '\u0000every domain' });
   }
 
   async findOutcome(domain: string, pid: string, names: readonly string[], after: Position): Promise<StoredEvent | undefined> {

@@ -13,6 +13,7 @@
  *     DATETIME of whole seconds, so it holds the due time rounded up (nothing fires early).
  *   - eventflow_dead_letter: events failed because their last delivery attempt was not settled
  *     (consume leases, see delivery/dispatcher.ts); v4's `failed` column is set as well.
+ *   - eventflow_snapshot: the latest composed state of a process (../snapshots.ts).
  * Also here: the two statements on the sequence row that every position assignment uses.
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
@@ -246,6 +247,25 @@ ${ASCII}`,
   at       DATETIME(3)  NOT NULL,
   PRIMARY KEY (event_id),
   INDEX idx_dead_letter_at (at),
+  FOREIGN KEY (event_id) REFERENCES event (id)
+    ON UPDATE CASCADE
+    ON DELETE CASCADE
+)
+${ASCII}`,
+    ],
+    [
+      // State snapshots (../snapshots.ts). The state is text, not JSON: MySQL's JSON type reorders keys.
+      'eventflow_snapshot',
+      `CREATE TABLE IF NOT EXISTS eventflow_snapshot
+(
+  domain   VARCHAR(64)     NOT NULL,
+  pid      VARCHAR(64)     NOT NULL,
+  position BIGINT UNSIGNED NOT NULL,
+  count    INT UNSIGNED    NOT NULL,
+  event_id ${eventId} NOT NULL,
+  state    LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  at       DATETIME(3)     NOT NULL,
+  PRIMARY KEY (domain, pid),
   FOREIGN KEY (event_id) REFERENCES event (id)
     ON UPDATE CASCADE
     ON DELETE CASCADE

@@ -1,4 +1,6 @@
-/** The SQLite store's tables: v4's, plus position, the schedule's due times and dead letters (see sqlite.ts). */
+/** The SQLite store's tables: v4's, plus position, the schedule's due times, dead letters and state snapshots (see sqlite.ts). */
+import { SNAPSHOT_SCHEMA } from './snapshots.js';
+
 export const SCHEMA_VERSION = 1;
 
 export const SCHEMA = `
@@ -51,5 +53,5 @@ CREATE TABLE IF NOT EXISTS eventflow_dead_letter (
   attempts INTEGER NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_dead_letter_at ON eventflow_dead_letter (at);
-`;
+${SNAPSHOT_SCHEMA}`;
 

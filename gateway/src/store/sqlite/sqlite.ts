@@ -15,6 +15,8 @@ import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLet
 import { SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
 import { asError, insertOne, isRowError, prepareAppend } from './appends.js';
+import { SqliteSnapshots } from './snapshots.js';
+import type { SnapshotRead } from '../snapshots.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -24,7 +26,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements EventStore {
   readonly kind = 'sqlite';
   readonly #path: string;
-  #open: { db: Database.Database; s: Statements } | undefined;
+  #open: { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } | undefined;
   #checkpointer: Checkpointer | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
@@ -53,7 +55,8 @@ export class SqliteStore implements EventStore {
           `database "${this.#path}" has schema version ${version}, newer than the ${SCHEMA_VERSION} this gateway supports; upgrade the gateway`,
         );
       }
-      this.#open = { db, s: statements };
+      const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
+      this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
     } catch (error) {
       db.close();
       throw error;
@@ -79,7 +82,7 @@ export class SqliteStore implements EventStore {
     open?.db.close();
   }
 
-  get #store(): { db: Database.Database; s: Statements } {
+  get #store(): { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } {
     if (this.#open === undefined) {
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
     }
@@ -139,6 +142,14 @@ export class SqliteStore implements EventStore {
     return this.#s.eventlog.all({ domain, pid, after }).map(toStoredEvent);
   }
 
+  readSnapshot(domain: string, pid: string): Promise<SnapshotRead> {
+    return this.#store.snapshots.readSnapshot(domain, pid);
+  }
+
+  writeSnapshot(domain: string, pid: string, snapshot: { count: number; position: Position; eventId: string; state: string }): Promise<void> {
+    return this.#store.snapshots.writeSnapshot(domain, pid, snapshot);
+  }
+
   async countEventlog(domain: string, pid: string): Promise<number> {
     return this.#s.countEventlog.get({ domain, pid })?.count ?? 0;
   }
@@ -176,6 +187,10 @@ export class SqliteStore implements EventStore {
         ? this.#s.publishedAfterAny.all({ domain: filter.domain, after, limit: bounded })
         : this.#s.publishedAfterNamed.all({ domain: filter.domain, name: filter.name, after, limit: bounded });
     return rows.map(toStoredEvent);
+  }
+
+  async readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]> {
+    return this.#s.publishedSince.all({ after, limit: Math.max(0, Math.floor(limit)) }).map(toStoredEvent);
   }
 
   async findOutcome(

@@ -88,6 +88,10 @@ export function prepareStatements(db: Database.Database) {
       `SELECT ${COLUMNS} FROM event e JOIN event_published p ON p.event_id = e.id
        WHERE e.domain = @domain AND e.name = @name AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
     ),
+    publishedSince: events<{ after: number; limit: number }>(
+      `SELECT ${COLUMNS} FROM event e JOIN event_published p ON p.event_id = e.id
+       WHERE e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
+    ),
     findOutcome: events<Stream & { names: string; after: number }>(
       `SELECT ${COLUMNS} FROM event e
        WHERE ${IN_STREAM} AND ${IN_NAMES} AND e.position > @after AND ${FIRED}
