@@ -66,6 +66,8 @@ export const configSchema = z.object({
   EVENTFLOW_CONSUME_LEASE_MS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_LEASE_MS),
   /** Deliveries of one event; when the last one is not settled the event is marked failed and recorded as a dead letter. */
   EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS),
+  /** On stop: how long running consume handlers may still settle before their leases are released. */
+  EVENTFLOW_DRAIN_TIMEOUT_MS: nonNegativeInt.default(configDefaults.EVENTFLOW_DRAIN_TIMEOUT_MS),
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
   EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_PUBLISH_RATE),
   /**

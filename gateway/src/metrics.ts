@@ -19,7 +19,7 @@ import type { Router } from './router/router.js';
 import type { EventStore } from './store/store.js';
 
 export type WriteOperation = 'publish' | 'persist' | 'schedule';
-export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'revoked' | 'dead_lettered';
+export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'retried' | 'revoked' | 'dead_lettered';
 
 /** The hooks the session and dispatcher call. Each is O(1) and allocation-free. */
 export interface GatewayMetrics {
@@ -72,7 +72,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly #published: Record<WriteOperation, number> = { publish: 0, persist: 0, schedule: 0 };
   readonly #delivered: Record<DeliveredKind, number> = { subscription: 0, consumer: 0, wait: 0 };
   readonly #dropped: Record<DropReason, number> = { slow_client: 0, no_recipient: 0 };
-  readonly #outcomes: Record<ConsumeOutcome, number> = { success: 0, failed: 0, released: 0, revoked: 0, dead_lettered: 0 };
+  readonly #outcomes: Record<ConsumeOutcome, number> = { success: 0, failed: 0, released: 0, retried: 0, revoked: 0, dead_lettered: 0 };
   #redeliveries = 0;
   readonly #storeErrors = new Map<string, number>();
   readonly #storeLatency: Histogram<'operation'>;

@@ -274,6 +274,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       (closing ??= (async () => {
         log.info('gateway stopping', { connections: sessions.size });
         await scheduler.stop();
+        // Connections stay open while running handlers settle (SIGTERM: work is handed on, never stranded).
+        await dispatcher.drain(settings.EVENTFLOW_DRAIN_TIMEOUT_MS);
         dispatcher.stop();
         for (const client of wss.clients) client.close(1001, 'gateway shutting down');
         for (const session of sessions) session.close(1001, 'gateway shutting down');

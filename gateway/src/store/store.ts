@@ -12,6 +12,7 @@
  * must come after everything they already saw; and a composed state must not reflect the future.
  */
 import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
+import type { DeliveryLedger } from './ledger.js';
 
 export interface NewEvent {
   id: string;
@@ -196,6 +197,9 @@ export interface EventStore {
   deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean>;
   /** Dead letters, newest first, at most `limit` (default 100). Deleting an event deletes its dead letter. */
   deadLetters(limit?: number): Promise<DeadLetter[]>;
+
+  /** The consumer groups' delivery ledger (ledger.ts); available after init(). */
+  ledger(): DeliveryLedger;
 
   // ── scheduling ──
 

@@ -19,6 +19,8 @@ import { driverCode, exec, notOpen, openPool, run, storeError, transaction, utcN
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { Positions, setPosition } from './positions.js';
 import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
+import type { DeliveryLedger } from '../ledger.js';
+import { MysqlLedger } from './ledger.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -43,6 +45,7 @@ export class MysqlStore implements EventStore {
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
+  readonly #ledger = new MysqlLedger(() => this.#pool);
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;
@@ -56,6 +59,7 @@ export class MysqlStore implements EventStore {
     const writer = openPool(this.#options, 2, false);
     try {
       await createSchema(pool);
+      await MysqlLedger.createTables(pool);
       this.#open = pool;
       this.#writer = writer;
       await this.#positions.sweep(pool);
@@ -81,6 +85,10 @@ export class MysqlStore implements EventStore {
     await this.#positions.sweeping;
     await pool?.end();
     await writer?.end();
+  }
+
+  ledger(): DeliveryLedger {
+    return this.#ledger;
   }
 
   get #pool(): Pool {

@@ -15,6 +15,8 @@ import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLet
 import { SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
 import { asError, insertOne, isRowError, prepareAppend } from './appends.js';
+import type { DeliveryLedger } from '../ledger.js';
+import { SqliteLedger } from './ledger.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -26,6 +28,7 @@ export class SqliteStore implements EventStore {
   readonly #path: string;
   #open: { db: Database.Database; s: Statements } | undefined;
   #checkpointer: Checkpointer | undefined;
+  #ledger: SqliteLedger | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: SqliteStoreOptions) {
@@ -54,6 +57,7 @@ export class SqliteStore implements EventStore {
         );
       }
       this.#open = { db, s: statements };
+      this.#ledger = new SqliteLedger(db);
     } catch (error) {
       db.close();
       throw error;
@@ -84,6 +88,11 @@ export class SqliteStore implements EventStore {
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
     }
     return this.#open;
+  }
+
+  ledger(): DeliveryLedger {
+    if (this.#ledger === undefined || this.#open === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
+    return this.#ledger;
   }
 
   get #s(): Statements {
