@@ -59,8 +59,10 @@ export const ledgerKey = (key: GroupKey, eventId: string): string => {
 
 export class Leases {
   readonly #ledger: () => DeliveryLedger;
-  /** This gateway instance as lease owner (and v4's `consumer` of the default group's claims). */
+  /** This gateway instance as lease owner. */
   readonly owner: string;
+  /** v4's `consumer` of the default group's claims: the gateway id. */
+  readonly #consumer: string;
   readonly #boot: string;
   readonly #log: Logger;
   readonly #metrics: GatewayMetrics;
@@ -76,6 +78,7 @@ export class Leases {
     this.#ledger = ledger;
     this.#boot = randomBytes(6).toString('hex');
     this.owner = `${this.#boot}@${gatewayId}`.slice(0, 64);
+    this.#consumer = gatewayId;
     this.#log = log;
     this.#metrics = metrics;
     this.#leaseMs = options.leaseMs ?? configDefaults.EVENTFLOW_CONSUME_LEASE_MS;
@@ -106,7 +109,7 @@ export class Leases {
     if (this.#stopped) return false;
     const id = `${this.#boot}-${this.#nextDelivery++}`;
     const now = Date.now();
-    const attempt = await this.#ledger().claim({ key, event, owner: this.owner, delivery: id, deadline: now + this.#leaseMs, now });
+    const attempt = await this.#ledger().claim({ key, event, owner: this.owner, consumer: this.#consumer, delivery: id, deadline: now + this.#leaseMs, now });
     if (attempt === undefined) return false;
     const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined };
     this.#open.set(id, delivery);

@@ -96,7 +96,10 @@ export interface DeadLetterQuery {
 export interface ClaimRequest {
   key: GroupKey;
   event: StoredEvent;
+  /** The lease owner (this gateway instance). */
   owner: string;
+  /** v4's `consumer` of the default group's claim (the gateway id). */
+  consumer: string;
   delivery: string;
   deadline: number;
   now: number;

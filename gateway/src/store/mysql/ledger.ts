@@ -168,20 +168,21 @@ export class MysqlLedger implements DeliveryLedger {
     }));
   }
 
-  async claim({ key, event, owner, delivery, deadline, now }: ClaimRequest): Promise<number | undefined> {
+  async claim({ key, event, owner, consumer, delivery, deadline, now }: ClaimRequest): Promise<number | undefined> {
     const { gname, grp } = ledgerColumns(key);
     try {
       return await this.#tx('claim the event for a consumer group', async (conn) => {
         const [row] = await select<DeliveryRow>(conn, `SELECT * FROM eventflow_delivery WHERE event_id = ? AND gname = ? AND grp = ? FOR UPDATE`, [event.id, gname, grp]);
         if (row && (row.outcome !== null || (num(row.deadline) ?? 0) > now || (num(row.available_at) ?? 0) > now)) return undefined;
         if (key.group === DEFAULT_GROUP) {
-          // v4's guarded claim; a lease of ours that expired may be taken over (its owner is the claimant).
-          const previous = row && row.deadline !== null ? row.owner : null;
+          // v4's guarded claim. A lease that expired unreleased (its gateway died) is a gateway's
+          // claim, never a v4 spoke's (they claim only NULL): it is taken over.
+          const expired = row && row.deadline !== null ? 1 : 0;
           const won = await affected(
             conn,
             `UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ?
-             WHERE event_id = ? AND success IS NULL AND failed IS NULL AND (consumed_spoke IS NULL OR consumer = ?)`,
-            [owner, event.id, previous],
+             WHERE event_id = ? AND success IS NULL AND failed IS NULL AND (consumed_spoke IS NULL OR ? = 1)`,
+            [consumer, event.id, expired],
           );
           if (won !== 1) return undefined;
         }
@@ -243,7 +244,7 @@ export class MysqlLedger implements DeliveryLedger {
          WHERE delivery = ? AND outcome IS NULL`,
         [options.availableAt ?? null, options.error ?? null, uncount, delivery],
       );
-      if (row.grp === DEFAULT_GROUP) await unclaim(conn, row.event_id, row.owner);
+      if (row.grp === DEFAULT_GROUP) await unclaim(conn, row.event_id);
       return ended({ ...row, attempts: Math.max(0, Number(row.attempts) - uncount) });
     });
   }
@@ -252,7 +253,7 @@ export class MysqlLedger implements DeliveryLedger {
     return this.#tx('release the leases', async (conn) => {
       const rows = await select<{ event_id: string; grp: string }>(conn, `SELECT event_id, grp FROM eventflow_delivery WHERE owner = ? AND outcome IS NULL AND deadline IS NOT NULL FOR UPDATE`, [owner]);
       await affected(conn, `UPDATE eventflow_delivery SET deadline = NULL, attempts = GREATEST(0, CAST(attempts AS SIGNED) - 1) WHERE owner = ? AND outcome IS NULL AND deadline IS NOT NULL`, [owner]);
-      for (const row of rows) if (row.grp === DEFAULT_GROUP) await unclaim(conn, row.event_id, owner);
+      for (const row of rows) if (row.grp === DEFAULT_GROUP) await unclaim(conn, row.event_id);
       return rows.length;
     });
   }
@@ -355,8 +356,9 @@ export class MysqlLedger implements DeliveryLedger {
   }
 }
 
-async function unclaim(conn: PoolConnection, eventId: string, owner: string | null): Promise<void> {
-  await affected(conn, `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = ? AND consumer = ? AND success IS NULL AND failed IS NULL`, [eventId, owner]);
+/** The default group's v4 claim back to NULL (the lease being released is the claim). */
+async function unclaim(conn: PoolConnection, eventId: string): Promise<void> {
+  await affected(conn, `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = ? AND success IS NULL AND failed IS NULL`, [eventId]);
 }
 
 function toGroup(row: { domain: string; name: string; grp: string; createdPosition: number; createdAt: Date }): GroupRecord {

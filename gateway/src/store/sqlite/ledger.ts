@@ -157,19 +157,20 @@ export class SqliteLedger implements DeliveryLedger {
     }));
   }
 
-  async claim({ key, event, owner, delivery, deadline, now: at }: ClaimRequest): Promise<number | undefined> {
+  async claim({ key, event, owner, consumer, delivery, deadline, now: at }: ClaimRequest): Promise<number | undefined> {
     const columns = ledgerColumns(key);
-    const params = { id: event.id, domain: key.domain, ...columns, owner, delivery, deadline, at, updated: now() };
+    const params = { id: event.id, domain: key.domain, ...columns, owner, consumer, delivery, deadline, at, updated: now() };
     return this.#immediate(() => {
       const row = this.#get<DeliveryRow>(`SELECT * FROM eventflow_delivery WHERE event_id = @id AND gname = @gname AND grp = @grp`, params);
       if (row && (row.outcome !== null || (row.deadline ?? 0) > at || (row.available_at ?? 0) > at)) return undefined;
       if (key.group === DEFAULT_GROUP) {
-        // v4's guarded claim; a lease of ours that expired may be taken over (its owner is the claimant).
-        const previous = row?.deadline != null ? row.owner : null;
+        // v4's guarded claim. A lease that expired unreleased (its gateway died) is a gateway's
+        // claim, never a v4 spoke's (they claim only NULL): it is taken over.
+        const expired = row?.deadline != null ? 1 : 0;
         const won = this.#run(
-          `UPDATE event_published SET consumed_spoke = @updated, consumer = @owner
-           WHERE event_id = @id AND success IS NULL AND failed IS NULL AND (consumed_spoke IS NULL OR consumer = @previous)`,
-          { ...params, previous },
+          `UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer
+           WHERE event_id = @id AND success IS NULL AND failed IS NULL AND (consumed_spoke IS NULL OR @expired = 1)`,
+          { ...params, expired },
         );
         if (won !== 1) return undefined;
       }
@@ -226,14 +227,14 @@ export class SqliteLedger implements DeliveryLedger {
            attempts = MAX(0, attempts - @uncount), updated = @updated WHERE delivery = @delivery AND outcome IS NULL`,
         { delivery, availableAt: options.availableAt ?? null, error: options.error ?? null, uncount: options.uncount ? 1 : 0, updated: now() },
       );
-      if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id, row.owner);
+      if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
       return ended({ ...row, attempts: options.uncount ? Math.max(0, row.attempts - 1) : row.attempts });
     });
   }
 
-  /** The default group's v4 claim back to NULL, if it is still ours. */
-  #unclaim(eventId: string, owner: string | null): void {
-    this.#run(`UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = @id AND consumer = @owner AND success IS NULL AND failed IS NULL`, { id: eventId, owner });
+  /** The default group's v4 claim back to NULL (the lease being released is the claim). */
+  #unclaim(eventId: string): void {
+    this.#run(`UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: eventId });
   }
 
   async releaseOwner(owner: string): Promise<number> {
@@ -243,7 +244,7 @@ export class SqliteLedger implements DeliveryLedger {
         const row = this.#current(delivery);
         if (!row) continue;
         this.#run(`UPDATE eventflow_delivery SET deadline = NULL, attempts = MAX(0, attempts - 1) WHERE delivery = @delivery`, { delivery });
-        if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id, owner);
+        if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
       }
       return rows.length;
     });
