@@ -146,7 +146,13 @@ export class Leases {
         break;
       default:
         this.#metrics.consumed(settlement.outcome);
-        await this.#ledger().settle(delivery.id, settlement.outcome, settlement.error);
+        try {
+          await this.#ledger().settle(delivery.id, settlement.outcome, settlement.error);
+        } catch (error) {
+          // Not recorded: the lease in the store runs out and the event is delivered again then.
+          this.#events.pending(delivery.key, delivery.event, undefined, Date.now() + this.#leaseMs);
+          throw error;
+        }
         if (settlement.outcome === 'failed') this.#events.failed(delivery.event.id, settlement.error ?? 'the handler failed', delivery.attempt);
     }
     return true;

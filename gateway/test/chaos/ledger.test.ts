@@ -51,17 +51,19 @@ describe.each(chaosStores)('delivery ledger ($store)', ({ store }) => {
   if (skip !== undefined) console.warn(`Skipping the MariaDB delivery-ledger proofs: ${skip}`);
 
   /** A gateway process on a fresh store; `restart` starts it again on the same port and store. */
-  async function gatewayOn(name: string): Promise<{ url: string; proc: () => ChildProcess; restart: () => Promise<void>; mysql: TestDatabase | undefined; dbPath: string }> {
+  async function gatewayOn(name: string): Promise<{ url: string; proc: () => ChildProcess; restart: () => Promise<void>; mysql: TestDatabase | undefined; dbPath: string; output: () => string }> {
     const port = await freePort();
     const dbPath = join(temp.dir, `${name}-${store}.db`);
     const mysql = store === 'mysql' ? await databases.fresh() : undefined;
     const env = { ...(mysql ? mysqlGatewayEnv(mysql.options) : {}), EVENTFLOW_CONSUME_LEASE_MS: LEASE, EVENTFLOW_DRAIN_TIMEOUT_MS: 4_000 };
-    let proc = (await startGatewayProcess(port, dbPath, env)).proc;
+    let spawned = await startGatewayProcess(port, dbPath, env);
+    let proc = spawned.proc;
     databases.onCleanup(() => kill9(proc));
     return {
       url: `ws://127.0.0.1:${port}/`,
       proc: () => proc,
-      restart: async () => void (proc = (await startGatewayProcess(port, dbPath, env)).proc),
+      restart: async () => void (proc = (spawned = await startGatewayProcess(port, dbPath, env)).proc),
+      output: () => spawned.output(),
       mysql,
       dbPath,
     };
@@ -141,7 +143,9 @@ describe.each(chaosStores)('delivery ledger ($store)', ({ store }) => {
     for (let i = 0; i < EVENTS; i += 100) {
       ids.push(...(await Promise.all(Array.from({ length: 100 }, (_, k) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${(i + k) % 50}` })))));
     }
-    await eventually(() => lines(file).length >= 3 * EVENTS, 60_000, 'every group to handle every event');
+    await eventually(() => lines(file).length >= 3 * EVENTS, 120_000, 'every group to handle every event').catch((error: unknown) => {
+      throw new Error(`${String(error)}: ${lines(file).length} handled\n${gateway.output().slice(-3_000)}`);
+    });
     await sleep(1_000);
     const byGroup = new Map<string, string[]>();
     for (const line of lines(file)) {
@@ -153,7 +157,7 @@ describe.each(chaosStores)('delivery ledger ($store)', ({ store }) => {
       expect(handled, group).toHaveLength(EVENTS);
       expect(new Set(handled), group).toEqual(new Set(ids));
     }
-  }, 120_000);
+  }, 180_000);
 
   it.skipIf(skip !== undefined)('request(): a throwing consumer rejects it with CONSUMER_FAILED within a second; no consumer, NO_CONSUMER at once', async () => {
     const gateway = await gatewayOn('request');

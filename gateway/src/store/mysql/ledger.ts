@@ -28,6 +28,12 @@ const TABLES = [
 ];
 
 const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
+/**
+ * 1 for an event of the default group claimed by a v4 spoke: v4's claim, set and not under a lease
+ * of a gateway (a gateway's lease has a deadline; a released one clears the claim).
+ */
+const foreign = (key: GroupKey): string =>
+  key.group === DEFAULT_GROUP ? 'CASE WHEN p.consumed_spoke IS NOT NULL AND d.deadline IS NULL THEN 1 ELSE 0 END' : '0';
 
 interface DeliveryRow {
   event_id: string;
@@ -116,7 +122,7 @@ export class MysqlLedger implements DeliveryLedger {
         const [open] = await select<{ open: number; inFlight: string | null; foreign_claim: string | null; oldest: Date | null }>(
           pool,
           `SELECT COUNT(*) AS open, SUM(CASE WHEN d.deadline > ? THEN 1 ELSE 0 END) AS inFlight,
-             SUM(CASE WHEN d.event_id IS NULL AND p.consumed_spoke IS NOT NULL THEN 1 ELSE 0 END) AS foreign_claim, MIN(e.timestamp) AS oldest ${sql}`,
+             SUM(${foreign(group)}) AS foreign_claim, MIN(e.timestamp) AS oldest ${sql}`,
           [at, ...params],
         );
         const { gname, grp } = ledgerColumns(group);
@@ -152,7 +158,7 @@ export class MysqlLedger implements DeliveryLedger {
       select<UnsettledRow>(
         pool,
         `SELECT e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data, x.position, d.attempts, d.owner, d.deadline, d.available_at, d.last_error,
-           (d.event_id IS NULL AND p.consumed_spoke IS NOT NULL) AS foreign_claim
+           ${foreign(group)} AS foreign_claim
          ${sql} ORDER BY x.position LIMIT ?`,
         [...params, Math.max(0, Math.floor(limit))],
       ),
@@ -170,6 +176,11 @@ export class MysqlLedger implements DeliveryLedger {
 
   async claim({ key, event, owner, consumer, delivery, deadline, now }: ClaimRequest): Promise<number | undefined> {
     const { gname, grp } = ledgerColumns(key);
+    // The row first, outside the transaction: a FOR UPDATE on a missing row would take a gap lock,
+    // and two claims inserting into one gap deadlock each other.
+    await this.#do('claim the event for a consumer group', (pool) =>
+      affected(pool, `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, attempts, updated) VALUES (?, ?, ?, ?, 0, UTC_TIMESTAMP(3))`, [event.id, key.domain, gname, grp]),
+    );
     try {
       return await this.#tx('claim the event for a consumer group', async (conn) => {
         const [row] = await select<DeliveryRow>(conn, `SELECT * FROM eventflow_delivery WHERE event_id = ? AND gname = ? AND grp = ? FOR UPDATE`, [event.id, gname, grp]);

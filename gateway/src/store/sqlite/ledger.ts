@@ -23,6 +23,12 @@ CREATE INDEX IF NOT EXISTS idx_delivery_group ON eventflow_delivery (domain, gna
 `;
 
 const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
+/**
+ * 1 for an event of the default group claimed by a v4 spoke: v4's claim, set and not under a lease
+ * of a gateway (a gateway's lease has a deadline; a released one clears the claim).
+ */
+const foreign = (key: GroupKey): string =>
+  key.group === DEFAULT_GROUP ? 'CASE WHEN p.consumed_spoke IS NOT NULL AND d.deadline IS NULL THEN 1 ELSE 0 END' : '0';
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
 interface DeliveryRow {
@@ -112,7 +118,7 @@ export class SqliteLedger implements DeliveryLedger {
       const params = { domain: group.domain, name: group.name, after: group.createdPosition, now: at, ...ledgerColumns(group) };
       const open = this.#get<{ open: number; inFlight: number | null; foreign: number | null; oldest: string | null }>(
         `SELECT COUNT(*) AS open, SUM(CASE WHEN d.deadline > @now THEN 1 ELSE 0 END) AS inFlight,
-           SUM(CASE WHEN d.event_id IS NULL AND p.consumed_spoke IS NOT NULL THEN 1 ELSE 0 END) AS "foreign", MIN(e.timestamp) AS oldest ${scope(group)}`,
+           SUM(${foreign(group)}) AS "foreign", MIN(e.timestamp) AS oldest ${scope(group)}`,
         params,
       );
       const name = group.name === '*' ? '' : 'AND e.name = @name';
@@ -142,7 +148,7 @@ export class SqliteLedger implements DeliveryLedger {
     const rows = this.#all<UnsettledRow>(
       `SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data,
          d.attempts, d.owner, d.deadline, d.available_at, d.last_error,
-         CASE WHEN d.event_id IS NULL AND p.consumed_spoke IS NOT NULL THEN 1 ELSE 0 END AS "foreign"
+         ${foreign(group)} AS "foreign"
        ${scope(group)} ORDER BY e.position LIMIT @limit`,
       { domain: group.domain, name: group.name, after: Math.max(after, group.createdPosition), limit: Math.max(0, limit), ...ledgerColumns(group) },
     );
