@@ -25,6 +25,10 @@ const MAX_TIMER = 2 ** 31 - 1;
 interface GroupState {
   readonly key: GroupKey;
   readonly record: Promise<GroupRecord>;
+  /** createdPosition, once the record is read. */
+  created: number | undefined;
+  /** The position of the last event of the group routed here. */
+  routedUpTo: number;
   /** Every event at or below it has an outcome for the group, or is open on this gateway. */
   scanFrom: number;
   /** A delivery ended below scanFrom during a pass: the next pass starts there. */
@@ -59,15 +63,54 @@ export class Backlog {
     return record;
   }
 
-  /** A routed event: the passes of the groups here that take it. True when there is one. */
-  route(event: StoredEvent): boolean {
+  /**
+   * A routed event (routes come in position order per domain): straight to a member of each group
+   * here that is caught up (nothing of its backlog before it is pending here), else through a pass.
+   * True when a group here takes it.
+   */
+  async route(event: StoredEvent): Promise<boolean> {
     const keys = this.#consumers.groupsFor(event.domain, event.name);
-    for (const key of keys) this.#run(this.#state(key));
+    for (const key of keys) {
+      const state = this.#state(key);
+      const caughtUp = state.created !== undefined && !state.pass && state.rewind === undefined && state.scanFrom >= state.routedUpTo;
+      state.routedUpTo = Math.max(state.routedUpTo, event.position);
+      if (!caughtUp || this.#stopped) {
+        this.#run(state);
+        continue;
+      }
+      const candidates = this.#consumers.candidates(key, event.name, undefined);
+      let started = false;
+      try {
+        started = candidates.length > 0 && (await this.#leases.start(this.#consumers.next(candidates), key, event));
+      } catch (error) {
+        this.#log.error('could not deliver a routed event', { event: event.id, error });
+      }
+      if (started) state.scanFrom = Math.max(state.scanFrom, event.position);
+      else this.#run(state);
+    }
     return keys.length > 0;
   }
 
   /** A delivery ended without an outcome: the event is pending again for every group state on its ledger. */
   pending(key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): void {
+    const own = this.#groups.get(groupId(key));
+    // Due now: straight to another member, without a pass (a burst of expiries must not rescan the backlog for each).
+    if (own && at <= Date.now() && !this.#stopped) return void this.#redeliver(own, key, event, avoid, at);
+    this.#rewind(key, event, avoid, at);
+  }
+
+  async #redeliver(state: GroupState, key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): Promise<void> {
+    try {
+      const candidates = this.#consumers.candidates(state.key, event.name, avoid);
+      if (candidates.length > 0 && (await this.#leases.start(this.#consumers.next(candidates), state.key, event))) return;
+    } catch (error) {
+      this.#log.error('could not deliver an event again', { event: event.id, error });
+    }
+    this.#rewind(key, event, avoid, at);
+  }
+
+  /** The event is pending again below scanFrom: the next pass of each group state on its ledger starts there. */
+  #rewind(key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): void {
     if (avoid) this.#avoid.set(ledgerKey(key, event.id), avoid);
     const { gname, grp } = ledgerColumns(key);
     for (const state of this.#groups.values()) {
@@ -103,7 +146,9 @@ export class Backlog {
     let state = this.#groups.get(id);
     if (!state) {
       const record = this.#ledger().ensureGroup(key);
-      state = { key, record, scanFrom: 0, rewind: undefined, pass: undefined };
+      state = { key, record, created: undefined, routedUpTo: 0, scanFrom: 0, rewind: undefined, pass: undefined };
+      const created = state;
+      void record.then((group) => void (created.created = group.createdPosition), () => undefined);
       this.#groups.set(id, state);
       // A failed creation is tried again by the next registration.
       record.catch(() => this.#groups.get(id) === state && this.#groups.delete(id));

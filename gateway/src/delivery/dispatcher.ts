@@ -219,7 +219,7 @@ export class Dispatcher implements RouteTarget {
   async #distribute(event: StoredEvent): Promise<boolean> {
     const subscribed = this.#fanOut.send(event);
     const waited = this.#waits.match(event);
-    const consumed = this.#backlog.route(event);
+    const consumed = await this.#backlog.route(event);
     return subscribed || waited || consumed;
   }
 

@@ -71,6 +71,8 @@ export class Leases {
   readonly #events: LeaseEvents;
   readonly #open = new Map<string, Delivery>();
   readonly #byEvent = new Map<string, Delivery>();
+  /** ledgerKeys whose claim is under way. */
+  readonly #claiming = new Set<string>();
   #nextDelivery = 1;
   #stopped = false;
 
@@ -101,15 +103,25 @@ export class Leases {
 
   /** Whether this gateway has the event open for the group. */
   isOpen(key: GroupKey, eventId: string): boolean {
-    return this.#byEvent.has(ledgerKey(key, eventId));
+    const id = ledgerKey(key, eventId);
+    return this.#byEvent.has(id) || this.#claiming.has(id);
   }
 
   /** Claims the event for `key` in the store and sends it to `consumer`; false when another took it first. */
   async start(consumer: ConsumerRef, key: GroupKey, event: StoredEvent): Promise<boolean> {
     if (this.#stopped) return false;
+    const claiming = ledgerKey(key, event.id);
+    // Being claimed or open here: taken (a pass and a redelivery may meet on one event).
+    if (this.isOpen(key, event.id)) return true;
     const id = `${this.#boot}-${this.#nextDelivery++}`;
     const now = Date.now();
-    const attempt = await this.#ledger().claim({ key, event, owner: this.owner, consumer: this.#consumer, delivery: id, deadline: now + this.#leaseMs, now });
+    this.#claiming.add(claiming);
+    let attempt: number | undefined;
+    try {
+      attempt = await this.#ledger().claim({ key, event, owner: this.owner, consumer: this.#consumer, delivery: id, deadline: now + this.#leaseMs, now });
+    } finally {
+      this.#claiming.delete(claiming);
+    }
     if (attempt === undefined) return false;
     const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined };
     this.#open.set(id, delivery);

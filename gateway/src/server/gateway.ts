@@ -13,6 +13,7 @@ import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfi
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
 import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
+import { watchGroups } from '../group-metrics.js';
 import { operations } from '../connection/operations.js';
 import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
 import { httpHandler } from './http.js';
@@ -130,6 +131,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const mesh = dependencies.router || settings.EVENTFLOW_ROUTER === 'local' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
   const givenRouter = dependencies.router ?? mesh?.router ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
+  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()));
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   const dispatcher = new Dispatcher(store, router, id, log, {
     leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,

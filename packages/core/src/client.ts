@@ -342,6 +342,33 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return generatePid();
   }
 
+  // ── consumer groups and dead letters (PROTOCOL.md §groups) ─────────────────────────────
+
+  /** The consumer groups of the store (of `domain`, if given) with their counts, for the domains this client may consume. */
+  async groups(domain?: string, options?: RequestOptions): Promise<Result<'groups'>['groups']> {
+    return this.#field('groups', domain === undefined ? {} : { domain }, 'groups', options);
+  }
+
+  /** Removes a consumer group ('' = the default group) and its ledger; needs the `manage` right. */
+  async deleteGroup(domain: string, name: string, group: string, options?: RequestOptions): Promise<boolean> {
+    return this.#field('deleteGroup', { domain, name, group }, 'deleted', options);
+  }
+
+  /** Dead letters, newest first (`limit` default 100, at most 1000). */
+  async deadLetters(query: Params<'deadLetters'> = {}, options?: RequestOptions): Promise<Result<'deadLetters'>['deadLetters']> {
+    return this.#field('deadLetters', query, 'deadLetters', options);
+  }
+
+  /** Puts a dead letter back into its group's backlog with a new attempt cycle; needs `manage`. */
+  async requeueDeadLetter(key: Params<'requeueDeadLetter'>, options?: RequestOptions): Promise<boolean> {
+    return this.#field('requeueDeadLetter', key, 'requeued', options);
+  }
+
+  /** Drops a dead letter from the list (the event stays failed); needs `manage`. */
+  async discardDeadLetter(key: Params<'discardDeadLetter'>, options?: RequestOptions): Promise<boolean> {
+    return this.#field('discardDeadLetter', key, 'discarded', options);
+  }
+
   /** v4's composeEventlogState (chunk size 10 by default). */
   composeEventlogState(eventlog: ReadonlyArray<{ data: unknown }>, size?: number): State {
     return composeEventlogState(eventlog, size);

@@ -82,8 +82,13 @@ export class SqliteLedger implements DeliveryLedger {
     return this.#stmt(sql).run(params).changes;
   }
 
+  /** One transaction function for all: better-sqlite3 builds a wrapper per db.transaction() call. */
+  readonly #transaction = (work: () => unknown): unknown => work();
+  #wrapped: Database.Transaction<(work: () => unknown) => unknown> | undefined;
+
   #immediate<T>(work: () => T): T {
-    return this.#db.transaction(work).immediate();
+    this.#wrapped ??= this.#db.transaction(this.#transaction);
+    return this.#wrapped.immediate(work) as T;
   }
 
   async ensureGroup(key: GroupKey): Promise<GroupRecord> {
