@@ -50,9 +50,10 @@ export interface ConsumeContext {
    * Asks for the event to be delivered again after `ms` (default 0) instead of settling it, counted
    * as an attempt (NATS nak-with-delay): when the handler then resolves, the gateway redelivers the
    * event to the group after the delay, or makes it a dead letter after the last attempt. Throwing
-   * still marks the event failed.
+   * still marks the event failed. `reason` (an Error or a message) is recorded as the last error,
+   * which a dead letter carries.
    */
-  retry(ms?: number): void;
+  retry(ms?: number, reason?: unknown): void;
 }
 /** Resolving marks the event success (or a retry, after context.retry); throwing (or rejecting) marks it failed. */
 export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;

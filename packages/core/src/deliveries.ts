@@ -17,7 +17,7 @@ export interface DeliveryContext {
   attempt: number;
   signal: AbortSignal;
   extend(ms?: number): Promise<{ ms: number }>;
-  retry(ms?: number): void;
+  retry(ms?: number, reason?: unknown): void;
 }
 export type DeliveryHandler = (event: StoredEvent, context: DeliveryContext) => unknown;
 
@@ -83,7 +83,9 @@ export class Deliveries {
       if (!handler) return this.#settle(delivery, lease, 'release');
       let error: Failure | undefined;
       let retryMs: number | undefined;
-      const retry = (ms = 0): void => {
+      let retryReason: Failure | undefined;
+      const retry = (ms = 0, reason?: unknown): void => {
+        retryReason = reason === undefined ? undefined : describeFailure(reason);
         if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_RETRY_MS) {
           throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `retry(ms): ms must be an integer from 0 to ${MAX_RETRY_MS}`);
         }
@@ -96,7 +98,7 @@ export class Deliveries {
       }
       // A handler that gave up because its delivery was lost has no outcome to report.
       if (error && signal.aborted) return;
-      if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', undefined, retryMs);
+      if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', retryReason, retryMs);
       else await this.#settle(delivery, lease, error ? 'failed' : 'success', error);
     })().finally(() => this.#leases.get(delivery) === lease && this.#leases.delete(delivery));
   }
