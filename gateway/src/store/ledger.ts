@@ -157,3 +157,27 @@ export function ledgerColumns(key: GroupKey): { gname: string; grp: string } {
 export function keyOf(domain: string, gname: string, grp: string, eventName: string): GroupKey {
   return grp === DEFAULT_GROUP ? { domain, name: eventName, group: DEFAULT_GROUP } : { domain, name: gname, group: grp };
 }
+
+/** SQL shared by both stores' ledgers (event_published as `p`, eventflow_delivery as `d`): v4's outcome columns unset. */
+export const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
+
+/**
+ * SQL: 1 for an event of the default group claimed by a v4 spoke: v4's claim, set and not under a
+ * lease of a gateway (a gateway's lease has a deadline; a released one clears the claim).
+ */
+export const foreign = (key: GroupKey): string =>
+  key.group === DEFAULT_GROUP ? 'CASE WHEN p.consumed_spoke IS NOT NULL AND d.deadline IS NULL THEN 1 ELSE 0 END' : '0';
+
+/** A row of eventflow_delivery with its event's name, as the stores read it (`T`: how the driver returns BIGINTs). */
+export interface LedgerRow<T> {
+  event_id: string;
+  domain: string;
+  gname: string;
+  grp: string;
+  name: string;
+  owner: string | null;
+  deadline: T | null;
+  available_at: T | null;
+  attempts: number;
+  outcome: string | null;
+}

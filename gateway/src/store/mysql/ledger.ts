@@ -1,7 +1,7 @@
 /** The MySQL/MariaDB delivery ledger (store/ledger.ts): consumer groups and leases on the gateway's own tables. */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { ClaimRequest, DeadLetterQuery, DeliveryLedger, EndedDelivery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter, Unsettled } from '../ledger.js';
-import { DEFAULT_GROUP, keyOf, ledgerColumns } from '../ledger.js';
+import { DEFAULT_GROUP, foreign, keyOf, ledgerColumns, UNSETTLED, type LedgerRow } from '../ledger.js';
 import { driverCode, run, transaction } from './db.js';
 import { FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
@@ -27,26 +27,7 @@ const TABLES = [
 ) ${ASCII}`,
 ];
 
-const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
-/**
- * 1 for an event of the default group claimed by a v4 spoke: v4's claim, set and not under a lease
- * of a gateway (a gateway's lease has a deadline; a released one clears the claim).
- */
-const foreign = (key: GroupKey): string =>
-  key.group === DEFAULT_GROUP ? 'CASE WHEN p.consumed_spoke IS NOT NULL AND d.deadline IS NULL THEN 1 ELSE 0 END' : '0';
-
-interface DeliveryRow {
-  event_id: string;
-  domain: string;
-  gname: string;
-  grp: string;
-  name: string;
-  owner: string | null;
-  deadline: number | string | null;
-  available_at: number | string | null;
-  attempts: number;
-  outcome: string | null;
-}
+type DeliveryRow = LedgerRow<number | string>;
 
 type UnsettledRow = EventRow & { attempts: number | null; owner: string | null; deadline: string | number | null; available_at: string | number | null; foreign_claim: number; last_error: string | null };
 

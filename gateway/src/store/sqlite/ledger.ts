@@ -1,7 +1,7 @@
 /** The SQLite delivery ledger (store/ledger.ts): consumer groups and leases on the gateway's own tables. */
 import type Database from 'better-sqlite3';
 import type { ClaimRequest, DeadLetterQuery, DeliveryLedger, EndedDelivery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter, Unsettled } from '../ledger.js';
-import { DEFAULT_GROUP, keyOf, ledgerColumns } from '../ledger.js';
+import { DEFAULT_GROUP, foreign, keyOf, ledgerColumns, UNSETTLED, type LedgerRow } from '../ledger.js';
 import { now, toStoredEvent, type EventRow } from './statements.js';
 
 export const LEDGER_SCHEMA = `
@@ -22,27 +22,9 @@ CREATE INDEX IF NOT EXISTS idx_delivery_owner ON eventflow_delivery (owner, outc
 CREATE INDEX IF NOT EXISTS idx_delivery_group ON eventflow_delivery (domain, gname, grp, outcome);
 `;
 
-const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
-/**
- * 1 for an event of the default group claimed by a v4 spoke: v4's claim, set and not under a lease
- * of a gateway (a gateway's lease has a deadline; a released one clears the claim).
- */
-const foreign = (key: GroupKey): string =>
-  key.group === DEFAULT_GROUP ? 'CASE WHEN p.consumed_spoke IS NOT NULL AND d.deadline IS NULL THEN 1 ELSE 0 END' : '0';
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
-interface DeliveryRow {
-  event_id: string;
-  domain: string;
-  gname: string;
-  grp: string;
-  name: string;
-  owner: string | null;
-  deadline: number | null;
-  available_at: number | null;
-  attempts: number;
-  outcome: string | null;
-}
+type DeliveryRow = LedgerRow<number>;
 
 type UnsettledRow = EventRow & { attempts: number | null; owner: string | null; deadline: number | null; available_at: number | null; foreign: number; last_error: string | null };
 
