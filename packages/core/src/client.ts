@@ -170,6 +170,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     options: RequestEventOptions = {},
   ): Promise<EventOf<M, D>> {
     const input = withId(event);
+    assertSignal(options.signal);
     let outcome!: Promise<StoredEvent>;
     // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say).
     const cancel = new AbortController();
