@@ -91,6 +91,8 @@ export const configSchema = z.object({
    * the latest one (store/snapshots.ts); 0: no snapshots (neither read nor stored), every read folds the whole eventlog.
    */
   EVENTFLOW_SNAPSHOT_EVERY: nonNegativeInt.default(configDefaults.EVENTFLOW_SNAPSHOT_EVERY),
+  /** On stop: how long running consume handlers may still settle before their leases are released. */
+  EVENTFLOW_DRAIN_TIMEOUT_MS: nonNegativeInt.default(configDefaults.EVENTFLOW_DRAIN_TIMEOUT_MS),
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
   EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_PUBLISH_RATE),
   /**

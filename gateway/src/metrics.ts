@@ -17,9 +17,10 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { OperationName, ServerFrame } from '@eventflow/core';
 import type { Router } from './router/router.js';
 import type { EventStore } from './store/store.js';
+import type { DeliveryLedger } from './store/ledger.js';
 
 export type WriteOperation = 'publish' | 'persist' | 'schedule';
-export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'revoked' | 'dead_lettered';
+export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'retried' | 'revoked' | 'dead_lettered';
 
 /** The hooks the session and dispatcher call. Each is O(1) and allocation-free. */
 export interface GatewayMetrics {
@@ -72,7 +73,7 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly #published: Record<WriteOperation, number> = { publish: 0, persist: 0, schedule: 0 };
   readonly #delivered: Record<DeliveredKind, number> = { subscription: 0, consumer: 0, wait: 0 };
   readonly #dropped: Record<DropReason, number> = { slow_client: 0, no_recipient: 0 };
-  readonly #outcomes: Record<ConsumeOutcome, number> = { success: 0, failed: 0, released: 0, revoked: 0, dead_lettered: 0 };
+  readonly #outcomes: Record<ConsumeOutcome, number> = { success: 0, failed: 0, released: 0, retried: 0, revoked: 0, dead_lettered: 0 };
   #redeliveries = 0;
   readonly #storeErrors = new Map<string, number>();
   readonly #storeLatency: Histogram<'operation'>;
@@ -218,12 +219,17 @@ export class PrometheusMetrics implements GatewayMetrics {
   /** The store, with every method call timed into eventflow_store_operation_seconds{operation}. */
   measureStore(store: EventStore): EventStore {
     const children = new Map<string, { observe(seconds: number): void }>();
-    return decorate(store, () => true, (operation, started, failed) => {
+    const observe = (operation: string, started: number, failed: boolean): void => {
       let child = children.get(operation);
       if (!child) children.set(operation, (child = this.#storeLatency.labels(operation)));
       child.observe((performance.now() - started) / 1000);
       if (failed) this.#storeErrors.set(operation, (this.#storeErrors.get(operation) ?? 0) + 1);
-    });
+    };
+    const measured = decorate(store, (name) => name !== 'ledger', observe);
+    // The delivery ledger's calls too, as `ledger.<method>` (made once the store is open).
+    let ledger: DeliveryLedger | undefined;
+    measured.ledger = () => (ledger ??= decorate(store.ledger(), () => true, (operation, started, failed) => observe(`ledger.${operation}`, started, failed)));
+    return measured;
   }
 
   /** The router, with `publish` timed into eventflow_router_publish_seconds{router}. */

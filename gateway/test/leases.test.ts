@@ -181,14 +181,14 @@ describe('consume leases (SQLite)', () => {
       sendRevoked: (delivery) => void revoked.push(delivery),
     };
     const { dispatcher } = t.gateway;
-    dispatcher.addConsumer(peer, 'c1', 'jobs', 'run');
+    await dispatcher.addConsumer(peer, 'c1', 'jobs', 'run');
     await t.client().publish({ domain: 'jobs', name: 'run', pid: 'p' });
     await eventually(() => delivered.length === 1, 5_000, 'delivery');
-    expect(dispatcher.extend(peer, delivered[0]!, undefined)).toBe(LEASE);
-    expect(await dispatcher.settle(peer, delivered[0]!, 'success')).toBe(true);
+    expect(await dispatcher.extend(peer, delivered[0]!, undefined)).toBe(LEASE);
+    expect(await dispatcher.settle(peer, delivered[0]!, { outcome: 'success' })).toBe(true);
     await sleep(LEASE * 2);
     expect(revoked).toEqual([]);
-    expect(dispatcher.extend(peer, delivered[0]!, undefined)).toBeUndefined();
+    expect(await dispatcher.extend(peer, delivered[0]!, undefined)).toBeUndefined();
     expect(delivered).toHaveLength(1);
     await dispatcher.removePeer(peer);
   });

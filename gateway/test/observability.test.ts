@@ -125,7 +125,8 @@ describe('/metrics', () => {
     expect(moved('eventflow_errors_total{code="E_EVENTFLOW_UNKNOWN_DELIVERY"}')).toBe(1);
     // One append per write; the router handed 4 published events on.
     expect(moved('eventflow_store_operation_seconds_count{operation="append"}')).toBe(5);
-    expect(moved('eventflow_store_operation_seconds_count{operation="settle"}')).toBe(3);
+    // Three settles, and the fourth (of a delivery no longer open here) looked up in the ledger.
+    expect(moved('eventflow_store_operation_seconds_count{operation="ledger.settle"}')).toBe(4);
     expect(moved('eventflow_store_operation_seconds_count{operation="markOrphans"}')).toBe(1);
     expect(moved('eventflow_router_publish_seconds_count{router="local"}')).toBe(4);
     expect(after.get('eventflow_router_publish_seconds_bucket{le="+Inf",router="local"}')).toBe(after.get('eventflow_router_publish_seconds_count{router="local"}'));
@@ -196,6 +197,12 @@ describe('/metrics', () => {
       eventflow_waits: 'gauge',
       eventflow_store_operation_seconds: 'histogram',
       eventflow_router_publish_seconds: 'histogram',
+      // Per consumer group (labels domain, name, group: registered groups only, never an event's domain).
+      eventflow_group_pending: 'gauge',
+      eventflow_group_in_flight: 'gauge',
+      eventflow_group_redelivered: 'gauge',
+      eventflow_group_dead_letters: 'gauge',
+      eventflow_group_oldest_pending_age_seconds: 'gauge',
     });
     for (const value of ['unique-event-id', 'some-domain', 'some-pid']) expect(text).not.toContain(value);
   });

@@ -7,6 +7,7 @@ import { sleep } from '@eventflow/test-support/wait';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent } from '@eventflow/core';
 import type { AppendOutcome, AppendRequest, AppendResult, EventStore, NewEvent } from '../src/store/store.js';
+import { describeLedger } from './ledger-suite.js';
 
 export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
   const error = await promise.then(
@@ -443,6 +444,8 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(await store.claimForConsumer(event.id, 'c1')).toBe(true);
       });
     });
+
+    describeLedger(open, newEvent);
 
     describe('scheduling', () => {
       it('reports the earliest unexecuted due time', async () => {

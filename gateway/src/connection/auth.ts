@@ -16,7 +16,8 @@ import { glob, type Glob } from './glob.js';
  * pattern text (`"wildcard": ["tenant-a.*"]` allows `tenant-a.>` and `tenant-a.*.orders`). Each event
  * is then delivered only if `subscribe` allows its own domain.
  */
-export const actions = ['read', 'subscribe', 'publish', 'consume', 'schedule', 'delete', 'wildcard'] as const;
+/** `manage`: delete consumer groups, requeue and discard dead letters (per domain). */
+export const actions = ['read', 'subscribe', 'publish', 'consume', 'schedule', 'delete', 'wildcard', 'manage'] as const;
 export type Action = (typeof actions)[number];
 
 /** What one connection may do: per action, the domain patterns allowed. */
@@ -215,6 +216,12 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   readDistinctPidByDomain: { kind: 'domain', action: 'read', domain: param },
   persistEntityAssociation: { kind: 'byEvent', action: 'publish' },
   persistChildProcessAssociation: { kind: 'domain', action: 'publish', domain: param },
+  // Listed for the domains the connection may consume (the handler filters).
+  groups: { kind: 'own', action: 'consume' },
+  deadLetters: { kind: 'own', action: 'consume' },
+  deleteGroup: { kind: 'domain', action: 'manage', domain: param },
+  requeueDeadLetter: { kind: 'domain', action: 'manage', domain: param },
+  discardDeadLetter: { kind: 'domain', action: 'manage', domain: param },
   authenticate: { kind: 'none' },
   ping: { kind: 'none' },
 };

@@ -10,6 +10,7 @@ import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
 import { readEventlogState, snapshotsOf } from '../store/snapshots.js';
 import { configDefaults } from '../defaults.js';
+import { manageOperations } from './manage-operations.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
@@ -45,8 +46,13 @@ export type Operation<O extends OperationName> = (session: Session, params: Para
 export type Operations = { [O in OperationName]: Operation<O> };
 
 export const operations: Operations = {
-  async publish(session, { event, expectedVersion }, request) {
+  async publish(session, { event, expectedVersion, requireConsumer }, request) {
     const { store, router, gatewayId } = session.context;
+    if (requireConsumer && !(await store.ledger().consumed(event.domain, event.name))) {
+      throw new EventflowError('E_EVENTFLOW_NO_CONSUMER', `no consumer group takes ${event.domain} › ${event.name}; register a consumer first, or pass requireConsumer: false`, {
+        details: { domain: event.domain, name: event.name },
+      });
+    }
     const routedBy = router.claimsOnAppend;
     const { event: stored, created } = await store.append(await appendable(session, event, 'publish'), { publisher: gatewayId, expectedVersion, routedBy });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
@@ -87,8 +93,9 @@ export const operations: Operations = {
     return {};
   },
 
-  async consume(session, { consumer, domain, name, after }) {
-    return { head: await session.consume(consumer, domain, name, after) };
+  // `after` is accepted from older clients and not needed: the group's ledger says what is pending.
+  async consume(session, { consumer, domain, name, group }) {
+    return { head: await session.consume(consumer, domain, name, group ?? '') };
   },
 
   async removeConsumer(session, { consumer }) {
@@ -96,25 +103,27 @@ export const operations: Operations = {
     return {};
   },
 
-  async settle(session, { delivery, outcome, error }, request) {
+  async settle(session, { delivery, outcome, error, delayMs }, request) {
     if (error) request.log.debug('consumer reported a failure', { delivery, outcome, reason: error });
-    if (!(await session.context.dispatcher.settle(session, delivery, outcome))) {
+    const message = error?.message;
+    const settlement = outcome === 'retry' ? { outcome, delayMs: delayMs ?? 0, error: message } : outcome === 'release' ? { outcome } : { outcome, error: message };
+    if (!(await session.context.dispatcher.settle(session, delivery, settlement))) {
       throw unknownDelivery(delivery);
     }
     return {};
   },
 
   async extend(session, { delivery, ms }) {
-    const granted = session.context.dispatcher.extend(session, delivery, ms);
+    const granted = await session.context.dispatcher.extend(session, delivery, ms);
     if (granted === undefined) throw unknownDelivery(delivery);
     return { ms: granted };
   },
 
-  async wait(session, { wait, domain, pid, names, afterId, afterPosition }) {
+  async wait(session, { wait, domain, pid, names, afterId, afterPosition, request }) {
     const head = await session.context.store.head();
     let after = afterPosition;
     if (after === undefined && afterId !== undefined) after = (await session.eventFor('wait', 'subscribe', afterId)).position;
-    await session.wait(wait, domain, pid, names, after);
+    await session.wait(wait, domain, pid, names, after, request);
     return { head };
   },
 
@@ -207,4 +216,6 @@ export const operations: Operations = {
   async ping() {
     return {};
   },
+
+  ...manageOperations,
 };

@@ -31,6 +31,7 @@ export type { SessionContext } from './context.js';
 interface ConsumerState {
   readonly domain: string;
   readonly name: string;
+  readonly group: string;
 }
 
 /** A subscription of this connection: its (domain, name) and its replay state (replay.ts). */
@@ -272,6 +273,11 @@ export class Session implements Peer {
     if (this.#mayReceive('subscribe', event.domain)) this.#out.send({ type: 'waited', wait, event });
   }
 
+  sendWaitFailed(wait: string, domain: string, message: string, details: Record<string, unknown>): void {
+    this.#waits.delete(wait);
+    if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'waitFailed', wait, code: 'E_EVENTFLOW_CONSUMER_FAILED', message, details });
+  }
+
   sendDeleted(domain: string, pid: string, id: string | undefined): void {
     if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
   }
@@ -325,12 +331,12 @@ export class Session implements Peer {
    * Registers consumer `handle` for (domain, name); with `after`, the unclaimed events after it
    * are delivered to it. Returns the head. A handle already naming another consumer is refused.
    */
-  async consume(handle: string, domain: string, name: string, after: number | undefined): Promise<number> {
+  async consume(handle: string, domain: string, name: string, group = ''): Promise<number> {
     const existing = this.#consumers.get(handle);
-    if (existing !== undefined && (existing.domain !== domain || existing.name !== name)) {
+    if (existing !== undefined && (existing.domain !== domain || existing.name !== name || existing.group !== group)) {
       throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${handle}" already names another consumer on this connection; use a new handle`);
     }
-    this.#consumers.set(handle, { domain, name });
+    this.#consumers.set(handle, { domain, name, group });
     const head = await this.context.store.head();
     try {
       this.recheck('consume', 'consume', domain);
@@ -338,8 +344,12 @@ export class Session implements Peer {
       if (existing === undefined) this.#consumers.delete(handle);
       throw error;
     }
-    this.context.dispatcher.addConsumer(this, handle, domain, name);
-    if (after !== undefined) void this.context.dispatcher.catchUp(this, handle, after);
+    try {
+      await this.context.dispatcher.addConsumer(this, handle, domain, name, group);
+    } catch (error) {
+      if (existing === undefined) this.#consumers.delete(handle);
+      throw error;
+    }
     return head;
   }
 
@@ -350,11 +360,11 @@ export class Session implements Peer {
   }
 
   /** Registers wait `handle`; `after` also matches an outcome already stored after that position. */
-  async wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
+  async wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
     this.recheck('wait', 'subscribe', domain);
     // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (sendWaited) or cancelled.
     this.#waits.add(handle);
-    await this.context.dispatcher.addWait(this, handle, domain, pid, names, after);
+    await this.context.dispatcher.addWait(this, handle, domain, pid, names, after, request);
   }
 
   cancelWait(handle: string): void {

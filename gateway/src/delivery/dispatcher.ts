@@ -16,12 +16,14 @@ import { PUMP_PAGE } from '../defaults.js';
 import type { Logger } from '../log.js';
 import { noMetrics, type GatewayMetrics } from '../metrics.js';
 import type { RouteTarget, Router } from '../router/router.js';
-import type { EventStore, Outcome } from '../store/store.js';
+import type { EventStore } from '../store/store.js';
+import { DEFAULT_GROUP, type GroupKey, type GroupRecord } from '../store/ledger.js';
+import { Backlog } from './backlog.js';
 import { Consumers } from './consumers.js';
 import { FanOut } from './fan-out.js';
 import { Interest } from './interest.js';
 import { PatternIndex, PatternPump, type PatternFilter } from './patterns.js';
-import { Leases, type LeaseOptions } from './leases.js';
+import { Leases, type LeaseOptions, type Settlement } from './leases.js';
 import type { Peer } from './peer.js';
 import { Waits } from './waits.js';
 
@@ -54,6 +56,9 @@ export class Dispatcher implements RouteTarget {
   readonly #waits: Waits;
   readonly #consumers: Consumers;
   readonly #leases: Leases;
+  readonly #backlog: Backlog;
+  readonly #patternIndex = new PatternIndex();
+  readonly #patterns: PatternPump;
   /** domain → the position up to which its published events have been handed out. */
   readonly #cursors = new Map<string, number>();
   /** domain → the running pump; a second notification meanwhile asks for one more pass. */
@@ -73,12 +78,35 @@ export class Dispatcher implements RouteTarget {
     this.#fanOut = new FanOut(interest);
     this.#waits = new Waits(store, interest);
     this.#consumers = new Consumers(interest);
-    this.#leases = new Leases(store, this.#consumers, consumerId, log, this.#metrics, options);
+    const ledger = () => store.ledger();
+    this.#leases = new Leases(ledger, consumerId, log, this.#metrics, options, {
+      pending: (key, event, avoid, at) => this.#backlog.pending(key, event, avoid, at),
+      failed: (eventId, message, attempt) => this.#waits.consumeFailed(eventId, message, attempt),
+    });
+    this.#backlog = new Backlog(ledger, this.#consumers, this.#leases, log);
     this.#patterns = new PatternPump(store, this.#patternIndex, (error) => log.error('pattern subscriptions: reading published events failed', { error }));
   }
 
-  readonly #patternIndex = new PatternIndex();
-  readonly #patterns: PatternPump;
+  /** This gateway instance as the owner of leases in the store. */
+  get leaseOwner(): string {
+    return this.#leases.owner;
+  }
+
+  /** A dead letter went back to its group's backlog: it is delivered again. */
+  async requeued(key: GroupKey, eventId: string): Promise<void> {
+    const event = await this.#store.read(eventId);
+    if (event) this.#backlog.pending(key, event, undefined, Date.now());
+  }
+
+  /** Members of the group registered on this gateway. */
+  members(key: GroupKey): number {
+    return this.#consumers.all().filter((consumer) => consumer.domain === key.domain && consumer.name === key.name && consumer.group === key.group).length;
+  }
+
+  /** A group was deleted: its state here is forgotten. */
+  forgetGroup(key: GroupKey): void {
+    this.#backlog.forget(key);
+  }
 
   /** Adds (or replaces) a pattern subscription; `head` is the store's head read before (patterns.ts). */
   subscribePattern(peer: Peer, handle: string, filter: PatternFilter, head: number): void {
@@ -96,8 +124,18 @@ export class Dispatcher implements RouteTarget {
     this.#start = await this.#store.head();
   }
 
+  /**
+   * Gateway stop, first step: no delivery starts from now on; open ones may settle for up to
+   * `timeoutMs` (their connections stay open meanwhile), then the rest are released in the store.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#backlog.stop();
+    await this.#leases.drain(timeoutMs);
+  }
+
   /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */
   stop(): void {
+    this.#backlog.stop();
     this.#leases.stop();
   }
 
@@ -111,8 +149,18 @@ export class Dispatcher implements RouteTarget {
     this.#fanOut.unsubscribe(peer, domain, name);
   }
 
-  addConsumer(peer: Peer, handle: string, domain: string, name: string): void {
-    this.#consumers.add(peer, handle, domain, name);
+  /**
+   * Registers a member of the consumer group (domain, name, group) ('' = the default group). The
+   * group exists in the store once this resolves; its backlog is then delivered (backlog.ts).
+   */
+  async addConsumer(peer: Peer, handle: string, domain: string, name: string, group = ''): Promise<GroupRecord> {
+    const consumer = this.#consumers.add(peer, handle, domain, name, group);
+    try {
+      return await this.#backlog.join(consumer);
+    } catch (error) {
+      this.#consumers.remove(peer, handle);
+      throw error;
+    }
   }
 
   /** Unregisters a consumer; its open deliveries go to other consumers. */
@@ -121,18 +169,9 @@ export class Dispatcher implements RouteTarget {
     if (removed) await this.#leases.recall((consumer) => consumer === removed, 'consumer removed');
   }
 
-  /**
-   * A consumer came back with its position: events of its (domain, name) published after it that
-   * nobody claimed go to it now (leases.ts catchUp).
-   */
-  async catchUp(peer: Peer, handle: string, after: number): Promise<void> {
-    const consumer = this.#consumers.find(peer, handle);
-    if (consumer) await this.#leases.catchUp(consumer, after);
-  }
-
   /** Registers a wait; `after` also matches an outcome already stored after that position. */
-  addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
-    return this.#waits.add(peer, handle, domain, pid, names, after);
+  addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
+    return this.#waits.add(peer, handle, domain, pid, names, after, request);
   }
 
   cancelWait(peer: Peer, handle: string): void {
@@ -181,17 +220,19 @@ export class Dispatcher implements RouteTarget {
 
   /**
    * A hub's `publish` record: a new event is routed; one already handed out here (a v4 hub took back a stuck
-   * claim and sent it again, eventflow-v4.md §11 A1) goes to one consumer here again, not to subscribers or
-   * waits, which have it. Its claim guard (consumed_spoke NULL, no outcome) keeps it to one consumer across the
-   * mesh; a delivery of it still open here keeps it, and takes the claim back from the hub.
+   * claim and sent it again, eventflow-v4.md §11 A1) is pending again for the default groups here, which share
+   * v4's claim columns with v4 spokes; not for subscribers or waits, which have it, nor for named groups, whose
+   * ledger no v4 peer touches. The ledger's guarded claim keeps it to one consumer across the mesh, and a
+   * delivery of it still open here keeps it, taking v4's claim column back from the hub.
    */
   async routeAnnounced(event: StoredEvent): Promise<void> {
     if (event.position > (this.#cursors.get(event.domain) ?? this.#start)) return this.route(event);
-    if (this.#leases.isOpen(event.id)) {
-      await this.#store.claimForConsumer(event.id, this.#claimant);
-      return;
+    const now = Date.now();
+    for (const key of this.#consumers.groupsFor(event.domain, event.name)) {
+      if (key.group !== DEFAULT_GROUP) continue;
+      if (this.#leases.isOpen(key, event.id)) await this.#store.claimForConsumer(event.id, this.#claimant);
+      else this.#backlog.pending(key, event, undefined, now);
     }
-    await this.#leases.deliver(event, 1, undefined);
   }
 
   async #pump(domain: string): Promise<void> {
@@ -217,7 +258,7 @@ export class Dispatcher implements RouteTarget {
     // Pattern subscriptions get the event from their own pump, in position order across domains.
     const subscribed = this.#fanOut.send(event) || this.#patternIndex.wants(event);
     const waited = this.#waits.match(event);
-    const consumed = await this.#leases.deliver(event, 1, undefined);
+    const consumed = await this.#backlog.route(event);
     return subscribed || waited || consumed;
   }
 
@@ -232,15 +273,15 @@ export class Dispatcher implements RouteTarget {
    * Records a consumer's outcome; `release` hands the event to another consumer. False when the
    * delivery is not open on this peer (settled, recalled, revoked, or another peer's).
    */
-  settle(peer: Peer, deliveryId: string, outcome: Outcome | 'release'): Promise<boolean> {
-    return this.#leases.settle(peer, deliveryId, outcome);
+  settle(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
+    return this.#leases.settle(peer, deliveryId, settlement);
   }
 
   /**
    * Moves an open delivery's lease deadline to now + `ms` (default: one lease; at most
    * MAX_EXTEND_LEASES). Returns the lease granted, or undefined when the delivery is not open on this peer.
    */
-  extend(peer: Peer, deliveryId: string, ms: number | undefined): number | undefined {
+  extend(peer: Peer, deliveryId: string, ms: number | undefined): Promise<number | undefined> {
     return this.#leases.extend(peer, deliveryId, ms);
   }
 

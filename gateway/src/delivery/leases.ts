@@ -1,25 +1,34 @@
 /**
- * Consumer deliveries: one open delivery per event, under a lease.
+ * Consumer deliveries: one open delivery per (event, group), under a lease held in the store
+ * (the delivery ledger, store/ledger.ts: owner = this gateway instance, deadline).
  *
  * Every delivery is open for `leaseMs` (the consumer may `extend` it). When the lease expires the
  * delivery is revoked (its consumer is told; its settle is refused from then on) and the event is
- * delivered again, to another consumer if there is one. The attempt number follows the event
- * across redeliveries (lease expiry, recall, release); a delivery not settled at attempt
- * `maxAttempts` makes the event failed and a dead letter (see EventStore.deadLetter) instead of
- * being delivered again.
+ * pending again for its group (backlog.ts delivers it, to another member if there is one). Attempts
+ * are counted in the store, so they follow the event across redeliveries, restarts and gateways; a
+ * delivery not settled at attempt `maxAttempts` makes the event failed and a dead letter carrying
+ * the last error. A gateway that dies leaves its leases in the store: they expire at their deadline
+ * and any gateway on the store delivers the events again (backlog.ts sweeps on the nearest deadline).
+ *
+ * Delivery ids are `<boot>-<n>`, `boot` random per process, so that they never repeat across
+ * restarts: a settle that reaches a restarted gateway (or another one on the store) is matched
+ * against the store's current delivery of the event and recorded if it is still that one.
  */
+import { randomBytes } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
-import { CATCH_UP_PAGE, configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
+import { configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { EventStore, Outcome } from '../store/store.js';
-import type { ConsumerRef, Consumers } from './consumers.js';
+import { ledgerColumns, type DeliveryLedger, type GroupKey } from '../store/ledger.js';
+import type { ConsumerRef } from './consumers.js';
 import type { Peer } from './peer.js';
 
 interface Delivery {
   readonly id: string;
   readonly event: StoredEvent;
   readonly consumer: ConsumerRef;
+  /** The group whose backlog it came from. */
+  readonly key: GroupKey;
   readonly attempt: number;
   /** Expires the lease; cleared when the delivery ends. */
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -32,39 +41,59 @@ export interface LeaseOptions {
   maxAttempts?: number;
 }
 
+/** What becomes of a delivery: an outcome, a hand-back (`release`), or a retry after `delayMs`. */
+export type Settlement = { outcome: 'success' | 'failed'; error?: string | undefined } | { outcome: 'release' } | { outcome: 'retry'; delayMs: number; error?: string | undefined };
+
+export interface LeaseEvents {
+  /** A delivery ended without an outcome: the event is pending again for its group (from `at` on). */
+  pending(key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): void;
+  /** A consume ended failed: the handler threw, or the event became a dead letter. */
+  failed(eventId: string, message: string, attempt: number): void;
+}
+
+/** The key of an event in a group's ledger (the default groups of a domain share one). */
+export const ledgerKey = (key: GroupKey, eventId: string): string => {
+  const { gname, grp } = ledgerColumns(key);
+  return `${eventId}\u0000${gname}\u0000${grp}`;
+};
+
 export class Leases {
-  readonly #store: EventStore;
-  readonly #consumers: Consumers;
-  /** The consumer id this gateway claims events with (v4's `consumed_spoke`). */
-  readonly #claimant: string;
+  readonly #ledger: () => DeliveryLedger;
+  /** This gateway instance as lease owner. */
+  readonly owner: string;
+  /** v4's `consumer` of the default group's claims: the gateway id. */
+  readonly #consumer: string;
+  readonly #boot: string;
   readonly #log: Logger;
   readonly #metrics: GatewayMetrics;
   readonly #leaseMs: number;
   readonly #maxAttempts: number;
+  readonly #events: LeaseEvents;
   readonly #open = new Map<string, Delivery>();
+  readonly #byEvent = new Map<string, Delivery>();
+  /** ledgerKeys whose claim is under way. */
+  readonly #claiming = new Set<string>();
   #nextDelivery = 1;
   #stopped = false;
 
-  constructor(store: EventStore, consumers: Consumers, claimant: string, log: Logger, metrics: GatewayMetrics, options: LeaseOptions) {
-    this.#store = store;
-    this.#consumers = consumers;
-    this.#claimant = claimant;
+  constructor(ledger: () => DeliveryLedger, gatewayId: string, log: Logger, metrics: GatewayMetrics, options: LeaseOptions, events: LeaseEvents) {
+    this.#ledger = ledger;
+    this.#boot = randomBytes(6).toString('hex');
+    this.owner = `${this.#boot}@${gatewayId}`.slice(0, 64);
+    this.#consumer = gatewayId;
     this.#log = log;
     this.#metrics = metrics;
     this.#leaseMs = options.leaseMs ?? configDefaults.EVENTFLOW_CONSUME_LEASE_MS;
     this.#maxAttempts = options.maxAttempts ?? configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS;
+    this.#events = events;
   }
 
-  /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */
-  stop(): void {
-    this.#stopped = true;
-    for (const delivery of this.#open.values()) clearTimeout(delivery.timer);
+  get leaseMs(): number {
+    return this.#leaseMs;
   }
 
-  /** Whether a delivery of the event is open here. */
-  isOpen(eventId: string): boolean {
-    for (const delivery of this.#open.values()) if (delivery.event.id === eventId) return true;
-    return false;
+  get maxAttempts(): number {
+    return this.#maxAttempts;
   }
 
   /** Deliveries open now. */
@@ -72,48 +101,72 @@ export class Leases {
     return this.#open.size;
   }
 
-  /** Claims the event for one consumer (another than `exclude` if there is one) and sends it; false when nobody here consumes it. */
-  async deliver(event: StoredEvent, attempt: number, exclude: ConsumerRef | undefined): Promise<boolean> {
-    const candidates = this.#consumers.candidates(event.domain, event.name, exclude);
-    if (candidates.length === 0) return false;
-    // v4's spoke claim: only a gateway that has a consumer for the event claims it.
-    if (!(await this.#store.claimForConsumer(event.id, this.#claimant))) return true;
-    this.#start(this.#consumers.next(candidates), event, attempt);
+  /** Whether this gateway has the event open for the group. */
+  isOpen(key: GroupKey, eventId: string): boolean {
+    const id = ledgerKey(key, eventId);
+    return this.#byEvent.has(id) || this.#claiming.has(id);
+  }
+
+  /** Claims the event for `key` in the store and sends it to `consumer`; false when another took it first. */
+  async start(consumer: ConsumerRef, key: GroupKey, event: StoredEvent): Promise<boolean> {
+    if (this.#stopped) return false;
+    const claiming = ledgerKey(key, event.id);
+    // Being claimed or open here: taken (a pass and a redelivery may meet on one event).
+    if (this.isOpen(key, event.id)) return true;
+    const id = `${this.#boot}-${this.#nextDelivery++}`;
+    const now = Date.now();
+    this.#claiming.add(claiming);
+    let attempt: number | undefined;
+    try {
+      attempt = await this.#ledger().claim({ key, event, owner: this.owner, consumer: this.#consumer, delivery: id, deadline: now + this.#leaseMs, now });
+    } finally {
+      this.#claiming.delete(claiming);
+    }
+    if (attempt === undefined) return false;
+    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined };
+    this.#open.set(id, delivery);
+    this.#byEvent.set(ledgerKey(key, event.id), delivery);
+    this.#arm(delivery, this.#leaseMs);
+    consumer.peer.sendDelivery(consumer.handle, id, attempt, event);
     return true;
   }
 
   /**
-   * A consumer came back with its position: events of its (domain, name) published after it that
-   * nobody claimed (published while no consumer was connected, or recalled when none was left)
-   * go to it now. The claim guard keeps each to one consumer, also across gateways.
+   * Records what a consumer reports. A delivery not open here (a settle that outlived a restart of
+   * this gateway, or came through another gateway) is settled in the store if it is still the
+   * event's current delivery there. False when it is neither (settled, revoked, superseded).
    */
-  async catchUp(consumer: ConsumerRef, after: number): Promise<void> {
-    try {
-      for (let last = after; ; ) {
-        const page = await this.#store.readPublishedAfter({ domain: consumer.domain, name: consumer.name }, last, CATCH_UP_PAGE);
-        for (const event of page) {
-          last = event.position;
-          if (!this.#consumers.has(consumer)) return;
-          if (await this.#store.claimForConsumer(event.id, this.#claimant)) this.#start(consumer, event, 1);
-        }
-        if (page.length < CATCH_UP_PAGE) return;
-      }
-    } catch (error) {
-      this.#log.error('consumer catch-up failed', { consumer: consumer.handle, error });
+  async settle(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
+    const delivery = this.#open.get(deliveryId);
+    if (delivery && delivery.consumer.peer !== peer) return false;
+    if (!delivery) {
+      if (settlement.outcome !== 'success' && settlement.outcome !== 'failed') return (await this.#ledger().release(deliveryId, {})) !== undefined;
+      const ended = await this.#ledger().settle(deliveryId, settlement.outcome, settlement.error);
+      if (ended && settlement.outcome === 'failed') this.#events.failed(ended.eventId, settlement.error ?? 'the handler failed', ended.attempts);
+      if (ended) this.#metrics.consumed(settlement.outcome);
+      return ended !== undefined;
     }
-  }
-
-  /**
-   * Records a consumer's outcome; `release` hands the event to another consumer. False when the
-   * delivery is not open on this peer (settled, recalled, revoked, or another peer's).
-   */
-  async settle(peer: Peer, deliveryId: string, outcome: Outcome | 'release'): Promise<boolean> {
-    const delivery = this.#openOn(peer, deliveryId);
-    if (!delivery) return false;
     this.#end(delivery);
-    this.#metrics.consumed(outcome === 'release' ? 'released' : outcome);
-    if (outcome === 'release') await this.#redeliver(delivery, 'released');
-    else await this.#store.settle(delivery.event.id, outcome);
+    switch (settlement.outcome) {
+      case 'release':
+        this.#metrics.consumed('released');
+        await this.#handBack(delivery, 'released', undefined, 0);
+        break;
+      case 'retry':
+        this.#metrics.consumed('retried');
+        await this.#handBack(delivery, 'retry', settlement.error, settlement.delayMs);
+        break;
+      default:
+        this.#metrics.consumed(settlement.outcome);
+        try {
+          await this.#ledger().settle(delivery.id, settlement.outcome, settlement.error);
+        } catch (error) {
+          // Not recorded: the lease in the store runs out and the event is delivered again then.
+          this.#events.pending(delivery.key, delivery.event, undefined, Date.now() + this.#leaseMs);
+          throw error;
+        }
+        if (settlement.outcome === 'failed') this.#events.failed(delivery.event.id, settlement.error ?? 'the handler failed', delivery.attempt);
+    }
     return true;
   }
 
@@ -121,43 +174,67 @@ export class Leases {
    * Moves an open delivery's lease deadline to now + `ms` (default: one lease; at most
    * MAX_EXTEND_LEASES). Returns the lease granted, or undefined when the delivery is not open on this peer.
    */
-  extend(peer: Peer, deliveryId: string, ms: number | undefined): number | undefined {
-    const delivery = this.#openOn(peer, deliveryId);
-    if (!delivery) return undefined;
+  async extend(peer: Peer, deliveryId: string, ms: number | undefined): Promise<number | undefined> {
+    const delivery = this.#open.get(deliveryId);
+    if (delivery?.consumer.peer !== peer) return undefined;
     const granted = Math.min(ms ?? this.#leaseMs, this.#leaseMs * MAX_EXTEND_LEASES);
-    this.#lease(delivery, granted);
+    this.#arm(delivery, granted);
+    await this.#ledger().extend(deliveryId, Date.now() + granted);
     return granted;
   }
 
-  /** Ends the deliveries `match` selects (their consumer or connection is gone) and delivers their events again. */
+  /** Ends the deliveries `match` selects (their consumer or connection is gone) and hands their events back. */
   async recall(match: (consumer: ConsumerRef) => boolean, reason: string): Promise<void> {
-    const recalled = [...this.#open.values()].filter((delivery) => match(delivery.consumer));
-    for (const delivery of recalled) {
+    for (const delivery of [...this.#open.values()].filter((open) => match(open.consumer))) {
       this.#end(delivery);
       try {
-        await this.#redeliver(delivery, reason);
+        await this.#handBack(delivery, reason, undefined, 0);
       } catch (error) {
         this.#log.error('could not hand back a delivery', { event: delivery.event.id, error });
       }
     }
   }
 
-  /** Opens a delivery of a claimed event to one consumer, under a lease. */
-  #start(consumer: ConsumerRef, event: StoredEvent, attempt: number): void {
-    const delivery: Delivery = { id: `d${this.#nextDelivery++}`, event, consumer, attempt, timer: undefined };
-    this.#open.set(delivery.id, delivery);
-    this.#lease(delivery, this.#leaseMs);
-    consumer.peer.sendDelivery(consumer.handle, delivery.id, attempt, event);
+  /**
+   * Gateway stop: no delivery starts from now on; the open ones may still settle for up to
+   * `timeoutMs`, then the rest are released at once (not counted as attempts: nothing is lost, the
+   * next owner runs them), as is any other lease this instance still holds in the store.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#stopped = true;
+    const deadline = Date.now() + timeoutMs;
+    while (this.#open.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(1, deadline - Date.now()))));
+    for (const delivery of [...this.#open.values()]) {
+      this.#end(delivery);
+      delivery.consumer.peer.sendRevoked?.(delivery.id);
+      await this.#ledger()
+        .release(delivery.id, { uncount: true })
+        .catch((error: unknown) => this.#log.error('could not release a lease', { event: delivery.event.id, error }));
+    }
+    await this.#ledger()
+      .releaseOwner(this.owner)
+      .catch((error: unknown) => this.#log.error('could not release the leases of this gateway', { error }));
   }
 
-  /** The delivery, if it is open on this peer. */
-  #openOn(peer: Peer, deliveryId: string): Delivery | undefined {
-    const delivery = this.#open.get(deliveryId);
-    return delivery?.consumer.peer === peer ? delivery : undefined;
+  /** Stops the lease timers (gateway shutdown): no delivery expires or starts from now on. */
+  stop(): void {
+    this.#stopped = true;
+    for (const delivery of this.#open.values()) clearTimeout(delivery.timer);
+  }
+
+  /** An event whose last lease expired unsettled (its gateway died): failed as a dead letter. */
+  async deadLetter(key: GroupKey, event: StoredEvent, attempts: number, lastError: string | undefined, peer: Peer | undefined): Promise<void> {
+    const message = lastError ?? 'lease expired';
+    if (!(await this.#ledger().deadLetter(key, event.id, attempts, message))) return;
+    this.#metrics.consumed('dead_lettered');
+    const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, group: key.group, attempts, reason: message };
+    if (peer?.note) peer.note('dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
+    else this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
+    this.#events.failed(event.id, message, attempts);
   }
 
   /** (Re)arms the lease timer of an open delivery. */
-  #lease(delivery: Delivery, ms: number): void {
+  #arm(delivery: Delivery, ms: number): void {
     clearTimeout(delivery.timer);
     if (this.#stopped) return;
     delivery.timer = setTimeout(() => void this.#expire(delivery), ms);
@@ -169,6 +246,8 @@ export class Leases {
     clearTimeout(delivery.timer);
     delivery.timer = undefined;
     this.#open.delete(delivery.id);
+    const key = ledgerKey(delivery.key, delivery.event.id);
+    if (this.#byEvent.get(key) === delivery) this.#byEvent.delete(key);
   }
 
   /** The lease ran out: revoke the delivery and hand the event on (another consumer first). */
@@ -180,32 +259,19 @@ export class Leases {
     consumer.peer.sendRevoked?.(delivery.id);
     this.#metrics.consumed('revoked');
     try {
-      await this.#redeliver(delivery, 'lease expired');
+      await this.#handBack(delivery, 'lease expired', undefined, 0);
     } catch (error) {
       this.#log.error('could not redeliver after a lease expired', { event: event.id, error });
     }
   }
 
-  /** Delivers an ended, unsettled delivery's event again with attempt + 1, or dead-letters it after the last attempt. */
-  async #redeliver(delivery: Delivery, reason: string): Promise<void> {
-    const { event, attempt } = delivery;
-    if (this.#stopped) {
-      // Shutting down: every connection is closing, so handing the event around would only burn
-      // its attempts. The claim is cleared, as for a delivery with no consumer left.
-      await this.#store.releaseConsumerClaim(event.id);
-      return;
-    }
-    if (attempt >= this.#maxAttempts) {
-      // The consumer claim stays: the event has its outcome (failed), as if a consumer had settled it.
-      const recorded = await this.#store.deadLetter(event.id, attempt, reason);
-      const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, attempts: attempt, reason };
-      if (recorded) this.#metrics.consumed('dead_lettered');
-      if (recorded) this.#note(delivery.consumer.peer, 'dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
-      return;
-    }
-    await this.#store.releaseConsumerClaim(event.id);
-    const delivered = await this.deliver(event, attempt + 1, delivery.consumer);
-    if (!delivered) this.#note(delivery.consumer.peer, 'handed back', 'info', 'delivery handed back with no other consumer; it stays unclaimed', { event: event.id, reason });
+  /** An ended, unsettled delivery: the event is pending again (after `delayMs`), or a dead letter after the last attempt. */
+  async #handBack(delivery: Delivery, reason: string, error: string | undefined, delayMs: number): Promise<void> {
+    const { event, attempt, key, consumer } = delivery;
+    if (attempt >= this.#maxAttempts) return this.deadLetter(key, event, attempt, error ?? reason, consumer.peer);
+    const at = Date.now() + delayMs;
+    const released = await this.#ledger().release(delivery.id, { availableAt: delayMs > 0 ? at : undefined, error });
+    if (released) this.#events.pending(key, event, consumer, at);
   }
 
   /** A line a consumer can cause once per event: counted per condition on its connection when the peer can. */

@@ -8,6 +8,8 @@ export interface Peer {
   sendMatched?(event: StoredEvent, handles: string[]): void;
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
   sendWaited(wait: string, event: StoredEvent): void;
+  /** The wait's request event failed to be consumed (E_EVENTFLOW_CONSUMER_FAILED); optional for peers without waits. */
+  sendWaitFailed?(wait: string, domain: string, message: string, details: Record<string, unknown>): void;
   sendDeleted(domain: string, pid: string, id: string | undefined): void;
   /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
   sendRevoked?(delivery: string): void;

@@ -9,6 +9,8 @@ interface WaitRef {
   readonly domain: string;
   readonly pid: string;
   readonly names: ReadonlySet<string>;
+  /** The event this wait answers (request()): its consume failing fails the wait. */
+  readonly request: string | undefined;
   done: boolean;
 }
 
@@ -24,6 +26,8 @@ export class Waits {
    * the connection's limit (which counts handles) does not see.
    */
   readonly #byPeer = new Map<Peer, Map<string, WaitRef>>();
+  /** Request event id → the waits answering it. */
+  readonly #byRequest = new Map<string, Set<WaitRef>>();
 
   constructor(store: Pick<EventStore, 'findOutcome'>, interest: Interest) {
     this.#store = store;
@@ -31,8 +35,8 @@ export class Waits {
   }
 
   /** Registers a wait; `after` also matches an outcome already stored after that position. */
-  async add(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined): Promise<void> {
-    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), done: false };
+  async add(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
+    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), request, done: false };
     const key = streamKey(domain, pid);
     // Re-registering a handle replaces its wait, under any (domain, pid); finishing the old one may drop its set.
     const existing = this.#byPeer.get(peer)?.get(handle);
@@ -43,6 +47,11 @@ export class Waits {
     let set = this.#byStream.get(key);
     if (!set) this.#byStream.set(key, (set = new Set()));
     set.add(wait);
+    if (request !== undefined) {
+      let requested = this.#byRequest.get(request);
+      if (!requested) this.#byRequest.set(request, (requested = new Set()));
+      requested.add(wait);
+    }
     for (const name of names) this.#interest.change(domain, name, +1);
     if (after === undefined) return;
     // Registered first, checked second: an outcome stored in between is seen by one or the other.
@@ -85,6 +94,18 @@ export class Waits {
     return waited;
   }
 
+  /**
+   * The consume of `eventId` ended failed (thrown, or a dead letter): the waits of requests for it
+   * fail now instead of at their timeout. Only waits on this gateway hear of it; elsewhere they keep
+   * waiting for an outcome event (v4's semantics).
+   */
+  consumeFailed(eventId: string, message: string, attempt: number): void {
+    for (const wait of [...(this.#byRequest.get(eventId) ?? [])]) {
+      this.#finish(wait);
+      wait.peer.sendWaitFailed?.(wait.handle, wait.domain, `the consumer of event ${eventId} failed: ${message}`, { event: eventId, attempt, error: message });
+    }
+  }
+
   /** Waits registered and not answered or cancelled yet. */
   get count(): number {
     let count = 0;
@@ -102,6 +123,11 @@ export class Waits {
     const byHandle = this.#byPeer.get(wait.peer);
     if (byHandle?.get(wait.handle) === wait) byHandle.delete(wait.handle);
     if (byHandle?.size === 0) this.#byPeer.delete(wait.peer);
+    if (wait.request !== undefined) {
+      const requested = this.#byRequest.get(wait.request);
+      requested?.delete(wait);
+      if (requested?.size === 0) this.#byRequest.delete(wait.request);
+    }
     for (const name of wait.names) this.#interest.change(wait.domain, name, -1);
   }
 }

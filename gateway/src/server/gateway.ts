@@ -13,6 +13,7 @@ import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfi
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
 import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
+import { watchGroups } from '../group-metrics.js';
 import { operations } from '../connection/operations.js';
 import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
 import { httpHandler } from './http.js';
@@ -132,6 +133,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
   const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
+  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()));
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
   const dispatcher = new Dispatcher(store, router, id, log, {
@@ -283,6 +285,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       (closing ??= (async () => {
         log.info('gateway stopping', { connections: sessions.size });
         await scheduler.stop();
+        // Connections stay open while running handlers settle (SIGTERM: work is handed on, never stranded).
+        await dispatcher.drain(settings.EVENTFLOW_DRAIN_TIMEOUT_MS);
         dispatcher.stop();
         for (const client of wss.clients) client.close(1001, 'gateway shutting down');
         for (const session of sessions) session.close(1001, 'gateway shutting down');

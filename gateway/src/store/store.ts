@@ -13,6 +13,7 @@
  */
 import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
 import type { SnapshotStore } from './snapshots.js';
+import type { DeliveryLedger } from './ledger.js';
 
 export interface NewEvent {
   id: string;
@@ -213,6 +214,9 @@ export interface EventStore {
   deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean>;
   /** Dead letters, newest first, at most `limit` (default 100). Deleting an event deletes its dead letter. */
   deadLetters(limit?: number): Promise<DeadLetter[]>;
+
+  /** The consumer groups' delivery ledger (ledger.ts); available after init(). */
+  ledger(): DeliveryLedger;
 
   // ── scheduling ──
 

@@ -46,8 +46,16 @@ export interface ConsumeContext {
    * rejects with E_EVENTFLOW_UNKNOWN_DELIVERY once the delivery is revoked.
    */
   extend(ms?: number): Promise<{ ms: number }>;
+  /**
+   * Asks for the event to be delivered again after `ms` (default 0) instead of settling it, counted
+   * as an attempt (NATS nak-with-delay): when the handler then resolves, the gateway redelivers the
+   * event to the group after the delay, or makes it a dead letter after the last attempt. Throwing
+   * still marks the event failed. `reason` (an Error or a message) is recorded as the last error,
+   * which a dead letter carries.
+   */
+  retry(ms?: number, reason?: unknown): void;
 }
-/** Resolving marks the event success; throwing (or rejecting) marks it failed. */
+/** Resolving marks the event success (or a retry, after context.retry); throwing (or rejecting) marks it failed. */
 export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;
 
 export interface ClientOptions {
@@ -84,6 +92,20 @@ export interface RequestEventOptions {
   /** Milliseconds to wait for the outcome once the wait is registered (default DEFAULT_WAIT_TIMEOUT, 10 000). */
   timeout?: number;
   signal?: AbortSignal;
+  /**
+   * Fail at once with E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the
+   * event's (domain, name) (default true). false: publish anyway and wait (v4's behaviour).
+   */
+  requireConsumer?: boolean;
+}
+
+export interface ConsumeOptions {
+  signal?: AbortSignal;
+  /**
+   * The consumer group (default: the default group of (domain, name)). Every group gets every event
+   * published after it was created (its first registration); members of one group compete.
+   */
+  group?: string;
 }
 
 export interface Subscription {

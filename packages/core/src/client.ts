@@ -5,7 +5,7 @@
  * deliveries.ts (consume handlers, leases, settles), requests.ts (correlation, timeouts, the send
  * window within the gateway's limits) and connection.ts (handshake, heartbeat, reconnect).
  */
-import type { ClientOptions, Consumer, ConsumeHandler, Deleted, DomainOf, EventMap, EventOf, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, Subscription, WaitOptions } from './client-types.js';
+import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, Subscription, WaitOptions } from './client-types.js';
 import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
 import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
@@ -34,6 +34,7 @@ export type {
   PublishInput,
   PublishOptions,
   RequestEventOptions,
+  ConsumeOptions,
   Subscription,
   WaitOptions,
 } from './client-types.js';
@@ -71,6 +72,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
         else if (frame.type === 'matched') this.#registrations.dispatchMatched(frame);
         else if (frame.type === 'delivery') this.#deliveries.run(frame, this.#closed ? undefined : this.#registrations.handlerFor(frame.consumer, frame.event.position));
         else if (frame.type === 'waited') this.#registrations.waited(frame);
+        else if (frame.type === 'waitFailed') this.#registrations.waitFailed(frame);
         else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
@@ -161,20 +163,32 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /**
    * Registers a wait for the outcome, publishes the event, and resolves with the outcome event.
-   * The wait exists before the event does, so a fast outcome cannot be missed.
+   * The wait exists before the event does, so a fast outcome cannot be missed. Fails fast: with
+   * E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the event (unless
+   * `requireConsumer: false`), and with E_EVENTFLOW_CONSUMER_FAILED (the handler's message and the
+   * attempt in details) when its consume ends failed or dead-lettered on the same gateway.
    */
   async request<D extends DomainOf<M>, N extends NameOf<M, D>>(
     event: PublishInput<M, D, N>,
     options: RequestEventOptions = {},
   ): Promise<EventOf<M, D>> {
     const input = withId(event);
+    assertSignal(options.signal);
     let outcome!: Promise<StoredEvent>;
+    // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say).
+    const cancel = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, cancel.signal]) : cancel.signal;
     // Goes on once the wait is registered (or fails with it). The handlers also keep a rejection
     // of the outcome from going unhandled when publish fails first.
     await new Promise((resolve, reject) => {
-      (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, options, resolve)).then(resolve, reject);
+      (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, { ...options, signal }, resolve, input.id)).then(resolve, reject);
     });
-    await this.call('publish', { event: input }, { signal: options.signal });
+    try {
+      await this.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
+    } catch (error) {
+      cancel.abort();
+      throw error;
+    }
     return (await outcome) as EventOf<M, D>;
   }
 
@@ -244,12 +258,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
     domain: D,
     name: N,
     handler: ConsumeHandler<EventOf<M, D, N>>,
-    options: { signal?: AbortSignal } = {},
+    options: ConsumeOptions = {},
   ): Promise<Consumer> {
     this.#assertRegistrable(domain, name, 'name');
     assertFunction(handler, 'handler');
     assertSignal(options.signal, 'options.signal');
-    const remove = await this.#registrations.consume(domain, name, handler as unknown as DeliveryHandler, options.signal);
+    if (options.group !== undefined) assertIdentifier(options.group, 'options.group');
+    const remove = await this.#registrations.consume(domain, name, handler as unknown as DeliveryHandler, options.signal, options.group);
     return { remove };
   }
 
@@ -271,7 +286,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#wait(domain, pid, names, timeout, options) as Promise<EventOf<M, D>>;
   }
 
-  async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout: number | undefined, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void): Promise<StoredEvent> {
+  async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout: number | undefined, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
     const names = [outcomes].flat();
     this.#assertRegistrable(domain, pid, 'pid');
     names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
@@ -279,7 +294,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     if (after !== undefined) assertIdentifier(after, 'after');
     assertNumber(timeout, 'timeout');
     assertSignal(signal);
-    return this.#registrations.wait({ domain, pid, names, afterId: after }, timeout, signal, onRegistered);
+    return this.#registrations.wait({ domain, pid, names, afterId: after, ...(request ? { request } : {}) }, timeout, signal, onRegistered);
   }
 
   // ── reads and writes ────────────────────────────────────────────────────────────────────
@@ -352,6 +367,33 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   generatePid(): string {
     return generatePid();
+  }
+
+  // ── consumer groups and dead letters (PROTOCOL.md §groups) ─────────────────────────────
+
+  /** The consumer groups of the store (of `domain`, if given) with their counts, for the domains this client may consume. */
+  async groups(domain?: string, options?: RequestOptions): Promise<Result<'groups'>['groups']> {
+    return this.#field('groups', domain === undefined ? {} : { domain }, 'groups', options);
+  }
+
+  /** Removes a consumer group ('' = the default group) and its ledger; needs the `manage` right. */
+  async deleteGroup(domain: string, name: string, group: string, options?: RequestOptions): Promise<boolean> {
+    return this.#field('deleteGroup', { domain, name, group }, 'deleted', options);
+  }
+
+  /** Dead letters, newest first (`limit` default 100, at most 1000). */
+  async deadLetters(query: Params<'deadLetters'> = {}, options?: RequestOptions): Promise<Result<'deadLetters'>['deadLetters']> {
+    return this.#field('deadLetters', query, 'deadLetters', options);
+  }
+
+  /** Puts a dead letter back into its group's backlog with a new attempt cycle; needs `manage`. */
+  async requeueDeadLetter(key: Params<'requeueDeadLetter'>, options?: RequestOptions): Promise<boolean> {
+    return this.#field('requeueDeadLetter', key, 'requeued', options);
+  }
+
+  /** Drops a dead letter from the list (the event stays failed); needs `manage`. */
+  async discardDeadLetter(key: Params<'discardDeadLetter'>, options?: RequestOptions): Promise<boolean> {
+    return this.#field('discardDeadLetter', key, 'discarded', options);
   }
 
   /** v4's composeEventlogState (chunk size 10 by default). */

@@ -176,7 +176,7 @@ export function createConnection(
   };
 }
 
-const frameTypes: unknown[] = 'welcome result error event matched delivery waited deleted revoked'.split(' ');
+const frameTypes: unknown[] = 'welcome result error event matched delivery waited waitFailed deleted revoked'.split(' ');
 
 /**
  * The gateway validates what it sends against protocol.ts, so the client only checks the frame's

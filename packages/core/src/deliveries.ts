@@ -4,8 +4,8 @@
  * window (requests.ts), and one cut off by a dropped connection is sent again on the next
  * connection to the same gateway, for as long as the lease holds. It ends when the gateway
  * answers, also with E_EVENTFLOW_UNKNOWN_DELIVERY (the delivery was revoked and the event went
- * to a consumer again), when the lease has run out, or when the client reconnects to another
- * gateway (delivery ids are a gateway's own).
+ * to a consumer again), or when the lease has run out. Across a gateway restart, or to another
+ * gateway on the same store, it is sent all the same: the lease is in the store.
  */
 import { GATEWAY_LEASE_MS } from './defaults.js';
 import { EventflowError, isEventflowError } from './errors.js';
@@ -17,6 +17,7 @@ export interface DeliveryContext {
   attempt: number;
   signal: AbortSignal;
   extend(ms?: number): Promise<{ ms: number }>;
+  retry(ms?: number, reason?: unknown): void;
 }
 export type DeliveryHandler = (event: StoredEvent, context: DeliveryContext) => unknown;
 
@@ -26,7 +27,7 @@ type Failure = { message: string; code?: string | undefined };
 interface Lease {
   /** The handler's signal: aborted when the delivery is lost (connection dropped, or revoked). */
   readonly handler: AbortController;
-  /** Aborted when the delivery is gone for good (revoked, or the client is on another gateway): no settle then. */
+  /** Aborted when the delivery is gone for good (revoked): no settle then. */
   readonly gone: AbortController;
   /** When the gateway revokes it unless extended (as far as the client knows). */
   deadline: number;
@@ -40,18 +41,18 @@ export class Deliveries {
   /** Deliveries whose handler or settle is running, by id. */
   readonly #leases = new Map<string, Lease>();
   #leaseMs = GATEWAY_LEASE_MS;
-  #gateway: string | undefined;
 
   constructor(send: Send, onError: (error: unknown) => void) {
     this.#send = send;
     this.#onError = onError;
   }
 
-  /** A connection is open: before any request goes out on it, settles meant for another gateway are given up. */
-  opened({ gateway, limits }: WelcomeFrame): void {
-    // Every open delivery came from the gateway of the previous connection.
-    if (gateway !== this.#gateway) for (const lease of this.#leases.values()) lease.gone.abort();
-    this.#gateway = gateway;
+  /**
+   * A connection is open. Settles still pending go out on it, also to a restarted or another
+   * gateway: delivery ids are unique across gateways and restarts, and the gateway records a settle
+   * if it is still the event's current delivery in the store (else E_EVENTFLOW_UNKNOWN_DELIVERY).
+   */
+  opened({ limits }: WelcomeFrame): void {
     this.#leaseMs = limits.leaseMs ?? GATEWAY_LEASE_MS;
   }
 
@@ -81,21 +82,32 @@ export class Deliveries {
     lease.run = (async () => {
       if (!handler) return this.#settle(delivery, lease, 'release');
       let error: Failure | undefined;
+      let retryMs: number | undefined;
+      let retryReason: Failure | undefined;
+      const retry = (ms = 0, reason?: unknown): void => {
+        retryReason = reason === undefined ? undefined : describeFailure(reason);
+        if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_RETRY_MS) {
+          throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `retry(ms): ms must be an integer from 0 to ${MAX_RETRY_MS}`);
+        }
+        retryMs = ms;
+      };
       try {
-        await handler(event, { attempt, signal, extend });
+        await handler(event, { attempt, signal, extend, retry });
       } catch (cause) {
         error = describeFailure(cause);
       }
       // A handler that gave up because its delivery was lost has no outcome to report.
-      if (!(error && signal.aborted)) await this.#settle(delivery, lease, error ? 'failed' : 'success', error);
+      if (error && signal.aborted) return;
+      if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', retryReason, retryMs);
+      else await this.#settle(delivery, lease, error ? 'failed' : 'success', error);
     })().finally(() => this.#leases.get(delivery) === lease && this.#leases.delete(delivery));
   }
 
-  async #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release', error?: Failure): Promise<void> {
+  async #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release' | 'retry', error?: Failure, delayMs?: number): Promise<void> {
     const { signal } = lease.gone;
     for (let left; !signal.aborted && (left = lease.deadline - Date.now()) > 0; ) {
       try {
-        return void (await this.#send('settle', { delivery, outcome, error }, { timeout: left, signal }));
+        return void (await this.#send('settle', { delivery, outcome, error, delayMs }, { timeout: left, signal }));
       } catch (cause) {
         // Lost with its connection: sent again (it waits for the next one in the send window).
         if (cause === connectionLost) continue;
@@ -119,6 +131,9 @@ export class Deliveries {
     }
   }
 }
+
+/** The longest retry delay the gateway takes (a day). */
+const MAX_RETRY_MS = 86_400_000;
 
 /** Answers that end a settle's retries without anything to report. */
 const settleEnds = /_(UNKNOWN_DELIVERY|REQUEST_TIMEOUT|OFFLINE|ABORTED|CLIENT_CLOSED)$/;

@@ -25,6 +25,8 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'A date could not be parsed. Pass a Date, epoch milliseconds or an ISO-8601 string with an offset.',
   E_EVENTFLOW_UNKNOWN_DELIVERY:
     'The delivery was already settled, expired or belongs to another connection. Nothing to do; the gateway decides its fate.',
+  E_EVENTFLOW_NO_CONSUMER:
+    'No consumer group takes events of this (domain, name), so a request would wait for an outcome nobody produces; nothing was stored. Register a consumer first (a group exists from its first registration), or pass requireConsumer: false.',
   E_EVENTFLOW_WAIT_TIMEOUT:
     'No matching outcome event arrived within the timeout. Raise the timeout or check that a consumer handles the process.',
   E_EVENTFLOW_REQUEST_TIMEOUT:
@@ -39,7 +41,8 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'This event name cannot be turned into an onEventName method name. Rename the event or consume it with a plain callback.',
   E_EVENTFLOW_CONSUMER_HANDLER_MISSING:
     'No onEventName method handles this event, so it was marked failed. Add the method or narrow the consumed names.',
-  E_EVENTFLOW_CONSUMER_FAILED: 'A consumer handler threw; the event was marked failed. See `cause`.',
+  E_EVENTFLOW_CONSUMER_FAILED:
+    "A consumer handler threw; the event was marked failed. See `cause`. From request(): the requested event's consume ended failed (the handler threw, or it became a dead letter after its last attempt); details carry the handler's message (error) and the attempt. Fix the cause and publish again, or requeue the dead letter.",
   E_EVENTFLOW_STORE_FAILED:
     'The gateway could not read or write its store. Check the gateway logs and its database.',
   E_EVENTFLOW_INTERNAL: 'Unexpected gateway failure. Check the gateway logs; the connection stays usable.',

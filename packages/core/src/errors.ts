@@ -35,6 +35,7 @@ const codeSuffixes = [
   'VERSION_CONFLICT',
   'OUTBOX_FULL',
   'OUTBOX_EXPIRED',
+  'NO_CONSUMER',
 ] as const;
 
 export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;

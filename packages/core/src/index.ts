@@ -56,6 +56,7 @@ export {
   type PublishInput,
   type PublishOptions,
   type RequestEventOptions,
+  type ConsumeOptions,
   type Subscription,
   type WaitOptions,
 } from './client.js';

@@ -134,10 +134,46 @@ const pidPattern = z.string({ error: 'must be a string' }).check(
   z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }),
   z.refine((value: string) => !value.endsWith(' '), { error: 'must not end with a space' }),
 );
+/** A consumer group's name; absent (or '') for the default group of (domain, name). */
+const groupName = z.string().check(z.maxLength(64));
+/** A consumer group: (domain, name, group); `group` '' is the default group. */
+const groupKey = z.strictObject({ domain: identifier, name: identifier, group: groupName });
+const groupSummary = z.object({
+  domain: z.string(),
+  name: z.string(),
+  group: z.string(),
+  createdPosition: position,
+  createdAt: z.string(),
+  /** Connections of this gateway registered as members. */
+  members: count(),
+  pending: count(),
+  inFlight: count(),
+  redelivered: count(),
+  deadLetters: count(),
+  /** Timestamp of the oldest event of its backlog with no outcome, if any. */
+  oldestPendingAt: z.optional(z.string()),
+});
+const deadLetter = z.object({
+  eventId: z.string(),
+  domain: z.string(),
+  name: z.string(),
+  pid: z.string(),
+  /** The group's (domain, name, group) names it; groupName is its name (or `*`). */
+  groupName: z.string(),
+  group: z.string(),
+  attempts: count(),
+  lastError: z.string(),
+  at: z.string(),
+});
+const deadLetterKey = z.strictObject({ eventId: identifier, domain: identifier, name: identifier, group: groupName });
 
 /** Every request operation: its params and its result. */
 export const operations = {
-  publish: { params: write, result: appended },
+  publish: {
+    /** `requireConsumer`: refuse with E_EVENTFLOW_NO_CONSUMER (nothing stored) when no consumer group takes (domain, name). */
+    params: z.extend(write, { requireConsumer: z.optional(z.boolean()) }),
+    result: appended,
+  },
   persist: { params: write, result: appended },
   schedule: {
     params: z.strictObject({ at: isoTimestamp, event: eventInput }),
@@ -171,15 +207,19 @@ export const operations = {
      * `after`: the consumer's position. Events of (domain, name) published after it that no
      * consumer has claimed (published while none was connected) are delivered to it at once.
      */
-    params: z.strictObject({ consumer: handle, domain: identifier, name: identifier, after: z.optional(position) }),
+    params: z.strictObject({ consumer: handle, domain: identifier, name: identifier, after: z.optional(position), group: z.optional(groupName) }),
     result: registered,
   },
   removeConsumer: { params: z.strictObject({ consumer: handle }), result: empty },
   settle: {
     params: z.strictObject({
       delivery: handle,
-      /** `release` hands the event back for another consumer (e.g. this one is shutting down). */
-      outcome: z.enum(['success', 'failed', 'release']),
+      /**
+       * `release` hands the event back for another consumer (e.g. this one is shutting down);
+       * `retry` delivers it again after `delayMs`, counted as an attempt (NATS nak-with-delay).
+       */
+      outcome: z.enum(['success', 'failed', 'release', 'retry']),
+      delayMs: z.optional(z.int().check(z.nonnegative(), z.maximum(86_400_000))),
       error: z.optional(
         z.strictObject({ message: z.string().check(z.maxLength(4096)), code: z.optional(z.string().check(z.maxLength(128))) }),
       ),
@@ -203,6 +243,8 @@ export const operations = {
       /** Also match events already stored after this event id or position. */
       afterId: z.optional(identifier),
       afterPosition: z.optional(position),
+      /** The id of the event this wait answers (request()): fails with E_EVENTFLOW_CONSUMER_FAILED when its consume ends failed. */
+      request: z.optional(identifier),
     }),
     result: registered,
   },
@@ -255,6 +297,19 @@ export const operations = {
     params: z.strictObject({ eventId: identifier, domain: identifier, cpid: identifier }),
     result: empty,
   },
+  /** Consumer groups of the store (domain filter optional), with counts; needs `consume` on the domain. */
+  groups: { params: z.strictObject({ domain: z.optional(identifier) }), result: z.object({ groups: z.array(groupSummary) }) },
+  /** Removes a group and its ledger (named groups); needs `manage` on the domain. */
+  deleteGroup: { params: groupKey, result: deleted },
+  /** Dead letters, newest first, paged; needs `consume` on the domain (those of other domains are left out). */
+  deadLetters: {
+    params: z.strictObject({ domain: z.optional(identifier), limit: z.optional(z.int().check(z.positive(), z.maximum(1000))), offset: z.optional(count()) }),
+    result: z.object({ deadLetters: z.array(deadLetter) }),
+  },
+  /** A dead letter back to its group's backlog with a new attempt cycle; needs `manage`. */
+  requeueDeadLetter: { params: deadLetterKey, result: z.object({ requeued: z.boolean() }) },
+  /** Drops a dead letter from the list (the event stays failed); needs `manage`. */
+  discardDeadLetter: { params: deadLetterKey, result: z.object({ discarded: z.boolean() }) },
   /** Application heartbeat: browsers cannot send WebSocket pings. */
   ping: { params: z.strictObject({}), result: empty },
   /** Replaces the connection's credentials with a fresh token (EVENTFLOW_AUTH=jwt); a bad one gets E_EVENTFLOW_UNAUTHORIZED and the old ones stay. */
@@ -393,7 +448,21 @@ export const deletedFrame = z.object({
 /** The outcome a `wait` was registered for. Sent once; the wait is then gone. */
 export const waitedFrame = z.object({ type: z.literal('waited'), wait: handle, event: storedEvent });
 
+/**
+ * The wait's request event was consumed and its consume ended failed (the handler threw, or it
+ * became a dead letter): `code` E_EVENTFLOW_CONSUMER_FAILED, the handler's message, the attempt.
+ * Sent once; the wait is then gone.
+ */
+export const waitFailedFrame = z.object({
+  type: z.literal('waitFailed'),
+  wait: handle,
+  code: z.string(),
+  message: z.string(),
+  details: z.optional(z.record(z.string(), z.unknown())),
+});
+
 export const serverFrame = z.discriminatedUnion('type', [
+  waitFailedFrame,
   welcomeFrame,
   resultFrame,
   errorFrame,
@@ -411,6 +480,7 @@ export type EventFrame = z.infer<typeof eventFrame>;
 export type MatchedFrame = z.infer<typeof matchedFrame>;
 export type DeliveryFrame = z.infer<typeof deliveryFrame>;
 export type WaitedFrame = z.infer<typeof waitedFrame>;
+export type WaitFailedFrame = z.infer<typeof waitFailedFrame>;
 export type DeletedFrame = z.infer<typeof deletedFrame>;
 export type RevokedFrame = z.infer<typeof revokedFrame>;
 export type ServerFrame = z.infer<typeof serverFrame>;

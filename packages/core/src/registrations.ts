@@ -8,7 +8,7 @@ import { notify } from './connection.js';
 import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
 import { EventflowError } from './errors.js';
-import type { EventFrame, MatchedFrame, OperationName, Params, Result, StoredEvent, WaitedFrame } from './protocol.js';
+import type { EventFrame, MatchedFrame, OperationName, Params, Result, StoredEvent, WaitedFrame, WaitFailedFrame } from './protocol.js';
 import { connectionLost, pending, type RequestOptions, type Settle } from './requests.js';
 import { streamKey } from './stream-key.js';
 import { SubscriptionRegistry } from './subscriptions.js';
@@ -163,7 +163,7 @@ export class Registrations {
   // ── consumers ──
 
   /** Registers a consumer; resolves with its `remove` once the gateway has it. */
-  async consume(domain: string, name: string, handler: DeliveryHandler, signal: AbortSignal | undefined): Promise<() => Promise<void>> {
+  async consume(domain: string, name: string, handler: DeliveryHandler, signal: AbortSignal | undefined, group?: string): Promise<() => Promise<void>> {
     const consumer = `c${this.#nextHandle++}`;
     const remove = async (): Promise<void> => {
       if (!this.#entries.delete(consumer)) return;
@@ -176,7 +176,7 @@ export class Registrations {
     const register = async (): Promise<void> => {
       try {
         const entry = this.#entries.get(consumer);
-        const result = await this.#sendRegistration('consume', { consumer, domain, name, after: entry?.after });
+        const result = await this.#sendRegistration('consume', { consumer, domain, name, after: entry?.after, ...(group ? { group } : {}) });
         if (!result) return;
         if (entry) entry.after ??= result.head;
         // Removed while registering: take it back off the gateway.
@@ -211,6 +211,11 @@ export class Registrations {
 
   waited(frame: WaitedFrame): void {
     this.#entries.get(frame.wait)?.settle?.(undefined, frame.event);
+  }
+
+  /** The wait's request event failed to be consumed: the wait (request()) rejects with E_EVENTFLOW_CONSUMER_FAILED. */
+  waitFailed(frame: WaitFailedFrame): void {
+    this.#entries.get(frame.wait)?.settle?.(new EventflowError('E_EVENTFLOW_CONSUMER_FAILED', frame.message, { details: frame.details }));
   }
 
   /** A wait on checked arguments (client.ts): registered at once and after every reconnect. */

@@ -55,7 +55,9 @@ describe('the client within the gateway limits', () => {
 
   it('settles of 2,000 deliveries at once are never dropped: no event runs twice (publishes unlimited, in chunks)', async () => {
     const N = 2_000;
-    h = await startHarness({ EVENTFLOW_CONSUME_LEASE_MS: 3_000, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    // A lease longer than delivering all 2,000 takes on a loaded machine (each is a claim transaction in the
+    // store's ledger), so that only a dropped settle could make an event run twice.
+    h = await startHarness({ EVENTFLOW_CONSUME_LEASE_MS: 15_000, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
     const errors: unknown[] = [];
     const consumer = h.client({ onError: (error) => errors.push(error) });
     const publisher = h.client();

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { EventflowError, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
 import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
 import { createNodeClient } from './index.js';
+import { manageCommands, manageUsage, prepareManage } from './manage-commands.js';
 
 export interface CliWriter {
   write(chunk: string): unknown;
@@ -32,12 +33,14 @@ Commands:
   tail <domain> [name]                       Print routed events as JSON lines until Ctrl-C (name: * by default)
   read <domain> <pid>                        Print the eventlog of a process as JSON lines, oldest first
   state <domain> <pid>                       Print the composed state of a process as JSON
-
+${manageUsage}
 Options:
   --url <url>      Gateway WebSocket URL (default: $EVENTFLOW_URL, else ${DEFAULT_URL})
   --id <id>        publish: the event id (default: generated; reusing one makes a retry idempotent)
   --rid <id>       publish: the id of the event this one refers to
   --timeout <ms>   Time allowed to connect and for each request (default: ${DEFAULT_TIMEOUT})
+  --limit <n>      dead-letters: at most this many (default 100)
+  --offset <n>     dead-letters: skip this many (paging)
   -h, --help       Show this help
   -v, --version    Print the version
 
@@ -56,6 +59,7 @@ const commands: Record<string, Command> = {
   tail: { args: ['domain', 'name'], min: 1, max: 2 },
   read: { args: ['domain', 'pid'], min: 2, max: 2 },
   state: { args: ['domain', 'pid'], min: 2, max: 2 },
+  ...manageCommands,
 };
 
 /** Exit code of a bad command line (as the gateway's bin and most Unix tools). */
@@ -139,6 +143,8 @@ function parse(argv: readonly string[]) {
       id: { type: 'string' },
       rid: { type: 'string' },
       timeout: { type: 'string' },
+      limit: { type: 'string' },
+      offset: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -219,9 +225,21 @@ function prepare(name: string, args: string[], values: Values, stdout: CliWriter
         line(client.composeEventlogState(events));
       };
     }
-    default:
-      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`);
+    default: {
+      const spec: readonly string[] = Object.hasOwn(manageCommands, name) ? manageCommands[name as keyof typeof manageCommands].args : [];
+      for (const [index, arg] of args.entries()) check(arg, spec[index] ?? 'argument');
+      const page = { ...(values.limit === undefined ? {} : { limit: parseCount(values.limit, '--limit') }), ...(values.offset === undefined ? {} : { offset: parseCount(values.offset, '--offset') }) };
+      const run = prepareManage(name, args, page, line);
+      if (!run) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`);
+      return run;
+    }
   }
+}
+
+function parseCount(raw: string, what: string): number {
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be a whole number, got ${JSON.stringify(raw)}`);
+  return value;
 }
 
 /** On stderr, so that stdout stays what scripts parse (nothing, or `{}`). */

@@ -166,13 +166,15 @@ function validate(value: unknown, field: string): void {
  * Explicit names are all checked before anything is registered: an unmappable name
  * (E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE) or a missing method (E_EVENTFLOW_CONSUMER_HANDLER_MISSING)
  * rejects the call. With `*`, one consumer takes every name of the domain, and an event whose name
- * cannot be mapped or has no method is marked failed with that code.
+ * cannot be mapped or has no method is marked failed with that code. `options.group` makes the
+ * consumers members of that consumer group (default: the default group of each (domain, name)).
  */
 export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, S extends object>(
   client: EventflowClient<M>,
   domain: D,
   service: S & RoutableService,
   names: NameOf<M, D> | '*' | ReadonlyArray<NameOf<M, D> | '*'>,
+  options: { group?: string } = {},
 ): Promise<RoutedConsumers> {
   if (typeof (client as { consume?: unknown } | null)?.consume !== 'function') {
     throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'client: must be an eventflow client (createNodeClient or createClient)');
@@ -186,6 +188,7 @@ export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, 
     throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'names: must be an event name, "*", or a non-empty array of them');
   }
   list.forEach((name, i) => validate(name, typeof names === 'string' ? 'names' : `names.${i}`));
+  if (options.group !== undefined) validate(options.group, 'options.group');
   const unique = [...new Set(list)];
   // Explicit names are checked up front, so a bad one registers nothing.
   for (const name of unique) if (name !== '*') methodOf(service, domain, name);
@@ -197,7 +200,7 @@ export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, 
   };
   // The handler takes any stored event of the domain; the generic M only narrows what callers pass.
   const untyped = client as unknown as EventflowClient<EventMap>;
-  const results = await Promise.allSettled(unique.map((name) => untyped.consume(domain, name, handler)));
+  const results = await Promise.allSettled(unique.map((name) => untyped.consume(domain, name, handler, options.group === undefined ? {} : { group: options.group })));
 
   const consumers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const failed = results.findIndex((result) => result.status === 'rejected');

@@ -36,7 +36,8 @@ export interface TempGateway {
 export async function startTempGateway(config: GatewayEnv = {}, prefix = 'eventflow-test-'): Promise<TempGateway> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const dbPath = join(dir, 'eventflow.db');
-  const base: GatewayEnv = { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: dbPath, EVENTFLOW_LOG_LEVEL: 'silent', ...config };
+  // No drain on close: a test that stops a gateway with handlers running says so (EVENTFLOW_DRAIN_TIMEOUT_MS).
+  const base: GatewayEnv = { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: dbPath, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_DRAIN_TIMEOUT_MS: 0, ...config };
   let current: Gateway | undefined;
   let port = 0;
   const temp: TempGateway = {

@@ -21,6 +21,8 @@ import { Positions, setPosition } from './positions.js';
 import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
 import { readSnapshot, writeSnapshot } from './snapshots.js';
 import type { SnapshotRead } from '../snapshots.js';
+import type { DeliveryLedger } from '../ledger.js';
+import { MysqlLedger } from './ledger.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -45,6 +47,7 @@ export class MysqlStore implements EventStore {
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
+  readonly #ledger = new MysqlLedger(() => this.#pool);
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;
@@ -58,6 +61,7 @@ export class MysqlStore implements EventStore {
     const writer = openPool(this.#options, 2, false);
     try {
       await createSchema(pool);
+      await MysqlLedger.createTables(pool);
       this.#open = pool;
       this.#writer = writer;
       await this.#positions.sweep(pool);
@@ -83,6 +87,10 @@ export class MysqlStore implements EventStore {
     await this.#positions.sweeping;
     await pool?.end();
     await writer?.end();
+  }
+
+  ledger(): DeliveryLedger {
+    return this.#ledger;
   }
 
   get #pool(): Pool {

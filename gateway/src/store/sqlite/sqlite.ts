@@ -17,6 +17,8 @@ import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from 
 import { asError, insertOne, isRowError, prepareAppend } from './appends.js';
 import { SqliteSnapshots } from './snapshots.js';
 import type { SnapshotRead } from '../snapshots.js';
+import type { DeliveryLedger } from '../ledger.js';
+import { SqliteLedger } from './ledger.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -28,6 +30,7 @@ export class SqliteStore implements EventStore {
   readonly #path: string;
   #open: { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } | undefined;
   #checkpointer: Checkpointer | undefined;
+  #ledger: SqliteLedger | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: SqliteStoreOptions) {
@@ -57,6 +60,7 @@ export class SqliteStore implements EventStore {
       }
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
+      this.#ledger = new SqliteLedger(db);
     } catch (error) {
       db.close();
       throw error;
@@ -87,6 +91,11 @@ export class SqliteStore implements EventStore {
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
     }
     return this.#open;
+  }
+
+  ledger(): DeliveryLedger {
+    if (this.#ledger === undefined || this.#open === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
+    return this.#ledger;
   }
 
   get #s(): Statements {

@@ -1,0 +1,104 @@
+/**
+ * Consumer groups at the gateway (SQLite, in process): retry(ms) counts as an attempt and comes
+ * back after its delay; the last error is the dead letter's; groups and dead letters are listed,
+ * requeued, discarded and deleted through the client, the CLI and the `manage` right.
+ */
+import { SignJWT } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient, isEventflowError, type StoredEvent } from '@eventflow/core';
+import { runCli } from '../../packages/node/src/commands.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+const SECRET = 'groups-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
+const token = (claims: Record<string, string[]>): Promise<string> =>
+  new SignJWT({ eventflow: claims }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(SECRET));
+
+describe('consumer groups', () => {
+  it('retry(ms) delivers again after the delay as a new attempt; after the last one, a dead letter with the last error', async () => {
+    h = await startHarness({ EVENTFLOW_CONSUME_MAX_ATTEMPTS: 3 });
+    const client = h.client();
+    const seen: Array<{ attempt: number; at: number }> = [];
+    await client.consume('jobs', 'run', (_event: StoredEvent, context) => {
+      seen.push({ attempt: context.attempt, at: Date.now() });
+      if (context.attempt < 3) return context.retry(200);
+      throw new Error('still broken');
+    });
+    const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => seen.length === 3, 5_000, 'three attempts');
+    expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(190);
+    // A throw is failed at once, not a dead letter: v4's rule.
+    await eventually(async () => (await client.groups('jobs'))[0]?.redelivered === 1, 5_000, 'the group counts');
+    expect(await client.deadLetters({ domain: 'jobs' })).toEqual([]);
+    expect(id).toBeTruthy();
+  });
+
+  it('retrying past the last attempt makes a dead letter carrying the handler error; requeue starts a new cycle, discard drops it', async () => {
+    h = await startHarness({ EVENTFLOW_CONSUME_MAX_ATTEMPTS: 2 });
+    const client = h.client();
+    let runs = 0;
+    let healed = false;
+    await client.consume(
+      'jobs',
+      'run',
+      async (_event: StoredEvent, context) => {
+        runs++;
+        if (!healed) context.retry(0, new Error('ledger service down'));
+      },
+      { group: 'billing' },
+    );
+    const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(async () => (await client.deadLetters()).length === 1, 5_000, 'a dead letter');
+    const [letter] = await client.deadLetters({ domain: 'jobs' });
+    expect(letter).toMatchObject({ eventId: id, domain: 'jobs', groupName: 'run', group: 'billing', attempts: 2, lastError: 'ledger service down' });
+    const [group] = await client.groups('jobs');
+    expect(group).toMatchObject({ domain: 'jobs', name: 'run', group: 'billing', members: 1, deadLetters: 1, pending: 0, inFlight: 0 });
+    healed = true;
+    expect(await client.requeueDeadLetter({ eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(true);
+    await eventually(() => runs === 3, 5_000, 'the requeued event to run');
+    await eventually(async () => (await client.deadLetters()).length === 0, 5_000, 'no dead letter left');
+    expect(await client.discardDeadLetter({ eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(false);
+    expect(await client.deleteGroup('jobs', 'run', 'billing')).toBe(true);
+    expect((await client.groups('jobs')).map((g) => g.group)).toEqual([]);
+  });
+
+  it('the CLI lists groups and dead letters and deletes a group', async () => {
+    h = await startHarness();
+    const client = h.client();
+    await client.consume('jobs', 'run', () => undefined, { group: 'audit' });
+    let out = '';
+    const io = { stdout: { write: (chunk: string) => (out += chunk) }, stderr: { write: () => true }, env: {} };
+    expect(await runCli(['groups', 'jobs', '--url', h.gateway.url], io)).toBe(0);
+    expect(JSON.parse(out.trim())).toMatchObject({ domain: 'jobs', name: 'run', group: 'audit', members: 1 });
+    out = '';
+    expect(await runCli(['dead-letters', '--url', h.gateway.url, '--limit', '5'], io)).toBe(0);
+    expect(out).toBe('');
+    expect(await runCli(['group-delete', 'jobs', 'run', 'audit', '--url', h.gateway.url], io)).toBe(0);
+    expect(JSON.parse(out.trim())).toEqual({ deleted: true });
+  });
+
+  it('deleting a group, requeueing and discarding need the manage right on the domain', async () => {
+    h = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET });
+    const worker = createClient(h.gateway.url, { token: await token({ consume: ['jobs'], publish: ['jobs'] }), onError: () => undefined });
+    const admin = createClient(h.gateway.url, { token: await token({ consume: ['jobs'], manage: ['jobs'] }), onError: () => undefined });
+    try {
+      await worker.consume('jobs', 'run', () => undefined, { group: 'billing' });
+      expect((await worker.groups()).map((g) => g.group)).toEqual(['billing']);
+      const refused = await worker.deleteGroup('jobs', 'run', 'billing').catch((error: unknown) => error);
+      expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+      const requeue = await worker.requeueDeadLetter({ eventId: 'x', domain: 'jobs', name: 'run', group: 'billing' }).catch((error: unknown) => error);
+      expect(isEventflowError(requeue, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+      expect(await admin.deleteGroup('jobs', 'run', 'billing')).toBe(true);
+    } finally {
+      await worker.close();
+      await admin.close();
+    }
+  });
+});
