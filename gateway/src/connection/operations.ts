@@ -8,6 +8,7 @@ import type { Params } from './frames.js';
 import type { Session } from './session.js';
 import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
+import { catalogOperations } from './catalog-operations.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
@@ -67,8 +68,11 @@ export const operations: Operations = {
     return appended(stored);
   },
 
-  async subscribe(session, { domain, name, after }) {
-    return { head: await session.subscribe(domain, name, after) };
+  async subscribe(session, { domain, name, after, last }) {
+    // "The last N": replayed from just before the Nth newest published event of the subscription.
+    const from = after ?? (last === undefined ? undefined : await session.context.store.catalog.positionBeforeLast(domain, name, last));
+    const head = await session.subscribe(domain, name, from);
+    return from === undefined ? { head } : { head, after: from };
   },
 
   async unsubscribe(session, { domain, name }) {
@@ -190,4 +194,6 @@ export const operations: Operations = {
   async ping() {
     return {};
   },
+
+  ...catalogOperations,
 };

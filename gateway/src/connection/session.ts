@@ -177,6 +177,11 @@ export class Session implements Peer {
     return knows(this.#rights.current, action, domain);
   }
 
+  /** Whether the connection's rights allow `action` on `domain` now. */
+  may(action: Action, domain: string): boolean {
+    return allows(this.#rights.current, action, domain);
+  }
+
   /** Replaces the connection's rights with those of `token`; throws E_EVENTFLOW_UNAUTHORIZED (keeping the old rights) when it is not valid. */
   async authenticate(token: string): Promise<void> {
     const auth = await this.context.auth.verify(token);

@@ -16,6 +16,7 @@ import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
 import { operations } from '../connection/operations.js';
 import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
 import { httpHandler } from './http.js';
+import { createStats } from './stats.js';
 import { WsTransport } from './ws-transport.js';
 import { originAllowed } from '../connection/limits.js';
 import { ConditionLog } from '../condition-log.js';
@@ -187,6 +188,16 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     admission,
     auth,
     scheduled: (at: Date) => scheduler.scheduled(at),
+    stats: createStats({
+      id,
+      store: givenStore,
+      router: givenRouter,
+      prometheus,
+      readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+      connections: () => sessions.size,
+      inFlight: () => dispatcher.stats.deliveries,
+      closing: () => closing !== undefined,
+    }),
   };
   const accept = (transport: Transport): Session => {
     const session = new Session(`${nextSession++}`, transport, context, operations);

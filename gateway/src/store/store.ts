@@ -12,6 +12,7 @@
  * must come after everything they already saw; and a composed state must not reflect the future.
  */
 import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
+import type { Catalog } from './catalog.js';
 
 export interface NewEvent {
   id: string;
@@ -86,6 +87,8 @@ export interface EventFilter {
 
 export interface EventStore {
   readonly kind: string;
+  /** The operators' reads (catalog.ts): domains, processes, event fates, scheduled events. */
+  readonly catalog: Catalog;
   /** Creates missing tables. Safe to call on an existing database. */
   init(): Promise<void>;
   close(): Promise<void>;

@@ -19,6 +19,7 @@ import { driverCode, exec, notOpen, openPool, run, storeError, transaction, utcN
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { Positions, setPosition } from './positions.js';
 import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
+import { MysqlCatalog } from './catalog.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -43,6 +44,7 @@ export class MysqlStore implements EventStore {
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
+  readonly catalog = new MysqlCatalog(() => this.#pool);
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;

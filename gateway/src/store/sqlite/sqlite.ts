@@ -15,6 +15,7 @@ import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLet
 import { SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
 import { asError, insertOne, isRowError, prepareAppend } from './appends.js';
+import { SqliteCatalog } from './catalog.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -26,6 +27,7 @@ export class SqliteStore implements EventStore {
   readonly #path: string;
   #open: { db: Database.Database; s: Statements } | undefined;
   #checkpointer: Checkpointer | undefined;
+  #catalog: SqliteCatalog | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: SqliteStoreOptions) {
@@ -73,6 +75,7 @@ export class SqliteStore implements EventStore {
     await this.#group.idle();
     const open = this.#open;
     this.#open = undefined;
+    this.#catalog = undefined;
     const checkpointer = this.#checkpointer;
     this.#checkpointer = undefined;
     await checkpointer?.stop();
@@ -84,6 +87,11 @@ export class SqliteStore implements EventStore {
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
     }
     return this.#open;
+  }
+
+  get catalog(): SqliteCatalog {
+    const { db } = this.#store;
+    return (this.#catalog ??= new SqliteCatalog(db));
   }
 
   get #s(): Statements {
