@@ -6,6 +6,7 @@
 import { sleep } from '@eventflow/test-support/wait';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent } from '@eventflow/core';
+import { describeCatalog } from './store-suite-catalog.js';
 import type { AppendOutcome, AppendRequest, AppendResult, EventStore, NewEvent } from '../src/store/store.js';
 
 export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
@@ -62,6 +63,8 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         await store.close();
       });
     });
+
+    describeCatalog(open);
 
     describe('append', () => {
       it('keeps keys named like prototype machinery as plain data, exactly, and touches no prototype', async () => {
