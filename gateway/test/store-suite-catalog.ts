@@ -29,7 +29,7 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
       await store.append(event({ pid: 'b3' }), { publisher: 'g', scheduledAt: new Date(Date.now() + 60_000) });
       const first = await store.catalog.processes('orders', { limit: 2 });
       expect(first.map((p) => [p.pid, p.events])).toEqual([['a1', 2], ['a2', 1]]);
-      expect(first[0]?.firstEvent <= (first[0]?.lastEvent ?? '')).toBe(true);
+      expect((first[0]?.firstEvent ?? '') <= (first[0]?.lastEvent ?? '')).toBe(true);
       const rest = await store.catalog.processes('orders', { after: 'a2', limit: 10 });
       expect(rest.map((p) => [p.pid, p.status])).toEqual([['b1', 'failed'], ['b2', 'pending'], ['b3', 'scheduled']]);
       expect(first[0]?.status).toBe('completed');

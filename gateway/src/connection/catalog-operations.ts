@@ -3,6 +3,7 @@
  * Catalog, each answer limited to what the connection's rights let it know of, and the
  * cancellation of a scheduled event.
  */
+import { isEventflowError } from '@eventflow/core';
 import { actions } from './auth.js';
 import type { Operations } from './operations.js';
 import type { Session } from './session.js';
@@ -67,8 +68,13 @@ export const catalogOperations: CatalogOperations = {
   },
 
   async cancelScheduled(session, { id }) {
-    // Not found and forbidden are answered as `read` and `delete` are (visibility.ts).
-    await session.eventFor('cancelScheduled', 'schedule', id);
+    // Forbidden is answered as `delete` answers it (visibility.ts); an id that names nothing cancels nothing.
+    try {
+      await session.eventFor('cancelScheduled', 'schedule', id);
+    } catch (error) {
+      if (isEventflowError(error, 'E_EVENTFLOW_EVENT_NOT_FOUND')) return { cancelled: false };
+      throw error;
+    }
     return { cancelled: await session.context.store.catalog.cancelScheduled(id) };
   },
 
