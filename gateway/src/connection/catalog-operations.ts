@@ -25,6 +25,7 @@ export const catalogOperations: CatalogOperations = {
       domains: domains
         .filter(({ domain }) => readable(session, domain))
         .map((summary) => ({ ...summary, actions: actions.filter((action) => session.may(action, summary.domain)) })),
+      actions: actions.filter((action) => session.may(action)),
     };
   },
 

@@ -68,19 +68,25 @@ export function useEventlogState(domain: string, pid: string): EventlogStateView
   );
 }
 
-/** The latest `limit` events of (domain, name) routed while mounted (`*`: every name), newest last. */
-export function useSubscription(domain: string, name: string, { limit = 50 }: { limit?: number } = {}): StoredEvent[] {
+/**
+ * The latest `limit` events of (domain, name) routed while mounted (`*`: every name), newest last.
+ * `last` (a count) or `after` (a position) starts with published history (SubscribeOptions of
+ * @eventflow/core), when the client has no subscription of (domain, name) yet.
+ */
+export function useSubscription(domain: string, name: string, { limit = 50, last, after }: { limit?: number; last?: number; after?: number } = {}): StoredEvent[] {
   return useStore<StoredEvent[]>(
     [],
     (set, client) => {
       const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
       // Refused registrations are reported through the client's onError.
-      client.subscribe(domain, name, listener).catch(() => undefined);
+      client.subscribe(domain, name, listener, { last, after }).catch(() => undefined);
       return () => void client.unsubscribe(domain, name, listener).catch(() => undefined);
     },
     domain,
     name,
     limit,
+    last,
+    after,
   );
 }
 

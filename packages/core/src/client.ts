@@ -331,9 +331,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   // ── the console's reads (protocol-catalog.ts) ───────────────────────────────────────────
 
-  /** The domains with events this client may read, with event counts, last activity and the actions it may take there. */
-  listDomains(options?: RequestOptions): Promise<Result<'listDomains'>['domains']> {
-    return this.#field('listDomains', {}, 'domains', options);
+  /** The domains with events this client may read, with event counts, last activity and the actions it may take there; `actions`: those it may take somewhere. */
+  listDomains(options?: RequestOptions): Promise<Result<'listDomains'>> {
+    return this.call('listDomains', {}, options);
   }
 
   /** A page of a domain's processes (status, first and last event, count) in pid order; pass `next` as `after` for the following page. */

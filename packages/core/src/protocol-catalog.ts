@@ -65,7 +65,8 @@ export const gatewayStats = z.object({
 /** The operations, given the stored event's schema (protocol.ts's: imported from there it would be a cycle). */
 export const catalogOperations = <E extends z.ZodMiniType>(storedEvent: E) => ({
   /** The domains with events that the connection may know of, with what it may do there. */
-  listDomains: { params: z.strictObject({}), result: z.object({ domains: z.array(domainSummary) }) },
+  /** `actions`: what the connection may do on at least one domain (e.g. publish to a domain without events yet). */
+  listDomains: { params: z.strictObject({}), result: z.object({ domains: z.array(domainSummary), actions: z.array(z.string()) }) },
   /** A page of a domain's processes in binary pid order; `next` is the cursor of the following page. */
   listProcesses: {
     params: z.strictObject({ domain: id, prefix: z.optional(z.string().check(z.maxLength(64))), after: z.optional(id), limit: pageSize(1000) }),
