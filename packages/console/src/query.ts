@@ -80,5 +80,6 @@ export function useQuery<T>(key: string, read: (client: BrowserClient) => Promis
     return () => clearInterval(timer);
   }, [run, refreshMs, client]);
 
-  return { ...view, reload: run };
+  // Disconnected, nothing shown can be confirmed: stale until the next answer.
+  return { ...view, stale: view.stale || connection !== 'open', reload: run };
 }
