@@ -78,6 +78,8 @@ try {
   };
   const results = {};
   for (const [name, hash, selector] of [
+    // The baseline: the app loaded, its client connected to the gateway, nothing read yet.
+    ['connected', '#/gateway', '[data-testid="connection-state"][data-state="open"]'],
     ['processList', `#/d/${DOMAIN}`, '[data-testid="process-row"]'],
     ['timeline10k', `#/d/${DOMAIN}/p/${LONG}`, '[data-testid="timeline-row"]'],
   ]) {

@@ -39,13 +39,14 @@ export const catalogOperations: CatalogOperations = {
 
   async readTimeline(session, { domain, pid, after, limit = DEFAULT_TIMELINE_PAGE }) {
     const { store } = session.context;
-    const [all, count] = await Promise.all([store.readEventlog(domain, pid, after), store.countEventlog(domain, pid)]);
-    const events = all.slice(0, limit);
+    // One more than asked: whether there is a next page.
+    const [read, count] = await Promise.all([store.catalog.eventlogPage(domain, pid, after ?? 0, limit + 1), store.countEventlog(domain, pid)]);
+    const events = read.slice(0, limit);
     const [fates, associations] = await Promise.all([
       store.catalog.fates(domain, pid, events.map((event) => event.id)),
       after === undefined ? store.catalog.associations(domain, pid) : { children: [], entities: [] },
     ]);
-    const next = all.length > limit ? events.at(-1)?.position : undefined;
+    const next = read.length > limit ? events.at(-1)?.position : undefined;
     return { events, fates, count, ...associations, ...(next === undefined ? {} : { next }) };
   },
 

@@ -4,7 +4,7 @@
  * still to come. Each store implements it in a file of its own (sqlite/catalog.ts,
  * mysql/catalog.ts); the gateway filters every answer by the connection's rights.
  */
-import type { Position } from '@eventflow/core';
+import type { Position, StoredEvent } from '@eventflow/core';
 
 export interface DomainSummary {
   domain: string;
@@ -82,6 +82,8 @@ export interface Catalog {
   domains(): Promise<DomainSummary[]>;
   /** A page of the processes of `domain` in binary pid order (the domain-pid index). */
   processes(domain: string, query: ProcessQuery): Promise<ProcessSummary[]>;
+  /** At most `limit` events of (domain, pid) after `after`, as readEventlog returns them: a timeline page without reading the rest. */
+  eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]>;
   /** The fate of each listed event of (domain, pid) that has one, and the process's associations. */
   fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]>;
   associations(domain: string, pid: string): Promise<Associations>;

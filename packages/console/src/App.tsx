@@ -24,19 +24,24 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
   const client = useEventflowClient();
   const connection = useConnectionState();
   const route = parseRoute(useHash());
-  const domains = useQuery('domains', (c) => c.listDomains(), { refreshMs: 10_000 });
+  // Every view uses the domains for what the token may do; the Domains view shows them, other views read theirs first.
+  const domains = useQuery('domains', (c) => c.listDomains(), { refreshMs: 10_000, delayMs: route.view === 'domains' ? 0 : 300 });
   const [login, setLogin] = useState<string | undefined>(undefined);
   const [showLogin, setShowLogin] = useState(false);
 
   // Without a token the gateway answers what needs rights with UNAUTHORIZED: ask for one.
   useEffect(() => {
-    if (connection !== 'open') return;
-    client.gatewayStats().then(
-      () => setLogin(undefined),
-      (error: unknown) => {
-        if (isEventflowError(error, 'E_EVENTFLOW_UNAUTHORIZED')) setLogin(signedIn ? 'The gateway did not accept the token; paste a valid one.' : 'This gateway needs a token.');
-      },
-    );
+    if (connection !== 'open') return undefined;
+    // After the view's own reads: a gateway without authentication answers this with figures.
+    const timer = setTimeout(() => {
+      client.gatewayStats().then(
+        () => setLogin(undefined),
+        (error: unknown) => {
+          if (isEventflowError(error, 'E_EVENTFLOW_UNAUTHORIZED')) setLogin(signedIn ? 'The gateway did not accept the token; paste a valid one.' : 'This gateway needs a token.');
+        },
+      );
+    }, 300);
+    return () => clearTimeout(timer);
   }, [client, connection, signedIn]);
   useEffect(() => {
     const unauthorized = (event: unknown): boolean => isEventflowError(event, 'E_EVENTFLOW_UNAUTHORIZED');

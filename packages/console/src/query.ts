@@ -37,7 +37,11 @@ function remember(key: string, data: unknown): void {
   }
 }
 
-export function useQuery<T>(key: string, read: (client: BrowserClient) => Promise<T>, { refreshMs, cache = true }: { refreshMs?: number; cache?: boolean } = {}): QueryView<T> {
+/**
+ * `delayMs`: wait this long after mounting before the first read, so that the reads of the view
+ * being opened reach the gateway first (the gateway answers a connection's requests in order).
+ */
+export function useQuery<T>(key: string, read: (client: BrowserClient) => Promise<T>, { refreshMs, cache = true, delayMs = 0 }: { refreshMs?: number; cache?: boolean; delayMs?: number } = {}): QueryView<T> {
   const client = useEventflowClient();
   const connection = useConnectionState();
   const [view, setView] = useState<Omit<QueryView<T>, 'reload'>>(() => {
@@ -70,9 +74,19 @@ export function useQuery<T>(key: string, read: (client: BrowserClient) => Promis
     setView({ data: hit?.data, at: hit?.at, error: undefined, stale: true, loading: true });
   }, [key, cache]);
 
+  // At once (a request made while connecting waits for the connection), and again on every reconnection.
+  const started = useRef(false);
   useEffect(() => {
-    if (connection === 'open') run();
-  }, [run, connection]);
+    if (started.current && connection !== 'open') return undefined;
+    const first = !started.current;
+    started.current = true;
+    if (!first || delayMs === 0) {
+      if (!first || connection === 'open' || client.state !== 'closed') run();
+      return undefined;
+    }
+    const timer = setTimeout(run, delayMs);
+    return () => clearTimeout(timer);
+  }, [run, connection, delayMs, client]);
 
   useEffect(() => {
     if (!refreshMs) return undefined;

@@ -3,7 +3,7 @@
  * (eventflow_position, eventflow_schedule, eventflow_dead_letter). Times are DATETIME, read as Dates.
  */
 import type { Pool } from 'mysql2/promise';
-import type { Position } from '@eventflow/core';
+import type { Position, StoredEvent } from '@eventflow/core';
 import { prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
@@ -20,9 +20,16 @@ type FateRow = { eventId: string; consumer: string | null; claimed: Date | null;
 
 export class MysqlCatalog implements Catalog {
   readonly #pool: () => Pool;
+  /** The store's readEventlog, which positions events written by v4 spokes first (positions.ts). */
+  readonly #eventlog: (domain: string, pid: string, after: Position) => Promise<StoredEvent[]>;
 
-  constructor(pool: () => Pool) {
+  constructor(pool: () => Pool, eventlog: (domain: string, pid: string, after: Position) => Promise<StoredEvent[]>) {
     this.#pool = pool;
+    this.#eventlog = eventlog;
+  }
+
+  async eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]> {
+    return (await this.#eventlog(domain, pid, after)).slice(0, limit);
   }
 
   #select<T>(what: string, sql: string, params: Params = []): Promise<T[]> {

@@ -44,7 +44,7 @@ export class MysqlStore implements EventStore {
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
-  readonly catalog = new MysqlCatalog(() => this.#pool);
+  readonly catalog = new MysqlCatalog(() => this.#pool, (domain, pid, after) => this.readEventlog(domain, pid, after));
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;

@@ -1,6 +1,7 @@
 /** The SQLite store's Catalog (see ../catalog.ts): each read one prepared statement over v4's tables. */
 import type Database from 'better-sqlite3';
-import type { Position } from '@eventflow/core';
+import type { Position, StoredEvent } from '@eventflow/core';
+import { toStoredEvent, type EventRow } from './statements.js';
 import { prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
@@ -11,8 +12,17 @@ type FateRow = { eventId: string; consumer: string | null; claimed: string | nul
 
 function prepare(db: Database.Database) {
   return {
+    // Counted on idx_domain alone, less the unfired scheduled events; the last activity is the newest fired event's.
     domains: db.prepare<[], DomainSummary>(
-      `SELECT e.domain AS domain, COUNT(*) AS events, MAX(e.timestamp) AS lastEvent FROM event e WHERE ${FIRED} GROUP BY e.domain ORDER BY e.domain`,
+      `SELECT d.domain AS domain,
+         d.events - (SELECT COUNT(*) FROM event_scheduled s JOIN event u ON u.id = s.event_id WHERE s.executed IS NULL AND u.domain = d.domain) AS events,
+         (SELECT e.timestamp FROM event e WHERE e.domain = d.domain AND ${FIRED} ORDER BY e.position DESC LIMIT 1) AS lastEvent
+       FROM (SELECT domain, COUNT(*) AS events FROM event GROUP BY domain) d
+       WHERE lastEvent IS NOT NULL ORDER BY d.domain`,
+    ),
+    page: db.prepare<[{ domain: string; pid: string; after: number; limit: number }], EventRow>(
+      `SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e
+       WHERE e.domain = @domain AND e.pid = @pid AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
     ),
     // Walks idx_domain_pid in pid order from the cursor and stops after `limit` pids.
     processes: db.prepare<[{ domain: string; after: string; low: string; high: string; limit: number }], ProcessRow>(
@@ -81,6 +91,10 @@ export class SqliteCatalog implements Catalog {
   async processes(domain: string, { prefix, after = '', limit }: ProcessQuery): Promise<ProcessSummary[]> {
     const rows = this.#s.processes.all({ domain, after, ...prefixRange(prefix), limit });
     return rows.map(({ failed, pending, scheduled, ...row }) => ({ ...row, status: statusOf({ failed, pending, scheduled }) }));
+  }
+
+  async eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]> {
+    return this.#s.page.all({ domain, pid, after, limit }).map(toStoredEvent);
   }
 
   async fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]> {

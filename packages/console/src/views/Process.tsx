@@ -4,7 +4,7 @@
  * changed highlighted (composeEventlogState over the prefix), the live current state with events
  * still in the outbox marked pending, and its child processes and entity associations.
  */
-import { useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
+import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
 import { composeEventlogState, type EventFate, type StoredEvent } from '@eventflow/core';
 import { useEventflowClient, useEventlogState } from '@eventflow/browser/react';
 import { ErrorNote, Loading, Stale, StatusBadge, Time } from '../components.js';
@@ -28,8 +28,9 @@ function outcomeOf(fate: EventFate | undefined): string {
 
 export function Process({ domain, pid }: { domain: string; pid: string }): ReactNode {
   const client = useEventflowClient();
-  const live = useEventlogState(domain, pid);
-  const timeline = useTimeline(client, domain, pid, live.position);
+  // The live state reads the whole eventlog: it starts once the first timeline page is shown.
+  const [livePosition, setLivePosition] = useState(0);
+  const timeline = useTimeline(client, domain, pid, livePosition);
   const { events } = timeline;
   const [chosen, setChosen] = useState<number | undefined>(undefined);
   const selected = chosen === undefined ? events.length - 1 : Math.min(chosen, events.length - 1);
@@ -174,19 +175,30 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
               </ul>
             </>
           )}
-          <h2>Current state</h2>
-          {live.pending.length > 0 && (
-            <p className="pending" data-testid="state-pending" role="status">
-              {live.pending.length} event(s) pending in the outbox, shown applied.
-            </p>
-          )}
-          {live.stale && !live.loading && <p className="stale">Stale: may be behind the gateway.</p>}
-          <pre className="json" data-testid="current-state">
-            {JSON.stringify(live.state, null, 2)}
-          </pre>
+          {(events.length > 0 || timeline.complete || timeline.stale) && <CurrentState domain={domain} pid={pid} onPosition={setLivePosition} />}
         </div>
       </div>
     </section>
+  );
+}
+
+/** The live composed state, with outbox entries applied and marked pending; reports its position so the timeline follows. */
+function CurrentState({ domain, pid, onPosition }: { domain: string; pid: string; onPosition: (position: number) => void }): ReactNode {
+  const live = useEventlogState(domain, pid);
+  useEffect(() => onPosition(live.position), [live.position, onPosition]);
+  return (
+    <>
+      <h2>Current state</h2>
+      {live.pending.length > 0 && (
+        <p className="pending" data-testid="state-pending" role="status">
+          {live.pending.length} event(s) pending in the outbox, shown applied.
+        </p>
+      )}
+      {live.stale && !live.loading && <p className="stale">Stale: may be behind the gateway.</p>}
+      <pre className="json" data-testid="current-state">
+        {JSON.stringify(live.state, null, 2)}
+      </pre>
+    </>
   );
 }
 
