@@ -37,6 +37,12 @@ describe('served apps', () => {
     expect((await fetch(`${base}healthz`)).status).toBe(200);
   });
 
+  it("never answers the gateway's own routes with an app, also when they are off", async () => {
+    const gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: consoleDir, EVENTFLOW_METRICS: 'off' });
+    gateways.push(gateway);
+    expect((await fetch(`${gateway.gateway.httpUrl}metrics`)).status).toBe(404);
+  });
+
   it('serves the console at /console/ when the demo is at /', async () => {
     const gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: consoleDir, EVENTFLOW_DEMO_DIR: demoDir });
     gateways.push(gateway);

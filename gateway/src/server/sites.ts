@@ -29,9 +29,12 @@ export function consolePath(sites: Sites): string | undefined {
   return sites.console === undefined ? undefined : sites.demo === undefined ? '/' : `${CONSOLE_MOUNT}/`;
 }
 
+/** The gateway's own routes: never an app's, also when they are off (`/metrics` with EVENTFLOW_METRICS=off answers 404). */
+const reserved = new Set(['/healthz', '/readyz', '/metrics']);
+
 /** Serves a GET or HEAD of a site's file; false when no site has the path. */
 export function serveSite(sites: Sites, pathname: string, request: IncomingMessage, response: ServerResponse): boolean {
-  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  if ((request.method !== 'GET' && request.method !== 'HEAD') || reserved.has(pathname)) return false;
   if (sites.console && sites.demo) {
     if (pathname === CONSOLE_MOUNT) {
       // The build's asset URLs are relative: the page must be at a path ending in '/'.
