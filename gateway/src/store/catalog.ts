@@ -100,6 +100,19 @@ export interface Catalog {
   backlog(): Promise<number>;
 }
 
+/**
+ * The SELECT and FROM of a page of processes, the same SQL on both stores (the WHERE, with the
+ * domain, the cursor and the prefix range, is each store's): one row per pid with its count
+ * (unfired scheduled events left out), first and last event, and flags for its status (statusOf).
+ */
+export const PROCESS_SUMMARY = `SELECT e.pid AS pid,
+         SUM(CASE WHEN s.event_id IS NOT NULL AND s.executed IS NULL THEN 0 ELSE 1 END) AS events,
+         MIN(e.timestamp) AS firstEvent, MAX(e.timestamp) AS lastEvent,
+         MAX(p.failed IS NOT NULL) AS failed,
+         MAX(p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) AS pending,
+         MAX(s.event_id IS NOT NULL AND s.executed IS NULL) AS scheduled
+       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id`;
+
 /** `prefix` as a half-open range [low, high) of pids: ids are printable ASCII, 0x7f sorts after all of them. */
 export function prefixRange(prefix: string | undefined): { low: string; high: string } {
   return prefix ? { low: prefix, high: `${prefix}\x7f` } : { low: '', high: '\x7f' };

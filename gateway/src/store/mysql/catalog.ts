@@ -4,12 +4,11 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { PROCESS_SUMMARY, prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';
 
-const UNFIRED = 's.event_id IS NOT NULL AND s.executed IS NULL';
 const DUE = 'COALESCE(d.due, s.scheduled)';
 
 const iso = (date: Date | null | undefined): string | undefined => (date ? new Date(date).toISOString() : undefined);
@@ -49,13 +48,7 @@ export class MysqlCatalog implements Catalog {
     // idx_domain_pid (domain, pid, timestamp): read in pid order from the cursor, stopping after `limit` pids.
     const rows = await this.#select<ProcessRow>(
       'list the processes',
-      `SELECT e.pid AS pid,
-         SUM(CASE WHEN ${UNFIRED} THEN 0 ELSE 1 END) AS events,
-         MIN(e.timestamp) AS firstEvent, MAX(e.timestamp) AS lastEvent,
-         MAX(p.failed IS NOT NULL) AS failed,
-         MAX(p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) AS pending,
-         MAX(${UNFIRED}) AS scheduled
-       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id
+      `${PROCESS_SUMMARY}
        WHERE e.domain = ? AND e.pid > ? AND e.pid >= ? AND e.pid < ?
        GROUP BY e.pid ORDER BY e.pid LIMIT ?`,
       [domain, after, low, high, limit],

@@ -2,10 +2,9 @@
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
 import { toStoredEvent, type EventRow } from './statements.js';
-import { prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { PROCESS_SUMMARY, prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
-const UNFIRED = 's.event_id IS NOT NULL AND s.executed IS NULL';
 
 type ProcessRow = Omit<ProcessSummary, 'status'> & { failed: number; pending: number; scheduled: number };
 type FateRow = { eventId: string; consumer: string | null; claimed: string | null; success: string | null; failed: string | null; orphan: string | null; published: number; attempts: number | null; reason: string | null; at: string | null };
@@ -26,13 +25,7 @@ function prepare(db: Database.Database) {
     ),
     // Walks idx_domain_pid in pid order from the cursor and stops after `limit` pids.
     processes: db.prepare<[{ domain: string; after: string; low: string; high: string; limit: number }], ProcessRow>(
-      `SELECT e.pid AS pid,
-         SUM(CASE WHEN ${UNFIRED} THEN 0 ELSE 1 END) AS events,
-         MIN(e.timestamp) AS firstEvent, MAX(e.timestamp) AS lastEvent,
-         MAX(p.failed IS NOT NULL) AS failed,
-         MAX(p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) AS pending,
-         MAX(${UNFIRED}) AS scheduled
-       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id
+      `${PROCESS_SUMMARY}
        WHERE e.domain = @domain AND e.pid > @after AND e.pid >= @low AND e.pid < @high
        GROUP BY e.pid ORDER BY e.pid LIMIT @limit`,
     ),
