@@ -58,6 +58,8 @@ const integration = [
   'gateway/test/http-fuzz.test.ts',
 ];
 const nodeTests = ['packages/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts'];
+/** Built apps (the demo, the console) in Chromium against a real gateway. */
+const e2e = ['demo/test/**/*.test.ts', 'packages/console/test/**/*.test.ts'];
 const browserTests = '**/*.browser.test.{ts,tsx}';
 
 export default defineConfig({
@@ -71,7 +73,7 @@ export default defineConfig({
         test: {
           name: 'fast',
           include: nodeTests,
-          exclude: [browserTests, ...integration],
+          exclude: [browserTests, ...integration, ...e2e],
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
@@ -111,7 +113,7 @@ export default defineConfig({
         resolve: { conditions: nodeConditions },
         test: {
           name: 'e2e',
-          include: ['demo/test/**/*.test.ts'],
+          include: e2e,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },

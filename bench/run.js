@@ -21,6 +21,7 @@ const STEPS = [
   { name: 'snapshots', script: 'bench/snapshots.mjs', timeoutMs: 120_000 },
   { name: 'publish-throughput', script: 'bench/publish-throughput.mjs', timeoutMs: 90_000 },
   { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
+  { name: 'console-open', script: 'bench/console-open.mjs', timeoutMs: 180_000 },
   { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },
   { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 90_000 },
   { name: 'latency-v4', script: 'bench/latency-v4.mjs', timeoutMs: 150_000 },

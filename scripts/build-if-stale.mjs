@@ -30,3 +30,11 @@ const built = statSync(join(root, 'demo/dist/index.html'), { throwIfNoEntry: fal
 const changed = Math.max(...demoInputs.map((input) => newest(join(root, input))));
 if (changed > built) node('node_modules/vite/bin/vite.js', ['build', 'demo', '--logLevel', 'warn']);
 else process.stdout.write('demo dashboard up to date (demo/dist)\n');
+
+// The console, served by the gateway at /console/ beside the demo (gateway/console, a copy of packages/console/dist).
+const consoleInputs = ['packages/console/src', 'packages/console/index.html', 'packages/console/vite.config.ts', 'packages/browser/src', 'packages/core/src', 'package-lock.json'];
+const consoleBuilt = statSync(join(root, 'gateway/console/index.html'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+if (Math.max(...consoleInputs.map((input) => newest(join(root, input)))) > consoleBuilt) {
+  node('node_modules/vite/bin/vite.js', ['build', 'packages/console', '--logLevel', 'warn']);
+  node('scripts/copy-console.mjs', []);
+} else process.stdout.write('console up to date (gateway/console)\n');

@@ -2,12 +2,20 @@
  * The plain-text lines the gateway bin prints once it listens (stdout, beside the JSON log on
  * stderr): every URL a person needs and what the gateway runs on.
  */
-import { existsSync } from 'node:fs';
 import type { Gateway } from './server/gateway.js';
+import { consolePath, currentSites } from './server/sites.js';
 
 export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | 'httpUrl'>): string {
   const { config, httpUrl } = gateway;
-  const demo = config.EVENTFLOW_DEMO_DIR !== undefined && existsSync(config.EVENTFLOW_DEMO_DIR);
+  const sites = currentSites(config.EVENTFLOW_DEMO_DIR, config.EVENTFLOW_CONSOLE_DIR);
+  const consoleAt = consolePath(sites);
+  const consoleUrl = consoleAt === undefined ? undefined : new URL(consoleAt.slice(1), httpUrl).href;
+  const dashboard =
+    sites.demo !== undefined
+      ? `${httpUrl}${consoleUrl ? ` (console: ${consoleUrl})` : ''}`
+      : consoleUrl
+        ? `${consoleUrl} (the console)`
+        : `not built (npm run build), ${httpUrl} says how to connect`;
   const store =
     config.EVENTFLOW_STORE === 'mysql'
       ? `mysql ${config.EVENTFLOW_MYSQL_USER}@${config.EVENTFLOW_MYSQL_HOST}:${config.EVENTFLOW_MYSQL_PORT}, database ${config.EVENTFLOW_MYSQL_DATABASE}`
@@ -24,7 +32,7 @@ export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | '
       : 'none (every connection may do everything)';
   const lines = [
     `eventflow gateway ${gateway.id}`,
-    `  dashboard: ${demo ? httpUrl : `not built (npm run build), ${httpUrl} says how to connect`}`,
+    `  dashboard: ${dashboard}`,
     `  clients:   ${gateway.url}`,
     `  health:    ${httpUrl}healthz`,
     `  ready:     ${httpUrl}readyz`,

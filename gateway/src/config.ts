@@ -165,6 +165,11 @@ export const configSchema = z.object({
     .default([]),
   /** Directory with the built demo dashboard, served at `/` when it exists. */
   EVENTFLOW_DEMO_DIR: z.string().optional(),
+  /**
+   * Directory with the built console, served at `/` (at `/console/` when the demo is at `/`);
+   * default: the build inside the gateway package (server/sites.ts). `off`: no console.
+   */
+  EVENTFLOW_CONSOLE_DIR: z.string().optional(),
   EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default(configDefaults.EVENTFLOW_LOG_LEVEL),
   /**
    * `on`: Prometheus metrics at GET /metrics on the gateway's port, which is loopback unless

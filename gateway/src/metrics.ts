@@ -157,6 +157,19 @@ export class PrometheusMetrics implements GatewayMetrics {
     return (await this.registry.metrics()) + (await sharedProcessRegistry().metrics());
   }
 
+  /** Totals since start and the store latency histogram's cumulative bucket counts (ms upper bound, count), for the console (server/stats.ts). */
+  async totals(): Promise<{ published: number; delivered: number; storeBuckets: Array<[number, number]> }> {
+    const byBound = new Map<number, number>();
+    for (const { labels, value, metricName } of (await this.#storeLatency.get()).values) {
+      if (!metricName?.endsWith('_bucket')) continue;
+      const le = (labels as Record<string, string | number | undefined>)['le'];
+      const bound = le === '+Inf' ? Infinity : Number(le) * 1000;
+      byBound.set(bound, (byBound.get(bound) ?? 0) + value);
+    }
+    const sum = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+    return { published: sum(this.#published), delivered: sum(this.#delivered), storeBuckets: [...byBound].sort((a, b) => a[0] - b[0]) };
+  }
+
   /** Reports the hub router's ready connections (EVENTFLOW_ROUTER=hubs). */
   watchHubs(connected: () => number): void {
     this.#watch('eventflow_hub_connections', 'Hubs this gateway holds a ready connection to (EVENTFLOW_ROUTER=hubs).', connected);

@@ -51,7 +51,7 @@ export const templates: Partial<Record<OperationName, Record<string, Kind>>> = {
   publish: { event: 'event', expectedVersion: 'pos' },
   persist: { event: 'event', expectedVersion: 'pos' },
   schedule: { at: 'iso', event: 'event' },
-  subscribe: { domain: 'ident', name: 'ident', after: 'pos' },
+  subscribe: { domain: 'ident', name: 'ident', after: 'pos', last: 'posInt' },
   unsubscribe: { domain: 'ident', name: 'ident' },
   subscribePattern: { subscription: 'handle', pattern: 'ident', names: 'names', pid: 'ident', after: 'pos' },
   unsubscribePattern: { subscription: 'handle' },
@@ -76,6 +76,12 @@ export const templates: Partial<Record<OperationName, Record<string, Kind>>> = {
   persistChildProcessAssociation: { eventId: 'ident', domain: 'ident', cpid: 'ident' },
   ping: {},
   authenticate: { token: 'token' },
+  listDomains: {},
+  listProcesses: { domain: 'ident', after: 'ident', limit: 'posInt' },
+  readTimeline: { domain: 'ident', pid: 'ident', after: 'pos', limit: 'posInt' },
+  listScheduled: { domain: 'ident', limit: 'posInt' },
+  cancelScheduled: { id: 'ident' },
+  gatewayStats: {},
 } as Record<string, Record<string, Kind>>;
 
 const validEvent = { id: 'fz-1', domain: 'orders', name: 'placed', pid: 'p1', data: { amount: 1 }, rid: 'fz-0' };

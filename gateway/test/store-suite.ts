@@ -6,6 +6,7 @@
 import { sleep } from '@eventflow/test-support/wait';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent } from '@eventflow/core';
+import { describeCatalog } from './store-suite-catalog.js';
 import type { AppendOutcome, AppendRequest, AppendResult, EventStore, NewEvent } from '../src/store/store.js';
 import { describeLedger } from './ledger-suite.js';
 
@@ -68,6 +69,8 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         await store.close();
       });
     });
+
+    describeCatalog(open);
 
     describe('append', () => {
       it('keeps keys named like prototype machinery as plain data, exactly, and touches no prototype', async () => {

@@ -224,6 +224,13 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   discardDeadLetter: { kind: 'domain', action: 'manage', domain: param },
   authenticate: { kind: 'none' },
   ping: { kind: 'none' },
+  // The console's reads: answers are filtered by the rights (connection/catalog-operations.ts).
+  listDomains: { kind: 'none' },
+  listProcesses: { kind: 'domain', action: 'read', domain: param },
+  readTimeline: { kind: 'domain', action: 'read', domain: param },
+  listScheduled: { kind: 'byEvent', action: 'read' },
+  cancelScheduled: { kind: 'byEvent', action: 'schedule' },
+  gatewayStats: { kind: 'own', action: 'read' },
 };
 
 /**

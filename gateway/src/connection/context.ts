@@ -1,4 +1,4 @@
-import type { WelcomeFrame } from '@eventflow/core';
+import type { Result, WelcomeFrame } from '@eventflow/core';
 import type { Dispatcher } from '../delivery/dispatcher.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -37,6 +37,8 @@ export interface SessionContext {
   readonly snapshotEvery?: number;
   /** Called after a schedule request, so the scheduler can move its timer earlier. */
   scheduled(at: Date): void;
+  /** The gateway's figures for the console (server/stats.ts). */
+  stats(): Promise<Result<'gatewayStats'>>;
 }
 
 /** The request being run: its id (unique on its connection) and a logger whose lines carry it. */

@@ -11,6 +11,7 @@ import { referenceNotFound } from './visibility.js';
 import { readEventlogState, snapshotsOf } from '../store/snapshots.js';
 import { configDefaults } from '../defaults.js';
 import { manageOperations } from './manage-operations.js';
+import { catalogOperations } from './catalog-operations.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
@@ -75,8 +76,11 @@ export const operations: Operations = {
     return appended(stored);
   },
 
-  async subscribe(session, { domain, name, after }) {
-    return { head: await session.subscribe(domain, name, after) };
+  async subscribe(session, { domain, name, after, last }) {
+    // "The last N": replayed from just before the Nth newest published event of the subscription.
+    const from = after ?? (last === undefined ? undefined : await session.context.store.catalog.positionBeforeLast(domain, name, last));
+    const head = await session.subscribe(domain, name, from);
+    return from === undefined ? { head } : { head, after: from };
   },
 
   async subscribePattern(session, { subscription, pattern, names, pid, after }) {
@@ -218,4 +222,5 @@ export const operations: Operations = {
   },
 
   ...manageOperations,
+  ...catalogOperations,
 };

@@ -10,7 +10,7 @@ import { EventflowError, streamKey, type OperationName, type StoredEvent, type T
 import type { Peer } from '../delivery/dispatcher.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
-import { allows, denied, refusalOf, type Action, type Authorization } from './auth.js';
+import { allows, allowsAny, denied, refusalOf, type Action, type Authorization } from './auth.js';
 import { requestScope, type SessionContext } from './context.js';
 import { encodeEvent } from './encode.js';
 import { readFrame, readParams } from './frames.js';
@@ -187,6 +187,11 @@ export class Session implements Peer {
   /** Whether the connection may know that events of `domain` exist, for an operation needing `action` there (visibility.ts). */
   knows(action: Action, domain: string): boolean {
     return knows(this.#rights.current, action, domain);
+  }
+
+  /** Whether the connection's rights allow `action` on `domain` now (on some domain without one). */
+  may(action: Action, domain?: string): boolean {
+    return domain === undefined ? allowsAny(this.#rights.current, action) : allows(this.#rights.current, action, domain);
   }
 
   /** Replaces the connection's rights with those of `token`; throws E_EVENTFLOW_UNAUTHORIZED (keeping the old rights) when it is not valid. */

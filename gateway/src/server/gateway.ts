@@ -6,7 +6,6 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { existsSync } from 'node:fs';
 import { generatePid, type Transport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
@@ -17,6 +16,8 @@ import { watchGroups } from '../group-metrics.js';
 import { operations } from '../connection/operations.js';
 import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
 import { httpHandler } from './http.js';
+import { createStats } from './stats.js';
+import { currentSites } from './sites.js';
 import { WsTransport } from './ws-transport.js';
 import { originAllowed } from '../connection/limits.js';
 import { ConditionLog } from '../condition-log.js';
@@ -198,6 +199,16 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       scheduler.scheduled(at);
       givenRouter.scheduled?.();
     },
+    stats: createStats({
+      id,
+      store: givenStore,
+      router: givenRouter,
+      prometheus,
+      readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+      connections: () => sessions.size,
+      inFlight: () => dispatcher.stats.deliveries,
+      closing: () => closing !== undefined,
+    }),
   };
   const accept = (transport: Transport): Session => {
     const session = new Session(`${nextSession++}`, transport, context, operations);
@@ -221,7 +232,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     closing: () => closing !== undefined,
   });
   // Every handler runs behind a guard (http-guard.ts): nothing a request carries can end the process.
-  const http: Server = createServer(guardRequest(log, (request, response) => handleHttp(request, response, demoDir && existsSync(demoDir) ? demoDir : undefined)));
+  const http: Server = createServer(guardRequest(log, (request, response) => handleHttp(request, response, currentSites(demoDir, settings.EVENTFLOW_CONSOLE_DIR))));
   guardClientErrors(http, log);
   // No permessage-deflate (also ws's default): zlib per connection costs ~hundreds of kB and CPU per frame.
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });

@@ -1,6 +1,6 @@
 /**
- * The gateway's HTTP routes: `/healthz`, `/readyz`, `/metrics` (EVENTFLOW_METRICS), the demo
- * dashboard at `/` when built, a plain answer at `/` otherwise, 404 for the rest. WebSocket
+ * The gateway's HTTP routes: `/healthz`, `/readyz`, `/metrics` (EVENTFLOW_METRICS), the console
+ * and the demo dashboard when built (sites.ts), a plain answer at `/` otherwise, 404 for the rest. WebSocket
  * upgrades are not requests: gateway.ts takes them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -10,7 +10,7 @@ import { checkReadiness } from '../readiness.js';
 import type { Router } from '../router/router.js';
 import type { EventStore } from '../store/store.js';
 import { answerPlain, requestPath } from './http-guard.js';
-import { serveStatic } from './static.js';
+import { serveSite, type Sites } from './sites.js';
 
 export interface HttpRoutes {
   readonly id: string;
@@ -24,7 +24,7 @@ export interface HttpRoutes {
   closing(): boolean;
 }
 
-export type HttpHandler = (request: IncomingMessage, response: ServerResponse, demo: string | undefined) => Promise<void> | undefined;
+export type HttpHandler = (request: IncomingMessage, response: ServerResponse, sites: Sites) => Promise<void> | undefined;
 
 export function httpHandler(routes: HttpRoutes): HttpHandler {
   const { id, log, store, router, prometheus } = routes;
@@ -32,7 +32,7 @@ export function httpHandler(routes: HttpRoutes): HttpHandler {
   /** The last /readyz status (a gateway starts ready: a first 503 or degraded is logged, a first ready is not). */
   let was = 'ready';
 
-  return function handleHttp(request, response, demo) {
+  return function handleHttp(request, response, sites) {
     // The path only: a query string may carry a token.
     const pathname = requestPath(request.url);
     const requestLog = log.child({ request: `http-${nextHttpRequest++}` });
@@ -48,10 +48,7 @@ export function httpHandler(routes: HttpRoutes): HttpHandler {
     }
     if (pathname === '/readyz') return readiness(response, requestLog);
     if (pathname === '/metrics' && prometheus) return scrape(prometheus, response, requestLog);
-    if (demo && (request.method === 'GET' || request.method === 'HEAD')) {
-      serveStatic(demo, pathname, request, response);
-      return;
-    }
+    if (serveSite(sites, pathname, request, response)) return;
     if (pathname === '/') {
       response
         .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })

@@ -14,6 +14,7 @@
 import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
 import type { SnapshotStore } from './snapshots.js';
 import type { DeliveryLedger } from './ledger.js';
+import type { Catalog } from './catalog.js';
 
 export interface NewEvent {
   id: string;
@@ -88,6 +89,8 @@ export interface EventFilter {
 
 export interface EventStore {
   readonly kind: string;
+  /** The operators' reads (catalog.ts): domains, processes, event fates, scheduled events. */
+  readonly catalog: Catalog;
   /** Creates missing tables. Safe to call on an existing database. */
   init(): Promise<void>;
   close(): Promise<void>;

@@ -11,7 +11,7 @@ const at = { id: 'G1', url: 'ws://127.0.0.1:8080/', httpUrl: 'http://127.0.0.1:8
 
 describe('the start banner', () => {
   it('on the embedded store', () => {
-    expect(gatewayBanner({ ...at, config: parseConfig({ EVENTFLOW_SQLITE_PATH: '/var/lib/ef.db', EVENTFLOW_DEMO_DIR: '/nonexistent' }) })).toBe(
+    expect(gatewayBanner({ ...at, config: parseConfig({ EVENTFLOW_SQLITE_PATH: '/var/lib/ef.db', EVENTFLOW_DEMO_DIR: '/nonexistent', EVENTFLOW_CONSOLE_DIR: '/nonexistent' }) })).toBe(
       [
         'eventflow gateway G1',
         '  dashboard: not built (npm run build), http://127.0.0.1:8080/ says how to connect',

@@ -4,12 +4,12 @@
  * in the npm cache after `npm ci`), then the bins by name. Also checks what each tarball carries.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildOnce } from '@eventflow/test-support/gateway-process';
+import { buildOnce, freePort, spawnNode, stop } from '@eventflow/test-support/gateway-process';
 import { gatewayUsage } from '../../src/cli-args.js';
 import { repoRoot } from './support.js';
 
@@ -32,8 +32,13 @@ describe('the packed packages', () => {
     }
   });
 
-  it('installed from their tarballs outside the repository, npx eventflow and npx eventflow-gateway run them', async (context) => {
+  it('installed from their tarballs outside the repository, npx eventflow and npx eventflow-gateway run them, and the gateway serves the console', async (context) => {
     await buildOnce();
+    // The console build the gateway package ships (npm run build does this).
+    if (!existsSync(join(repoRoot, 'gateway/console/index.html'))) {
+      await exec(process.execPath, [join(repoRoot, 'node_modules/vite/bin/vite.js'), 'build', 'packages/console', '--logLevel', 'warn'], { cwd: repoRoot, timeout: 120_000 });
+      await exec(process.execPath, [join(repoRoot, 'scripts/copy-console.mjs')], { cwd: repoRoot });
+    }
     const { stdout } = await exec('npm', ['pack', '--json', '--pack-destination', dir, '-w', 'packages/core', '-w', 'packages/node', '-w', 'gateway'], { cwd: repoRoot, timeout: 120_000 });
     const tarballs = (JSON.parse(stdout) as Array<{ filename: string }>).map((pack) => join(dir, pack.filename));
     const app = join(dir, 'app');
@@ -55,5 +60,24 @@ describe('the packed packages', () => {
     expect((await exec('npx', ['--no-install', 'eventflow', '--version'], { cwd: app })).stdout).toBe(`eventflow ${versions('packages/node')}\n`);
     expect((await exec('npx', ['--no-install', 'eventflow-gateway', '--version'], { cwd: app })).stdout).toBe(`eventflow-gateway ${versions('gateway')}\n`);
     expect((await exec('npx', ['--no-install', 'eventflow-gateway', '--help'], { cwd: app })).stdout).toBe(gatewayUsage);
+
+    // The console, from the installed package: better-sqlite3's native build is the repository's (same version).
+    const installed = join(app, 'node_modules');
+    cpSync(join(repoRoot, 'node_modules/better-sqlite3/build'), join(installed, 'better-sqlite3/build'), { recursive: true });
+    const port = await freePort();
+    const gateway = await spawnNode([join(installed, '@eventflow/gateway/bin/eventflow-gateway.js')], { EVENTFLOW_PORT: port, EVENTFLOW_SQLITE_PATH: join(dir, 'packed.db'), EVENTFLOW_LOG_LEVEL: 'warn' }, 'clients:');
+    try {
+      const page = await fetch(`http://127.0.0.1:${port}/`);
+      const html = await page.text();
+      expect(page.status).toBe(200);
+      expect(html).toContain('<title>eventflow console</title>');
+      const script = /src="\.\/(assets\/[^"]+\.js)"/.exec(html)?.[1];
+      expect(script, 'the page loads its script by a relative URL').toBeDefined();
+      const asset = await fetch(`http://127.0.0.1:${port}/${script}`);
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get('content-type')).toContain('javascript');
+    } finally {
+      await stop(gateway.proc);
+    }
   }, 300_000);
 });

@@ -68,13 +68,18 @@ export function useEventlogState(domain: string, pid: string): EventlogStateView
   );
 }
 
-/** The latest `limit` events of (domain, name) routed while mounted (`*`: every name), newest last. */
 /**
  * The latest `limit` events of (domain, name), or of every domain a namespace pattern matches
  * (`useSubscription(namespacePattern('prod.>'), ['placed', 'shipped'], { pid: 'order-*' })`):
  * names a name, a list or `*`, `pid` a pid pattern. Safe under StrictMode (one gateway subscription).
+ * For a domain, `last` (a count) or `after` (a position) starts with published history
+ * (SubscribeOptions of @eventflow/core), when the client has no subscription of (domain, name) yet.
  */
-export function useSubscription(domain: string | NamespacePattern, name: string | readonly string[], { limit = 50, pid }: { limit?: number; pid?: string } = {}): StoredEvent[] {
+export function useSubscription(
+  domain: string | NamespacePattern,
+  name: string | readonly string[],
+  { limit = 50, pid, last, after }: { limit?: number; pid?: string; last?: number; after?: number } = {},
+): StoredEvent[] {
   // A pattern value may be made anew on every render: its text is the dependency.
   const pattern = typeof domain === 'object' ? domain.pattern : undefined;
   return useStore<StoredEvent[]>(
@@ -82,8 +87,9 @@ export function useSubscription(domain: string | NamespacePattern, name: string 
     (set, client) => {
       const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
       // Refused registrations are reported through the client's onError.
-      const subscribe = client.subscribe as (domain: string | NamespacePattern, name: string | readonly string[], listener: (event: StoredEvent) => void, options?: { pid?: string }) => Promise<Subscription>;
-      const subscribed = subscribe.call(client, domain, name, listener, { pid }).catch(() => undefined);
+      const subscribe = client.subscribe as (domain: string | NamespacePattern, name: string | readonly string[], listener: (event: StoredEvent) => void, options?: { pid?: string; last?: number; after?: number }) => Promise<Subscription>;
+      const options = typeof domain === 'object' ? { pid } : { last, after };
+      const subscribed = subscribe.call(client, domain, name, listener, options).catch(() => undefined);
       return () => void subscribed.then((subscription) => subscription?.unsubscribe()).catch(() => undefined);
     },
     pattern ?? domain,
@@ -91,6 +97,8 @@ export function useSubscription(domain: string | NamespacePattern, name: string 
     typeof name === 'string' ? name : name.join('\u001f'),
     pid,
     limit,
+    last,
+    after,
   );
 }
 

@@ -111,6 +111,19 @@ export interface ConsumeOptions {
 export interface Subscription {
   unsubscribe(): Promise<void>;
 }
+
+/**
+ * Where a subscription starts. Without either, with the events routed from now on. A start
+ * applies when the client has no subscription of (domain, name) yet: another listener of the
+ * same (domain, name) joins the one there is. After a reconnect it resumes where it was either way.
+ */
+export interface SubscribeOptions {
+  signal?: AbortSignal;
+  /** First the published events after this position (an event's `position`), oldest first. */
+  after?: number;
+  /** First the newest `last` published events (1 to 10 000), oldest first; ignored with `after`. */
+  last?: number;
+}
 export interface Consumer {
   remove(): Promise<void>;
 }

@@ -5,7 +5,7 @@
  * deliveries.ts (consume handlers, leases, settles), requests.ts (correlation, timeouts, the send
  * window within the gateway's limits) and connection.ts (handshake, heartbeat, reconnect).
  */
-import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, Subscription, WaitOptions } from './client-types.js';
+import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
 import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
 import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
@@ -35,6 +35,7 @@ export type {
   PublishOptions,
   RequestEventOptions,
   ConsumeOptions,
+  SubscribeOptions,
   Subscription,
   WaitOptions,
 } from './client-types.js';
@@ -197,25 +198,29 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /**
    * Calls `listener` with every event of (domain, name) routed from now on (`*`: every name of the
    * domain, in addition to named subscriptions). Resolves once the gateway has the subscription.
+   * `after` (a position) or `last` (a count, at most 10 000) replays published events first; they
+   * apply when this client has no subscription of (domain, name) yet (see SubscribeOptions).
    *
    * With a namespace pattern (`namespacePattern('prod.>')`) instead of a domain: every domain it
    * matches, also those created later, filtered (AND) by `names` (a name, a list, or `*`) and
    * `options.pid` (`*` matches any run of characters); one position order across all of them.
    */
   subscribe(pattern: NamespacePattern, names: string | readonly string[], listener: Listener<StoredEvent>, options?: PatternOptions): Promise<Subscription>;
-  subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>, options?: { signal?: AbortSignal }): Promise<Subscription>;
-  subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions = {}): Promise<Subscription> {
+  subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>, options?: SubscribeOptions): Promise<Subscription>;
+  subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions & SubscribeOptions = {}): Promise<Subscription> {
     return this.#subscribe(domain, name, listener as AnyListener, options);
   }
 
-  async #subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: PatternOptions): Promise<Subscription> {
+  async #subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: PatternOptions & SubscribeOptions): Promise<Subscription> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
     const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
     if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(patternParams(domain, name, options.pid), listener, options.signal);
     else {
       this.#assertRegistrable(domain, name as string, 'name');
-      await this.#registrations.subscribe(domain, name as string, listener, options.signal);
+      assertNumber(options.after, 'options.after', true, 0);
+      assertNumber(options.last, 'options.last', true, 1);
+      await this.#registrations.subscribe(domain, name as string, listener, options.signal, { after: options.after, last: options.last });
     }
     return { unsubscribe };
   }
@@ -363,6 +368,38 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async persistChildProcessAssociation(eventId: string, domain: string, cpid: string): Promise<true> {
     await this.call('persistChildProcessAssociation', { eventId, domain, cpid });
     return true;
+  }
+
+  // ── the console's reads (protocol-catalog.ts) ───────────────────────────────────────────
+
+  /** The domains with events this client may read, with event counts, last activity and the actions it may take there; `actions`: those it may take somewhere. */
+  listDomains(options?: RequestOptions): Promise<Result<'listDomains'>> {
+    return this.call('listDomains', {}, options);
+  }
+
+  /** A page of a domain's processes (status, first and last event, count) in pid order; pass `next` as `after` for the following page. */
+  listProcesses(domain: string, query: Omit<Params<'listProcesses'>, 'domain'> = {}, options?: RequestOptions): Promise<Result<'listProcesses'>> {
+    return this.call('listProcesses', { ...query, domain }, options);
+  }
+
+  /** A page of a process's events with what became of each (consumer, outcome, orphan, dead letter) and its associations. */
+  readTimeline(domain: string, pid: string, query: { after?: Position; limit?: number } = {}, options?: RequestOptions): Promise<Result<'readTimeline'>> {
+    return this.call('readTimeline', { domain, pid, ...query }, options);
+  }
+
+  /** Scheduled events that have not fired, soonest first (of `domain`, or of every readable domain). */
+  listScheduled(query: Params<'listScheduled'> = {}, options?: RequestOptions): Promise<Result<'listScheduled'>> {
+    return this.call('listScheduled', query, options);
+  }
+
+  /** Deletes a scheduled event before it fires; false when it already fired or is gone. */
+  cancelScheduled(eventId: string, options?: RequestOptions): Promise<boolean> {
+    return this.#field('cancelScheduled', { id: eventId }, 'cancelled', options);
+  }
+
+  /** The gateway's figures: connections, totals published and delivered, store p99, backlog, readiness. */
+  gatewayStats(options?: RequestOptions): Promise<Result<'gatewayStats'>> {
+    return this.call('gatewayStats', {}, options);
   }
 
   generatePid(): string {

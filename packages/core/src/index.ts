@@ -57,9 +57,11 @@ export {
   type PublishOptions,
   type RequestEventOptions,
   type ConsumeOptions,
+  type SubscribeOptions,
   type Subscription,
   type WaitOptions,
 } from './client.js';
+export type { DomainSummary, EventFate, GatewayStats, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
 import { EventflowClient, type ClientOptions, type EventMap } from './client.js';
 import { webSocketConnector } from './websocket-transport.js';
 

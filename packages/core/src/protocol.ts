@@ -14,6 +14,7 @@
 import * as z from 'zod/mini';
 import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 import { namespacePatternProblem } from './namespace-pattern.js';
+import { catalogOperations } from './protocol-catalog.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
 
@@ -180,8 +181,12 @@ export const operations = {
     result: appended,
   },
   subscribe: {
-    params: z.strictObject({ domain: identifier, name: identifier, after: z.optional(position) }),
-    result: registered,
+    /**
+     * `after`: replay the published events after this position first. `last`: replay the newest
+     * `last` published events first (ignored with `after`); `after` in the result says where that began.
+     */
+    params: z.strictObject({ domain: identifier, name: identifier, after: z.optional(position), last: z.optional(z.int().check(z.positive(), z.maximum(10_000))) }),
+    result: z.object({ head: position, after: z.optional(position) }),
   },
   unsubscribe: { params: z.strictObject({ domain: identifier, name: identifier }), result: empty },
   /**
@@ -314,6 +319,7 @@ export const operations = {
   ping: { params: z.strictObject({}), result: empty },
   /** Replaces the connection's credentials with a fresh token (EVENTFLOW_AUTH=jwt); a bad one gets E_EVENTFLOW_UNAUTHORIZED and the old ones stay. */
   authenticate: { params: z.strictObject({ token: z.string().check(z.minLength(1), z.maxLength(8192)) }), result: empty },
+  ...catalogOperations(storedEvent),
 } as const;
 
 export type Operations = typeof operations;

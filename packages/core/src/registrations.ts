@@ -80,8 +80,13 @@ export class Registrations {
   // ── subscriptions ──
 
   /** Adds a listener; resolves once the gateway has the subscription, or undoes it when that fails. */
-  async subscribe(domain: string, name: string, listener: AnyListener, signal: AbortSignal | undefined): Promise<void> {
-    this.#subscriptions.add(domain, name, listener);
+  async subscribe(domain: string, name: string, listener: AnyListener, signal: AbortSignal | undefined, start: { after?: number; last?: number } = {}): Promise<void> {
+    const entry = this.#subscriptions.add(domain, name, listener);
+    // Where a new subscription starts (a replay first); one that exists already goes on as it is.
+    if (entry.listeners.size === 1 && entry.position === undefined) {
+      entry.position = start.after;
+      entry.last = start.after === undefined ? start.last : undefined;
+    }
     const key = streamKey(domain, name);
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.
     const done = this.#registered.has(key) && !this.#chains.has(key) ? undefined : this.waiters.wait(key, 'subscribe', signal);
@@ -141,11 +146,13 @@ export class Registrations {
     const entry = this.#subscriptions.get(domain, name);
     try {
       if (entry && !this.#registered.has(key)) {
-        const result = await this.#sendRegistration('subscribe', { domain, name, after: entry.position });
+        const result = await this.#sendRegistration('subscribe', { domain, name, after: entry.position, last: entry.position === undefined ? entry.last : undefined });
         if (!result) return;
         // A resumed subscription keeps its position: the replay that follows starts there. A new
-        // one starts at head, so older events published to others are not delivered.
-        entry.position ??= result.head;
+        // one starts at head, so older events published to others are not delivered, or where the
+        // gateway began its replay of the last N.
+        entry.position ??= result.after ?? result.head;
+        entry.last = undefined;
         this.#registered.add(key);
         this.waiters.settle(key);
         // Listeners may all have left while the request was in flight.

@@ -12,6 +12,8 @@ export interface SubscriptionKey<L> {
   readonly listeners: Set<L>;
   /** Newest position delivered to this key; resuming asks the gateway for what came after. */
   position?: Position;
+  /** Replay the newest this-many published events on first registering (SubscribeOptions.last). */
+  last?: number;
 }
 
 export class SubscriptionRegistry<L> {

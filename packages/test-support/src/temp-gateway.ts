@@ -31,13 +31,14 @@ export interface TempGateway {
 
 /**
  * Starts a gateway with `EVENTFLOW_*` settings `config` over the defaults (random port, a SQLite
- * file in a new temp dir named `prefix…`, silent log).
+ * file in a new temp dir named `prefix…`, silent log, no console).
  */
 export async function startTempGateway(config: GatewayEnv = {}, prefix = 'eventflow-test-'): Promise<TempGateway> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const dbPath = join(dir, 'eventflow.db');
   // No drain on close: a test that stops a gateway with handlers running says so (EVENTFLOW_DRAIN_TIMEOUT_MS).
-  const base: GatewayEnv = { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: dbPath, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_DRAIN_TIMEOUT_MS: 0, ...config };
+  // No console unless asked for (EVENTFLOW_CONSOLE_DIR): whether gateway/console is built must not change what a test sees.
+  const base: GatewayEnv = { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: dbPath, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_DRAIN_TIMEOUT_MS: 0, EVENTFLOW_CONSOLE_DIR: 'off', ...config };
   let current: Gateway | undefined;
   let port = 0;
   const temp: TempGateway = {

@@ -23,6 +23,7 @@ import { readSnapshot, writeSnapshot } from './snapshots.js';
 import type { SnapshotRead } from '../snapshots.js';
 import type { DeliveryLedger } from '../ledger.js';
 import { MysqlLedger } from './ledger.js';
+import { MysqlCatalog } from './catalog.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -48,6 +49,7 @@ export class MysqlStore implements EventStore {
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
   readonly #ledger = new MysqlLedger(() => this.#pool);
+  readonly catalog = new MysqlCatalog(() => this.#pool, (domain, pid, after) => this.readEventlog(domain, pid, after));
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;

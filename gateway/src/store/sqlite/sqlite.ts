@@ -19,6 +19,7 @@ import { SqliteSnapshots } from './snapshots.js';
 import type { SnapshotRead } from '../snapshots.js';
 import type { DeliveryLedger } from '../ledger.js';
 import { SqliteLedger } from './ledger.js';
+import { SqliteCatalog } from './catalog.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -31,6 +32,7 @@ export class SqliteStore implements EventStore {
   #open: { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } | undefined;
   #checkpointer: Checkpointer | undefined;
   #ledger: SqliteLedger | undefined;
+  #catalog: SqliteCatalog | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
 
   constructor(options: SqliteStoreOptions) {
@@ -80,6 +82,7 @@ export class SqliteStore implements EventStore {
     await this.#group.idle();
     const open = this.#open;
     this.#open = undefined;
+    this.#catalog = undefined;
     const checkpointer = this.#checkpointer;
     this.#checkpointer = undefined;
     await checkpointer?.stop();
@@ -96,6 +99,11 @@ export class SqliteStore implements EventStore {
   ledger(): DeliveryLedger {
     if (this.#ledger === undefined || this.#open === undefined) throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the SQLite store is not open; call init() first');
     return this.#ledger;
+  }
+
+  get catalog(): SqliteCatalog {
+    const { db } = this.#store;
+    return (this.#catalog ??= new SqliteCatalog(db));
   }
 
   get #s(): Statements {

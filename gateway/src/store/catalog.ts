@@ -1,0 +1,126 @@
+/**
+ * The store's read side for operators (the console): what domains exist, the processes of a
+ * domain with their status, what happened to each event of a process, and the scheduled events
+ * still to come. Each store implements it in a file of its own (sqlite/catalog.ts,
+ * mysql/catalog.ts); the gateway filters every answer by the connection's rights.
+ */
+import type { Position, StoredEvent } from '@eventflow/core';
+
+export interface DomainSummary {
+  domain: string;
+  /** Events that joined their eventlog (unfired scheduled events not counted). */
+  events: number;
+  /** The newest event's timestamp (ISO-8601 UTC). */
+  lastEvent: string;
+}
+
+/**
+ * A process's status, from the outcomes of its events, first match wins: `failed` (a consumer's
+ * outcome, or a dead letter), `pending` (an event claimed by a consumer and not settled yet),
+ * `scheduled` (an event due later), else `completed`.
+ */
+export type ProcessStatus = 'failed' | 'pending' | 'scheduled' | 'completed';
+
+export interface ProcessSummary {
+  pid: string;
+  status: ProcessStatus;
+  events: number;
+  firstEvent: string;
+  lastEvent: string;
+}
+
+export interface ProcessQuery {
+  /** Only pids starting with this. */
+  prefix?: string | undefined;
+  /** The cursor: pids after this one (binary order). */
+  after?: string | undefined;
+  limit: number;
+}
+
+/** What became of one event of a process (absent fields: not applicable). */
+export interface EventFate {
+  eventId: string;
+  /** The consumer that claimed it (v4 `consumer`), and when. */
+  consumer?: string | undefined;
+  claimed?: string | undefined;
+  success?: string | undefined;
+  failed?: string | undefined;
+  orphan?: string | undefined;
+  /** Published (routed), not only persisted. */
+  published: boolean;
+  /** Its dead letter: deliveries made and why the last one ended unsettled. */
+  deadLetter?: { attempts: number; reason: string; at: string } | undefined;
+}
+
+export interface Associations {
+  /** Child processes associated with events of the process. */
+  children: Array<{ eventId: string; domain: string; cpid: string }>;
+  /** Entity ids associated with events of the process. */
+  entities: Array<{ eventId: string; eid: string }>;
+}
+
+export interface ScheduledSummary {
+  id: string;
+  domain: string;
+  name: string;
+  pid: string;
+  /** When it fires (ISO-8601 UTC). */
+  due: string;
+  /** When it was scheduled. */
+  timestamp: string;
+}
+
+export interface ScheduledQuery {
+  domain?: string | undefined;
+  /** The cursor: the last (due, id) of the previous page. */
+  after?: { due: string; id: string } | undefined;
+  limit: number;
+}
+
+export interface Catalog {
+  /** Every domain with events, in binary order. */
+  domains(): Promise<DomainSummary[]>;
+  /** A page of the processes of `domain` in binary pid order (the domain-pid index). */
+  processes(domain: string, query: ProcessQuery): Promise<ProcessSummary[]>;
+  /** At most `limit` events of (domain, pid) after `after`, as readEventlog returns them: a timeline page without reading the rest. */
+  eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]>;
+  /** The fate of each listed event of (domain, pid) that has one, and the process's associations. */
+  fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]>;
+  associations(domain: string, pid: string): Promise<Associations>;
+  /** Scheduled events not fired yet, soonest first. */
+  scheduled(query: ScheduledQuery): Promise<ScheduledSummary[]>;
+  /** Deletes a scheduled event that has not fired; false when there is none (fired, cancelled, never scheduled). */
+  cancelScheduled(id: string): Promise<boolean>;
+  /**
+   * The position after which the newest `count` published events of (domain, name) lie (`*`: any
+   * name), 0 when there are fewer: where a subscription "from the last N" replays from.
+   */
+  positionBeforeLast(domain: string, name: string, count: number): Promise<Position>;
+  /** Published events that no consumer has settled (or that one holds now), orphans left out. */
+  backlog(): Promise<number>;
+}
+
+/**
+ * The SELECT and FROM of a page of processes, the same SQL on both stores (the WHERE, with the
+ * domain, the cursor and the prefix range, is each store's): one row per pid with its count
+ * (unfired scheduled events left out), first and last event, and flags for its status (statusOf).
+ */
+export const PROCESS_SUMMARY = `SELECT e.pid AS pid,
+         SUM(CASE WHEN s.event_id IS NOT NULL AND s.executed IS NULL THEN 0 ELSE 1 END) AS events,
+         MIN(e.timestamp) AS firstEvent, MAX(e.timestamp) AS lastEvent,
+         MAX(p.failed IS NOT NULL) AS failed,
+         MAX(p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) AS pending,
+         MAX(s.event_id IS NOT NULL AND s.executed IS NULL) AS scheduled
+       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id`;
+
+/** `prefix` as a half-open range [low, high) of pids: ids are printable ASCII, 0x7f sorts after all of them. */
+export function prefixRange(prefix: string | undefined): { low: string; high: string } {
+  return prefix ? { low: prefix, high: `${prefix}\x7f` } : { low: '', high: '\x7f' };
+}
+
+export function statusOf(row: { failed: number; pending: number; scheduled: number }): ProcessStatus {
+  if (Number(row.failed) > 0) return 'failed';
+  if (Number(row.pending) > 0) return 'pending';
+  if (Number(row.scheduled) > 0) return 'scheduled';
+  return 'completed';
+}

@@ -1,0 +1,142 @@
+/**
+ * The MySQL store's Catalog (see ../catalog.ts) over v4's tables and the gateway's own
+ * (eventflow_position, eventflow_schedule, eventflow_dead_letter). Times are DATETIME, read as Dates.
+ */
+import type { Pool } from 'mysql2/promise';
+import type { Position, StoredEvent } from '@eventflow/core';
+import { PROCESS_SUMMARY, prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { exec, run } from './db.js';
+import { FIRED } from './rows.js';
+import { select, type Params } from './statements.js';
+
+const DUE = 'COALESCE(d.due, s.scheduled)';
+
+const iso = (date: Date | null | undefined): string | undefined => (date ? new Date(date).toISOString() : undefined);
+const isoNow = (date: Date | null | undefined): string => iso(date) ?? '';
+
+type ProcessRow = { pid: string; events: number | string; firstEvent: Date; lastEvent: Date; failed: number | string; pending: number | string; scheduled: number | string };
+type FateRow = { eventId: string; consumer: string | null; claimed: Date | null; success: Date | null; failed: Date | null; orphan: Date | null; published: number | string; attempts: number | null; reason: string | null; at: Date | null };
+
+export class MysqlCatalog implements Catalog {
+  readonly #pool: () => Pool;
+  /** The store's readEventlog, which positions events written by v4 spokes first (positions.ts). */
+  readonly #eventlog: (domain: string, pid: string, after: Position) => Promise<StoredEvent[]>;
+
+  constructor(pool: () => Pool, eventlog: (domain: string, pid: string, after: Position) => Promise<StoredEvent[]>) {
+    this.#pool = pool;
+    this.#eventlog = eventlog;
+  }
+
+  async eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]> {
+    return (await this.#eventlog(domain, pid, after)).slice(0, limit);
+  }
+
+  #select<T>(what: string, sql: string, params: Params = []): Promise<T[]> {
+    return run(this.#pool(), what, (pool) => select<T>(pool, sql, params));
+  }
+
+  async domains(): Promise<DomainSummary[]> {
+    const rows = await this.#select<{ domain: string; events: number | string; lastEvent: Date }>(
+      'list the domains',
+      `SELECT e.domain AS domain, COUNT(*) AS events, MAX(e.timestamp) AS lastEvent FROM event e WHERE ${FIRED} GROUP BY e.domain ORDER BY e.domain`,
+    );
+    return rows.map((row) => ({ domain: row.domain, events: Number(row.events), lastEvent: isoNow(row.lastEvent) }));
+  }
+
+  async processes(domain: string, { prefix, after = '', limit }: ProcessQuery): Promise<ProcessSummary[]> {
+    const { low, high } = prefixRange(prefix);
+    // idx_domain_pid (domain, pid, timestamp): read in pid order from the cursor, stopping after `limit` pids.
+    const rows = await this.#select<ProcessRow>(
+      'list the processes',
+      `${PROCESS_SUMMARY}
+       WHERE e.domain = ? AND e.pid > ? AND e.pid >= ? AND e.pid < ?
+       GROUP BY e.pid ORDER BY e.pid LIMIT ?`,
+      [domain, after, low, high, limit],
+    );
+    return rows.map((row) => ({
+      pid: row.pid,
+      status: statusOf({ failed: Number(row.failed), pending: Number(row.pending), scheduled: Number(row.scheduled) }),
+      events: Number(row.events),
+      firstEvent: isoNow(row.firstEvent),
+      lastEvent: isoNow(row.lastEvent),
+    }));
+  }
+
+  async fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]> {
+    if (eventIds.length === 0) return [];
+    const rows = await this.#select<FateRow>(
+      'read the event fates',
+      `SELECT e.id AS eventId, p.consumer, p.consumed_spoke AS claimed, p.success, p.failed, p.orphan, p.event_id IS NOT NULL AS published,
+         d.attempts, d.reason, d.at
+       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN eventflow_dead_letter d ON d.event_id = e.id
+       WHERE e.domain = ? AND e.pid = ? AND e.id IN (?)`,
+      [domain, pid, [...eventIds]],
+    );
+    return rows.map((row) => ({
+      eventId: row.eventId,
+      consumer: row.consumer ?? undefined,
+      claimed: iso(row.claimed),
+      success: iso(row.success),
+      failed: iso(row.failed),
+      orphan: iso(row.orphan),
+      published: Number(row.published) === 1,
+      deadLetter: row.attempts === null ? undefined : { attempts: Number(row.attempts), reason: row.reason ?? '', at: isoNow(row.at) },
+    }));
+  }
+
+  async associations(domain: string, pid: string): Promise<Associations> {
+    const [children, entities] = await Promise.all([
+      this.#select<Associations['children'][number]>(
+        'read the child processes',
+        `SELECT c.event_id AS eventId, c.domain, c.cpid FROM event e JOIN event_cpid c ON c.event_id = e.id
+         WHERE e.domain = ? AND e.pid = ? ORDER BY e.timestamp, c.domain, c.cpid`,
+        [domain, pid],
+      ),
+      this.#select<Associations['entities'][number]>(
+        'read the entity associations',
+        `SELECT x.event_id AS eventId, x.eid FROM event e JOIN event_eid x ON x.event_id = e.id WHERE e.domain = ? AND e.pid = ? ORDER BY e.timestamp, x.eid`,
+        [domain, pid],
+      ),
+    ]);
+    return { children, entities };
+  }
+
+  async scheduled({ domain, after, limit }: ScheduledQuery): Promise<ScheduledSummary[]> {
+    const afterDue = after ? new Date(after.due) : new Date(0);
+    const rows = await this.#select<Omit<ScheduledSummary, 'due' | 'timestamp'> & { due: Date; timestamp: Date }>(
+      'list the scheduled events',
+      `SELECT e.id, e.domain, e.name, e.pid, ${DUE} AS due, e.timestamp
+       FROM event_scheduled s JOIN event e ON e.id = s.event_id LEFT JOIN eventflow_schedule d ON d.event_id = s.event_id
+       WHERE s.executed IS NULL AND (? IS NULL OR e.domain = ?) AND (${DUE} > ? OR (${DUE} = ? AND e.id > ?))
+       ORDER BY ${DUE}, e.id LIMIT ?`,
+      [domain ?? null, domain ?? null, afterDue, afterDue, after?.id ?? '', limit],
+    );
+    return rows.map((row) => ({ id: row.id, domain: row.domain, name: row.name, pid: row.pid, due: isoNow(row.due), timestamp: isoNow(row.timestamp) }));
+  }
+
+  async cancelScheduled(id: string): Promise<boolean> {
+    // The guard and the delete in one statement: a firing that claimed the row first wins.
+    const sql = `DELETE e FROM event e JOIN event_scheduled s ON s.event_id = e.id WHERE e.id = ? AND s.executed IS NULL`;
+    return (await exec(this.#pool(), 'cancel the scheduled event', sql, [id])) > 0;
+  }
+
+  async positionBeforeLast(domain: string, name: string, count: number): Promise<Position> {
+    const named = name === '*' ? '' : ' AND e.name = ?';
+    const rows = await this.#select<{ position: number | string }>(
+      'find the recent events',
+      `SELECT x.position FROM event e JOIN event_published p ON p.event_id = e.id JOIN eventflow_position x ON x.event_id = e.id
+       WHERE e.domain = ?${named} AND ${FIRED} ORDER BY x.position DESC LIMIT 1 OFFSET ?`,
+      name === '*' ? [domain, count - 1] : [domain, name, count - 1],
+    );
+    const [row] = rows;
+    return row === undefined ? 0 : Number(row.position) - 1;
+  }
+
+  async backlog(): Promise<number> {
+    const rows = await this.#select<{ count: number | string }>(
+      'count the unsettled deliveries',
+      'SELECT COUNT(*) AS count FROM event_published WHERE consumed_spoke IS NOT NULL AND success IS NULL AND failed IS NULL',
+    );
+    return Number(rows[0]?.count ?? 0);
+  }
+}

@@ -1,0 +1,127 @@
+/** The SQLite store's Catalog (see ../catalog.ts): each read one prepared statement over v4's tables. */
+import type Database from 'better-sqlite3';
+import type { Position, StoredEvent } from '@eventflow/core';
+import { toStoredEvent, type EventRow } from './statements.js';
+import { PROCESS_SUMMARY, prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+
+const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
+
+type ProcessRow = Omit<ProcessSummary, 'status'> & { failed: number; pending: number; scheduled: number };
+type FateRow = { eventId: string; consumer: string | null; claimed: string | null; success: string | null; failed: string | null; orphan: string | null; published: number; attempts: number | null; reason: string | null; at: string | null };
+
+function prepare(db: Database.Database) {
+  return {
+    // Counted on idx_domain alone, less the unfired scheduled events; the last activity is the newest fired event's.
+    domains: db.prepare<[], DomainSummary>(
+      `SELECT d.domain AS domain,
+         d.events - (SELECT COUNT(*) FROM event_scheduled s JOIN event u ON u.id = s.event_id WHERE s.executed IS NULL AND u.domain = d.domain) AS events,
+         (SELECT e.timestamp FROM event e WHERE e.domain = d.domain AND ${FIRED} ORDER BY e.position DESC LIMIT 1) AS lastEvent
+       FROM (SELECT domain, COUNT(*) AS events FROM event GROUP BY domain) d
+       WHERE lastEvent IS NOT NULL ORDER BY d.domain`,
+    ),
+    page: db.prepare<[{ domain: string; pid: string; after: number; limit: number }], EventRow>(
+      `SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e
+       WHERE e.domain = @domain AND e.pid = @pid AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
+    ),
+    // Walks idx_domain_pid in pid order from the cursor and stops after `limit` pids.
+    processes: db.prepare<[{ domain: string; after: string; low: string; high: string; limit: number }], ProcessRow>(
+      `${PROCESS_SUMMARY}
+       WHERE e.domain = @domain AND e.pid > @after AND e.pid >= @low AND e.pid < @high
+       GROUP BY e.pid ORDER BY e.pid LIMIT @limit`,
+    ),
+    fates: db.prepare<[{ domain: string; pid: string; ids: string }], FateRow>(
+      `SELECT e.id AS eventId, p.consumer, p.consumed_spoke AS claimed, p.success, p.failed, p.orphan, p.event_id IS NOT NULL AS published,
+         d.attempts, d.reason, d.at
+       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN eventflow_dead_letter d ON d.event_id = e.id
+       WHERE e.domain = @domain AND e.pid = @pid AND e.id IN (SELECT value FROM json_each(@ids))`,
+    ),
+    children: db.prepare<[{ domain: string; pid: string }], Associations['children'][number]>(
+      `SELECT c.event_id AS eventId, c.domain, c.cpid FROM event e JOIN event_cpid c ON c.event_id = e.id
+       WHERE e.domain = @domain AND e.pid = @pid ORDER BY e.position, c.domain, c.cpid`,
+    ),
+    entities: db.prepare<[{ domain: string; pid: string }], Associations['entities'][number]>(
+      `SELECT x.event_id AS eventId, x.eid FROM event e JOIN event_eid x ON x.event_id = e.id
+       WHERE e.domain = @domain AND e.pid = @pid ORDER BY e.position, x.eid`,
+    ),
+    scheduled: db.prepare<[{ domain: string | null; afterDue: string; afterId: string; limit: number }], ScheduledSummary>(
+      `SELECT e.id, e.domain, e.name, e.pid, s.scheduled AS due, e.timestamp FROM event_scheduled s JOIN event e ON e.id = s.event_id
+       WHERE s.executed IS NULL AND (@domain IS NULL OR e.domain = @domain)
+         AND (s.scheduled > @afterDue OR (s.scheduled = @afterDue AND e.id > @afterId))
+       ORDER BY s.scheduled, e.id LIMIT @limit`,
+    ),
+    cancel: db.prepare<[{ id: string }]>(
+      `DELETE FROM event WHERE id = @id AND EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = event.id AND s.executed IS NULL)`,
+    ),
+    lastAny: db.prepare<[{ domain: string; skip: number }], { position: number }>(
+      `SELECT e.position FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = @domain AND ${FIRED}
+       ORDER BY e.position DESC LIMIT 1 OFFSET @skip`,
+    ),
+    lastNamed: db.prepare<[{ domain: string; name: string; skip: number }], { position: number }>(
+      `SELECT e.position FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = @domain AND e.name = @name AND ${FIRED}
+       ORDER BY e.position DESC LIMIT 1 OFFSET @skip`,
+    ),
+    backlog: db.prepare<[], { count: number }>(
+      `SELECT COUNT(*) AS count FROM event_published WHERE consumed_spoke IS NOT NULL AND success IS NULL AND failed IS NULL`,
+    ),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+
+const optional = (value: string | null): string | undefined => value ?? undefined;
+
+export class SqliteCatalog implements Catalog {
+  readonly #s: Statements;
+
+  constructor(db: Database.Database) {
+    this.#s = prepare(db);
+  }
+
+  async domains(): Promise<DomainSummary[]> {
+    return this.#s.domains.all();
+  }
+
+  async processes(domain: string, { prefix, after = '', limit }: ProcessQuery): Promise<ProcessSummary[]> {
+    const rows = this.#s.processes.all({ domain, after, ...prefixRange(prefix), limit });
+    return rows.map(({ failed, pending, scheduled, ...row }) => ({ ...row, status: statusOf({ failed, pending, scheduled }) }));
+  }
+
+  async eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]> {
+    return this.#s.page.all({ domain, pid, after, limit }).map(toStoredEvent);
+  }
+
+  async fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]> {
+    return this.#s.fates.all({ domain, pid, ids: JSON.stringify(eventIds) }).map((row) => ({
+      eventId: row.eventId,
+      consumer: optional(row.consumer),
+      claimed: optional(row.claimed),
+      success: optional(row.success),
+      failed: optional(row.failed),
+      orphan: optional(row.orphan),
+      published: row.published === 1,
+      deadLetter: row.attempts === null ? undefined : { attempts: row.attempts, reason: row.reason ?? '', at: row.at ?? '' },
+    }));
+  }
+
+  async associations(domain: string, pid: string): Promise<Associations> {
+    return { children: this.#s.children.all({ domain, pid }), entities: this.#s.entities.all({ domain, pid }) };
+  }
+
+  async scheduled({ domain, after, limit }: ScheduledQuery): Promise<ScheduledSummary[]> {
+    return this.#s.scheduled.all({ domain: domain ?? null, afterDue: after?.due ?? '', afterId: after?.id ?? '', limit });
+  }
+
+  async cancelScheduled(id: string): Promise<boolean> {
+    return this.#s.cancel.run({ id }).changes > 0;
+  }
+
+  async positionBeforeLast(domain: string, name: string, count: number): Promise<Position> {
+    const skip = count - 1;
+    const row = name === '*' ? this.#s.lastAny.get({ domain, skip }) : this.#s.lastNamed.get({ domain, name, skip });
+    return row === undefined ? 0 : row.position - 1;
+  }
+
+  async backlog(): Promise<number> {
+    return this.#s.backlog.get()?.count ?? 0;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The console's operations through a real gateway and client: domains, processes and timelines
+ * filtered by a token's rights (EVENTFLOW_AUTH=jwt), scheduled events listed and cancelled only
+ * with `schedule`, the gateway's figures, and subscriptions that start from the last N events.
+ */
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isEventflowError, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { eventually } from '@eventflow/test-support/wait';
+
+const SECRET = 'catalog-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
+const token = (claims: Record<string, string[]>): Promise<string> =>
+  new SignJWT({ eventflow: claims }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(SECRET));
+
+describe('console operations', () => {
+  let harness: Harness;
+  let admin: EventflowClient;
+  let reader: EventflowClient;
+  let scheduledId: string;
+
+  beforeAll(async () => {
+    harness = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    admin = harness.client({ token: await token({ read: ['*'], subscribe: ['*'], publish: ['*'], schedule: ['*'], consume: ['*'] }) });
+    reader = harness.client({ token: await token({ read: ['orders'], subscribe: ['orders'] }) });
+    for (let i = 0; i < 5; i++) await admin.publish({ domain: 'orders', name: 'placed', pid: `o-${i}`, data: { n: i } });
+    await admin.publish({ domain: 'orders', name: 'shipped', pid: 'o-1', data: { shipped: true } });
+    await admin.publish({ domain: 'billing', name: 'charged', pid: 'b-1', data: {} });
+    scheduledId = await admin.schedule(Date.now() + 3_600_000, { domain: 'orders', name: 'remind', pid: 'o-2', data: {} });
+    await admin.schedule(Date.now() + 3_600_000, { domain: 'billing', name: 'remind', pid: 'b-1', data: {} });
+  });
+  afterAll(() => harness?.stop());
+
+  it('lists only the domains the token may read, with what it may do there', async () => {
+    const { domains, actions } = await reader.listDomains();
+    expect(domains.map((d) => [d.domain, d.events, d.actions])).toEqual([['orders', 6, ['read', 'subscribe']]]);
+    expect(actions).toEqual(['read', 'subscribe']);
+    expect((await admin.listDomains()).domains.map((d) => d.domain)).toEqual(['billing', 'orders']);
+  });
+
+  it('pages processes with a cursor and by prefix, and refuses a domain the token may not read', async () => {
+    const first = await reader.listProcesses('orders', { limit: 2 });
+    expect(first.processes.map((p) => p.pid)).toEqual(['o-0', 'o-1']);
+    expect(first.processes[1]).toMatchObject({ events: 2 });
+    const second = await reader.listProcesses('orders', { after: first.next, limit: 10 });
+    expect(second.processes.map((p) => p.pid)).toEqual(['o-2', 'o-3', 'o-4']);
+    expect(second.next).toBeUndefined();
+    expect((await reader.listProcesses('orders', { prefix: 'o-3' })).processes.map((p) => p.pid)).toEqual(['o-3']);
+    const refused = await reader.listProcesses('billing').catch((error: unknown) => error);
+    expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+  });
+
+  it('reads a timeline in pages with each event and its fate', async () => {
+    const page = await reader.readTimeline('orders', 'o-1', { limit: 1 });
+    expect(page.count).toBe(2);
+    expect((page.events as StoredEvent[]).map((e) => e.name)).toEqual(['placed']);
+    expect(page.fates[0]).toMatchObject({ published: true });
+    const rest = await reader.readTimeline('orders', 'o-1', { after: page.next });
+    expect((rest.events as StoredEvent[]).map((e) => e.name)).toEqual(['shipped']);
+  });
+
+  it('lists the scheduled events the token may read, and cancels only with `schedule`', async () => {
+    const listed = await reader.listScheduled();
+    expect(listed.scheduled.map((s) => s.id)).toEqual([scheduledId]);
+    expect((await admin.listScheduled()).scheduled).toHaveLength(2);
+    const refused = await reader.cancelScheduled(scheduledId).catch((error: unknown) => error);
+    expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+    expect(await admin.cancelScheduled(scheduledId)).toBe(true);
+    expect(await admin.cancelScheduled(scheduledId)).toBe(false);
+    expect((await reader.listScheduled()).scheduled).toEqual([]);
+  });
+
+  it('reports the gateway figures', async () => {
+    const stats = await admin.gatewayStats();
+    expect(stats.connections).toBeGreaterThanOrEqual(2);
+    expect(stats.published).toBeGreaterThanOrEqual(9);
+    expect(stats.ready).toBe(true);
+    expect(stats.storeLatencyP99Ms).toBeGreaterThan(0);
+  });
+
+  it('starts a subscription from the last N events, or from a position, then goes on live', async () => {
+    const last: string[] = [];
+    await reader.subscribe('orders', '*', (event) => last.push(event.pid), { last: 2 });
+    await eventually(() => (last.length >= 2 ? true : undefined), 5_000, 'the last two events replayed');
+    expect(last).toEqual(['o-4', 'o-1']);
+    await admin.publish({ domain: 'orders', name: 'placed', pid: 'o-5', data: {} });
+    await eventually(() => (last.includes('o-5') ? true : undefined), 5_000, 'the live event');
+    expect(last).toEqual(['o-4', 'o-1', 'o-5']);
+
+    const timeline = await admin.readTimeline('orders', 'o-3');
+    const from: string[] = [];
+    await admin.subscribe('orders', 'placed', (event) => from.push(event.pid), { after: (timeline.events[0] as StoredEvent).position });
+    await eventually(() => (from.length >= 2 ? true : undefined), 5_000, 'the events after the position');
+    expect(from).toEqual(['o-4', 'o-5']);
+  });
+});

@@ -1,0 +1,106 @@
+/** The Catalog (store/catalog.ts) every EventStore must have: part of the store suite (store-suite.ts). */
+import { describe, expect, it } from 'vitest';
+import type { EventStore, NewEvent } from '../src/store/store.js';
+
+let counter = 0;
+const event = (overrides: Partial<NewEvent>): NewEvent => ({ id: `cat-${++counter}`, domain: 'orders', name: 'created', pid: 'p1', data: {}, ...overrides });
+
+export function describeCatalog(open: () => Promise<EventStore>): void {
+  describe('catalog', () => {
+    it('lists domains with event counts and last activity, leaving unfired scheduled events out', async () => {
+      const store = await open();
+      await store.append(event({ domain: 'orders' }));
+      const { event: last } = await store.append(event({ domain: 'orders', pid: 'p2' }));
+      await store.append(event({ domain: 'billing' }));
+      await store.append(event({ domain: 'later' }), { publisher: 'g', scheduledAt: new Date(Date.now() + 60_000) });
+      const domains = await store.catalog.domains();
+      expect(domains.map((d) => [d.domain, d.events])).toEqual([['billing', 1], ['orders', 2]]);
+      expect(domains[1]?.lastEvent).toBe(last.timestamp);
+    });
+
+    it('pages processes in pid order with a cursor, finds them by prefix, and gives each its status', async () => {
+      const store = await open();
+      for (const pid of ['a1', 'a2', 'b1', 'b2', 'b3']) await store.append(event({ pid }));
+      await store.append(event({ pid: 'a1', name: 'shipped' }));
+      const { event: failed } = await store.append(event({ pid: 'b1' }), { publisher: 'g' });
+      await store.settle(failed.id, 'failed');
+      const { event: claimed } = await store.append(event({ pid: 'b2' }), { publisher: 'g' });
+      await store.claimForConsumer(claimed.id, 'worker');
+      await store.append(event({ pid: 'b3' }), { publisher: 'g', scheduledAt: new Date(Date.now() + 60_000) });
+      const first = await store.catalog.processes('orders', { limit: 2 });
+      expect(first.map((p) => [p.pid, p.events])).toEqual([['a1', 2], ['a2', 1]]);
+      expect((first[0]?.firstEvent ?? '') <= (first[0]?.lastEvent ?? '')).toBe(true);
+      const rest = await store.catalog.processes('orders', { after: 'a2', limit: 10 });
+      expect(rest.map((p) => [p.pid, p.status])).toEqual([['b1', 'failed'], ['b2', 'pending'], ['b3', 'scheduled']]);
+      expect(first[0]?.status).toBe('completed');
+      expect((await store.catalog.processes('orders', { prefix: 'b', after: 'b1', limit: 10 })).map((p) => p.pid)).toEqual(['b2', 'b3']);
+      expect(await store.catalog.processes('orders', { prefix: 'zz', limit: 10 })).toEqual([]);
+      expect(await store.catalog.processes('other', { limit: 10 })).toEqual([]);
+    });
+
+    it("tells each event's fate, a dead letter included, and the process's associations", async () => {
+      const store = await open();
+      const { event: persisted } = await store.append(event({ pid: 'f' }));
+      const { event: done } = await store.append(event({ pid: 'f' }), { publisher: 'g' });
+      await store.claimForConsumer(done.id, 'worker-1');
+      await store.settle(done.id, 'success');
+      const { event: dead } = await store.append(event({ pid: 'f' }), { publisher: 'g' });
+      await store.deadLetter(dead.id, 3, 'lease expired');
+      await store.persistChildProcessAssociation(done.id, 'billing', 'inv-1');
+      await store.persistEntityAssociation(done.id, 'customer-7');
+      const fates = new Map((await store.catalog.fates('orders', 'f', [persisted.id, done.id, dead.id])).map((fate) => [fate.eventId, fate]));
+      expect(fates.get(persisted.id)?.published).toBe(false);
+      expect(fates.get(done.id)).toMatchObject({ published: true, consumer: 'worker-1' });
+      expect(fates.get(done.id)?.success).toBeTypeOf('string');
+      expect(fates.get(dead.id)?.deadLetter).toMatchObject({ attempts: 3, reason: 'lease expired' });
+      expect(fates.get(dead.id)?.failed).toBeTypeOf('string');
+      expect(await store.catalog.associations('orders', 'f')).toEqual({
+        children: [{ eventId: done.id, domain: 'billing', cpid: 'inv-1' }],
+        entities: [{ eventId: done.id, eid: 'customer-7' }],
+      });
+    });
+
+    it('lists upcoming scheduled events soonest first, pages them, and cancels one only before it fires', async () => {
+      const store = await open();
+      const soon = new Date(Date.now() + 60_000);
+      const later = new Date(Date.now() + 120_000);
+      const { event: b } = await store.append(event({ pid: 's2' }), { publisher: 'g', scheduledAt: later });
+      const { event: a } = await store.append(event({ pid: 's1' }), { publisher: 'g', scheduledAt: soon });
+      const { event: c } = await store.append(event({ domain: 'billing', pid: 's3' }), { publisher: 'g', scheduledAt: later });
+      const all = await store.catalog.scheduled({ limit: 10 });
+      expect(all.map((s) => s.id)).toEqual([a.id, ...[b.id, c.id].sort()]);
+      expect(new Date(all[0]?.due ?? 0).getTime()).toBeGreaterThanOrEqual(soon.getTime() - 1);
+      const page = await store.catalog.scheduled({ limit: 1, after: { due: all[0]!.due, id: all[0]!.id } });
+      expect(page.map((s) => s.id)).toEqual([all[1]?.id]);
+      expect((await store.catalog.scheduled({ domain: 'billing', limit: 10 })).map((s) => s.id)).toEqual([c.id]);
+      expect(await store.catalog.cancelScheduled(a.id)).toBe(true);
+      expect(await store.read(a.id)).toBeUndefined();
+      expect(await store.catalog.cancelScheduled(a.id)).toBe(false);
+      await store.claimDueScheduled(new Date(Date.now() + 200_000));
+      expect(await store.catalog.cancelScheduled(b.id)).toBe(false);
+      expect(await store.read(b.id)).toBeDefined();
+      const { event: plain } = await store.append(event({}));
+      expect(await store.catalog.cancelScheduled(plain.id)).toBe(false);
+    });
+
+    it('finds where the last N published events of a subscription begin', async () => {
+      const store = await open();
+      const published = [];
+      for (let i = 0; i < 4; i++) published.push((await store.append(event({ name: i % 2 ? 'b' : 'a' }), { publisher: 'g' })).event);
+      await store.append(event({ name: 'a' })); // persisted only: not replayed
+      expect(await store.catalog.positionBeforeLast('orders', '*', 2)).toBe(published[2]!.position - 1);
+      expect(await store.catalog.positionBeforeLast('orders', 'a', 1)).toBe(published[2]!.position - 1);
+      expect(await store.catalog.positionBeforeLast('orders', '*', 10)).toBe(0);
+    });
+
+    it('counts deliveries claimed and not settled as the backlog', async () => {
+      const store = await open();
+      const { event: one } = await store.append(event({}), { publisher: 'g' });
+      const { event: two } = await store.append(event({}), { publisher: 'g' });
+      await store.claimForConsumer(one.id, 'w');
+      await store.claimForConsumer(two.id, 'w');
+      await store.settle(two.id, 'success');
+      expect(await store.catalog.backlog()).toBe(1);
+    });
+  });
+}

@@ -1,0 +1,266 @@
+/**
+ * The console end to end: built by Vite, served by a real gateway (SQLite in a temp dir) at `/`,
+ * fed by the demo worker and a consumer that throws, driven in Debian's Chromium. Each view and
+ * each action: domains, processes (search, status), a process (timeline, event JSON, state as of
+ * an event with its changes, current state), live with history and pause, scheduled with cancel,
+ * the gateway's charts, publishing from the form (online, and offline through the outbox: pending,
+ * then stored once the gateway is back), at 390 px wide, and with EVENTFLOW_AUTH=jwt. Screenshots:
+ * test-results/console/.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SignJWT } from 'jose';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeClient, type EventflowClient } from '@eventflow/node';
+import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
+import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
+import { eventually as poll } from '@eventflow/test-support/wait';
+import { startWorker, type Worker } from '../../../demo/worker.js';
+
+const consoleDir = fileURLToPath(new URL('..', import.meta.url));
+const screenshots = fileURLToPath(new URL('../../../test-results/console/', import.meta.url));
+const domain = 'orders';
+const WAIT = 30_000;
+
+let dir: string;
+let outDir: string;
+let gateway: TempGateway | undefined;
+let worker: Worker | undefined;
+let client: EventflowClient | undefined;
+let browser: Browser | undefined;
+let page: Page;
+const pageLog: string[] = [];
+
+const eventually = <T>(check: () => Promise<T | undefined>, what: string): Promise<T> => poll(() => check().catch(() => undefined), WAIT, what, { every: 100 });
+const screenshot = (name: string, target: Page = page): Promise<Buffer> => target.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true, timeout: WAIT });
+const go = async (hash: string): Promise<void> => {
+  await page.evaluate((to) => (window.location.hash = to), hash);
+};
+
+describe('the console end to end', () => {
+  let scheduledId: string;
+
+  beforeAll(async () => {
+    mkdirSync(screenshots, { recursive: true });
+    dir = mkdtempSync(join(tmpdir(), 'eventflow-console-e2e-'));
+    outDir = join(dir, 'console-dist');
+    const nodeEnv = process.env['NODE_ENV'];
+    process.env['NODE_ENV'] = 'production';
+    try {
+      await build({ configFile: join(consoleDir, 'vite.config.ts'), root: consoleDir, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+    } finally {
+      process.env['NODE_ENV'] = nodeEnv;
+    }
+    gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_MAX_PUBLISH_RATE: 0 }, 'eventflow-console-e2e-');
+    const reconnect = { minDelay: 50, maxDelay: 500 };
+    worker = await startWorker({ url: gateway.gateway.url, domain, intervalMs: 200, client: { reconnect } });
+    client = createNodeClient(gateway.gateway.url, { reconnect, onError: () => undefined });
+    // The throwing consumer: every `notify` fails, so its processes show as failed.
+    await client.consume(domain, 'notify', () => {
+      throw new Error('notification service down');
+    });
+    for (let i = 0; i < 3; i++) await client.publish({ domain, name: 'notify', pid: `notify-${i}`, data: { attempt: i } });
+    scheduledId = await client.schedule(Date.now() + 3_600_000, { domain, name: 'reminder', pid: 'reminder-1', data: { say: 'hello' } });
+    // A process with a child process and an entity, for the associations.
+    // Names the demo worker does not consume.
+    const parent = await client.publish({ domain, name: 'crate-packed', pid: 'parent-1', data: { item: 'crate', status: 'packed' } });
+    await client.persistChildProcessAssociation(parent, domain, 'child-1');
+    await client.persistEntityAssociation(parent, 'customer-42');
+    await client.publish({ domain, name: 'crate-labelled', pid: 'parent-1', data: { status: 'labelled', labelled: true } });
+    await client.publish({ domain, name: 'noted', pid: 'child-1', data: { note: 'a child' } });
+
+    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: WAIT });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(WAIT);
+    page = await context.newPage();
+    page.on('console', (message) => pageLog.push(`${message.type()}: ${message.text()}`));
+    page.on('pageerror', (error) => pageLog.push(`uncaught: ${String(error)}`));
+  });
+
+  afterEach(async ({ task }) => {
+    if (task.result?.state !== 'fail') return;
+    console.log(`page console before "${task.name}" failed:\n${pageLog.slice(-40).join('\n')}`);
+    await screenshot(`failed-${task.name.slice(0, 24).replace(/\W+/g, '-')}`).catch(() => undefined);
+  });
+
+  afterAll(async () => {
+    await browser?.close().catch(() => undefined);
+    await worker?.stop().catch(() => undefined);
+    await client?.close().catch(() => undefined);
+    await gateway?.dispose().catch(() => undefined);
+  });
+
+  it('Domains: the readable domains with counts and last activity, served at /', async () => {
+    await page.goto(gateway!.gateway.httpUrl, { waitUntil: 'load' });
+    await page.locator('[data-testid="connection-state"][data-state="open"]').waitFor();
+    await page.locator(`[data-testid="domain-row"][data-domain="${domain}"]`).waitFor();
+    const text = await page.locator(`[data-testid="domain-row"][data-domain="${domain}"]`).textContent();
+    expect(text).toMatch(/\d/);
+    await screenshot('01-domains');
+  });
+
+  it('Processes: status from outcomes, search by pid prefix', async () => {
+    await page.locator(`[data-testid="domain-row"][data-domain="${domain}"] th a`).click();
+    await page.locator('[data-testid="process-row"]').first().waitFor();
+    await page.getByLabel('Search by pid prefix').fill('notify-');
+    await eventually(async () => {
+      const statuses = await page.locator('[data-testid="process-row"]').evaluateAll((rows) => rows.map((row) => `${row.getAttribute('data-pid')}:${row.getAttribute('data-status')}`));
+      return statuses.length === 3 && statuses.every((s) => s.endsWith(':failed')) ? statuses : undefined;
+    }, 'the three notify processes, failed');
+    await screenshot('02-processes-search');
+    await page.getByLabel('Search by pid prefix').fill('');
+    await eventually(async () => ((await page.locator('[data-testid="process-row"][data-status="completed"]').count()) > 0 ? true : undefined), 'completed processes');
+    await screenshot('03-processes');
+  });
+
+  it('A process: timeline, event JSON, the state as of an event with its changes, associations', async () => {
+    await go('#/d/orders/p/parent-1');
+    await eventually(async () => ((await page.locator('[data-testid="timeline-row"]').count()) === 2 ? true : undefined), 'two timeline rows');
+    await page.locator('[data-testid="timeline-row"][data-index="0"]').click();
+    expect(JSON.parse((await page.locator('[data-testid="event-json"]').textContent()) ?? '{}')).toMatchObject({ name: 'crate-packed', pid: 'parent-1', data: { item: 'crate' } });
+    // Keyboard: the next event, whose change of `status` is highlighted.
+    await page.locator('[data-testid="timeline"]').press('ArrowDown');
+    await eventually(async () => ((await page.locator('[data-testid="event-json"]').textContent())?.includes('crate-labelled') ? true : undefined), 'the second event selected');
+    const changed = await page.locator('[data-testid="state-as-of"] li[data-change="changed"]').allTextContents();
+    expect(changed.join(' ')).toContain('status');
+    expect(await page.locator('[data-testid="state-as-of"] li[data-change="added"]').allTextContents()).toEqual([expect.stringContaining('labelled')]);
+    expect(JSON.parse((await page.locator('[data-testid="current-state"]').textContent()) ?? '{}')).toMatchObject({ status: 'labelled', item: 'crate' });
+    await page.locator('[data-testid="associations"]').getByRole('link', { name: /child-1/ }).waitFor();
+    expect(await page.locator('[data-testid="associations"]').textContent()).toContain('customer-42');
+    await screenshot('04-process');
+    await page.locator('[data-testid="associations"]').getByRole('link', { name: /child-1/ }).click();
+    await eventually(async () => ((await page.locator('[data-testid="timeline-row"][data-name="noted"]').count()) === 1 ? true : undefined), 'the child process');
+  });
+
+  it('Live: opens with recent history, filters by name, pauses', async () => {
+    await go('#/live/orders');
+    await eventually(async () => ((await page.locator('[data-testid="feed-item"]').count()) >= 10 ? true : undefined), 'history in the feed at once');
+    await page.getByTestId('filter-name').fill('order-shipped');
+    await eventually(async () => {
+      const names = await page.locator('[data-testid="feed-item"]').evaluateAll((items) => items.map((item) => item.getAttribute('data-name')));
+      return names.length > 0 && names.every((name) => name === 'order-shipped') ? true : undefined;
+    }, 'only order-shipped');
+    await page.getByTestId('filter-name').fill('');
+    await page.getByTestId('pause').click();
+    const frozen = await page.locator('[data-testid="feed-item"]').count();
+    await eventually(async () => ((await page.getByTestId('pause').textContent())?.includes('new') ? true : undefined), 'new events waiting while paused');
+    expect(await page.locator('[data-testid="feed-item"]').count()).toBe(frozen);
+    await screenshot('05-live-paused');
+    await page.getByTestId('pause').click();
+  });
+
+  it('Scheduled: lists the reminder and cancels it', async () => {
+    await go('#/scheduled');
+    await page.locator(`[data-testid="scheduled-row"][data-id="${scheduledId}"]`).waitFor();
+    await screenshot('06-scheduled');
+    await page.locator(`[data-testid="scheduled-row"][data-id="${scheduledId}"] [data-testid="cancel"]`).click();
+    await page.locator(`[data-testid="scheduled-row"][data-id="${scheduledId}"]`).waitFor({ state: 'detached' });
+    expect(await page.getByTestId('scheduled-message').textContent()).toContain('Cancelled');
+    expect((await client!.listScheduled()).scheduled.map((s) => s.id)).not.toContain(scheduledId);
+    await screenshot('07-scheduled-cancelled');
+  });
+
+  it('Gateway: live figures and readiness', async () => {
+    await go('#/gateway');
+    await page.locator('[data-testid="readiness"][data-ready="true"]').waitFor();
+    await eventually(async () => {
+      const value = await page.locator('[data-testid="stat-published"] .stat-value').textContent();
+      return Number(value) > 0 ? true : undefined;
+    }, 'a published rate above 0 (the worker publishes)');
+    expect(Number(await page.locator('[data-testid="stat-connections"] .stat-value').textContent())).toBeGreaterThanOrEqual(3);
+    await screenshot('08-gateway');
+  });
+
+  it('Publish: validates the JSON, publishes, and the event is stored', async () => {
+    await go('#/publish?domain=orders&pid=form-1');
+    await page.getByLabel('Event name').fill('note-added');
+    await page.getByLabel('Data (a JSON object)').fill('{"note": ');
+    await eventually(async () => ((await page.getByTestId('publish-problem').textContent())?.includes('not valid JSON') ? true : undefined), 'the JSON error');
+    expect(await page.getByTestId('publish-submit').isDisabled()).toBe(true);
+    await page.getByLabel('Data (a JSON object)').fill('{"note": "from the console"}');
+    await page.getByTestId('publish-submit').click();
+    await eventually(async () => {
+      const log = await client!.readEventlog(domain, 'form-1');
+      return log.length === 1 ? log : undefined;
+    }, 'the published event stored');
+    await page.getByTestId('outbox-empty').waitFor();
+    await screenshot('09-published');
+  });
+
+  it('Offline: shows what it cached, marked stale; a publish waits in the outbox, pending, and is stored once the gateway is back', async () => {
+    await go('#/d/orders');
+    await page.locator('[data-testid="process-row"]').first().waitFor();
+    await gateway!.stop();
+    await page.locator('[data-testid="connection-state"]:not([data-state="open"])').waitFor();
+    await go('#/');
+    await page.locator('[data-testid="stale-marker"]').waitFor();
+    await page.locator(`[data-testid="domain-row"][data-domain="${domain}"]`).waitFor();
+    await screenshot('10-offline-stale');
+    await go('#/publish?domain=orders&pid=offline-1');
+    await page.getByLabel('Event name').fill('note-added');
+    await page.getByLabel('Data (a JSON object)').fill('{"note": "offline"}');
+    await page.getByTestId('publish-submit').click();
+    await page.locator('[data-testid="outbox-entry"]').waitFor();
+    await screenshot('11-offline-pending');
+    await gateway!.start();
+    await page.locator('[data-testid="connection-state"][data-state="open"]').waitFor();
+    await page.getByTestId('outbox-empty').waitFor();
+    await client!.ready();
+    expect((await client!.readEventlog(domain, 'offline-1')).map((e) => e.name)).toEqual(['note-added']);
+  });
+
+  it('is readable at 390 px wide', async () => {
+    const narrow = await browser!.newPage({ viewport: { width: 390, height: 844 } });
+    await narrow.goto(`${gateway!.gateway.httpUrl}#/d/orders/p/parent-1`, { waitUntil: 'load' });
+    await narrow.locator('[data-testid="timeline-row"]').first().waitFor();
+    const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot('12-narrow-process', narrow);
+    await narrow.goto(`${gateway!.gateway.httpUrl}#/d/orders`, { waitUntil: 'load' });
+    await narrow.locator('[data-testid="process-row"]').first().waitFor();
+    expect(await narrow.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    await screenshot('13-narrow-processes', narrow);
+    await narrow.close();
+  });
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the console with EVENTFLOW_AUTH=jwt', () => {
+  const SECRET = 'console-e2e-secret-0123456789-abcdefghijklmnop';
+  let jwtGateway: TempGateway | undefined;
+  let jwtBrowser: Browser | undefined;
+  afterAll(async () => {
+    await jwtBrowser?.close().catch(() => undefined);
+    await jwtGateway?.dispose().catch(() => undefined);
+  });
+
+  it('asks for a token, keeps it for the tab, and shows only what it allows', async () => {
+    jwtGateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET }, 'eventflow-console-jwt-');
+    const sign = (claims: Record<string, string[]>): Promise<string> =>
+      new SignJWT({ eventflow: claims }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(SECRET));
+    const admin = createNodeClient(jwtGateway.gateway.url, { token: await sign({ publish: ['*'] }), onError: () => undefined });
+    await admin.publish({ domain: 'orders', name: 'placed', pid: 'o-1', data: {} });
+    await admin.publish({ domain: 'billing', name: 'charged', pid: 'b-1', data: {} });
+    await admin.close();
+    jwtBrowser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: WAIT });
+    const tab = await jwtBrowser.newPage({ viewport: { width: 1280, height: 800 } });
+    tab.setDefaultTimeout(WAIT);
+    await tab.goto(jwtGateway.gateway.httpUrl, { waitUntil: 'load' });
+    await tab.getByTestId('token-input').waitFor();
+    await screenshot('14-jwt-sign-in', tab);
+    await tab.getByTestId('token-input').fill(await sign({ read: ['orders'], subscribe: ['orders'] }));
+    await tab.getByTestId('token-submit').click();
+    await tab.locator('[data-testid="domain-row"][data-domain="orders"]').waitFor();
+    expect(await tab.locator('[data-testid="domain-row"]').count()).toBe(1);
+    expect(await tab.getByTestId('nav-publish').count()).toBe(0);
+    expect(await tab.evaluate(() => sessionStorage.getItem('eventflow-console:token'))).toMatch(/^ey/);
+    await screenshot('15-jwt-read-only', tab);
+  });
+});

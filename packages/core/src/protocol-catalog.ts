@@ -1,0 +1,104 @@
+/**
+ * The operators' read operations (the console's): domains, processes with their status, a
+ * process's timeline with each event's fate, scheduled events and their cancellation, and the
+ * gateway's own figures. Part of the protocol (protocol.ts merges them into `operations`); every
+ * answer is filtered by the connection's rights (read), cancellation needs `schedule`.
+ */
+import * as z from 'zod/mini';
+
+const count = () => z.int().check(z.nonnegative());
+const id = z.string().check(z.minLength(1), z.maxLength(64), z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }));
+const iso = z.string();
+/** A page size: at most `max`, the default when absent (see each operation). */
+const pageSize = (max: number) => z.optional(z.int().check(z.positive(), z.maximum(max)));
+
+export const domainSummary = z.object({
+  domain: z.string(),
+  events: count(),
+  lastEvent: iso,
+  /** The actions the connection may take on the domain (read, subscribe, publish, consume, schedule, delete). */
+  actions: z.array(z.string()),
+});
+
+export const processSummary = z.object({
+  pid: z.string(),
+  /** From the events' outcomes, first match wins: failed, pending (claimed, not settled), scheduled, completed. */
+  status: z.enum(['failed', 'pending', 'scheduled', 'completed']),
+  events: count(),
+  firstEvent: iso,
+  lastEvent: iso,
+});
+
+export const eventFate = z.object({
+  eventId: z.string(),
+  consumer: z.optional(z.string()),
+  claimed: z.optional(iso),
+  success: z.optional(iso),
+  failed: z.optional(iso),
+  orphan: z.optional(iso),
+  published: z.boolean(),
+  deadLetter: z.optional(z.object({ attempts: count(), reason: z.string(), at: iso })),
+});
+
+export const scheduledSummary = z.object({ id: z.string(), domain: z.string(), name: z.string(), pid: z.string(), due: iso, timestamp: iso });
+const scheduledCursor = z.strictObject({ due: z.string().check(z.maxLength(40)), id });
+
+export const gatewayStats = z.object({
+  gateway: z.string(),
+  /** When the figures were taken (ISO-8601); rates are differences of the totals over time. */
+  at: iso,
+  uptimeMs: count(),
+  connections: count(),
+  /** Events written by clients since start (publish, persist, schedule). */
+  published: count(),
+  /** Events sent to subscriptions, consumers and waits since start. */
+  delivered: count(),
+  /** The 99th percentile of store call latency over the last minute, in ms; null without metrics (EVENTFLOW_METRICS=off). */
+  storeLatencyP99Ms: z.nullable(z.number()),
+  /** Deliveries claimed by a consumer and not settled yet (the store's count). */
+  backlog: count(),
+  /** Deliveries open on this gateway. */
+  inFlight: count(),
+  ready: z.boolean(),
+});
+
+/** The operations, given the stored event's schema (protocol.ts's: imported from there it would be a cycle). */
+export const catalogOperations = <E extends z.ZodMiniType>(storedEvent: E) => ({
+  /** The domains with events that the connection may know of, with what it may do there. */
+  /** `actions`: what the connection may do on at least one domain (e.g. publish to a domain without events yet). */
+  listDomains: { params: z.strictObject({}), result: z.object({ domains: z.array(domainSummary), actions: z.array(z.string()) }) },
+  /** A page of a domain's processes in binary pid order; `next` is the cursor of the following page. */
+  listProcesses: {
+    params: z.strictObject({ domain: id, prefix: z.optional(z.string().check(z.maxLength(64))), after: z.optional(id), limit: pageSize(1000) }),
+    result: z.object({ processes: z.array(processSummary), next: z.optional(z.string()) }),
+  },
+  /**
+   * A page of a process's events (position > `after`, at most `limit`, default 1000) with each
+   * event's fate, the eventlog's length, and (on the first page) its associations.
+   */
+  readTimeline: {
+    params: z.strictObject({ domain: id, pid: id, after: z.optional(count()), limit: pageSize(5000) }),
+    result: z.object({
+      events: z.array(storedEvent),
+      fates: z.array(eventFate),
+      count: count(),
+      next: z.optional(count()),
+      children: z.array(z.object({ eventId: z.string(), domain: z.string(), cpid: z.string() })),
+      entities: z.array(z.object({ eventId: z.string(), eid: z.string() })),
+    }),
+  },
+  /** Scheduled events not fired yet, soonest first, of one domain or of every readable one. */
+  listScheduled: {
+    params: z.strictObject({ domain: z.optional(id), after: z.optional(scheduledCursor), limit: pageSize(1000) }),
+    result: z.object({ scheduled: z.array(scheduledSummary), next: z.optional(z.object({ due: iso, id: z.string() })) }),
+  },
+  /** Deletes a scheduled event before it fires (needs `schedule` on its domain). `cancelled` false: it fired already or is gone. */
+  cancelScheduled: { params: z.strictObject({ id }), result: z.object({ cancelled: z.boolean() }) },
+  gatewayStats: { params: z.strictObject({}), result: gatewayStats },
+}) as const;
+
+export type DomainSummary = z.infer<typeof domainSummary>;
+export type ProcessSummary = z.infer<typeof processSummary>;
+export type EventFate = z.infer<typeof eventFate>;
+export type ScheduledSummary = z.infer<typeof scheduledSummary>;
+export type GatewayStats = z.infer<typeof gatewayStats>;
