@@ -5,7 +5,7 @@
  */
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isEventflowError, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { cancelScheduled, type EventflowClient, gatewayStats, isEventflowError, listDomains, listProcesses, listScheduled, readTimeline, type StoredEvent } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { eventually } from '@eventflow/test-support/wait';
 
@@ -32,46 +32,46 @@ describe('console operations', () => {
   afterAll(() => harness?.stop());
 
   it('lists only the domains the token may read, with what it may do there', async () => {
-    const { domains, actions } = await reader.listDomains();
+    const { domains, actions } = await listDomains(reader);
     expect(domains.map((d) => [d.domain, d.events, d.actions])).toEqual([['orders', 6, ['read', 'subscribe']]]);
     expect(actions).toEqual(['read', 'subscribe']);
-    expect((await admin.listDomains()).domains.map((d) => d.domain)).toEqual(['billing', 'orders']);
+    expect((await listDomains(admin)).domains.map((d) => d.domain)).toEqual(['billing', 'orders']);
   });
 
   it('pages processes with a cursor and by prefix, and refuses a domain the token may not read', async () => {
-    const first = await reader.listProcesses('orders', { limit: 2 });
+    const first = await listProcesses(reader, 'orders', { limit: 2 });
     expect(first.processes.map((p) => p.pid)).toEqual(['o-0', 'o-1']);
     expect(first.processes[1]).toMatchObject({ events: 2 });
-    const second = await reader.listProcesses('orders', { after: first.next, limit: 10 });
+    const second = await listProcesses(reader, 'orders', { after: first.next, limit: 10 });
     expect(second.processes.map((p) => p.pid)).toEqual(['o-2', 'o-3', 'o-4']);
     expect(second.next).toBeUndefined();
-    expect((await reader.listProcesses('orders', { prefix: 'o-3' })).processes.map((p) => p.pid)).toEqual(['o-3']);
-    const refused = await reader.listProcesses('billing').catch((error: unknown) => error);
+    expect((await listProcesses(reader, 'orders', { prefix: 'o-3' })).processes.map((p) => p.pid)).toEqual(['o-3']);
+    const refused = await listProcesses(reader, 'billing').catch((error: unknown) => error);
     expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
   });
 
   it('reads a timeline in pages with each event and its fate', async () => {
-    const page = await reader.readTimeline('orders', 'o-1', { limit: 1 });
+    const page = await readTimeline(reader, 'orders', 'o-1', { limit: 1 });
     expect(page.count).toBe(2);
     expect((page.events as StoredEvent[]).map((e) => e.name)).toEqual(['placed']);
     expect(page.fates[0]).toMatchObject({ published: true });
-    const rest = await reader.readTimeline('orders', 'o-1', { after: page.next });
+    const rest = await readTimeline(reader, 'orders', 'o-1', { after: page.next });
     expect((rest.events as StoredEvent[]).map((e) => e.name)).toEqual(['shipped']);
   });
 
   it('lists the scheduled events the token may read, and cancels only with `schedule`', async () => {
-    const listed = await reader.listScheduled();
+    const listed = await listScheduled(reader);
     expect(listed.scheduled.map((s) => s.id)).toEqual([scheduledId]);
-    expect((await admin.listScheduled()).scheduled).toHaveLength(2);
-    const refused = await reader.cancelScheduled(scheduledId).catch((error: unknown) => error);
+    expect((await listScheduled(admin)).scheduled).toHaveLength(2);
+    const refused = await cancelScheduled(reader, scheduledId).catch((error: unknown) => error);
     expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
-    expect(await admin.cancelScheduled(scheduledId)).toBe(true);
-    expect(await admin.cancelScheduled(scheduledId)).toBe(false);
-    expect((await reader.listScheduled()).scheduled).toEqual([]);
+    expect(await cancelScheduled(admin, scheduledId)).toBe(true);
+    expect(await cancelScheduled(admin, scheduledId)).toBe(false);
+    expect((await listScheduled(reader)).scheduled).toEqual([]);
   });
 
   it('reports the gateway figures', async () => {
-    const stats = await admin.gatewayStats();
+    const stats = await gatewayStats(admin);
     expect(stats.connections).toBeGreaterThanOrEqual(2);
     expect(stats.published).toBeGreaterThanOrEqual(9);
     expect(stats.ready).toBe(true);
@@ -87,7 +87,7 @@ describe('console operations', () => {
     await eventually(() => (last.includes('o-5') ? true : undefined), 5_000, 'the live event');
     expect(last).toEqual(['o-4', 'o-1', 'o-5']);
 
-    const timeline = await admin.readTimeline('orders', 'o-3');
+    const timeline = await readTimeline(admin, 'orders', 'o-3');
     const from: string[] = [];
     await admin.subscribe('orders', 'placed', (event) => from.push(event.pid), { after: (timeline.events[0] as StoredEvent).position });
     await eventually(() => (from.length >= 2 ? true : undefined), 5_000, 'the events after the position');

@@ -5,7 +5,7 @@
  */
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, isEventflowError, type StoredEvent } from '@eventflow/core';
+import { createClient, deleteGroup, discardDeadLetter, isEventflowError, listDeadLetters, listGroups, requeueDeadLetter, type StoredEvent } from '@eventflow/core';
 import { runCli } from '../../packages/node/src/commands.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
@@ -35,8 +35,8 @@ describe('consumer groups', () => {
     expect(seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(190);
     // A throw is failed at once, not a dead letter: v4's rule.
-    await eventually(async () => (await client.groups('jobs'))[0]?.redelivered === 1, 5_000, 'the group counts');
-    expect(await client.deadLetters({ domain: 'jobs' })).toEqual([]);
+    await eventually(async () => (await listGroups(client, 'jobs'))[0]?.redelivered === 1, 5_000, 'the group counts');
+    expect(await listDeadLetters(client, { domain: 'jobs' })).toEqual([]);
     expect(id).toBeTruthy();
   });
 
@@ -55,18 +55,18 @@ describe('consumer groups', () => {
       { group: 'billing' },
     );
     const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
-    await eventually(async () => (await client.deadLetters()).length === 1, 5_000, 'a dead letter');
-    const [letter] = await client.deadLetters({ domain: 'jobs' });
+    await eventually(async () => (await listDeadLetters(client)).length === 1, 5_000, 'a dead letter');
+    const [letter] = await listDeadLetters(client, { domain: 'jobs' });
     expect(letter).toMatchObject({ eventId: id, domain: 'jobs', groupName: 'run', group: 'billing', attempts: 2, lastError: 'ledger service down' });
-    const [group] = await client.groups('jobs');
+    const [group] = await listGroups(client, 'jobs');
     expect(group).toMatchObject({ domain: 'jobs', name: 'run', group: 'billing', members: 1, deadLetters: 1, pending: 0, inFlight: 0 });
     healed = true;
-    expect(await client.requeueDeadLetter({ eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(true);
+    expect(await requeueDeadLetter(client, { eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(true);
     await eventually(() => runs === 3, 5_000, 'the requeued event to run');
-    await eventually(async () => (await client.deadLetters()).length === 0, 5_000, 'no dead letter left');
-    expect(await client.discardDeadLetter({ eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(false);
-    expect(await client.deleteGroup('jobs', 'run', 'billing')).toBe(true);
-    expect((await client.groups('jobs')).map((g) => g.group)).toEqual([]);
+    await eventually(async () => (await listDeadLetters(client)).length === 0, 5_000, 'no dead letter left');
+    expect(await discardDeadLetter(client, { eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(false);
+    expect(await deleteGroup(client, 'jobs', 'run', 'billing')).toBe(true);
+    expect((await listGroups(client, 'jobs')).map((g) => g.group)).toEqual([]);
   });
 
   it('the CLI lists groups and dead letters and deletes a group', async () => {
@@ -90,12 +90,12 @@ describe('consumer groups', () => {
     const admin = createClient(h.gateway.url, { token: await token({ consume: ['jobs'], manage: ['jobs'] }), onError: () => undefined });
     try {
       await worker.consume('jobs', 'run', () => undefined, { group: 'billing' });
-      expect((await worker.groups()).map((g) => g.group)).toEqual(['billing']);
-      const refused = await worker.deleteGroup('jobs', 'run', 'billing').catch((error: unknown) => error);
+      expect((await listGroups(worker)).map((g) => g.group)).toEqual(['billing']);
+      const refused = await deleteGroup(worker, 'jobs', 'run', 'billing').catch((error: unknown) => error);
       expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
-      const requeue = await worker.requeueDeadLetter({ eventId: 'x', domain: 'jobs', name: 'run', group: 'billing' }).catch((error: unknown) => error);
+      const requeue = await requeueDeadLetter(worker, { eventId: 'x', domain: 'jobs', name: 'run', group: 'billing' }).catch((error: unknown) => error);
       expect(isEventflowError(requeue, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
-      expect(await admin.deleteGroup('jobs', 'run', 'billing')).toBe(true);
+      expect(await deleteGroup(admin, 'jobs', 'run', 'billing')).toBe(true);
     } finally {
       await worker.close();
       await admin.close();

@@ -4,7 +4,7 @@
  * the token may do (publish, schedule, subscribe).
  */
 import { useEffect, useState, type ReactNode } from 'react';
-import { isEventflowError } from '@eventflow/core';
+import { gatewayStats, isEventflowError, listDomains } from '@eventflow/core';
 import { useConnectionState, useEventflowClient } from '@eventflow/browser/react';
 import { useQuery } from './query.js';
 import { href, parseRoute, sections, useHash, type Route } from './routes.js';
@@ -25,7 +25,7 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
   const connection = useConnectionState();
   const route = parseRoute(useHash());
   // Every view uses the domains for what the token may do; the Domains view shows them, other views read theirs first.
-  const domains = useQuery('domains', (c) => c.listDomains(), { refreshMs: 10_000, delayMs: route.view === 'domains' ? 0 : 300 });
+  const domains = useQuery('domains', (c) => listDomains(c), { refreshMs: 10_000, delayMs: route.view === 'domains' ? 0 : 300 });
   const [login, setLogin] = useState<string | undefined>(undefined);
   const [showLogin, setShowLogin] = useState(false);
 
@@ -34,7 +34,7 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
     if (connection !== 'open') return undefined;
     // After the view's own reads: a gateway without authentication answers this with figures.
     const timer = setTimeout(() => {
-      client.gatewayStats().then(
+      gatewayStats(client).then(
         () => setLogin(undefined),
         (error: unknown) => {
           if (isEventflowError(error, 'E_EVENTFLOW_UNAUTHORIZED')) setLogin(signedIn ? 'The gateway did not accept the token; paste a valid one.' : 'This gateway needs a token.');

@@ -7,6 +7,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { BrowserClient } from '@eventflow/browser';
 import type { EventFate, StoredEvent } from '@eventflow/core';
+import { readTimeline } from '@eventflow/core';
 
 export const FIRST_PAGE = 300;
 const NEXT_PAGES = 5_000;
@@ -37,7 +38,7 @@ export function useTimeline(client: BrowserClient, domain: string, pid: string, 
     setTimeline(empty());
     const load = async (): Promise<void> => {
       try {
-        let page = await client.readTimeline(domain, pid, { limit: FIRST_PAGE });
+        let page = await readTimeline(client, domain, pid, { limit: FIRST_PAGE });
         if (cancelled) return;
         const add = (events: StoredEvent[], fates: EventFate[], complete: boolean): void => {
           newest.current = events.at(-1)?.position ?? newest.current;
@@ -50,7 +51,7 @@ export function useTimeline(client: BrowserClient, domain: string, pid: string, 
         setTimeline((current) => ({ ...current, count: page.count, children: page.children, entities: page.entities }));
         add(page.events as StoredEvent[], page.fates, page.next === undefined);
         while (page.next !== undefined && !cancelled) {
-          page = await client.readTimeline(domain, pid, { after: page.next, limit: NEXT_PAGES });
+          page = await readTimeline(client, domain, pid, { after: page.next, limit: NEXT_PAGES });
           if (!cancelled) add(page.events as StoredEvent[], page.fates, page.next === undefined);
         }
       } catch (error) {
@@ -78,7 +79,7 @@ export function useTimeline(client: BrowserClient, domain: string, pid: string, 
     void running.then(async () => {
       if (cancelled || livePosition <= newest.current) return;
       const after = newest.current;
-      const page = await client.readTimeline(domain, pid, { after }).catch(() => undefined);
+      const page = await readTimeline(client, domain, pid, { after }).catch(() => undefined);
       if (!page || cancelled) return;
       const events = page.events as StoredEvent[];
       newest.current = events.at(-1)?.position ?? newest.current;

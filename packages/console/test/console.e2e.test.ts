@@ -15,7 +15,7 @@ import { SignJWT } from 'jose';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient, type EventflowClient } from '@eventflow/node';
+import { createNodeClient, listScheduled, type EventflowClient } from '@eventflow/node';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { eventually as poll } from '@eventflow/test-support/wait';
@@ -160,7 +160,7 @@ describe('the console end to end', () => {
     await page.locator(`[data-testid="scheduled-row"][data-id="${scheduledId}"] [data-testid="cancel"]`).click();
     await page.locator(`[data-testid="scheduled-row"][data-id="${scheduledId}"]`).waitFor({ state: 'detached' });
     expect(await page.getByTestId('scheduled-message').textContent()).toContain('Cancelled');
-    expect((await client!.listScheduled()).scheduled.map((s) => s.id)).not.toContain(scheduledId);
+    expect((await listScheduled(client!)).scheduled.map((s) => s.id)).not.toContain(scheduledId);
     await screenshot('07-scheduled-cancelled');
   });
 

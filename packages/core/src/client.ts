@@ -370,67 +370,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return true;
   }
 
-  // ── the console's reads (protocol-catalog.ts) ───────────────────────────────────────────
-
-  /** The domains with events this client may read, with event counts, last activity and the actions it may take there; `actions`: those it may take somewhere. */
-  listDomains(options?: RequestOptions): Promise<Result<'listDomains'>> {
-    return this.call('listDomains', {}, options);
-  }
-
-  /** A page of a domain's processes (status, first and last event, count) in pid order; pass `next` as `after` for the following page. */
-  listProcesses(domain: string, query: Omit<Params<'listProcesses'>, 'domain'> = {}, options?: RequestOptions): Promise<Result<'listProcesses'>> {
-    return this.call('listProcesses', { ...query, domain }, options);
-  }
-
-  /** A page of a process's events with what became of each (consumer, outcome, orphan, dead letter) and its associations. */
-  readTimeline(domain: string, pid: string, query: { after?: Position; limit?: number } = {}, options?: RequestOptions): Promise<Result<'readTimeline'>> {
-    return this.call('readTimeline', { domain, pid, ...query }, options);
-  }
-
-  /** Scheduled events that have not fired, soonest first (of `domain`, or of every readable domain). */
-  listScheduled(query: Params<'listScheduled'> = {}, options?: RequestOptions): Promise<Result<'listScheduled'>> {
-    return this.call('listScheduled', query, options);
-  }
-
-  /** Deletes a scheduled event before it fires; false when it already fired or is gone. */
-  cancelScheduled(eventId: string, options?: RequestOptions): Promise<boolean> {
-    return this.#field('cancelScheduled', { id: eventId }, 'cancelled', options);
-  }
-
-  /** The gateway's figures: connections, totals published and delivered, store p99, backlog, readiness. */
-  gatewayStats(options?: RequestOptions): Promise<Result<'gatewayStats'>> {
-    return this.call('gatewayStats', {}, options);
-  }
-
   generatePid(): string {
     return generatePid();
-  }
-
-  // ── consumer groups and dead letters (PROTOCOL.md §groups) ─────────────────────────────
-
-  /** The consumer groups of the store (of `domain`, if given) with their counts, for the domains this client may consume. */
-  async groups(domain?: string, options?: RequestOptions): Promise<Result<'groups'>['groups']> {
-    return this.#field('groups', domain === undefined ? {} : { domain }, 'groups', options);
-  }
-
-  /** Removes a consumer group ('' = the default group) and its ledger; needs the `manage` right. */
-  async deleteGroup(domain: string, name: string, group: string, options?: RequestOptions): Promise<boolean> {
-    return this.#field('deleteGroup', { domain, name, group }, 'deleted', options);
-  }
-
-  /** Dead letters, newest first (`limit` default 100, at most 1000). */
-  async deadLetters(query: Params<'deadLetters'> = {}, options?: RequestOptions): Promise<Result<'deadLetters'>['deadLetters']> {
-    return this.#field('deadLetters', query, 'deadLetters', options);
-  }
-
-  /** Puts a dead letter back into its group's backlog with a new attempt cycle; needs `manage`. */
-  async requeueDeadLetter(key: Params<'requeueDeadLetter'>, options?: RequestOptions): Promise<boolean> {
-    return this.#field('requeueDeadLetter', key, 'requeued', options);
-  }
-
-  /** Drops a dead letter from the list (the event stays failed); needs `manage`. */
-  async discardDeadLetter(key: Params<'discardDeadLetter'>, options?: RequestOptions): Promise<boolean> {
-    return this.#field('discardDeadLetter', key, 'discarded', options);
   }
 
   /** v4's composeEventlogState (chunk size 10 by default). */

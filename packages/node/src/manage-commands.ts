@@ -4,6 +4,7 @@
  * token's `manage` right on the domain.
  */
 import type { EventflowClient } from '@eventflow/core';
+import { deleteGroup, discardDeadLetter, listDeadLetters, listGroups, requeueDeadLetter } from '@eventflow/core';
 
 export const manageUsage = `  groups [domain]                            Print the consumer groups (members, pending, in flight, dead letters) as JSON lines
   group-delete <domain> <name> [group]       Delete a consumer group (no group: the default group of <domain> <name>)
@@ -28,19 +29,19 @@ export function prepareManage(name: string, args: readonly string[], page: { lim
   switch (name) {
     case 'groups':
       return async (client) => {
-        for (const group of await client.groups(first)) line(group);
+        for (const group of await listGroups(client, first)) line(group);
       };
     case 'group-delete':
-      return async (client) => line({ deleted: await client.deleteGroup(first as string, second as string, third ?? '') });
+      return async (client) => line({ deleted: await deleteGroup(client, first as string, second as string, third ?? '') });
     case 'dead-letters':
       return async (client) => {
-        for (const letter of await client.deadLetters({ ...(first === undefined ? {} : { domain: first }), ...page })) line(letter);
+        for (const letter of await listDeadLetters(client, { ...(first === undefined ? {} : { domain: first }), ...page })) line(letter);
       };
     case 'dead-letter-requeue':
     case 'dead-letter-discard': {
       const key = { eventId: first as string, domain: second as string, name: third as string, group: fourth ?? '' };
       return async (client) =>
-        line(name === 'dead-letter-requeue' ? { requeued: await client.requeueDeadLetter(key) } : { discarded: await client.discardDeadLetter(key) });
+        line(name === 'dead-letter-requeue' ? { requeued: await requeueDeadLetter(client, key) } : { discarded: await discardDeadLetter(client, key) });
     }
     default:
       return undefined;

@@ -3,6 +3,7 @@ import { useEffect, useState, type ReactNode } from 'react';
 import type { GatewayStats } from '@eventflow/core';
 import { useEventflowClient } from '@eventflow/browser/react';
 import { ErrorNote, Sparkline } from '../components.js';
+import { gatewayStats } from '@eventflow/core';
 
 const POLL_MS = 1_000;
 const KEEP = 60;
@@ -21,7 +22,7 @@ export function Gateway(): ReactNode {
     let stopped = false;
     const poll = async (): Promise<void> => {
       try {
-        const stats = await client.gatewayStats({ timeout: 5_000 });
+        const stats = await gatewayStats(client, { timeout: 5_000 });
         if (stopped) return;
         setError(undefined);
         setSamples((list) => {

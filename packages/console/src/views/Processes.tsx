@@ -3,6 +3,7 @@ import { useEffect, useState, type ReactNode } from 'react';
 import { ErrorNote, Loading, Stale, StatusBadge, Time } from '../components.js';
 import { useQuery } from '../query.js';
 import { href } from '../routes.js';
+import { listProcesses } from '@eventflow/core';
 
 const PAGE = 50;
 
@@ -21,7 +22,7 @@ export function Processes({ domain }: { domain: string }): ReactNode {
   }, [search]);
   useEffect(() => setCursors([undefined]), [domain]);
   const page = useQuery(`processes ${domain} ${prefix} ${after ?? ''}`, (client) =>
-    client.listProcesses(domain, { limit: PAGE, ...(prefix ? { prefix } : {}), ...(after ? { after } : {}) }),
+    listProcesses(client, domain, { limit: PAGE, ...(prefix ? { prefix } : {}), ...(after ? { after } : {}) }),
   );
   const processes = page.data?.processes;
   return (

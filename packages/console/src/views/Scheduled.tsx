@@ -5,17 +5,18 @@ import { useEventflowClient } from '@eventflow/browser/react';
 import { ErrorNote, Loading, Stale, Time } from '../components.js';
 import { useQuery } from '../query.js';
 import { href } from '../routes.js';
+import { cancelScheduled, listScheduled } from '@eventflow/core';
 
 export function Scheduled({ domains }: { domains: DomainSummary[] | undefined }): ReactNode {
   const client = useEventflowClient();
-  const list = useQuery('scheduled', (c) => c.listScheduled({ limit: 200 }), { refreshMs: 5_000 });
+  const list = useQuery('scheduled', (c) => listScheduled(c, { limit: 200 }), { refreshMs: 5_000 });
   const [message, setMessage] = useState<string>('');
   const [failure, setFailure] = useState<unknown>(undefined);
   const mayCancel = (domain: string): boolean => domains?.find((d) => d.domain === domain)?.actions.includes('schedule') ?? false;
   const cancel = async (id: string, label: string): Promise<void> => {
     setFailure(undefined);
     try {
-      const cancelled = await client.cancelScheduled(id);
+      const cancelled = await cancelScheduled(client, id);
       setMessage(cancelled ? `Cancelled ${label}.` : `${label} had already fired or was gone.`);
       list.reload();
     } catch (error) {
