@@ -48,6 +48,7 @@ const integration = [
   'gateway/test/fuzz.test.ts',
   'gateway/test/chaos/**/*.test.ts',
   'packages/core/test/state.fuzz.test.ts',
+  'packages/core/test/state.exact-fold.test.ts',
   // Processes spawned (npx, npm pack, start-up failures), a private or shared MariaDB, fuzzing and
   // load: each takes seconds to tens of seconds, which the fast project must not.
   'gateway/test/cli/**/*.test.ts',

@@ -41,7 +41,7 @@ const codeSuffixes = [
 export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;
 
 /** Every code, in catalog order. */
-export const errorCodeNames: readonly ErrorCode[] = codeSuffixes.map((suffix) => `E_EVENTFLOW_${suffix}` as const);
+export const errorCodeNames: readonly ErrorCode[] = /* @__PURE__ */ codeSuffixes.map((suffix) => `E_EVENTFLOW_${suffix}` as const);
 
 
 export interface EventflowErrorOptions {
@@ -67,3 +67,9 @@ export function isEventflowError(error: unknown, code?: ErrorCode): error is Eve
 }
 
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && (errorCodeNames as readonly string[]).includes(code);
+
+/**
+ * Whether `code` has the shape of an eventflow code: a gateway newer than this client may send one
+ * this client does not list, which is still the stable code its catalog documents.
+ */
+export const isCodeShaped = (code: unknown): code is ErrorCode => typeof code === 'string' && /^E_EVENTFLOW_[A-Z0-9_]+$/.test(code);

@@ -5,7 +5,7 @@
  * repeat. Registrations are not resent: they fail with `connectionLost` and their owner
  * re-registers them with the state it keeps.
  */
-import { EventflowError, isErrorCode } from './errors.js';
+import { EventflowError, isCodeShaped } from './errors.js';
 import { GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
 import type { ErrorFrame, OperationName, Params, Result, ResultFrame } from './protocol.js';
 
@@ -199,8 +199,9 @@ export class RequestManager {
 }
 
 export function errorFromFrame({ code, message, details }: ErrorFrame): EventflowError {
-  // A newer gateway may know codes this client does not; keep the original for diagnostics.
-  return isErrorCode(code) ? new EventflowError(code, message, { details }) : new EventflowError('E_EVENTFLOW_INTERNAL', message, { details: { ...details, code } });
+  // A newer gateway may know codes this client does not list: they pass through as sent (the
+  // list itself stays out of browser bundles). Anything else is kept in details for diagnostics.
+  return isCodeShaped(code) ? new EventflowError(code, message, { details }) : new EventflowError('E_EVENTFLOW_INTERNAL', message, { details: { ...details, code } });
 }
 
 export const abortError = (what: string, signal: AbortSignal | undefined): EventflowError =>
