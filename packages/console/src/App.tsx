@@ -55,7 +55,17 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
   const current = sectionOf(route);
 
   let view: ReactNode;
-  if (login !== undefined || showLogin) view = <Login reason={login} signedIn={signedIn} onToken={onToken} />;
+  if (login !== undefined || showLogin) view = (
+      <Login
+        reason={login}
+        signedIn={signedIn}
+        onToken={(token) => {
+          // A new token closes the form that the header's button opened.
+          setShowLogin(false);
+          onToken(token);
+        }}
+      />
+    );
   else {
     switch (route.view) {
       case 'domains':

@@ -3,7 +3,7 @@
  * handler's last error; Requeue and Discard (after a confirmation in the row) where the token may
  * `manage` the domain. Both lists are read together and again every 5 s.
  */
-import { useState, type KeyboardEvent, type ReactNode } from 'react';
+import { useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
 import { discardDeadLetter, listDeadLetters, listGroups, requeueDeadLetter, type DomainSummary, type Result } from '@eventflow/core';
 import { useEventflowClient } from '@eventflow/browser/react';
 import { ErrorNote, Loading, Stale, Time } from '../components.js';
@@ -43,6 +43,8 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState('');
   const [failure, setFailure] = useState<unknown>(undefined);
+  // The row of an acted-on dead letter goes away: the focus goes to the result instead of the page's start.
+  const result = useRef<HTMLParagraphElement>(null);
   const mayManage = (domain: string): boolean => domains?.find((d) => d.domain === domain)?.actions.includes('manage') ?? false;
 
   const act = async (letter: DeadLetter, what: Act, label: string): Promise<void> => {
@@ -53,6 +55,7 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
       const done = what === 'requeue' ? await requeueDeadLetter(client, key) : await discardDeadLetter(client, key);
       setMessage(done ? `${what === 'requeue' ? 'Requeued' : 'Discarded'} ${label}.` : `${label} was no longer a dead letter.`);
       setConfirming(undefined);
+      result.current?.focus();
       work.reload();
     } catch (error) {
       setFailure(error);
@@ -72,7 +75,7 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
   return (
     <section aria-labelledby="work-title">
       <h1 id="work-title">Work</h1>
-      <p role="status" aria-live="polite" data-testid="work-message">
+      <p role="status" aria-live="polite" data-testid="work-message" tabIndex={-1} ref={result}>
         {message}
       </p>
       <ErrorNote error={failure} />
@@ -182,7 +185,7 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
                   <td data-label="Group">
                     <span className="mono">{letter.groupName}</span> <span className="muted">({groupLabel(letter.group)})</span>
                   </td>
-                  <td className="num" data-label="Attempts">
+                  <td className="num" data-label="Attempts" data-testid="attempts">
                     {letter.attempts}
                   </td>
                   <td data-label="Last error" className="error last-error" data-testid="last-error">
