@@ -343,10 +343,12 @@ describe('the console with EVENTFLOW_AUTH=jwt', () => {
     await tab.getByTestId('nav-work').click();
     await tab.locator('[data-testid="dead-letter-row"][data-pid="o-1"] [data-testid="last-error"]').filter({ hasText: 'smtp down' }).waitFor();
     expect(await tab.locator('[data-testid="dead-letter-row"] button').count()).toBe(0);
+    expect(await tab.getByTestId('no-manage').textContent()).toContain('manage');
     await screenshot('21-jwt-work-no-manage', tab);
     // The same with `manage`: the buttons are there.
     await signIn({ read: ['orders'], consume: ['orders'], manage: ['orders'] });
     await tab.evaluate(() => (window.location.hash = '#/work'));
     await tab.locator('[data-testid="dead-letter-row"][data-pid="o-1"] [data-testid="requeue"]').waitFor();
+    expect(await tab.getByTestId('no-manage').count()).toBe(0);
   });
 });

@@ -147,6 +147,11 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
       <p className="muted">Members: connections registered at this gateway.</p>
 
       <h2 id="dead-letters-title">Dead letters</h2>
+      {letters !== undefined && letters.length > 0 && !letters.some((letter) => mayManage(letter.domain)) && (
+        <p className="muted" data-testid="no-manage">
+          This token may not requeue or discard these (that needs the <code>manage</code> right on the domain).
+        </p>
+      )}
       {letters === undefined ? (
         <Loading what="dead letters" />
       ) : letters.length === 0 ? (
@@ -196,7 +201,12 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
                   </td>
                   <td data-label="Action" className="actions" onKeyDown={onKey}>
                     {!mayManage(letter.domain) ? (
-                      <span className="muted">—</span>
+                      <>
+                        <span className="muted" aria-hidden="true">
+                          —
+                        </span>
+                        <span className="visually-hidden">none: requeue and discard need the manage right</span>
+                      </>
                     ) : asking ? (
                       <span role="group" aria-label={`Confirm: ${asking} ${label}`}>
                         <span>{asking === 'requeue' ? 'Deliver it again?' : 'Drop it from the list?'}</span>{' '}
