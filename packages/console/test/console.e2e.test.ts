@@ -70,6 +70,11 @@ describe('the console end to end', () => {
       if (!healed) context.retry(0, new Error(FAILURE));
     });
     for (let i = 0; i < 3; i++) await client.publish({ domain, name: 'notify', pid: `notify-${i}`, data: { attempt: i } });
+    // A named group whose only member left: what is published after waits, pending, with an age.
+    const archiver = createNodeClient(gateway.gateway.url, { onError: () => undefined });
+    await archiver.consume(domain, 'audit', () => undefined, { group: 'archive' });
+    await archiver.close();
+    for (let i = 0; i < 2; i++) await client.publish({ domain, name: 'audit', pid: `audit-${i}`, data: {} });
     scheduledId = await client.schedule(Date.now() + 3_600_000, { domain, name: 'reminder', pid: 'reminder-1', data: { say: 'hello' } });
     // A process with a child process and an entity, for the associations.
     // Names the demo worker does not consume.
@@ -180,6 +185,10 @@ describe('the console end to end', () => {
     expect(await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"] [data-testid="last-error"]').textContent()).toBe(FAILURE);
     expect(await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"] [data-testid="attempts"]').textContent()).toBe('2');
     await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"]').getByRole('link', { name: /notify-0/ }).waitFor();
+    const archive = page.locator(`[data-testid="group-row"][data-name="audit"][data-group="archive"]`);
+    expect(await archive.locator('[data-label="Members"]').textContent()).toBe('0');
+    expect(await archive.locator('[data-label="Pending"]').textContent()).toBe('2');
+    expect(await archive.locator('[data-label="Oldest pending"]').textContent()).toMatch(/^\d+ (s|min) ago$/);
     await screenshot('16-work');
   });
 
