@@ -16,6 +16,7 @@ import { Process } from './views/Process.js';
 import { Processes } from './views/Processes.js';
 import { Publish } from './views/Publish.js';
 import { Scheduled } from './views/Scheduled.js';
+import { Work } from './views/Work.js';
 
 /** The section a route belongs to, for aria-current. */
 const sectionOf = (route: Route): Route['view'] => (route.view === 'processes' || route.view === 'process' ? 'domains' : route.view);
@@ -54,7 +55,17 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
   const current = sectionOf(route);
 
   let view: ReactNode;
-  if (login !== undefined || showLogin) view = <Login reason={login} signedIn={signedIn} onToken={onToken} />;
+  if (login !== undefined || showLogin) view = (
+      <Login
+        reason={login}
+        signedIn={signedIn}
+        onToken={(token) => {
+          // A new token closes the form that the header's button opened.
+          setShowLogin(false);
+          onToken(token);
+        }}
+      />
+    );
   else {
     switch (route.view) {
       case 'domains':
@@ -71,6 +82,9 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
         break;
       case 'scheduled':
         view = <Scheduled domains={list} />;
+        break;
+      case 'work':
+        view = <Work domains={list} />;
         break;
       case 'gateway':
         view = <Gateway />;

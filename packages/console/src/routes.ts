@@ -11,6 +11,7 @@ export type Route =
   | { view: 'process'; domain: string; pid: string }
   | { view: 'live'; domain?: string }
   | { view: 'scheduled' }
+  | { view: 'work' }
   | { view: 'gateway' }
   | { view: 'publish'; domain?: string; pid?: string };
 
@@ -20,6 +21,7 @@ export const sections: readonly Section[] = [
   { view: 'domains', label: 'Domains' },
   { view: 'live', label: 'Live' },
   { view: 'scheduled', label: 'Scheduled' },
+  { view: 'work', label: 'Work', needs: 'consume' },
   { view: 'gateway', label: 'Gateway' },
   { view: 'publish', label: 'Publish', needs: 'publish' },
 ];
@@ -61,7 +63,7 @@ export function parseRoute(hash: string): Route {
   if (first === 'd' && second && third === 'p' && fourth) return { view: 'process', domain: second, pid: fourth };
   if (first === 'd' && second) return { view: 'processes', domain: second };
   if (first === 'live') return second ? { view: 'live', domain: second } : { view: 'live' };
-  if (first === 'scheduled' || first === 'gateway') return { view: first };
+  if (first === 'scheduled' || first === 'work' || first === 'gateway') return { view: first };
   if (first === 'publish') {
     const query = new URLSearchParams(search);
     return { view: 'publish', domain: query.get('domain') ?? undefined, pid: query.get('pid') ?? undefined };

@@ -3,9 +3,10 @@
  * fed by the demo worker and a consumer that throws, driven in Debian's Chromium. Each view and
  * each action: domains, processes (search, status), a process (timeline, event JSON, state as of
  * an event with its changes, current state), live with history and pause, scheduled with cancel,
- * the gateway's charts, publishing from the form (online, and offline through the outbox: pending,
- * then stored once the gateway is back), at 390 px wide, and with EVENTFLOW_AUTH=jwt. Screenshots:
- * test-results/console/.
+ * the gateway's charts, work (consumer groups, dead letters with the last error, requeue to a healed
+ * consumer, discard), publishing from the form (online, and offline through the outbox: pending,
+ * then stored once the gateway is back), at 390 px wide, and with EVENTFLOW_AUTH=jwt (a token
+ * without `manage` sees dead letters but no buttons). Screenshots: test-results/console/.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,7 @@ import { SignJWT } from 'jose';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient, listScheduled, type EventflowClient } from '@eventflow/node';
+import { createNodeClient, listDeadLetters, listScheduled, readTimeline, type EventflowClient } from '@eventflow/node';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { eventually as poll } from '@eventflow/test-support/wait';
@@ -37,12 +38,16 @@ const pageLog: string[] = [];
 
 const eventually = <T>(check: () => Promise<T | undefined>, what: string): Promise<T> => poll(() => check().catch(() => undefined), WAIT, what, { every: 100 });
 const screenshot = (name: string, target: Page = page): Promise<Buffer> => target.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true, timeout: WAIT });
+/** The failing consumer asks for retries with this error; after EVENTFLOW_CONSUME_MAX_ATTEMPTS its events are dead letters. */
+const FAILURE = 'notification service down';
 const go = async (hash: string): Promise<void> => {
   await page.evaluate((to) => (window.location.hash = to), hash);
 };
 
 describe('the console end to end', () => {
   let scheduledId: string;
+  /** The failing consumer succeeds once healed: a requeued dead letter then ends in success. */
+  let healed = false;
 
   beforeAll(async () => {
     mkdirSync(screenshots, { recursive: true });
@@ -55,15 +60,21 @@ describe('the console end to end', () => {
     } finally {
       process.env['NODE_ENV'] = nodeEnv;
     }
-    gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_MAX_PUBLISH_RATE: 0 }, 'eventflow-console-e2e-');
+    gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_MAX_PUBLISH_RATE: 0, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 2 }, 'eventflow-console-e2e-');
     const reconnect = { minDelay: 50, maxDelay: 500 };
     worker = await startWorker({ url: gateway.gateway.url, domain, intervalMs: 200, client: { reconnect } });
     client = createNodeClient(gateway.gateway.url, { reconnect, onError: () => undefined });
-    // The throwing consumer: every `notify` fails, so its processes show as failed.
-    await client.consume(domain, 'notify', () => {
-      throw new Error('notification service down');
+    // The failing consumer: every `notify` fails (retry with the error) until healed; after two
+    // attempts each is a dead letter, so its processes show as failed.
+    await client.consume(domain, 'notify', (_event, context) => {
+      if (!healed) context.retry(0, new Error(FAILURE));
     });
     for (let i = 0; i < 3; i++) await client.publish({ domain, name: 'notify', pid: `notify-${i}`, data: { attempt: i } });
+    // A named group whose only member left: what is published after waits, pending, with an age.
+    const archiver = createNodeClient(gateway.gateway.url, { onError: () => undefined });
+    await archiver.consume(domain, 'audit', () => undefined, { group: 'archive' });
+    await archiver.close();
+    for (let i = 0; i < 2; i++) await client.publish({ domain, name: 'audit', pid: `audit-${i}`, data: {} });
     scheduledId = await client.schedule(Date.now() + 3_600_000, { domain, name: 'reminder', pid: 'reminder-1', data: { say: 'hello' } });
     // A process with a child process and an entity, for the associations.
     // Names the demo worker does not consume.
@@ -164,6 +175,63 @@ describe('the console end to end', () => {
     await screenshot('07-scheduled-cancelled');
   });
 
+  it('Work: the failing consumer\'s group with its dead letters and the last error', async () => {
+    await go('#/work');
+    const group = page.locator(`[data-testid="group-row"][data-domain="${domain}"][data-name="notify"][data-group=""]`);
+    await eventually(async () => ((await group.getAttribute('data-dead-letters')) === '3' ? true : undefined), 'the notify group with three dead letters');
+    expect(await page.locator(`[data-testid="group-row"][data-name="order-placed"]`).count()).toBe(1);
+    const rows = page.locator('[data-testid="dead-letter-row"]');
+    expect((await rows.evaluateAll((list) => list.map((row) => row.getAttribute('data-pid')))).sort()).toEqual(['notify-0', 'notify-1', 'notify-2']);
+    expect(await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"] [data-testid="last-error"]').textContent()).toBe(FAILURE);
+    expect(await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"] [data-testid="attempts"]').textContent()).toBe('2');
+    await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"]').getByRole('link', { name: /notify-0/ }).waitFor();
+    const archive = page.locator(`[data-testid="group-row"][data-name="audit"][data-group="archive"]`);
+    expect(await archive.locator('[data-label="Members"]').textContent()).toBe('0');
+    expect(await archive.locator('[data-label="Pending"]').textContent()).toBe('2');
+    expect(await archive.locator('[data-label="Oldest pending"]').textContent()).toMatch(/^\d+ (s|min) ago$/);
+    await screenshot('16-work');
+  });
+
+  it('Work: requeue a dead letter to the healed consumer (confirmed, keyboard), and the process succeeds; discard another', async () => {
+    healed = true;
+    const row = (pid: string) => page.locator(`[data-testid="dead-letter-row"][data-pid="${pid}"]`);
+    // Keyboard: the Requeue button, then Enter on the confirmation (it takes the focus).
+    await row('notify-0').getByRole('button', { name: 'Requeue notify of orders › notify-0' }).focus();
+    await page.keyboard.press('Enter');
+    await row('notify-0').getByTestId('confirm').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('confirm');
+    await screenshot('17-work-confirm');
+    await page.keyboard.press('Enter');
+    await row('notify-0').waitFor({ state: 'detached' });
+    expect(await page.getByTestId('work-message').textContent()).toContain('Requeued notify of orders › notify-0');
+    await eventually(async () => {
+      const { fates } = await readTimeline(client!, domain, 'notify-0');
+      return fates.some((fate) => fate.success !== undefined && fate.deadLetter === undefined) ? true : undefined;
+    }, 'the requeued event consumed with success');
+    // Escape keeps a dead letter; Discard drops one (the event stays failed).
+    await row('notify-1').getByTestId('discard').click();
+    await page.keyboard.press('Escape');
+    await row('notify-1').getByTestId('requeue').waitFor();
+    await row('notify-1').getByTestId('discard').click();
+    await row('notify-1').getByTestId('confirm').click();
+    await row('notify-1').waitFor({ state: 'detached' });
+    expect(await page.getByTestId('work-message').textContent()).toContain('Discarded notify of orders › notify-1');
+    expect((await listDeadLetters(client!, { domain })).map((letter) => letter.pid)).toEqual(['notify-2']);
+    await eventually(async () => ((await page.locator(`[data-testid="group-row"][data-name="notify"]`).getAttribute('data-dead-letters')) === '1' ? true : undefined), 'the group counting one dead letter');
+    await screenshot('18-work-after');
+    // The process view, from the dead letter's link: the requeued event's outcome is success.
+    await go('#/d/orders/p/notify-0');
+    await eventually(async () => ((await page.locator('[data-testid="timeline-row"][data-name="notify"] .outcome').textContent()) === 'success' ? true : undefined), 'notify-0 shown with success');
+    await screenshot('19-work-requeued-process');
+    await go('#/d/orders');
+    await page.getByLabel('Search by pid prefix').fill('notify-');
+    await eventually(async () => {
+      const statuses = await page.locator('[data-testid="process-row"]').evaluateAll((list) => list.map((r) => `${r.getAttribute('data-pid')}:${r.getAttribute('data-status')}`));
+      return statuses.join(' ') === 'notify-0:completed notify-1:failed notify-2:failed' ? true : undefined;
+    }, 'notify-0 completed, the others failed');
+    await page.getByLabel('Search by pid prefix').fill('');
+  });
+
   it('Gateway: live figures and readiness', async () => {
     await go('#/gateway');
     await page.locator('[data-testid="readiness"][data-ready="true"]').waitFor();
@@ -224,6 +292,10 @@ describe('the console end to end', () => {
     await narrow.locator('[data-testid="process-row"]').first().waitFor();
     expect(await narrow.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
     await screenshot('13-narrow-processes', narrow);
+    await narrow.goto(`${gateway!.gateway.httpUrl}#/work`, { waitUntil: 'load' });
+    await narrow.locator('[data-testid="dead-letter-row"]').first().waitFor();
+    expect(await narrow.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    await screenshot('20-narrow-work', narrow);
     await narrow.close();
   });
 });
@@ -242,12 +314,16 @@ describe('the console with EVENTFLOW_AUTH=jwt', () => {
   });
 
   it('asks for a token, keeps it for the tab, and shows only what it allows', async () => {
-    jwtGateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET }, 'eventflow-console-jwt-');
+    jwtGateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 1 }, 'eventflow-console-jwt-');
     const sign = (claims: Record<string, string[]>): Promise<string> =>
       new SignJWT({ eventflow: claims }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(SECRET));
-    const admin = createNodeClient(jwtGateway.gateway.url, { token: await sign({ publish: ['*'] }), onError: () => undefined });
+    const admin = createNodeClient(jwtGateway.gateway.url, { token: await sign({ publish: ['*'], consume: ['*'] }), onError: () => undefined });
+    // A dead letter in orders (one attempt, retried): for the Work view's rights below.
+    await admin.consume('orders', 'mail', (_event, context) => context.retry(0, new Error('smtp down')));
     await admin.publish({ domain: 'orders', name: 'placed', pid: 'o-1', data: {} });
+    await admin.publish({ domain: 'orders', name: 'mail', pid: 'o-1', data: {} });
     await admin.publish({ domain: 'billing', name: 'charged', pid: 'b-1', data: {} });
+    await eventually(async () => ((await listDeadLetters(admin)).length === 1 ? true : undefined), 'the mail dead letter');
     await admin.close();
     jwtBrowser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: WAIT });
     const tab = await jwtBrowser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -260,7 +336,28 @@ describe('the console with EVENTFLOW_AUTH=jwt', () => {
     await tab.locator('[data-testid="domain-row"][data-domain="orders"]').waitFor();
     expect(await tab.locator('[data-testid="domain-row"]').count()).toBe(1);
     expect(await tab.getByTestId('nav-publish').count()).toBe(0);
+    expect(await tab.getByTestId('nav-work').count()).toBe(0);
     expect(await tab.evaluate(() => sessionStorage.getItem('eventflow-console:token'))).toMatch(/^ey/);
     await screenshot('15-jwt-read-only', tab);
+
+    // Work: a token that may consume but not manage sees the dead letter and no Requeue / Discard.
+    const signIn = async (claims: Record<string, string[]>): Promise<void> => {
+      await tab.evaluate(() => (window.location.hash = '#/'));
+      await tab.getByRole('button', { name: 'Token' }).click();
+      await tab.getByTestId('token-input').fill(await sign(claims));
+      await tab.getByTestId('token-submit').click();
+      await tab.locator('[data-testid="domain-row"][data-domain="orders"]').waitFor();
+    };
+    await signIn({ read: ['orders'], consume: ['orders'] });
+    await tab.getByTestId('nav-work').click();
+    await tab.locator('[data-testid="dead-letter-row"][data-pid="o-1"] [data-testid="last-error"]').filter({ hasText: 'smtp down' }).waitFor();
+    expect(await tab.locator('[data-testid="dead-letter-row"] button').count()).toBe(0);
+    expect(await tab.getByTestId('no-manage').textContent()).toContain('manage');
+    await screenshot('21-jwt-work-no-manage', tab);
+    // The same with `manage`: the buttons are there.
+    await signIn({ read: ['orders'], consume: ['orders'], manage: ['orders'] });
+    await tab.evaluate(() => (window.location.hash = '#/work'));
+    await tab.locator('[data-testid="dead-letter-row"][data-pid="o-1"] [data-testid="requeue"]').waitFor();
+    expect(await tab.getByTestId('no-manage').count()).toBe(0);
   });
 });

@@ -16,7 +16,7 @@ export const domainSummary = z.object({
   domain: z.string(),
   events: count(),
   lastEvent: iso,
-  /** The actions the connection may take on the domain (read, subscribe, publish, consume, schedule, delete). */
+  /** The actions the connection may take on the domain (read, subscribe, publish, consume, schedule, delete, wildcard, manage). */
   actions: z.array(z.string()),
 });
 
