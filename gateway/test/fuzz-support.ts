@@ -55,11 +55,11 @@ export const templates: Partial<Record<OperationName, Record<string, Kind>>> = {
   unsubscribe: { domain: 'ident', name: 'ident' },
   subscribePattern: { subscription: 'handle', pattern: 'ident', names: 'names', pid: 'ident', after: 'pos' },
   unsubscribePattern: { subscription: 'handle' },
-  consume: { consumer: 'handle', domain: 'ident', name: 'ident' },
+  consume: { consumer: 'handle', domain: 'ident', name: 'ident', after: 'pos', group: 'ident' },
   removeConsumer: { consumer: 'handle' },
-  settle: { delivery: 'handle', outcome: 'outcome', error: 'settleError' },
+  settle: { delivery: 'handle', outcome: 'outcome', delayMs: 'posInt', error: 'settleError' },
   extend: { delivery: 'handle', ms: 'posInt' },
-  wait: { wait: 'handle', domain: 'ident', pid: 'ident', names: 'names', afterId: 'ident', afterPosition: 'pos' },
+  wait: { wait: 'handle', domain: 'ident', pid: 'ident', names: 'names', afterId: 'ident', afterPosition: 'pos', request: 'ident' },
   cancelWait: { wait: 'handle' },
   delete: { id: 'ident' },
   deleteEventlog: { domain: 'ident', pid: 'ident' },
@@ -82,6 +82,11 @@ export const templates: Partial<Record<OperationName, Record<string, Kind>>> = {
   listScheduled: { domain: 'ident', limit: 'posInt' },
   cancelScheduled: { id: 'ident' },
   gatewayStats: {},
+  groups: { domain: 'ident' },
+  deleteGroup: { domain: 'ident', name: 'ident', group: 'ident' },
+  deadLetters: { domain: 'ident', limit: 'posInt', offset: 'pos' },
+  requeueDeadLetter: { eventId: 'ident', domain: 'ident', name: 'ident', group: 'ident' },
+  discardDeadLetter: { eventId: 'ident', domain: 'ident', name: 'ident', group: 'ident' },
 } as Record<string, Record<string, Kind>>;
 
 const validEvent = { id: 'fz-1', domain: 'orders', name: 'placed', pid: 'p1', data: { amount: 1 }, rid: 'fz-0' };

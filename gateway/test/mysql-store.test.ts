@@ -56,7 +56,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
       );
       expect(tables.map((table) => table.name).sort()).toEqual([
         'certificate', 'event', 'event_cpid', 'event_eid', 'event_published', 'event_scheduled',
-        'eventflow_dead_letter', 'eventflow_position', 'eventflow_schedule', 'eventflow_sequence', 'eventflow_snapshot', 'hub', 'log',
+        'eventflow_dead_letter', 'eventflow_delivery', 'eventflow_group', 'eventflow_position', 'eventflow_schedule', 'eventflow_sequence', 'eventflow_snapshot', 'hub', 'log',
       ]);
       for (const table of tables) expect(table, table.name).toMatchObject({ engine: 'InnoDB', collation: 'ascii_bin' });
 
