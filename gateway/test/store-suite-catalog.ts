@@ -60,6 +60,33 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
       });
     });
 
+    it("gives each event its consumer groups' deliveries: attempts, outcome and last error, one query per page", async () => {
+      const store = await open();
+      const billing = { domain: 'orders', name: 'created', group: 'billing' };
+      const fallback = { domain: 'orders', name: 'created', group: '' };
+      await store.ledger().ensureGroup(billing);
+      await store.ledger().ensureGroup(fallback);
+      const { event: retried } = await store.append(event({ pid: 'g' }), { publisher: 'g' });
+      const { event: untouched } = await store.append(event({ pid: 'g' }), { publisher: 'g' });
+      const now = Date.now();
+      const claim = (key: typeof billing, delivery: string, at: number) =>
+        store.ledger().claim({ key, event: retried, owner: 'gw-1', consumer: 'GW', delivery, deadline: at + 10_000, now: at });
+      expect(await claim(billing, 'b1', now)).toBe(1);
+      await store.ledger().release('b1', { error: 'boom 1' });
+      expect(await claim(billing, 'b2', now + 1)).toBe(2);
+      await store.ledger().settle('b2', 'failed', 'boom 2');
+      expect(await claim(fallback, 'f1', now)).toBe(1);
+      const fates = new Map((await store.catalog.fates('orders', 'g', [retried.id, untouched.id])).map((fate) => [fate.eventId, fate]));
+      expect(fates.get(retried.id)?.deliveries).toEqual([
+        { group: '', name: '', attempts: 1 },
+        { group: 'billing', name: 'created', attempts: 2, outcome: 'failed', lastError: 'boom 2' },
+      ]);
+      expect(fates.get(untouched.id)?.deliveries).toBeUndefined();
+      await store.ledger().settle('f1', 'success', undefined);
+      const [settled] = await store.catalog.fates('orders', 'g', [retried.id]);
+      expect(settled?.deliveries?.[0]).toEqual({ group: '', name: '', attempts: 1, outcome: 'success' });
+    });
+
     it('lists upcoming scheduled events soonest first, pages them, and cancels one only before it fires', async () => {
       const store = await open();
       const soon = new Date(Date.now() + 60_000);

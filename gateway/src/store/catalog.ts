@@ -50,6 +50,41 @@ export interface EventFate {
   published: boolean;
   /** Its dead letter: deliveries made and why the last one ended unsettled. */
   deadLetter?: { attempts: number; reason: string; at: string } | undefined;
+  /** Its rows in the delivery ledger, one per consumer group that took it (absent: none). */
+  deliveries?: EventDelivery[] | undefined;
+}
+
+/** One consumer group's delivery of an event (a row of eventflow_delivery). */
+export interface EventDelivery {
+  /** '' for the default group. */
+  group: string;
+  /** The group's filter name ('' for the default group, whose row is shared by the domain's names). */
+  name: string;
+  /** Deliveries made so far. */
+  attempts: number;
+  /** success, failed, dead or discarded; absent while unsettled. */
+  outcome?: string | undefined;
+  lastError?: string | undefined;
+}
+
+/** A row of eventflow_delivery as the catalogs read it. */
+export type DeliveryRow = { eventId: string; grp: string; gname: string; attempts: number | string; outcome: string | null; lastError: string | null };
+
+/** A page's ledger rows as each event's `deliveries` (one extra query per page, not per event). */
+export function withDeliveries(fates: EventFate[], rows: readonly DeliveryRow[]): EventFate[] {
+  const byEvent = new Map<string, EventDelivery[]>();
+  for (const row of rows) {
+    const delivery: EventDelivery = { group: row.grp, name: row.gname, attempts: Number(row.attempts) };
+    if (row.outcome !== null) delivery.outcome = row.outcome;
+    if (row.lastError !== null) delivery.lastError = row.lastError;
+    const list = byEvent.get(row.eventId);
+    if (list) list.push(delivery);
+    else byEvent.set(row.eventId, [delivery]);
+  }
+  return fates.map((fate) => {
+    const deliveries = byEvent.get(fate.eventId);
+    return deliveries ? { ...fate, deliveries } : fate;
+  });
 }
 
 export interface Associations {

@@ -61,7 +61,7 @@ export {
   type Subscription,
   type WaitOptions,
 } from './client.js';
-export type { DomainSummary, EventFate, GatewayStats, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
+export type { DomainSummary, EventDelivery, EventFate, GatewayStats, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
 // The operator's operations are functions of a client, so that a client that never calls them ships none.
 export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDeadLetters, listDomains, listGroups, listProcesses, listScheduled, readTimeline, requeueDeadLetter } from './operator.js';
 import { EventflowClient, type ClientOptions, type EventMap } from './client.js';

@@ -29,6 +29,14 @@ export const processSummary = z.object({
   lastEvent: iso,
 });
 
+export const eventDelivery = z.object({
+  group: z.string(),
+  name: z.string(),
+  attempts: count(),
+  outcome: z.optional(z.string()),
+  lastError: z.optional(z.string()),
+});
+
 export const eventFate = z.object({
   eventId: z.string(),
   consumer: z.optional(z.string()),
@@ -38,6 +46,12 @@ export const eventFate = z.object({
   orphan: z.optional(iso),
   published: z.boolean(),
   deadLetter: z.optional(z.object({ attempts: count(), reason: z.string(), at: iso })),
+  /**
+   * The consumer groups' deliveries of the event (the delivery ledger), one per group that took it:
+   * `group` '' is the default group (`name` ''), else `name` is the group's filter name. `outcome`
+   * absent: not settled yet (pending or in flight); else success, failed, dead or discarded.
+   */
+  deliveries: z.optional(z.array(eventDelivery)),
 });
 
 export const scheduledSummary = z.object({ id: z.string(), domain: z.string(), name: z.string(), pid: z.string(), due: iso, timestamp: iso });
@@ -100,5 +114,6 @@ export const catalogOperations = <E extends z.ZodMiniType>(storedEvent: E) => ({
 export type DomainSummary = z.infer<typeof domainSummary>;
 export type ProcessSummary = z.infer<typeof processSummary>;
 export type EventFate = z.infer<typeof eventFate>;
+export type EventDelivery = z.infer<typeof eventDelivery>;
 export type ScheduledSummary = z.infer<typeof scheduledSummary>;
 export type GatewayStats = z.infer<typeof gatewayStats>;

@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { PROCESS_SUMMARY, prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';
@@ -64,15 +64,25 @@ export class MysqlCatalog implements Catalog {
 
   async fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]> {
     if (eventIds.length === 0) return [];
-    const rows = await this.#select<FateRow>(
-      'read the event fates',
-      `SELECT e.id AS eventId, p.consumer, p.consumed_spoke AS claimed, p.success, p.failed, p.orphan, p.event_id IS NOT NULL AS published,
-         d.attempts, d.reason, d.at
-       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN eventflow_dead_letter d ON d.event_id = e.id
-       WHERE e.domain = ? AND e.pid = ? AND e.id IN (?)`,
-      [domain, pid, [...eventIds]],
-    );
-    return rows.map((row) => ({
+    const ids = [...eventIds];
+    const [rows, deliveries] = await Promise.all([
+      this.#select<FateRow>(
+        'read the event fates',
+        `SELECT e.id AS eventId, p.consumer, p.consumed_spoke AS claimed, p.success, p.failed, p.orphan, p.event_id IS NOT NULL AS published,
+           d.attempts, d.reason, d.at
+         FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN eventflow_dead_letter d ON d.event_id = e.id
+         WHERE e.domain = ? AND e.pid = ? AND e.id IN (?)`,
+        [domain, pid, ids],
+      ),
+      // The page's ledger rows in one read of the primary key (event_id, gname, grp).
+      this.#select<DeliveryRow>(
+        'read the event deliveries',
+        `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
+         FROM eventflow_delivery d WHERE d.event_id IN (?) ORDER BY d.event_id, d.grp, d.gname`,
+        [ids],
+      ),
+    ]);
+    const fates = rows.map((row) => ({
       eventId: row.eventId,
       consumer: row.consumer ?? undefined,
       claimed: iso(row.claimed),
@@ -82,6 +92,7 @@ export class MysqlCatalog implements Catalog {
       published: Number(row.published) === 1,
       deadLetter: row.attempts === null ? undefined : { attempts: Number(row.attempts), reason: row.reason ?? '', at: isoNow(row.at) },
     }));
+    return withDeliveries(fates, deliveries);
   }
 
   async associations(domain: string, pid: string): Promise<Associations> {

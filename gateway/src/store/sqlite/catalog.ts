@@ -2,7 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
 import { toStoredEvent, type EventRow } from './statements.js';
-import { PROCESS_SUMMARY, prefixRange, statusOf, type Associations, type Catalog, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
@@ -34,6 +34,11 @@ function prepare(db: Database.Database) {
          d.attempts, d.reason, d.at
        FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN eventflow_dead_letter d ON d.event_id = e.id
        WHERE e.domain = @domain AND e.pid = @pid AND e.id IN (SELECT value FROM json_each(@ids))`,
+    ),
+    // The page's ledger rows in one read of the primary key (event_id, gname, grp).
+    deliveries: db.prepare<[{ ids: string }], DeliveryRow>(
+      `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
+       FROM eventflow_delivery d WHERE d.event_id IN (SELECT value FROM json_each(@ids)) ORDER BY d.event_id, d.grp, d.gname`,
     ),
     children: db.prepare<[{ domain: string; pid: string }], Associations['children'][number]>(
       `SELECT c.event_id AS eventId, c.domain, c.cpid FROM event e JOIN event_cpid c ON c.event_id = e.id
@@ -91,7 +96,8 @@ export class SqliteCatalog implements Catalog {
   }
 
   async fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]> {
-    return this.#s.fates.all({ domain, pid, ids: JSON.stringify(eventIds) }).map((row) => ({
+    const ids = JSON.stringify(eventIds);
+    const fates = this.#s.fates.all({ domain, pid, ids }).map((row) => ({
       eventId: row.eventId,
       consumer: optional(row.consumer),
       claimed: optional(row.claimed),
@@ -101,6 +107,7 @@ export class SqliteCatalog implements Catalog {
       published: row.published === 1,
       deadLetter: row.attempts === null ? undefined : { attempts: row.attempts, reason: row.reason ?? '', at: row.at ?? '' },
     }));
+    return withDeliveries(fates, this.#s.deliveries.all({ ids }));
   }
 
   async associations(domain: string, pid: string): Promise<Associations> {
