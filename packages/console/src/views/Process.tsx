@@ -9,6 +9,7 @@ import { composeEventlogState, type EventFate, type StoredEvent } from '@eventfl
 import { useEventflowClient, useEventlogState } from '@eventflow/browser/react';
 import { ErrorNote, Loading, Stale, StatusBadge, Time } from '../components.js';
 import { href } from '../routes.js';
+import { DeliveryChips, DeliveryFacts } from '../deliveries.js';
 import { diffState } from '../state-diff.js';
 import { useTimeline } from '../timeline.js';
 
@@ -87,7 +88,7 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
         <span className="name">{row.name}</span>
         <Time iso={row.timestamp} />
         <span className="mono consumer">{rowFate?.consumer ?? '—'}</span>
-        {rowFate?.deadLetter && <span className="attempts">×{rowFate.deadLetter.attempts}</span>}
+        <DeliveryChips fate={rowFate} />
         <span className={`outcome outcome-${outcome.replace(/ /g, '-')}`}>{outcome}</span>
       </div>,
     );
@@ -143,6 +144,7 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
                 <dd>
                   <StatusBadge status={outcomeOf(fate)} />
                 </dd>
+                <DeliveryFacts fate={fate} />
                 {fate?.deadLetter && (
                   <>
                     <dt>Dead letter</dt>
