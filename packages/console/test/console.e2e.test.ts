@@ -190,6 +190,17 @@ describe('the console end to end', () => {
     expect(await archive.locator('[data-label="Pending"]').textContent()).toBe('2');
     expect(await archive.locator('[data-label="Oldest pending"]').textContent()).toMatch(/^\d+ (s|min) ago$/);
     await screenshot('16-work');
+    // The dead letter's process: the timeline row counts its attempts, the event its group's delivery.
+    await go('#/d/orders/p/notify-2');
+    const attempts = page.locator('[data-testid="timeline-row"][data-name="notify"] [data-testid="row-attempts"]');
+    await eventually(async () => ((await attempts.count()) === 1 ? true : undefined), 'the attempts of notify-2');
+    expect(await attempts.textContent()).toBe('×2');
+    expect(await attempts.getAttribute('aria-label')).toBe('2 attempts');
+    await page.locator('[data-testid="timeline-row"][data-name="notify"]').click();
+    expect(await page.locator('[data-testid="event-deliveries"] li[data-group=""]').textContent()).toBe(`default group: dead after 2 attempts — ${FAILURE}`);
+    await screenshot('16b-process-attempts');
+    await go('#/work');
+    await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"]').waitFor();
   });
 
   it('Work: requeue a dead letter to the healed consumer (confirmed, keyboard), and the process succeeds; discard another', async () => {
