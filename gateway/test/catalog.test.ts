@@ -93,4 +93,17 @@ describe('console operations', () => {
     await eventually(() => (from.length >= 2 ? true : undefined), 5_000, 'the events after the position');
     expect(from).toEqual(['o-4', 'o-5']);
   });
+
+  it("gives each event its consumer groups' deliveries: a retried one counts its attempts, its success clears the error", async () => {
+    let calls = 0;
+    await admin.consume('audit', 'checked', (_event, context) => {
+      if (++calls === 1) context.retry(0, new Error('first try fails'));
+    }, { group: 'auditors' });
+    await admin.publish({ domain: 'audit', name: 'checked', pid: 'a-1', data: {} });
+    const fate = await eventually(async () => {
+      const { fates } = await readTimeline(admin, 'audit', 'a-1');
+      return fates[0]?.deliveries?.[0]?.outcome === 'success' ? fates[0] : undefined;
+    }, 10_000, 'the retried event settled');
+    expect(fate.deliveries).toEqual([{ group: 'auditors', name: 'checked', attempts: 2, outcome: 'success' }]);
+  });
 });
