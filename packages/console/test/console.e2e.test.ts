@@ -20,7 +20,7 @@ import { createNodeClient, listDeadLetters, listScheduled, readTimeline, type Ev
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { eventually as poll } from '@eventflow/test-support/wait';
-import { startWorker, type Worker } from '../../../demo/worker.js';
+import { startWorker, type Worker } from '@eventflow/demo/worker';
 
 const consoleDir = fileURLToPath(new URL('..', import.meta.url));
 const screenshots = fileURLToPath(new URL('../../../test-results/console/', import.meta.url));

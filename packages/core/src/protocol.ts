@@ -209,8 +209,9 @@ export const operations = {
   unsubscribePattern: { params: z.strictObject({ subscription: handle }), result: empty },
   consume: {
     /**
-     * `after`: the consumer's position. Events of (domain, name) published after it that no
-     * consumer has claimed (published while none was connected) are delivered to it at once.
+     * A member of the group (domain, name, `group`; '' or absent: the default group), which gets the
+     * group's backlog from the store, then live events (PROTOCOL.md › consume). `after` is accepted
+     * for older clients and not needed: the delivery ledger says what is pending.
      */
     params: z.strictObject({ consumer: handle, domain: identifier, name: identifier, after: z.optional(position), group: z.optional(groupName) }),
     result: registered,
