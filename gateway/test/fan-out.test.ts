@@ -2,6 +2,8 @@
  * Fan-out: one event to many connections is encoded once and sent to each (session.ts
  * encodeEvent); what each connection receives must still be exactly its own frame: the names it
  * subscribed to, the full event, once, in order, also while one of its subscriptions replays.
+ * Over `ws` the frame is also framed once and the same bytes written to every socket
+ * (server/shared-frame.ts): the sizes where the WebSocket header changes are checked here.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
@@ -122,4 +124,60 @@ describe('fan-out', () => {
     expect(received).toEqual(Array.from({ length: count }, (_, i) => i));
     await subscriber.ping();
   });
+
+  it('frames every size of event frame once for all, intact, in order with each connection\'s own answers', async () => {
+    h = await startHarness();
+    const subscribers = await Promise.all(Array.from({ length: 3 }, open));
+    for (const conn of subscribers) await subscribe(conn, 'fan', 'sized');
+    const publisher = subscribers[0] as Conn;
+    const sized = (seq: number, text: string) => ({ domain: 'fan', name: 'sized', pid: 'p', data: { seq, text } });
+    // Positions of two digits throughout, so that one more character is one more byte of frame.
+    for (let seq = 0; seq < 10; seq++) await publisher.request('publish', { event: sized(seq, '') });
+    const [probe] = await Promise.all([subscribers[1] as Conn].map((conn) => conn.next((frame) => frame.type === 'event' && seqOf(frame) === 9)));
+    const base = Buffer.byteLength(JSON.stringify(probe)) + 1; // +1: the seq has 2 digits from now on
+    // Every event frame is longer than 125 bytes: around the switch from the 16-bit length to the
+    // 64-bit one, with 2-byte characters mixed in, and one long frame of 3-byte characters.
+    const texts = ['short'];
+    for (let over = -3; over <= 3; over++) texts.push('é'.repeat(40) + 'x'.repeat(65_535 + over - base - 80));
+    texts.push('€'.repeat(100_000));
+    const seqs = texts.map((_, i) => 10 + i);
+    // The publisher's answers and its own events share its socket: each answer must still be one frame, in order.
+    const answers = await Promise.all(texts.map((text, i) => publisher.request('publish', { event: sized(seqs[i] as number, text) })));
+    expect(answers.every((answer) => answer.type === 'result')).toBe(true);
+    const last = seqs[seqs.length - 1] as number;
+    for (const conn of subscribers) await conn.next((frame) => frame.type === 'event' && seqOf(frame) === last, 10_000);
+    const lengths = new Set<number>();
+    for (const conn of subscribers) {
+      const got = events(conn).filter((frame) => seqOf(frame) >= 10);
+      expect(got.map(seqOf)).toEqual(seqs);
+      expect(got.map((frame) => (frame.event as { data: { text: string } }).data.text)).toEqual(texts);
+      for (const frame of got) lengths.add(Buffer.byteLength(JSON.stringify(frame)));
+    }
+    for (const boundary of [65_535, 65_536]) expect(lengths.has(boundary), `a frame of ${boundary} bytes`).toBe(true);
+    await Promise.all(subscribers.map((conn) => conn.ping()));
+  });
+
+  it('still cuts off a subscriber that stops reading live events, and only that one', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_BUFFERED_BYTES: 64 * 1024, EVENTFLOW_MAX_RECEIVE_RATE: 0, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    const slow = await open();
+    const fast = await open();
+    await subscribe(slow, 'fan', 'live');
+    await subscribe(fast, 'fan', 'live');
+    const publisher = await open();
+    (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const big = 'x'.repeat(16 * 1024);
+    const count = 600; // ≈ 10 MB: more than the kernel's socket buffers and the 64 kB allowance take
+    // One at a time: a reading client never holds more than one event unsent, however corked the tick.
+    for (let seq = 0; seq < count; seq++) {
+      const answer = await publisher.request('publish', { event: { domain: 'fan', name: 'live', pid: 'p', data: { seq, big } } });
+      expect(answer.type).toBe('result');
+    }
+    await fast.next((frame) => frame.type === 'event' && seqOf(frame) === count - 1, 20_000);
+    expect(events(fast).map(seqOf)).toEqual(Array.from({ length: count }, (_, i) => i));
+    // The gateway closed it (4008) and, as it read nothing, dropped the socket after the close grace.
+    (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    const closed = await slow.closed;
+    expect([4008, 1006]).toContain(closed.code);
+    expect(events(slow).length).toBeLessThan(count);
+  }, 60_000);
 });

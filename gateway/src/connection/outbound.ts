@@ -5,9 +5,14 @@ import { logRefusal } from '../refusal-log.js';
 import type { SessionContext } from './context.js';
 import type { Refusal } from './frames.js';
 
+/** A transport that can write a frame many connections get without framing it again per connection (server/ws-transport.ts). */
+export interface SharingTransport extends Transport {
+  sendShared?(frame: string): void;
+}
+
 /** What the write path needs of its session. */
 export interface OutboundOptions {
-  transport: Transport;
+  transport: SharingTransport;
   context: SessionContext;
   conditions: ConditionLog;
   /** The session is closing, or its rights ended (the timer may run late): nothing more is sent. */
@@ -29,18 +34,31 @@ export class Outbound {
 
   /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encode.ts). */
   frame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
+    if (this.#admit(type, attempt)) this.#o.transport.send(frame);
+  }
+
+  /** A fan-out's event frame, the same string for every subscribed connection (encode.ts): the transport may frame it once for all. */
+  sharedEvent(frame: string): void {
+    if (!this.#admit('event')) return;
+    const { transport } = this.#o;
+    if (transport.sendShared) transport.sendShared(frame);
+    else transport.send(frame);
+  }
+
+  /** Whether a frame may go out now; a client too slow is closed instead (and counted). */
+  #admit(type: ServerFrame['type'], attempt = 1): boolean {
     const { transport, context, conditions } = this.#o;
     // Rights that ended a moment ago (the timer may run late) close the connection before this frame.
-    if (this.#o.stopped()) return;
+    if (this.#o.stopped()) return false;
     if (transport.bufferedAmount > context.maxBufferedBytes) {
       // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
       conditions.note('slow client', 'warn', 'client too slow; disconnecting', { buffered: transport.bufferedAmount });
       context.metrics.dropped(type);
       this.#o.close(4008, 'client too slow');
-      return;
+      return false;
     }
     context.metrics.sent(type, attempt);
-    transport.send(frame);
+    return true;
   }
 
   refuse(refusal: Refusal): void {

@@ -242,7 +242,7 @@ export class Session implements Peer {
     // Fan-out calls this once per subscribed connection: the common case (no replay running on
     // this connection) looks nothing up and sends the frame encoded for the previous connection.
     if (this.#replays.running === 0) {
-      this.#out.frame(encodeEvent(event, names));
+      this.#out.sharedEvent(encodeEvent(event, names));
       return;
     }
     const now: string[] = [];
@@ -251,7 +251,7 @@ export class Session implements Peer {
       if (subscription?.parked) this.#replays.park(subscription, event, names);
       else now.push(name);
     }
-    if (now.length > 0) this.#out.frame(encodeEvent(event, now));
+    if (now.length > 0) this.#out.sharedEvent(encodeEvent(event, now));
   }
 
   /** Live events parked by running replays, in bytes (bounded by EVENTFLOW_MAX_PARKED_BYTES). */

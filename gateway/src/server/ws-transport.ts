@@ -9,6 +9,7 @@ import type { WebSocket } from 'ws';
 import { BINARY_FRAME } from '../connection/frames.js';
 import { CLOSE_GRACE_MS } from '../defaults.js';
 import { throttleReceiving } from './receive-budget.js';
+import { sharedTextFrame } from './shared-frame.js';
 
 
 export class WsTransport implements Transport {
@@ -16,12 +17,19 @@ export class WsTransport implements Transport {
   /** The upgraded TCP socket under `#socket`, corked while frames are being sent in one tick. */
   readonly #raw: Duplex | undefined;
   #corked = false;
+  /**
+   * Frames can be written to `#raw` as they are: no extension (permessage-deflate is off in
+   * gateway.ts, but a transport made with it must not get uncompressed frames) and the socket known.
+   * Extensions are settled by the handshake, before a transport is made.
+   */
+  readonly #writesRaw: boolean;
   readonly #slot = new ListenerSlot();
 
   /** `receiveRate`: EVENTFLOW_MAX_RECEIVE_RATE (0 = unlimited), see receive-budget.ts. */
   constructor(socket: WebSocket, raw?: Duplex, receiveRate = 0) {
     this.#socket = socket;
     this.#raw = raw;
+    this.#writesRaw = raw !== undefined && socket.extensions === '';
     const throttle = receiveRate > 0 ? throttleReceiving(socket, receiveRate) : undefined;
     socket.on('message', (data, isBinary) => {
       throttle?.received(Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : data.byteLength);
@@ -37,17 +45,31 @@ export class WsTransport implements Transport {
 
   send(frame: string): void {
     if (this.#socket.readyState !== this.#socket.OPEN) return;
-    // Frames sent in the same tick (a fan-out page, a replay page) leave in one write instead of
-    // one system call each, which is what a fan-out to many connections spends most time on.
-    if (this.#raw && !this.#corked) {
-      this.#corked = true;
-      this.#raw.cork();
-      process.nextTick(() => {
-        this.#corked = false;
-        this.#raw?.uncork();
-      });
-    }
+    this.#cork();
     this.#socket.send(frame);
+  }
+
+  /**
+   * Sends a frame that a fan-out sends to many connections: framed once for all of them
+   * (shared-frame.ts) and written to the TCP socket, where `bufferedAmount` still counts it. `ws`
+   * queues nothing of its own without extensions, so frames keep their order with send()'s.
+   */
+  sendShared(frame: string): void {
+    if (!this.#writesRaw) return this.send(frame);
+    if (this.#socket.readyState !== this.#socket.OPEN) return;
+    this.#cork();
+    this.#raw?.write(sharedTextFrame(frame));
+  }
+
+  /** Frames sent in the same tick (a fan-out page, a replay page) leave in one write instead of one system call each. */
+  #cork(): void {
+    if (!this.#raw || this.#corked) return;
+    this.#corked = true;
+    this.#raw.cork();
+    process.nextTick(() => {
+      this.#corked = false;
+      this.#raw?.uncork();
+    });
   }
 
   close(code = 1000, reason = ''): void {
