@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient, type EventflowClient } from '@eventflow/node';
+import { buildApp } from '@eventflow/test-support/app-build';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { eventually as poll } from '@eventflow/test-support/wait';
@@ -110,15 +110,7 @@ describe('demo dashboard end to end', () => {
     mkdirSync(screenshots, { recursive: true });
     dir = mkdtempSync(join(tmpdir(), 'eventflow-e2e-'));
     outDir = join(dir, 'demo-dist');
-    // A fresh build every run: the test never depends on a stale demo/dist. Vitest sets
-    // NODE_ENV=test, which would give a development JSX transform; a build is production.
-    const nodeEnv = process.env['NODE_ENV'];
-    process.env['NODE_ENV'] = 'production';
-    try {
-      await build({ configFile: join(demoDir, 'vite.config.ts'), root: demoDir, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true } });
-    } finally {
-      process.env['NODE_ENV'] = nodeEnv;
-    }
+    await buildApp(demoDir, outDir);
 
     gateway = await startTempGateway({ EVENTFLOW_DEMO_DIR: outDir }, 'eventflow-e2e-');
     const reconnect = { minDelay: 50, maxDelay: 500 };

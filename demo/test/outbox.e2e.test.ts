@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createNodeClient, type EventflowClient } from '@eventflow/node';
+import { buildApp } from '@eventflow/test-support/app-build';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { eventually } from '@eventflow/test-support/wait';
@@ -29,13 +29,7 @@ let page: Page;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'eventflow-outbox-e2e-'));
   const outDir = join(dir, 'demo-dist');
-  const nodeEnv = process.env['NODE_ENV'];
-  process.env['NODE_ENV'] = 'production';
-  try {
-    await build({ configFile: join(demoDir, 'vite.config.ts'), root: demoDir, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true } });
-  } finally {
-    process.env['NODE_ENV'] = nodeEnv;
-  }
+  await buildApp(demoDir, outDir);
   gateway = await startTempGateway({ EVENTFLOW_DEMO_DIR: outDir }, 'eventflow-outbox-e2e-');
   client = createNodeClient(gateway.gateway.url, { reconnect: { minDelay: 50, maxDelay: 500 }, onError: () => undefined });
   browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: WAIT });

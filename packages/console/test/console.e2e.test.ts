@@ -14,9 +14,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeClient, listDeadLetters, listScheduled, readTimeline, type EventflowClient } from '@eventflow/node';
+import { buildApp } from '@eventflow/test-support/app-build';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { eventually as poll } from '@eventflow/test-support/wait';
@@ -53,13 +53,7 @@ describe('the console end to end', () => {
     mkdirSync(screenshots, { recursive: true });
     dir = mkdtempSync(join(tmpdir(), 'eventflow-console-e2e-'));
     outDir = join(dir, 'console-dist');
-    const nodeEnv = process.env['NODE_ENV'];
-    process.env['NODE_ENV'] = 'production';
-    try {
-      await build({ configFile: join(consoleDir, 'vite.config.ts'), root: consoleDir, mode: 'production', logLevel: 'warn', build: { outDir, emptyOutDir: true } });
-    } finally {
-      process.env['NODE_ENV'] = nodeEnv;
-    }
+    await buildApp(consoleDir, outDir);
     gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_MAX_PUBLISH_RATE: 0, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 2 }, 'eventflow-console-e2e-');
     const reconnect = { minDelay: 50, maxDelay: 500 };
     worker = await startWorker({ url: gateway.gateway.url, domain, intervalMs: 200, client: { reconnect } });
