@@ -103,7 +103,8 @@ describe.skipIf(mysqlUnavailable !== undefined)('gateways in a v4 hub mesh', () 
       await subscribedEverywhere(mesh, 'jobs', 'run');
       const publisher = mesh.client(a);
       const ids = await Promise.all(Array.from({ length: 100 }, (_, i) => publisher.publish({ domain: 'jobs', name: 'run', pid: `j${i}` })));
-      // On MariaDB each delivery is a few commits (the ledger): generous for a loaded machine, a fence not a sleep.
+      // On MariaDB each delivery is a few commits (the ledger): generous for a loaded machine (the test's
+      // own timeout is raised to match), a fence not a sleep.
       await eventually(() => handled.size === 100, 60_000, 'every job handled');
       // A round trip on each consumer's connection: every delivery sent before has arrived.
       await fence(() => Promise.all(consumers.map((client) => client.readEventlog('jobs', 'j0'))));
@@ -114,7 +115,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('gateways in a v4 hub mesh', () 
     } finally {
       await mesh.stop();
     }
-  });
+  }, 90_000);
 
   it('a scheduled event fires once, and reaches subscribers on both gateways once each', async () => {
     const mesh = await startMesh();
