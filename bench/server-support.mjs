@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -135,13 +136,17 @@ async function serve() {
     };
   } else throw new Error(`BENCH_SERVER must be gateway, ceiling, relay or idle, not ${kind}`);
 
+  let snapshots = 0;
   process.on('message', async (message) => {
     if (message.cmd === 'memory') {
       for (let i = 0; i < 3; i++) {
         globalThis.gc?.();
         await new Promise((resolve) => setImmediate(resolve));
       }
-      process.send({ memory: process.memoryUsage(), cpu: process.cpuUsage() });
+      const memory = process.memoryUsage();
+      // BENCH_HEAP_SNAPSHOT=dir: a heap snapshot at every memory reading (diff two with heap-support.mjs).
+      if (process.env.BENCH_HEAP_SNAPSHOT) v8.writeHeapSnapshot(join(process.env.BENCH_HEAP_SNAPSHOT, `${kind}-${++snapshots}.heapsnapshot`));
+      process.send({ memory, cpu: process.cpuUsage() });
     } else if (message.cmd === 'stop') {
       await close();
       // Exiting through the event loop's end lets --cpu-prof write its profile.

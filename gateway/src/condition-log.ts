@@ -22,7 +22,8 @@ interface Condition {
 export class ConditionLog {
   readonly #log: Logger;
   readonly #now: () => number;
-  readonly #conditions = new Map<string, Condition>();
+  /** Made on the first condition: most connections never note one. */
+  #conditions: Map<string, Condition> | undefined;
 
   constructor(log: Logger, now: () => number = Date.now) {
     this.#log = log;
@@ -32,9 +33,9 @@ export class ConditionLog {
   /** Records one occurrence of `condition`; `message` and `fields` describe this one. */
   note(condition: string, level: ConditionLevel, message: string, fields: LogFields = {}): void {
     const now = this.#now();
-    const known = this.#conditions.get(condition);
+    const known = this.#conditions?.get(condition);
     if (!known) {
-      this.#conditions.set(condition, { level, message, pending: 0, loggedAt: now });
+      (this.#conditions ??= new Map()).set(condition, { level, message, pending: 0, loggedAt: now });
       this.#log[level](message, { ...fields, condition, note: 'repeats of this condition on this connection are counted and summarised' });
       return;
     }
@@ -45,7 +46,7 @@ export class ConditionLog {
   /** Logs the summary of every condition that repeated since its last line (the connection closes). */
   flush(): void {
     const now = this.#now();
-    for (const [condition, known] of this.#conditions) if (known.pending > 0) this.#summarise(condition, known, now, {});
+    for (const [condition, known] of this.#conditions ?? []) if (known.pending > 0) this.#summarise(condition, known, now, {});
   }
 
   #summarise(condition: string, known: Condition, now: number, fields: LogFields): void {

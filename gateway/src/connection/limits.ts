@@ -39,13 +39,16 @@ export function rateLimited(op: string, rate: number, retryAfterMs: number): Eve
  * tokens per second. `take` refuses when no whole token is left (the publish rate); `spend` may go
  * into debt, for what has already happened and must be paid back (the receive budget's bytes).
  */
+/** One clock for every bucket: a default of `() => performance.now()` would be a function per connection. */
+const monotonicNow = (): number => performance.now();
+
 export class TokenBucket {
   readonly rate: number;
   readonly #now: () => number;
   #tokens: number;
   #last: number;
 
-  constructor(rate: number, now: () => number = () => performance.now()) {
+  constructor(rate: number, now: () => number = monotonicNow) {
     if (!(rate > 0)) throw new RangeError('a token bucket needs a positive rate');
     this.rate = rate;
     this.#now = now;

@@ -56,7 +56,7 @@ export class PatternSubscriptions {
   /** Registers (or replaces) `handle`; returns the replay to start once the result is sent. */
   add(handle: string, filter: PatternFilter, after: number): () => void {
     const { replays } = this.#connection;
-    const subscription: PatternSubscription = { ...replays.begin(), filter, covered: after };
+    const subscription: PatternSubscription = { parked: replays.begin(), parkedBytes: 0, overflowed: false, filter, covered: after };
     this.#subscriptions.set(handle, subscription);
     const takes = patternPredicate(filter);
     const handles = [handle];

@@ -23,9 +23,6 @@ export interface SubscriptionState {
   overflowed: boolean;
 }
 
-/** A subscription with no replay running. */
-export const live = (): SubscriptionState => ({ parked: undefined, parkedBytes: 0, overflowed: false });
-
 /** What a replay needs from its connection (the Session). */
 export interface ReplayConnection {
   readonly store: Pick<EventStore, 'readPublishedAfter' | 'readPublishedSince'>;
@@ -69,9 +66,10 @@ export class Replays {
   }
 
   /** A subscription about to replay: counted as running from now on, parking its live events. */
-  begin(): SubscriptionState {
+  /** Counts a replay as running; returns the subscription's (empty) parking. */
+  begin(): StoredEvent[] {
     this.running++;
-    return { ...live(), parked: [] };
+    return [];
   }
 
   /** Parks a live event of a replaying subscription, or drops it when parking is over budget (see SubscriptionState.overflowed). */

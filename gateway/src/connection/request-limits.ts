@@ -42,7 +42,8 @@ export class RequestLimits {
   /** The publish rate; undefined when unlimited. */
   readonly #writeBucket: TokenBucket | undefined;
   /** Registrations whose request is being handled, by kind and key. */
-  readonly #reserved = new Map<string, Registration>();
+  /** Made on the first registering request (an idle connection holds none). */
+  #reserved: Map<string, Registration> | undefined;
 
   /** `holds`: whether the connection holds a registration already; `held`: how many it holds. */
   constructor(limits: ConnectionLimits, holds: (registration: Registration) => boolean, held: () => number) {
@@ -80,7 +81,7 @@ export class RequestLimits {
     const registration = registrationOf(op, params);
     if (!registration) return undefined;
     const id = `${registration.kind}:${registration.key}`;
-    if (this.#holds(registration) || this.#reserved.has(id)) return undefined;
+    if (this.#holds(registration) || this.#reserved?.has(id)) return undefined;
     if (this.#count() >= this.#limits.maxSubscriptions) {
       return limitExceeded(
         'EVENTFLOW_MAX_SUBSCRIPTIONS',
@@ -88,14 +89,19 @@ export class RequestLimits {
         `${op}: this connection already holds as many subscriptions, consumers and waits as allowed; remove some before adding more`,
       );
     }
-    this.#reserved.set(id, registration);
-    return () => this.#reserved.delete(id);
+    const reserved = (this.#reserved ??= new Map());
+    reserved.set(id, registration);
+    return () => {
+      reserved.delete(id);
+      // Dropped when empty: a connection holds it only while a registering request runs.
+      if (reserved.size === 0 && this.#reserved === reserved) this.#reserved = undefined;
+    };
   }
 
   /** Registrations held, including those being registered. */
   #count(): number {
     let pending = 0;
-    for (const registration of this.#reserved.values()) if (!this.#holds(registration)) pending++;
+    for (const registration of this.#reserved?.values() ?? []) if (!this.#holds(registration)) pending++;
     return this.#held() + pending;
   }
 }

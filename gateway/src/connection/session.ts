@@ -18,7 +18,7 @@ import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handsha
 import type { Operation, Operations } from './operations.js';
 import { Outbound } from './outbound.js';
 import { RequestLimits, type Registration } from './request-limits.js';
-import { live, Replays, type SubscriptionState } from './replay.js';
+import { Replays, type SubscriptionState } from './replay.js';
 import { ConnectionRights } from './rights.js';
 import { PatternSubscriptions } from './pattern-subscriptions.js';
 import type { PatternFilter } from '../delivery/patterns.js';
@@ -50,19 +50,22 @@ export class Session implements Peer {
   readonly #conditions: ConditionLog;
   /** The one write path (outbound.ts). */
   readonly #out: Outbound;
+  // The registrations and their helpers are made on first use: most connections hold one kind or
+  // none, and an empty Map or a helper with its callbacks is a few hundred bytes per connection
+  // (bench/idle-memory.mjs). Reads that must not create go through the `…Made` fields.
   /** streamKey(domain, name) → the subscription. */
-  readonly #subscriptions = new Map<string, Subscription>();
+  #subscriptionsMade: Map<string, Subscription> | undefined;
   /** Consumer handle → what it consumes, so that a handle cannot stand for two consumers. */
-  readonly #consumers = new Map<string, ConsumerState>();
+  #consumersMade: Map<string, ConsumerState> | undefined;
   /** Handles of the waits registered and not finished yet. */
-  readonly #waits = new Set<string>();
+  #waitsMade: Set<string> | undefined;
   /** Requests in flight, the publish rate, the registration limit. */
   readonly #limits: RequestLimits;
-  readonly #replays: Replays;
+  #replaysMade: Replays | undefined;
   /** Handle → pattern subscription (pattern-subscriptions.ts). */
-  readonly #patterns: PatternSubscriptions;
+  #patternsMade: PatternSubscriptions | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
-  #afterResult: Array<() => void> = [];
+  #afterResult: Array<() => void> | undefined;
   #greeted = false;
   /** A hello is being verified: later hellos are ignored. */
   #greeting = false;
@@ -82,7 +85,8 @@ export class Session implements Peer {
   #resolveClosed!: () => void;
   /** Resolves once the connection is gone and its registrations are cleaned up. */
   readonly closed = new Promise<void>((resolve) => (this.#resolveClosed = resolve));
-  readonly #handshakeTimer: ReturnType<typeof setTimeout>;
+  /** Cleared and dropped once greeted: a cleared Timeout still holds its callback. */
+  #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(id: string, transport: Transport, context: SessionContext, operations: Operations) {
     this.id = id;
@@ -102,25 +106,8 @@ export class Session implements Peer {
     this.#limits = new RequestLimits(
       context.limits,
       (registration) => this.#holds(registration),
-      () => this.#subscriptions.size + this.#patterns.size + this.#consumers.size + this.#waits.size,
+      () => (this.#subscriptionsMade?.size ?? 0) + (this.#patternsMade?.size ?? 0) + (this.#consumersMade?.size ?? 0) + (this.#waitsMade?.size ?? 0),
     );
-    this.#replays = new Replays({
-      store: context.store,
-      maxBufferedBytes: context.maxBufferedBytes,
-      maxParkedBytes: context.maxParkedBytes,
-      bufferedAmount: () => this.#transport.bufferedAmount,
-      closing: () => this.#closing,
-      sendFrame: (frame) => this.#out.frame(frame),
-      close: (code, reason) => this.close(code, reason),
-      note: (condition, level, message, fields) => this.#conditions.note(condition, level, message, fields),
-    });
-    this.#patterns = new PatternSubscriptions({
-      replays: this.#replays,
-      readPublishedSince: (after, limit) => context.store.readPublishedSince(after, limit),
-      mayReceive: (domain) => this.#mayReceive('subscribe', domain),
-      closing: () => this.#closing,
-      sendFrame: (frame) => this.#out.frame(frame),
-    });
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     if (context.authTimeout && !this.#rights.current.authenticated) {
       this.#authTimer = setTimeout(() => {
@@ -137,6 +124,41 @@ export class Session implements Peer {
         }),
       close: (code) => void this.#onClose(code),
     });
+  }
+
+  get #subscriptions(): Map<string, Subscription> {
+    return (this.#subscriptionsMade ??= new Map());
+  }
+
+  get #consumers(): Map<string, ConsumerState> {
+    return (this.#consumersMade ??= new Map());
+  }
+
+  get #waits(): Set<string> {
+    return (this.#waitsMade ??= new Set());
+  }
+
+  get #replays(): Replays {
+    return (this.#replaysMade ??= new Replays({
+      store: this.context.store,
+      maxBufferedBytes: this.context.maxBufferedBytes,
+      maxParkedBytes: this.context.maxParkedBytes,
+      bufferedAmount: () => this.#transport.bufferedAmount,
+      closing: () => this.#closing,
+      sendFrame: (frame) => this.#out.frame(frame),
+      close: (code, reason) => this.close(code, reason),
+      note: (condition, level, message, fields) => this.#conditions.note(condition, level, message, fields),
+    }));
+  }
+
+  get #patterns(): PatternSubscriptions {
+    return (this.#patternsMade ??= new PatternSubscriptions({
+      replays: this.#replays,
+      readPublishedSince: (after, limit) => this.context.store.readPublishedSince(after, limit),
+      mayReceive: (domain) => this.#mayReceive('subscribe', domain),
+      closing: () => this.#closing,
+      sendFrame: (frame) => this.#out.frame(frame),
+    }));
   }
 
   /**
@@ -202,9 +224,9 @@ export class Session implements Peer {
     // Narrower rights: registrations they no longer cover are dropped, so that nothing of those
     // domains is matched for this connection any more (the outbound rule already stops it leaving).
     for (const handle of this.context.dispatcher.cancelWaitsWhere(this, (domain) => !allows(auth, 'subscribe', domain))) this.#waits.delete(handle);
-    for (const { domain, name } of [...this.#subscriptions.values()]) if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
-    for (const [handle, { domain }] of [...this.#consumers]) if (!allows(auth, 'consume', domain)) await this.removeConsumer(handle);
-    for (const [handle, { pattern }] of this.#patterns.handles()) if (!allows(auth, 'wildcard', pattern)) this.unsubscribePattern(handle);
+    for (const { domain, name } of [...(this.#subscriptionsMade?.values() ?? [])]) if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
+    for (const [handle, { domain }] of [...(this.#consumersMade ?? [])]) if (!allows(auth, 'consume', domain)) await this.removeConsumer(handle);
+    for (const [handle, { pattern }] of this.#patternsMade?.handles() ?? []) if (!allows(auth, 'wildcard', pattern)) this.unsubscribePattern(handle);
   }
 
   #expire(): void {
@@ -227,6 +249,7 @@ export class Session implements Peer {
     this.#rights.replace(auth);
     if (!auth.authenticated) return;
     clearTimeout(this.#authTimer);
+    this.#authTimer = undefined;
     this.context.admission?.authenticated(this);
   }
 
@@ -241,7 +264,7 @@ export class Session implements Peer {
     if (!this.#mayReceive('subscribe', event.domain)) return;
     // Fan-out calls this once per subscribed connection: the common case (no replay running on
     // this connection) looks nothing up and sends the frame encoded for the previous connection.
-    if (this.#replays.running === 0) {
+    if (!this.#replaysMade || this.#replaysMade.running === 0) {
       this.#out.sharedEvent(encodeEvent(event, names));
       return;
     }
@@ -256,7 +279,7 @@ export class Session implements Peer {
 
   /** Live events parked by running replays, in bytes (bounded by EVENTFLOW_MAX_PARKED_BYTES). */
   get parkedBytes(): number {
-    return this.#replays.parkedBytes;
+    return this.#replaysMade?.parkedBytes ?? 0;
   }
 
   sendMatched(event: StoredEvent, handles: string[]): void {
@@ -274,12 +297,12 @@ export class Session implements Peer {
   }
 
   sendWaited(wait: string, event: StoredEvent): void {
-    this.#waits.delete(wait);
+    this.#waitsMade?.delete(wait);
     if (this.#mayReceive('subscribe', event.domain)) this.#out.send({ type: 'waited', wait, event });
   }
 
   sendWaitFailed(wait: string, domain: string, message: string, details: Record<string, unknown>): void {
-    this.#waits.delete(wait);
+    this.#waitsMade?.delete(wait);
     if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'waitFailed', wait, code: 'E_EVENTFLOW_CONSUMER_FAILED', message, details });
   }
 
@@ -295,18 +318,19 @@ export class Session implements Peer {
     const head = await this.context.store.head();
     this.recheck('subscribe', 'subscribe', domain);
     if (this.#subscriptions.has(key) || after === undefined || after >= head) {
-      if (!this.#subscriptions.has(key)) this.#subscriptions.set(key, { ...live(), domain, name });
+      if (!this.#subscriptions.has(key)) this.#subscriptions.set(key, { parked: undefined, parkedBytes: 0, overflowed: false, domain, name });
       this.context.dispatcher.subscribe(this, domain, name);
       return head;
     }
-    const subscription: Subscription = { ...this.#replays.begin(), domain, name };
+    // Literals of one shape, not spreads: a spread clone may give each connection's object a map of its own.
+    const subscription: Subscription = { parked: this.#replays.begin(), parkedBytes: 0, overflowed: false, domain, name };
     this.#subscriptions.set(key, subscription);
     this.context.dispatcher.subscribe(this, domain, name);
     // Unsubscribed (by the client, by `authenticate` taking the right away, or unsubscribed and
     // subscribed again, which starts its own replay) or closing: the replay stops.
     const gone = (): boolean => this.#closing || this.#subscriptions.get(key) !== subscription || !this.#mayReceive('subscribe', domain);
     // The result goes out first; the replay follows on the same ordered connection.
-    this.#afterResult.push(() => void this.#replays.run(domain, name, after, subscription, gone));
+    (this.#afterResult ??= []).push(() => void this.#replays.run(domain, name, after, subscription, gone));
     return head;
   }
 
@@ -324,12 +348,12 @@ export class Session implements Peer {
     this.recheck('subscribePattern', 'wildcard', filter.pattern);
     const replay = this.#patterns.add(handle, filter, Math.min(after ?? head, head));
     this.context.dispatcher.subscribePattern(this, handle, filter, head);
-    this.#afterResult.push(replay);
+    (this.#afterResult ??= []).push(replay);
     return head;
   }
 
   unsubscribePattern(handle: string): void {
-    if (this.#patterns.remove(handle)) this.context.dispatcher.unsubscribePattern(this, handle);
+    if (this.#patternsMade?.remove(handle)) this.context.dispatcher.unsubscribePattern(this, handle);
   }
 
   /**
@@ -378,9 +402,9 @@ export class Session implements Peer {
   }
 
   #holds(registration: Registration): boolean {
-    if (registration.kind === 'subscription') return this.#subscriptions.has(registration.key) || (registration.key.startsWith('pattern:') && this.#patterns.has(registration.key.slice(8)));
-    if (registration.kind === 'consumer') return this.#consumers.has(registration.key);
-    return this.#waits.has(registration.key);
+    if (registration.kind === 'subscription') return this.#subscriptionsMade?.has(registration.key) || (registration.key.startsWith('pattern:') && this.#patternsMade?.has(registration.key.slice(8))) || false;
+    if (registration.kind === 'consumer') return this.#consumersMade?.has(registration.key) ?? false;
+    return this.#waitsMade?.has(registration.key) ?? false;
   }
 
   // ── requests ──
@@ -427,9 +451,11 @@ export class Session implements Peer {
       const readable = keepReadable(result, (domain) => this.#mayReceive('read', domain));
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
       this.#out.send({ type: 'result', id, result: readable });
-      for (const start of this.#afterResult.splice(0)) start();
+      const after = this.#afterResult;
+      this.#afterResult = undefined;
+      for (const start of after ?? []) start();
     } catch (error) {
-      this.#afterResult = [];
+      this.#afterResult = undefined;
       if (error instanceof EventflowError) {
         this.#out.error(id, error.code, error.message, error.details);
       } else {
@@ -452,6 +478,7 @@ export class Session implements Peer {
     this.#grant(auth);
     this.#greeted = true;
     clearTimeout(this.#handshakeTimer);
+    this.#handshakeTimer = undefined;
     this.#log.debug('client connected', { client });
     void this.context.store.head().then(
       (head) => this.#out.send(welcomeFrame(this.context, this.id, head)),

@@ -24,33 +24,43 @@ export interface Pausable {
 
 /**
  * Charges every received frame to a budget of `rate` bytes per second and pauses `source` while
- * the budget is in debt. Returns the function to call per frame and one that stops the timer.
+ * the budget is in debt: `received` per frame, `stop` when the connection closes. A class, not
+ * closures: one per connection (bench/idle-memory.mjs).
  */
-export function throttleReceiving(source: Pausable, rate: number, onPause?: (ms: number) => void): { received(bytes: number): void; stop(): void } {
-  const budget = new ByteBudget(rate);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
-  const wait = (ms: number): void => {
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (stopped) return;
+export class ReceiveThrottle {
+  readonly #source: Pausable;
+  readonly #budget: ByteBudget;
+  readonly #onPause: ((ms: number) => void) | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(source: Pausable, rate: number, onPause?: (ms: number) => void) {
+    this.#source = source;
+    this.#budget = new ByteBudget(rate);
+    this.#onPause = onPause;
+  }
+
+  received(bytes: number): void {
+    const ms = this.#budget.spend(bytes);
+    if (ms === 0 || this.#timer !== undefined || this.#stopped) return;
+    this.#source.pause();
+    this.#onPause?.(ms);
+    this.#wait(ms);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  #wait(ms: number): void {
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#stopped) return;
       // Frames the socket had already read when it was paused were charged meanwhile.
-      const more = budget.spend(0);
-      if (more > 0) wait(more);
-      else source.resume();
+      const more = this.#budget.spend(0);
+      if (more > 0) this.#wait(more);
+      else this.#source.resume();
     }, ms);
-  };
-  return {
-    received(bytes) {
-      const ms = budget.spend(bytes);
-      if (ms === 0 || timer !== undefined || stopped) return;
-      source.pause();
-      onPause?.(ms);
-      wait(ms);
-    },
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
-    },
-  };
+  }
 }

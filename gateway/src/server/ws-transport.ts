@@ -8,7 +8,7 @@ import { ListenerSlot, type Transport, type TransportListener } from '@eventflow
 import type { WebSocket } from 'ws';
 import { BINARY_FRAME } from '../connection/frames.js';
 import { CLOSE_GRACE_MS } from '../defaults.js';
-import { throttleReceiving } from './receive-budget.js';
+import { ReceiveThrottle } from './receive-budget.js';
 import { sharedTextFrame } from './shared-frame.js';
 
 
@@ -30,7 +30,7 @@ export class WsTransport implements Transport {
     this.#socket = socket;
     this.#raw = raw;
     this.#writesRaw = raw !== undefined && socket.extensions === '';
-    const throttle = receiveRate > 0 ? throttleReceiving(socket, receiveRate) : undefined;
+    const throttle = receiveRate > 0 ? new ReceiveThrottle(socket, receiveRate) : undefined;
     socket.on('message', (data, isBinary) => {
       throttle?.received(Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : data.byteLength);
       // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
