@@ -25,6 +25,9 @@ function newest(path) {
 
 node('node_modules/typescript/bin/tsc', ['-b', 'tsconfig.build.json']);
 
+// The gateway's bundle (what the bin runs), when a build of dist/ is newer than it (the bin's own rule).
+node('scripts/bundle-gateway.mjs', ['--if-stale']);
+
 const demoInputs = ['demo/src', 'demo/sw', 'demo/index.html', 'demo/vite.config.ts', 'packages/browser/src', 'packages/core/src', 'package-lock.json'];
 const built = statSync(join(root, 'demo/dist/index.html'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
 const changed = Math.max(...demoInputs.map((input) => newest(join(root, input))));

@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseGatewayArgs } from './cli-args.js';
+import { packageRoot } from './package-root.js';
 import { stopOnSignals } from './shutdown.js';
 import { exitCodes, explainStartupFailure } from './startup-failure.js';
 
@@ -16,7 +17,7 @@ switch (command.kind) {
     process.stdout.write(command.usage);
     break;
   case 'version': {
-    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const manifest = JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string };
     process.stdout.write(`eventflow-gateway ${manifest.version}\n`);
     break;
   }
@@ -36,7 +37,7 @@ switch (command.kind) {
 
 async function runGateway(): Promise<void> {
   const signals = stopOnSignals('gateway');
-  const bundledDemo = fileURLToPath(new URL('../../demo/dist', import.meta.url));
+  const bundledDemo = fileURLToPath(new URL('../demo/dist', packageRoot));
   const { startGateway } = await import('./server/gateway.js');
   const starting = startGateway(
     { ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}), ...process.env },

@@ -6,10 +6,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { packageRoot } from '../package-root.js';
 import { serveStatic } from './static.js';
 
-/** gateway/console, from src/server/ and from dist/server/ alike. */
-export const bundledConsoleDir = fileURLToPath(new URL('../../console/', import.meta.url));
+/** gateway/console, from src/, dist/ and bundle/ alike. */
+export const bundledConsoleDir = fileURLToPath(new URL('console/', packageRoot));
 
 export const CONSOLE_MOUNT = '/console';
 

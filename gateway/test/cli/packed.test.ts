@@ -61,6 +61,9 @@ describe('the packed packages', () => {
     expect((await exec('npx', ['--no-install', 'eventflow-gateway', '--version'], { cwd: app })).stdout).toBe(`eventflow-gateway ${versions('gateway')}\n`);
     expect((await exec('npx', ['--no-install', 'eventflow-gateway', '--help'], { cwd: app })).stdout).toBe(gatewayUsage);
 
+    // The gateway package carries its start-up bundle (its prepack makes it), which the installed bin runs.
+    expect(existsSync(join(app, 'node_modules/@eventflow/gateway/bundle/main.mjs'))).toBe(true);
+
     // The console, from the installed package: better-sqlite3's native build is the repository's (same version).
     const installed = join(app, 'node_modules');
     cpSync(join(repoRoot, 'node_modules/better-sqlite3/build'), join(installed, 'better-sqlite3/build'), { recursive: true });
