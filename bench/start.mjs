@@ -5,30 +5,25 @@
 //             run: gateway/bundle/main.mjs, scripts/bundle-gateway.mjs) with a fresh temp SQLite file
 //             and EVENTFLOW_PORT=0; timed from spawn() to the banner's `clients:` line on stdout
 //             (printed once it listens), then checked by a GET /healthz on the printed address.
-//             RSS: VmRSS of the process right after the banner. The bench refuses to run when the
-//             bin would not run the bundle (missing or older than dist/: `npm run build`).
+//             RSS: VmRSS of the process right after the banner. The bundle is made first when it is
+//             missing or older than dist/ (scripts/bundle-gateway.mjs --if-stale).
 //   reference: `node gateway/dist/main.js`, the same code unbundled (~700 modules to resolve, read
 //             and compile), as it started before the bundle.
 //   baseline: `node -e` starting an empty http server on port 0 and printing a line once it
 //             listens: the honest floor, Node itself starting and binding a port.
 // Alternating runs (default 7 of each), medians; each run bounded by a kill timeout.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gatewayMain } from './v4-support.mjs';
 import { printEnvironment, writeResult } from './results.mjs';
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 7);
 const gatewayBin = fileURLToPath(new URL('../gateway/bin/eventflow-gateway.js', import.meta.url));
-const mtime = (path) => statSync(fileURLToPath(new URL(path, import.meta.url)), { throwIfNoEntry: false })?.mtimeMs ?? 0;
-// The bin's own rule (gateway/bin/eventflow-gateway.js): the bundle runs when no build of dist/ is newer.
-if (mtime('../gateway/bundle/main.mjs') < Math.max(mtime('../gateway/tsconfig.tsbuildinfo'), mtime('../packages/core/tsconfig.tsbuildinfo'))) {
-  console.error('bench start: gateway/bundle is missing or older than gateway/dist; run `npm run build` (or node scripts/bundle-gateway.mjs) first');
-  process.exit(1);
-}
+// What the bin runs must be current: the bundle is rebuilt when a build of dist/ is newer (the bin's rule).
+execFileSync(process.execPath, [fileURLToPath(new URL('../scripts/bundle-gateway.mjs', import.meta.url)), '--if-stale'], { stdio: 'inherit' });
 const TIMEOUT_MS = 15_000;
 const TARGET_MS = 300;
 printEnvironment('start');
