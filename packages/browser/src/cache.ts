@@ -92,7 +92,7 @@ const unpack = (chunk: string, domain: string, pid: string): StoredEvent[] =>
  * then is IndexedDB's result read, which deserialises it). Chunks before the newest hold `CHUNK`
  * events each (see `save`), so event `i` is in chunk `i / CHUNK`.
  */
-function eventsOf(chunks: IDBRequest<string[]>, { domain, pid, count }: StreamRecord, page: boolean): StoredEvent[] {
+function eventsIn(chunks: IDBRequest<string[]>, { domain, pid, count }: StreamRecord, page: boolean): StoredEvent[] {
   const parsed: StoredEvent[][] = [];
   const chunk = (c: number): StoredEvent[] => (parsed[c] ??= unpack(chunks.result[c]!, domain, pid));
   return page ? chunks.result.flatMap((_, c) => chunk(c)) : lazyList(count, (i) => chunk((i / CHUNK) | 0)[i % CHUNK]!);
@@ -104,7 +104,7 @@ export interface Cache {
    * The record of an eventlog, as soon as it is read, and, when `withEvents`, its events (or
    * those of the chunks of a page of them, oldest first, from the one holding `after`) from the
    * same transaction, once that is complete (undefined when it failed). All events come as a lazy
-   * list (see `eventsOf`): a caller that only needs the state, or some events, pays neither for
+   * list (see `eventsIn`): a caller that only needs the state, or some events, pays neither for
    * copying the whole eventlog nor for parsing it.
    */
   load(key: string, withEvents: boolean | Page): Promise<[StreamRecord, Promise<StoredEvent[] | undefined> | undefined] | undefined>;
@@ -224,7 +224,7 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
         });
         // States read back from IndexedDB are plain objects: frozen like the ones core builds.
         freezeState(record.state);
-        return [record, chunks && done.then((ok) => (ok ? eventsOf(chunks, record, !!page) : undefined))];
+        return [record, chunks && done.then((ok) => (ok ? eventsIn(chunks, record, !!page) : undefined))];
       } catch (error) {
         if (!tx) onError(error); // else reported by `done`
         return undefined;
