@@ -22,9 +22,10 @@ export function lazyList<T extends object>(length: number, at: (index: number) =
     const index = typeof key == 'string' ? +key : -1;
     if (index >= 0 && index < length && !(index % 1)) item(index);
   };
-  // for…of, spread and Array.from without a trap per step (Array's iterator reads length and each index through the proxy).
+  // for…of, spread and Array.from without a trap per step (Array's iterator reads length and each
+  // index through the proxy). Until the list is changed (`full`), it has `length` items.
   function* iterate(): Generator<T | undefined> {
-    for (let i = 0; i < items.length; i++) yield i < length ? item(i) : items[i];
+    for (let i = 0; i < items.length; i++) yield item(i);
   }
   const handler: Record<string, (target: typeof items, key: PropertyKey, ...rest: unknown[]) => unknown> = {
     get: (target, key) => (key === Symbol.iterator ? iterate : (use(key), target[key as never])),
