@@ -5,8 +5,9 @@
 // gateway). The gateway runs in-process (gateway/dist, SQLite on a temp file) and also serves the
 // page, a small app bundled here with vite (bench/browser-open/). Timed in the page with
 // performance.now(), from the call to its answer, once the client is connected.
-// Operations: readEventlogState, readEventlog, readEventlog's first page of 100 (`limit`),
-// watchEventlogState (first snapshot).
+// Operations: readEventlogState, readEventlog (and then every event used: its list is lazy),
+// readEventlog's first page of 100 (`limit`), watchEventlogState (first snapshot; and, in opens of
+// their own, then every event of it used).
 // Runs alternate cold/warm pairs per operation until REPS pairs or the time budget is used up.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -160,7 +161,7 @@ try {
       await page.waitForFunction(() => window.benchReady === true);
       const cdp = profile && (await context.newCDPSession(page));
       if (cdp) {
-        cdp.on('Profiler.consoleProfileFinished', (finished) => profile.push(selfTimes(finished.profile)));
+        cdp.on('Profiler.consoleProfileFinished', ({ title, profile: taken }) => (profile[title] ??= []).push(selfTimes(taken)));
         await cdp.send('Profiler.enable');
         await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
       }
@@ -170,14 +171,19 @@ try {
     }
   }
 
+  // `measure`: the row of the operation's own time (none for watchEvents: that is the watch row);
+  // `touched`: the row of the time until every event it returned was used as well.
   const ops = [
     { op: 'state', measure: 'readEventlogState' },
-    { op: 'eventlog', measure: 'readEventlog' },
+    { op: 'eventlog', measure: 'readEventlog', touched: 'readEventlog, then every event used' },
     { op: 'page', measure: 'readEventlog, first page of 100 (limit)' },
     { op: 'watch', measure: 'watchEventlogState first snapshot' },
+    { op: 'watchEvents', touched: 'watchEventlogState first snapshot, then every event of it used' },
   ];
-  const runs = Object.fromEntries(variants.flatMap(({ label }) => ops.map(({ op }) => [`${label} ${op}`, { cold: [], warm: [], warmFresh: [] }])));
-  const profiles = Object.fromEntries(variants.flatMap(({ label }) => ops.map(({ op }) => [`${label} ${op}`, { cold: [], warm: [] }])));
+  const positionSum = stored.reduce((sum, event) => sum + event.position, 0);
+  const runs = Object.fromEntries(variants.flatMap(({ label }) => ops.map(({ op }) => [`${label} ${op}`, { cold: [], warm: [], coldTouched: [], warmTouched: [], warmFresh: [] }])));
+  // By open: the profiles by title ('open'; readEventlog's touch of every event apart, as 'touch').
+  const profiles = Object.fromEntries(variants.flatMap(({ label }) => ops.map(({ op }) => [`${label} ${op}`, { cold: {}, warm: {} }])));
   const deadline = performance.now() + BUDGET_MS;
   // One warm-up pair (browser and gateway code paths, JIT), then alternating cold/warm pairs.
   for (let rep = -1; rep < REPS && (rep < 1 || performance.now() < deadline); rep++) {
@@ -191,10 +197,15 @@ try {
         if (JSON.stringify(warm.requests) !== JSON.stringify([position])) throw new Error(`warm ${op} sent ${JSON.stringify(warm.requests)}`);
         if (cold.check !== warm.check) throw new Error(`${op}: warm read ${warm.check}, cold ${cold.check}`);
         if (op === 'eventlog' && (cold.check !== stored.length || warm.lastPosition !== position)) throw new Error(`readEventlog read ${cold.check} events`);
-        if (op === 'watch' && !warm.firstStale) throw new Error('the warm watch did not start from the cache');
+        if (op.startsWith('watch') && !warm.firstStale) throw new Error('the warm watch did not start from the cache');
+        if (cold.touchedMs !== undefined && (cold.sum !== positionSum || warm.sum !== positionSum)) throw new Error(`${op}: the events used were not the gateway's`);
         if (rep < 0) continue;
         runs[key].cold.push(cold.ms);
         runs[key].warm.push(warm.ms);
+        if (cold.touchedMs !== undefined) {
+          runs[key].coldTouched.push(cold.touchedMs);
+          runs[key].warmTouched.push(warm.touchedMs);
+        }
         if (op === 'watch') runs[key].warmFresh.push(warm.freshMs);
       } finally {
         await context.close();
@@ -202,25 +213,30 @@ try {
     }
   }
 
-  const rows = variants.flatMap(({ label }) => ops.map(({ op, measure }) => {
-    const { cold, warm, warmFresh } = runs[`${label} ${op}`];
-    const row = { operation: measure, ...(COMPARE && { variant: label }), runs: cold.length, coldMs: round(median(cold)), warmMs: round(median(warm)) };
+  const rowOf = (operation, label, cold, warm) => {
+    const row = { operation, ...(COMPARE && { variant: label }), runs: cold.length, coldMs: round(median(cold)), warmMs: round(median(warm)) };
     row.ratio = +(row.coldMs / row.warmMs).toFixed(1);
     row.coldAll = cold.map(round).join(' ');
     row.warmAll = warm.map(round).join(' ');
-    if (warmFresh.length) row.warmCaughtUpMs = round(median(warmFresh));
     return row;
+  };
+  const rows = variants.flatMap(({ label }) => ops.flatMap(({ op, measure, touched }) => {
+    const { cold, warm, coldTouched, warmTouched, warmFresh } = runs[`${label} ${op}`];
+    const own = measure ? [rowOf(measure, label, cold, warm)] : [];
+    if (warmFresh.length) own[0].warmCaughtUpMs = round(median(warmFresh));
+    return touched ? [...own, rowOf(touched, label, coldTouched, warmTouched)] : own;
   }));
   console.table(rows);
-  const watch = rows.find((row) => row.operation.startsWith('watchEventlogState'));
+  const watch = rows.find((row) => row.operation === 'watchEventlogState first snapshot');
   console.log(`watchEventlogState warm: first (cached, stale) snapshot ${watch.warmMs} ms, caught up with the gateway ${watch.warmCaughtUpMs} ms`);
   if (PROFILE) {
-    for (const { label } of variants) for (const { op, measure } of ops) {
-      for (const mode of ['cold', 'warm']) {
-        const taken = profiles[`${label} ${op}`][mode];
+    for (const { label } of variants) for (const { op, measure = op } of ops) {
+      for (const mode of ['cold', 'warm']) for (const [title, taken] of Object.entries(profiles[`${label} ${op}`][mode])) {
         const sum = new Map();
         for (const profile of taken) for (const [name, ms] of profile) sum.set(name, (sum.get(name) ?? 0) + ms / taken.length);
-        console.log(`\n${COMPARE ? `${label}: ` : ''}${measure} ${mode}: self time per open (ms), top 12`);
+        // The page's busy time: everything but waiting and the profiler's start-up (in timedOpen).
+        const busy = [...sum].reduce((total, [name, ms]) => (/^\(idle\)|^timedOpen /.test(name) ? total : total + ms), 0);
+        console.log(`\n${COMPARE ? `${label}: ` : ''}${measure}${title === 'open' ? '' : `, ${title} every event`} ${mode}: self time per open (ms), busy ${busy.toFixed(1)} ms; top 12`);
         for (const [name, ms] of [...sum].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`  ${ms.toFixed(1).padStart(7)}  ${name}`);
       }
     }

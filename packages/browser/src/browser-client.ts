@@ -26,6 +26,7 @@ import { createReads, type CachedReads } from './cached-reads.js';
 import { createCache, type Cache } from './cache.js';
 import { checkEventlog, keyOf, overlaid, snapshotOf, type EventlogSnapshot } from './eventlog-view.js';
 import type { Outbox, OutboxEngine, OutboxPlugin, OutboxPublishOptions } from './outbox-types.js';
+import { concat } from './lazy-list.js';
 import { createWatches, type Watch, type Watches } from './watches.js';
 
 export type { EventlogSnapshot } from './eventlog-view.js';
@@ -103,7 +104,9 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     assertNumber(after, 'options.after', true, -1);
     assertNumber(limit, 'options.limit', true, 1);
     const { events = [] } = await this.#reads.read(domain, pid, limit === undefined || { after, limit });
-    return events.filter((event) => event.position > after).slice(0, limit) as unknown as Array<EventOf<M, D>>;
+    // All of them: a lazy list of its own (the cached ones are parsed a chunk at a time, when first used).
+    const all = after <= 0 && limit === undefined;
+    return (all ? concat(events, []) : events.filter((event) => event.position > after).slice(0, limit)) as unknown as Array<EventOf<M, D>>;
   }
 
   /** The composed state: the cached one brought up to date with `applyEvent`; offline, the cached one. */

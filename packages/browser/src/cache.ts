@@ -8,6 +8,7 @@
  */
 import { openDB, unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import { freezeState, type JsonValue, type State, type StoredEvent } from '@eventflow/core';
+import { lazyList } from './lazy-list.js';
 
 /** The schema version (see `upgrade` in `createCache` for what each step did). */
 export const VERSION = 4;
@@ -76,24 +77,37 @@ export type Page = { after: number; limit: number };
 /** An eventlog's chunks, from `first` on. */
 const range = (key: string, first: IDBValidKey = [key, 0]): IDBKeyRange => IDBKeyRange.bound(first, [key, Infinity]);
 const now = (): number => performance.timeOrigin + performance.now();
-const join = (chunks: string[]): string => (chunks.length === 1 ? chunks[0]! : `[${chunks.map((s) => s.slice(1, -1)).filter(Boolean).join(',')}]`);
+/** JSON array `a` (if any) with the items of JSON array `b` appended. */
+const join = (a: string | undefined, b: string): string => (a ? `${a.slice(0, -1)},${b.slice(1)}` : b);
 
 const pack = (events: readonly StoredEvent[]): string => JSON.stringify(events.map((e): Packed => [e.id, e.name, e.data, e.timestamp, e.rid, e.position]));
 
-/** The events of an eventlog's chunks, oldest first. (Indexing, not destructuring: faster before the JIT warms up.) */
-const unpack = (chunks: string[], domain: string, pid: string): StoredEvent[] =>
-  (JSON.parse(join(chunks)) as Packed[]).map((e) => ({ id: e[0], domain, name: e[1], pid, data: e[2], timestamp: e[3], rid: e[4], position: e[5] }));
+/** The events of a chunk. (Indexing, not destructuring: faster before the JIT warms up.) */
+const unpack = (chunk: string, domain: string, pid: string): StoredEvent[] =>
+  (JSON.parse(chunk) as Packed[]).map((e) => ({ id: e[0], domain, name: e[1], pid, data: e[2], timestamp: e[3], rid: e[4], position: e[5] }));
+
+/**
+ * The events of a read's chunks, oldest first: a page's parsed at once, a whole eventlog's as a
+ * lazy list of `count` events that parses a chunk when one of its events is first used (only
+ * then is IndexedDB's result read, which deserialises it). Chunks before the newest hold `CHUNK`
+ * events each (see `save`), so event `i` is in chunk `i / CHUNK`.
+ */
+function eventsIn(chunks: IDBRequest<string[]>, { domain, pid, count }: StreamRecord, page: boolean): StoredEvent[] {
+  const parsed: StoredEvent[][] = [];
+  const chunk = (c: number): StoredEvent[] => (parsed[c] ??= unpack(chunks.result[c]!, domain, pid));
+  return page ? chunks.result.flatMap((_, c) => chunk(c)) : lazyList(count, (i) => chunk((i / CHUNK) | 0)[i % CHUNK]!);
+}
 
 
 export interface Cache {
   /**
-   * The record of an eventlog, as soon as it is read, and, when `withEvents`, its events (or the
-   * chunks of a page of them, oldest first, from the one holding `after`) from the same
-   * transaction, once that is complete (undefined when it failed). The events come as a
-   * function: IndexedDB deserialises a value when its result is first read, so a caller that only
-   * needs the state pays neither for copying the eventlog nor for parsing it.
+   * The record of an eventlog, as soon as it is read, and, when `withEvents`, its events (or
+   * those of the chunks of a page of them, oldest first, from the one holding `after`) from the
+   * same transaction, once that is complete (undefined when it failed). All events come as a lazy
+   * list (see `eventsIn`): a caller that only needs the state, or some events, pays neither for
+   * copying the whole eventlog nor for parsing it.
    */
-  load(key: string, withEvents: boolean | Page): Promise<[StreamRecord, Promise<(() => StoredEvent[]) | undefined> | undefined] | undefined>;
+  load(key: string, withEvents: boolean | Page): Promise<[StreamRecord, Promise<StoredEvent[] | undefined> | undefined] | undefined>;
   /**
    * Stores `next` as the eventlog's record (the state at `next.position`, `next.count` events;
    * nothing else may be in it), which is the stored copy at position `from` plus `tail`. When
@@ -210,7 +224,7 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
         });
         // States read back from IndexedDB are plain objects: frozen like the ones core builds.
         freezeState(record.state);
-        return [record, chunks && done.then((ok) => (ok ? () => unpack(chunks.result, record.domain, record.pid) : undefined))];
+        return [record, chunks && done.then((ok) => (ok ? eventsIn(chunks, record, !!page) : undefined))];
       } catch (error) {
         if (!tx) onError(error); // else reported by `done`
         return undefined;
@@ -244,7 +258,7 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
           eventBytes += json.length;
           if (!size) last = chunk[0]!.position;
           lastSize = size + chunk.length;
-          writes.push(events.put(size ? join([newest ?? '[]', json]) : json, [key, last]));
+          writes.push(events.put(size ? join(newest, json) : json, [key, last]));
         }
         writes.push(
           tx.objectStore('streams').put({ ...next, last, lastSize, eventBytes }),

@@ -8,6 +8,7 @@ import { EventflowError, applyEvent, composeEventlogState, emptyState, type Even
 import type { CacheChannel } from './broadcast.js';
 import type { Cache, Page, Stored, StreamRecord } from './cache.js';
 import { keyOf, logOf, type EventlogSnapshot, type Log } from './eventlog-view.js';
+import { concat } from './lazy-list.js';
 import type { OutboxEngine } from './outbox-types.js';
 
 export interface Fetched {
@@ -121,11 +122,11 @@ export function createReads(client: EventflowClient, cache: Cache | undefined, c
       const started = generation;
       const loaded = await cache?.load(key, withEvents);
       const record = loaded?.[0];
-      // The delta request goes out first; the cached events are parsed while it is in flight.
+      // The delta request goes out first; the cached events are read while it is in flight.
       const fetching = fetch(domain, pid, record, record?.count ?? 0, !!record).catch((error: unknown) => {
         if (!record) throw error;
       });
-      const read = (await loaded?.[1])?.();
+      const read = await loaded?.[1];
       if (withEvents && record && !read) {
         // The record was read but not its events (IndexedDB failed meanwhile): fetch them all.
         await fetching;
@@ -136,7 +137,7 @@ export function createReads(client: EventflowClient, cache: Cache | undefined, c
       const { state, position, count, events, reset } = fetched;
       const kept = record && !reset;
       // All events, to store them in full if need be (a page has only some: it stores the delta).
-      const all = !kept ? events : withEvents === true ? read && (events.length ? [...read, ...events] : read) : undefined;
+      const all = !kept ? events : withEvents === true ? read && concat(read, events) : undefined;
       void store({ key, domain, pid, state, position, count }, kept ? record.position : 0, events, all && (() => all), reset ? generation : started);
       return { state, position, events: all ?? read?.concat(events) };
     },

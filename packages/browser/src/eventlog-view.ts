@@ -4,6 +4,7 @@
  * applied. Plus the small helpers the reads and the watches share.
  */
 import { assertIdentifier, streamKey, type State, type StoredEvent } from '@eventflow/core';
+import { concat } from './lazy-list.js';
 import type { OutboxEngine, OutboxEntry } from './outbox-types.js';
 
 /** One eventlog as this client knows it. */
@@ -32,24 +33,21 @@ export function checkEventlog(domain: unknown, pid: unknown): void {
 
 /**
  * The events of a watched eventlog, shared by its snapshots: appended to, never changed, so a
- * snapshot is a prefix of it. The cached part stays unparsed JSON until some snapshot's events
- * are read: a view of the state (what UIs render) never pays for parsing the eventlog.
+ * snapshot is a prefix of it. The cached part is a lazy list (see cache.ts): a view of the state
+ * (what UIs render) never parses the eventlog, a view of some events parses the chunks that hold them.
  */
 export interface Log {
-  /** The cached part, still unread (in IndexedDB's result) until called. */
-  cached: (() => StoredEvent[]) | undefined;
-  /** The events read (after the cached part until that is read). */
+  /** The cached part. */
+  cached: readonly StoredEvent[];
+  /** The events after it. */
   events: StoredEvent[];
   size: number;
 }
 
-export const logOf = (cached?: () => StoredEvent[], size = 0): Log => ({ cached, events: [], size });
+export const logOf = (cached: readonly StoredEvent[] = [], size = 0): Log => ({ cached, events: [], size });
 
-export function eventsOf(log: Log): StoredEvent[] {
-  if (log.cached) log.events = log.cached().concat(log.events);
-  log.cached = undefined;
-  return log.events;
-}
+/** The first `size` events of `log` (all by default), as a lazy list. */
+export const eventsOf = (log: Log, size = log.size): StoredEvent[] => concat(log.cached, log.events, size);
 
 /** A snapshot whose events are read from `events` when first asked for. */
 function view(domain: string, pid: string, state: State, position: number, stale: boolean, pending: readonly OutboxEntry[], events: () => readonly StoredEvent[]): EventlogSnapshot {
@@ -70,7 +68,7 @@ function view(domain: string, pid: string, state: State, position: number, stale
 /** A snapshot of the first `size` events of `log`, materialised when first read. */
 export function snapshotOf(domain: string, pid: string, state: State, position: number, stale: boolean, log: Log): EventlogSnapshot {
   const { size } = log;
-  return view(domain, pid, state, position, stale, none, () => eventsOf(log).slice(0, size));
+  return view(domain, pid, state, position, stale, none, () => eventsOf(log, size));
 }
 
 /** `snapshot` with the pending entries of its eventlog applied (itself when there are none). */

@@ -79,8 +79,14 @@ it('stores events packed (no field names, domain or pid) and reads them back as 
 
   const gatewayEvents = await other.readEventlog('orders', 'o-1');
   const reloaded = browserClient(url, name);
-  expect((await reloaded.readCached('orders', 'o-1'))?.events).toEqual(gatewayEvents);
-  expect(await reloaded.readEventlog('orders', 'o-1')).toEqual(gatewayEvents);
+  expect((await reloaded.readCached('orders', 'o-1'))?.events).toStrictEqual(gatewayEvents);
+  const read = await reloaded.readEventlog('orders', 'o-1'); // a lazy list
+  expect(read).toStrictEqual(gatewayEvents);
+  expect(JSON.parse(JSON.stringify(read))).toStrictEqual(gatewayEvents);
+  // Each read's list is its own: changing one changes no other read.
+  read.reverse();
+  read.length = 1;
+  expect(await reloaded.readEventlog('orders', 'o-1')).toStrictEqual(gatewayEvents);
 });
 
 it('runs without a cache when IndexedDB holds a newer schema than it knows', async () => {
@@ -251,4 +257,20 @@ it(`keeps events in chunks of ${CHUNK}, appends to the newest, and reads a page 
   await db.put('events', 'not JSON', keys.at(-1)!);
   db.close();
   expect(await browserClient(url, name).readEventlog('d', 'p', { limit: 10 })).toEqual(latest.slice(0, 10));
+
+  // A full read, and a watch's cached snapshot, parse a chunk when one of its events is first
+  // used: all but the unreadable chunk's events are there; those fail when used.
+  const full = await browserClient(url, name).readEventlog('d', 'p');
+  expect(full).toHaveLength(latest.length);
+  expect(full.slice(0, 10)).toEqual(latest.slice(0, 10));
+  expect(full[2 * CHUNK - 1]).toEqual(latest[2 * CHUNK - 1]);
+  expect(() => full[2 * CHUNK]).toThrow(SyntaxError);
+  expect(() => full.at(-1)).toThrow(SyntaxError);
+  const watch = record(browserClient(url, name), 'd', 'p');
+  await expect.poll(() => watch.snapshots.length).toBeGreaterThan(0);
+  const [first] = watch.snapshots;
+  expect(first).toMatchObject({ stale: true, position: latest.at(-1)?.position });
+  expect(first?.events).toHaveLength(latest.length);
+  expect(first?.events.slice(CHUNK, CHUNK + 10)).toEqual(latest.slice(CHUNK, CHUNK + 10));
+  expect(() => first?.events.at(-1)).toThrow(SyntaxError);
 });
