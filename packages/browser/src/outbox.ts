@@ -6,7 +6,7 @@
  * Pending publishes are applied on top of confirmed states (`overlay`) until the eventlog shows
  * them, or rolled back when the gateway refuses them.
  */
-import { EventflowError, applyEvent, assertEventInput, assertNumber, assertOptionalFunction, generateEventId, isEventflowError, notify, toIso, type State, type StoredEvent } from '@eventflow/core';
+import { EventflowError, applyEvent, assertNumber, assertOptionalFunction, isEventflowError, notify, writeParams, type Params, type State, type StoredEvent } from '@eventflow/core';
 import { openChannel, type Channel } from './broadcast.js';
 import { keyOf, serial } from './eventlog-view.js';
 import { openOutboxStore } from './outbox-store.js';
@@ -119,11 +119,7 @@ class DurableOutbox implements OutboxEngine {
 
   async enqueue(op: OutboxEntry['op'], input: unknown, options: OutboxPublishOptions = {}, date?: unknown): Promise<string> {
     if (this.#closed) throw new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
-    assertEventInput(input);
-    const at = op === 'schedule' ? toIso(date, 'date') : undefined;
-    const { expectedVersion } = options;
-    assertNumber(expectedVersion, 'options.expectedVersion', true);
-    const event = { ...input, id: input.id ?? generateEventId() };
+    const { event, expectedVersion, at } = writeParams(op, input, options, date) as { event: OutboxEntry['event']; expectedVersion?: number; at?: string };
     const bytes = JSON.stringify(event).length;
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
@@ -198,8 +194,9 @@ class DurableOutbox implements OutboxEngine {
       }
       let position: number;
       try {
-        const { event, at, expectedVersion } = entry;
-        position = (at === undefined ? await client.call('publish', { event, expectedVersion }) : await client.call('schedule', { at, event })).position;
+        const { op, event, at, expectedVersion } = entry;
+        // One frame for both: `at` is undefined for a publish, `expectedVersion` for a schedule, and JSON leaves out undefined.
+        position = (await client.call(op, { event, expectedVersion, at } as Params<'schedule'>)).position;
       } catch (error) {
         if (isEventflowError(error) && !transient.test(error.code)) {
           await this.#settle(entry, undefined, error);

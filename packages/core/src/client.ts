@@ -11,7 +11,7 @@ import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
-import { EventflowError, isEventflowError } from './errors.js';
+import { EventflowError, logError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
@@ -53,7 +53,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   constructor(connect: Connector, options: ClientOptions = {}) {
     assertFunction(connect, 'connect');
     checkClientOptions(options);
-    this.#onError = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+    this.#onError = options.onError ?? logError;
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT);
     const send = this.#send.bind(this);
     this.#registrations = new Registrations(send, () => this.state === 'open', this.#onError);
@@ -149,8 +149,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
-    assertNumber(options?.expectedVersion, 'options.expectedVersion', true);
-    return this.#field(op, { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
+    return this.#field(op, writeParams(op, event, options), 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -159,7 +158,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     event: PublishInput<M, D, N>,
     options?: RequestOptions,
   ): Promise<string> {
-    return this.#field('schedule', { at: toIso(date, 'date'), event: withId(event) }, 'id', options);
+    return this.#field('schedule', writeParams('schedule', event, options, date) as Params<'schedule'>, 'id', options);
   }
 
   /**
@@ -419,6 +418,18 @@ export class EventflowClient<M extends EventMap = EventMap> {
 }
 
 const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
+
+/**
+ * The checked parameters of a write (publish, persist, schedule at `date`), with the event's id;
+ * the browser outbox queues the same. `undefined` fields do not reach the wire.
+ */
+export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unknown, options?: PublishOptions, date?: unknown): { event: EventInput; expectedVersion?: number; at?: string } {
+  const scheduled = op === 'schedule';
+  const at = scheduled ? toIso(date, 'date') : undefined;
+  const expectedVersion = scheduled ? undefined : options?.expectedVersion;
+  assertNumber(expectedVersion, 'options.expectedVersion', true);
+  return { event: withId(event as Partial<EventInput>), expectedVersion, at };
+}
 
 function withId(event: Partial<EventInput>): EventInput {
   assertEventInput(event);

@@ -66,6 +66,9 @@ export function isEventflowError(error: unknown, code?: ErrorCode): error is Eve
   return error instanceof EventflowError && (code === undefined || error.code === code);
 }
 
+/** The default `onError`: a failed connection is retried anyway; anything else goes to console.error. */
+export const logError = (error: unknown): void => void (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && (errorCodeNames as readonly string[]).includes(code);
 
 /**

@@ -45,6 +45,7 @@ export { notify, type ConnectionState } from './connection.js';
 export type { RequestOptions } from './requests.js';
 export {
   EventflowClient,
+  writeParams,
   type ClientOptions,
   type Consumer,
   type ConsumeContext,

@@ -174,7 +174,7 @@ export class Registrations {
     const consumer = `c${this.#nextHandle++}`;
     const remove = async (): Promise<void> => {
       if (!this.#entries.delete(consumer)) return;
-      this.waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was this.#registered'));
+      this.waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was registered'));
       if (!this.#registered.delete(consumer) || !this.#isOpen()) return;
       await this.#send('removeConsumer', { consumer }).catch((error: unknown) => {
         if (error !== connectionLost) throw error;
