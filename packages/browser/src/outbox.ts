@@ -6,7 +6,7 @@
  * Pending publishes are applied on top of confirmed states (`overlay`) until the eventlog shows
  * them, or rolled back when the gateway refuses them.
  */
-import { EventflowError, applyEvent, assertNumber, assertOptionalFunction, isEventflowError, notify, writeParams, type Params, type State, type StoredEvent } from '@eventflow/core';
+import { EventflowError, applyEvent, closedError, assertNumber, assertOptionalFunction, isEventflowError, notify, writeParams, type Params, type State, type StoredEvent } from '@eventflow/core';
 import { openChannel, type Channel } from './broadcast.js';
 import { keyOf, serial } from './eventlog-view.js';
 import { openOutboxStore } from './outbox-store.js';
@@ -118,7 +118,7 @@ class DurableOutbox implements OutboxEngine {
   // ── queuing ─────────────────────────────────────────────────────────────────────────────
 
   async enqueue(op: OutboxEntry['op'], input: unknown, options: OutboxPublishOptions = {}, date?: unknown): Promise<string> {
-    if (this.#closed) throw new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
+    if (this.#closed) throw closedError();
     const { event, expectedVersion, at } = writeParams(op, input, options, date) as { event: OutboxEntry['event']; expectedVersion?: number; at?: string };
     const bytes = JSON.stringify(event).length;
     await this.loaded; // entries of earlier pages count against the budget

@@ -11,7 +11,7 @@ import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
-import { EventflowError, logError } from './errors.js';
+import { closedError, EventflowError, logError } from './errors.js';
 import { generateEventId, generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
@@ -417,7 +417,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 }
 
-const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
 
 /**
  * The checked parameters of a write (publish, persist, schedule at `date`), with the event's id;
