@@ -16,10 +16,9 @@ import { generateEventId, generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
-import type { PatternParams } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertEventInput, assertIdentifier, invalid } from './validate.js';
+import { assertEventInput, assertIdentifier, invalid, noNames } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -214,7 +213,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
     const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(patternParams(domain, name, options.pid), listener, options.signal);
+    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
     else {
       this.#assertRegistrable(domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
@@ -233,7 +232,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   async #unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }): Promise<void> {
     assertFunction(listener, 'listener');
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(patternParams(domain, name, options.pid), listener);
+    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
     else await this.#registrations.unsubscribe(domain, name as string, listener);
   }
 
@@ -241,7 +240,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   events(pattern: NamespacePattern, names: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent>;
   events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options?: { signal?: AbortSignal; bufferSize?: number }): AsyncIterableIterator<EventOf<M, D, N>>;
   events(domain: string | NamespacePattern, name: string | readonly string[], options: PatternOptions & { bufferSize?: number } = {}): AsyncIterableIterator<StoredEvent> {
-    if (typeof domain === 'object') patternParams(domain, name, options.pid);
+    if (typeof domain === 'object') domain.params(name, options.pid);
     else this.#assertRegistrable(domain, name as string, 'name');
     assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
     assertSignal(options.signal, 'options.signal');
@@ -435,7 +434,6 @@ function withId(event: Partial<EventInput>): EventInput {
   return { ...event, id: event.id ?? generateEventId() };
 }
 
-const noNames = 'names: must be a non-empty array of event names';
 
 /** ids, domains, pids… of the read and delete operations, checked before they are sent. */
 const identifierParams = 'id domain pid cpid eid eventId'.split(' ');
@@ -458,10 +456,3 @@ export interface PatternOptions {
 }
 
 /** The checked subscribePattern params of a pattern (checked by `namespacePattern`), names (`*`: all) and pid pattern. */
-function patternParams(pattern: NamespacePattern, names: string | readonly string[], pid: string | undefined): PatternParams {
-  const list = typeof names === 'string' ? [names] : [...names];
-  if (!list.length) throw invalid(noNames);
-  list.forEach((name, i) => assertIdentifier(name, `names.${i}`));
-  if (pid !== undefined) assertIdentifier(pid, 'options.pid');
-  return { pattern: pattern.pattern, ...(list.includes('*') ? {} : { names: list }), ...(pid === undefined ? {} : { pid }) };
-}

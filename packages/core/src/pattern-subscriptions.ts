@@ -8,10 +8,20 @@
 import { notify } from './connection.js';
 import type { MatchedFrame, OperationName, Params, Result } from './protocol.js';
 import { registration, type AnyListener } from './registrations.js';
+import { assertIdentifier, invalid, noNames } from './validate.js';
 import type { Waiters } from './waiters.js';
 
 /** A pattern subscription's filter, as sent in subscribePattern. */
 export type PatternParams = Omit<Params<'subscribePattern'>, 'subscription' | 'after'>;
+
+/** The checked filter of a pattern subscription: `names` a name, a list or `*`, `pid` a pid pattern. */
+export function patternParams(pattern: string, names: string | readonly string[], pid: string | undefined): PatternParams {
+  const list = typeof names === 'string' ? [names] : [...names];
+  if (!list.length) throw invalid(noNames);
+  list.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+  if (pid !== undefined) assertIdentifier(pid, 'options.pid');
+  return { pattern, ...(list.includes('*') ? {} : { names: list }), ...(pid === undefined ? {} : { pid }) };
+}
 
 /** What pattern subscriptions use of the client's registrations. */
 export interface PatternHost {

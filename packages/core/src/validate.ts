@@ -49,3 +49,5 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 export const invalid = (message: string, details?: Record<string, unknown>): EventflowError => new EventflowError('E_EVENTFLOW_INVALID_INPUT', message, { details });
+
+export const noNames = 'names: must be a non-empty array of event names';
