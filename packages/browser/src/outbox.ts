@@ -276,7 +276,7 @@ class DurableOutbox implements OutboxEngine {
     this.#release?.();
     this.#channel?.close();
     this.#store.close();
-    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the event stays in the outbox for the next client'));
+    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued for the next client'));
     this.#waiting.clear();
   }
 }
