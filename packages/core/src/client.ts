@@ -18,7 +18,7 @@ import { Registrations, type AnyListener } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertEventInput, assertIdentifier, invalid, noNames } from './validate.js';
+import { assertEventInput, assertIdentifier, assertNames } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -292,8 +292,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout: number | undefined, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
     const names = [outcomes].flat();
     this.#assertRegistrable(domain, pid, 'pid');
-    names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
-    if (!names.length) throw invalid(noNames);
+    assertNames(names);
     if (after !== undefined) assertIdentifier(after, 'after');
     assertNumber(timeout, 'timeout');
     assertSignal(signal);
@@ -326,8 +325,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
-    if (!Array.isArray(names) || !names.length) throw invalid(noNames);
-    names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+    assertNames(names);
     return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 

@@ -8,7 +8,7 @@
 import { notify } from './connection.js';
 import type { MatchedFrame, OperationName, Params, Result } from './protocol.js';
 import { registration, type AnyListener } from './registrations.js';
-import { assertIdentifier, invalid, noNames } from './validate.js';
+import { assertIdentifier, assertNames } from './validate.js';
 import type { Waiters } from './waiters.js';
 
 /** A pattern subscription's filter, as sent in subscribePattern. */
@@ -17,8 +17,7 @@ export type PatternParams = Omit<Params<'subscribePattern'>, 'subscription' | 'a
 /** The checked filter of a pattern subscription: `names` a name, a list or `*`, `pid` a pid pattern. */
 export function patternParams(pattern: string, names: string | readonly string[], pid: string | undefined): PatternParams {
   const list = typeof names === 'string' ? [names] : [...names];
-  if (!list.length) throw invalid(noNames);
-  list.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+  assertNames(list);
   if (pid !== undefined) assertIdentifier(pid, 'options.pid');
   return { pattern, ...(list.includes('*') ? {} : { names: list }), ...(pid === undefined ? {} : { pid }) };
 }

@@ -50,4 +50,8 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 export const invalid = (message: string, details?: Record<string, unknown>): EventflowError => new EventflowError('E_EVENTFLOW_INVALID_INPUT', message, { details });
 
-export const noNames = 'names: must be a non-empty array of event names';
+/** Event names of a wait, a filtered read or a pattern subscription: a non-empty array of identifiers. */
+export function assertNames(names: unknown): asserts names is string[] {
+  if (!Array.isArray(names) || !names.length) throw invalid('names: must be a non-empty array of event names');
+  names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+}
