@@ -119,7 +119,7 @@ class DurableOutbox implements OutboxEngine {
 
   async enqueue(op: OutboxEntry['op'], input: unknown, options: OutboxPublishOptions = {}, date?: unknown): Promise<string> {
     if (this.#closed) throw closedError();
-    const { event, expectedVersion, at } = writeParams(op, input, options, date) as { event: OutboxEntry['event']; expectedVersion?: number; at?: string };
+    const { event, expectedVersion, at } = writeParams(op, input, options, date);
     const bytes = JSON.stringify(event).length;
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);

@@ -419,7 +419,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
  * The checked parameters of a write (publish, persist, schedule at `date`), with the event's id;
  * the browser outbox queues the same. `undefined` fields do not reach the wire.
  */
-export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unknown, options?: PublishOptions, date?: unknown): { event: EventInput; expectedVersion?: number; at?: string } {
+export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unknown, options?: PublishOptions, date?: unknown): { event: EventInput & { id: string }; expectedVersion?: number; at?: string } {
   const scheduled = op === 'schedule';
   const at = scheduled ? toIso(date, 'date') : undefined;
   const expectedVersion = scheduled ? undefined : options?.expectedVersion;
@@ -427,7 +427,7 @@ export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unkno
   return { event: withId(event as Partial<EventInput>), expectedVersion, at };
 }
 
-function withId(event: Partial<EventInput>): EventInput {
+function withId(event: Partial<EventInput>): EventInput & { id: string } {
   assertEventInput(event);
   return { ...event, id: event.id ?? generateEventId() };
 }
