@@ -36,6 +36,7 @@ const codeSuffixes = [
   'OUTBOX_FULL',
   'OUTBOX_EXPIRED',
   'NO_CONSUMER',
+  'FEATURE_NOT_ENABLED',
 ] as const;
 
 export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;

@@ -10,7 +10,8 @@
  * pass over the tokens (no backtracking): O(length of the domain).
  */
 import { invalid } from './validate.js';
-import { patternParams, PatternSubscriptions, type PatternHost, type PatternParams } from './pattern-subscriptions.js';
+import { patternParams, PatternSubscriptions, type PatternParams } from './pattern-subscriptions.js';
+import type { RegistrationHost } from './registrations.js';
 
 /**
  * A namespace pattern as a value of its own, so that it cannot be mistaken for a domain. It brings
@@ -20,11 +21,11 @@ import { patternParams, PatternSubscriptions, type PatternHost, type PatternPara
 export interface NamespacePattern {
   readonly kind: 'namespace-pattern';
   readonly pattern: string;
-  readonly subscriptions: (host: PatternHost) => PatternSubscriptions;
+  readonly subscriptions: (host: RegistrationHost) => PatternSubscriptions;
   readonly params: (names: string | readonly string[], pid: string | undefined) => PatternParams;
 }
 
-const subscriptions = (host: PatternHost): PatternSubscriptions => new PatternSubscriptions(host);
+const subscriptions = (host: RegistrationHost): PatternSubscriptions => new PatternSubscriptions(host);
 
 /** The longest pattern accepted (a domain is at most 64 characters; `>` may stand for most of one). */
 export const MAX_PATTERN_LENGTH = 64;

@@ -4,6 +4,7 @@
  * a test holds them to the zod schemas, and the gateway validates every frame with those.
  */
 import { EventflowError } from './errors.js';
+import { generateEventId } from './ids.js';
 import { jsonProblem } from './json-check.js';
 import type { EventInput } from './protocol.js';
 
@@ -39,6 +40,12 @@ export function assertEventInput(event: unknown): asserts event is EventInput {
   if (event.data !== undefined && !isPlainObject(event.data)) throw invalid('event.data: must be a JSON object');
   const problem = jsonProblem(event.data, 'event.data');
   if (problem) throw invalid(problem);
+}
+
+/** The checked event, with its id (generated unless it has one): what publish and request send. */
+export function withId(event: Partial<EventInput>): EventInput & { id: string } {
+  assertEventInput(event);
+  return { ...event, id: event.id ?? generateEventId() };
 }
 
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */
