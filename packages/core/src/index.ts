@@ -78,5 +78,5 @@ import { webSocketConnector } from './websocket-transport.js';
 
 /** A client over WebSocket (`ws://host:port/`), for browsers and Node alike, with every feature unless `options.features` says otherwise. */
 export function createClient<M extends EventMap = EventMap>(url: string | URL, options?: ClientOptions): EventflowClient<M> {
-  return new EventflowClient<M>(webSocketConnector(url), { features: [consuming, waiting], ...options });
+  return new EventflowClient<M>(webSocketConnector(url), { ...options, features: options?.features ?? [consuming, waiting] });
 }

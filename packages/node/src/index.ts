@@ -43,5 +43,5 @@ export function createNodeClient<M extends EventMap = EventMap>(url: string | UR
   else if (Array.isArray(signals) && signals.every((signal) => typeof signal === 'string' && /^SIG[A-Z0-9]+$/.test(signal))) list = signals;
   else throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'closeOnSignals: must be true, false or an array of signal names such as ["SIGINT", "SIGTERM"]');
   // Node workers consume and wait: every feature, unless options.features says otherwise.
-  return new NodeEventflowClient<M>(url, { features: [consuming, waiting], ...clientOptions }, list);
+  return new NodeEventflowClient<M>(url, { ...clientOptions, features: clientOptions.features ?? [consuming, waiting] }, list);
 }
