@@ -24,6 +24,7 @@ const alias = [
   { find: /^@eventflow\/node$/, replacement: source('./packages/node/src/index.ts') },
   { find: /^@eventflow\/browser\/react$/, replacement: source('./packages/browser/src/react.ts') },
   { find: /^@eventflow\/browser\/outbox$/, replacement: source('./packages/browser/src/outbox.ts') },
+  { find: /^@eventflow\/browser\/work$/, replacement: source('./packages/browser/src/work.ts') },
   { find: /^@eventflow\/browser$/, replacement: source('./packages/browser/src/index.ts') },
   { find: /^@eventflow\/gateway$/, replacement: source('./gateway/src/index.ts') },
   { find: /^@eventflow\/test-support\/(.+)$/, replacement: source('./packages/test-support/src/$1.ts') },

@@ -12,6 +12,7 @@ import {
   assertSignal,
   createAsyncQueue,
   isEventflowError,
+  logError,
   webSocketConnector,
   type ClientOptions,
   type Connector,
@@ -49,7 +50,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   readonly #watches: Watches;
 
   constructor(connect: Connector, options: BrowserClientOptions = {}) {
-    const report = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+    const report = options.onError ?? logError;
     let onError = report;
     super(connect, { ...options, onError: (error) => onError(error) });
     const { cache, outbox } = options;

@@ -6,7 +6,7 @@
  * Pending publishes are applied on top of confirmed states (`overlay`) until the eventlog shows
  * them, or rolled back when the gateway refuses them.
  */
-import { EventflowError, applyEvent, assertEventInput, assertNumber, assertOptionalFunction, generateEventId, isEventflowError, notify, toIso, type State, type StoredEvent } from '@eventflow/core';
+import { EventflowError, applyEvent, closedError, assertNumber, assertOptionalFunction, isEventflowError, notify, writeParams, type Params, type State, type StoredEvent } from '@eventflow/core';
 import { openChannel, type Channel } from './broadcast.js';
 import { keyOf, serial } from './eventlog-view.js';
 import { openOutboxStore } from './outbox-store.js';
@@ -118,12 +118,8 @@ class DurableOutbox implements OutboxEngine {
   // ── queuing ─────────────────────────────────────────────────────────────────────────────
 
   async enqueue(op: OutboxEntry['op'], input: unknown, options: OutboxPublishOptions = {}, date?: unknown): Promise<string> {
-    if (this.#closed) throw new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
-    assertEventInput(input);
-    const at = op === 'schedule' ? toIso(date, 'date') : undefined;
-    const { expectedVersion } = options;
-    assertNumber(expectedVersion, 'options.expectedVersion', true);
-    const event = { ...input, id: input.id ?? generateEventId() };
+    if (this.#closed) throw closedError();
+    const { event, expectedVersion, at } = writeParams(op, input, options, date);
     const bytes = JSON.stringify(event).length;
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
@@ -198,8 +194,9 @@ class DurableOutbox implements OutboxEngine {
       }
       let position: number;
       try {
-        const { event, at, expectedVersion } = entry;
-        position = (at === undefined ? await client.call('publish', { event, expectedVersion }) : await client.call('schedule', { at, event })).position;
+        const { op, event, at, expectedVersion } = entry;
+        // One frame for both: `at` is undefined for a publish, `expectedVersion` for a schedule, and JSON leaves out undefined.
+        position = (await client.call(op, { event, expectedVersion, at } as Params<'schedule'>)).position;
       } catch (error) {
         if (isEventflowError(error) && !transient.test(error.code)) {
           await this.#settle(entry, undefined, error);
@@ -279,7 +276,7 @@ class DurableOutbox implements OutboxEngine {
     this.#release?.();
     this.#channel?.close();
     this.#store.close();
-    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the event stays in the outbox for the next client'));
+    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued for the next client'));
     this.#waiting.clear();
   }
 }

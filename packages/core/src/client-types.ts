@@ -1,5 +1,8 @@
 /** The types of the client's API (client.ts): the application's event map, options, handles. */
 import type { BackoffOptions } from './backoff.js';
+import type { Consumers } from './consumers.js';
+import type { ClientFeature } from './features.js';
+import type { Waits } from './waits.js';
 import type { DeletedFrame, JsonObject, StoredEvent } from './protocol.js';
 import type { RequestOptions } from './requests.js';
 
@@ -58,7 +61,22 @@ export interface ConsumeContext {
 /** Resolving marks the event success (or a retry, after context.retry); throwing (or rejecting) marks it failed. */
 export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;
 
+/** The client's features by name, with the part each brings (features.ts): `consuming` (consumers.ts), `waiting` (waits.ts). */
+export interface Features {
+  consuming: Consumers;
+  waiting: Waits;
+}
+/** A feature value, as passed in ClientOptions.features: `consuming` or `waiting`. */
+export type Feature = { [K in keyof Features]: ClientFeature<K, Features[K]> }[keyof Features];
+
 export interface ClientOptions {
+  /**
+   * The features whose code comes only with them: `consuming` (consume, removeConsumer) and
+   * `waiting` (wait, request), exported by '@eventflow/core' and '@eventflow/browser/work'. Without
+   * one, its methods reject with E_EVENTFLOW_FEATURE_NOT_ENABLED. createClient and createNodeClient
+   * pass both (by default); createBrowserClient and `new EventflowClient` none.
+   */
+  features?: readonly Feature[];
   /** Per-request timeout in ms (default DEFAULT_REQUEST_TIMEOUT, 10 000; defaults.ts), counted from the call. Past it, E_EVENTFLOW_REQUEST_TIMEOUT, or E_EVENTFLOW_OFFLINE when the client was not connected at all meanwhile. */
   requestTimeout?: number;
   /** Time allowed for the hello/welcome handshake in ms (default DEFAULT_HANDSHAKE_TIMEOUT, 10 000). */

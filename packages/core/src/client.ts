@@ -1,25 +1,27 @@
 /**
  * The transport-agnostic eventflow client: v4.8.3's spoke API over the gateway protocol, without
  * v4's listener defects. This file is the API and its argument checks; the work is done by
- * registrations.ts (subscriptions, consumers and waits, registered again on every connection),
- * deliveries.ts (consume handlers, leases, settles), requests.ts (correlation, timeouts, the send
- * window within the gateway's limits) and connection.ts (handshake, heartbeat, reconnect).
+ * registrations.ts (subscriptions, registered again on every connection), requests.ts
+ * (correlation, timeouts, the send window within the gateway's limits) and connection.ts
+ * (handshake, heartbeat, reconnect). Consuming and waiting are features (features.ts): their
+ * methods are here, their code comes with the `consuming` and `waiting` values an application
+ * passes in `options.features` (consumers.ts, waits.ts), so that browsers without them ship neither.
  */
-import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
+import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Feature, Features, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
 import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
 import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
-import { Deliveries, type DeliveryHandler } from './deliveries.js';
-import { EventflowError, isEventflowError } from './errors.js';
-import { generateEventId, generatePid } from './ids.js';
+import type { DeliveryHandler } from './deliveries.js';
+import { closedError, EventflowError, logError } from './errors.js';
+import type { FeatureHost, FeaturePart } from './features.js';
+import { generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
-import type { PatternParams } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertEventInput, assertIdentifier, invalid } from './validate.js';
+import { assertIdentifier, assertNames, invalid, withId } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -30,6 +32,8 @@ export type {
   EventflowEvent,
   EventMap,
   EventOf,
+  Feature,
+  Features,
   Listener,
   PublishInput,
   PublishOptions,
@@ -45,7 +49,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
   readonly #requests: RequestManager;
   readonly #onError: (error: unknown) => void;
   readonly #registrations: Registrations;
-  readonly #deliveries: Deliveries;
+  /** The features passed in options.features, by name. */
+  readonly #features: Partial<Features> = {};
+  readonly #parts: FeaturePart[];
   readonly #deletedListeners = new Set<(deleted: Deleted) => void>();
   /** Set by close(): the client takes no new work. */
   #closed: Promise<void> | undefined;
@@ -53,36 +59,40 @@ export class EventflowClient<M extends EventMap = EventMap> {
   constructor(connect: Connector, options: ClientOptions = {}) {
     assertFunction(connect, 'connect');
     checkClientOptions(options);
-    this.#onError = options.onError ?? ((error) => isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+    this.#onError = options.onError ?? logError;
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT);
     const send = this.#send.bind(this);
-    this.#registrations = new Registrations(send, () => this.state === 'open', this.#onError);
-    this.#deliveries = new Deliveries(send, this.#onError);
+    const registrations = (this.#registrations = new Registrations(send, () => this.state === 'open', this.#onError));
+    const host: FeatureHost = {
+      ...registrations.host,
+      request: send,
+      call: (op, params, requestOptions) => this.call(op, params, requestOptions),
+      closed: () => !!this.#closed,
+      assertRegistrable: (domain, value, field) => this.#assertRegistrable(domain, value, field),
+    };
+    for (const feature of options.features ?? []) (this.#features as Record<string, FeaturePart>)[feature.name] ??= feature.create(host);
+    const parts: FeaturePart[] = (this.#parts = Object.values(this.#features));
     this.#connection = createConnection(connect, options, {
       open: (welcome) => {
-        // Deliveries first: a settle for another gateway must not go out on this connection.
-        this.#deliveries.opened(welcome);
-        this.#registrations.opened();
+        // Subscriptions first: they start the connection's generation, which the features' registrations check.
+        registrations.opened();
+        for (const part of parts) part.opened?.(welcome);
         this.#requests.open(welcome.limits);
       },
       frame: (frame) => {
         if (frame.type === 'result' || frame.type === 'error') {
           if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
           else this.#requests.settle(frame);
-        } else if (frame.type === 'event') this.#registrations.dispatch(frame);
-        else if (frame.type === 'matched') this.#registrations.dispatchMatched(frame);
-        else if (frame.type === 'delivery') this.#deliveries.run(frame, this.#closed ? undefined : this.#registrations.handlerFor(frame.consumer, frame.event.position));
-        else if (frame.type === 'waited') this.#registrations.waited(frame);
-        else if (frame.type === 'waitFailed') this.#registrations.waitFailed(frame);
-        else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
+        } else if (frame.type === 'event') registrations.dispatch(frame);
+        else if (frame.type === 'matched') registrations.dispatchMatched(frame);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
-        }
+        } else for (const part of parts) part.frame(frame);
       },
       lost: () => {
-        this.#registrations.lost();
-        this.#deliveries.lost();
+        registrations.lost();
+        for (const part of parts) part.lost?.();
         this.#requests.lost();
       },
       error: this.#onError,
@@ -149,8 +159,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
-    assertNumber(options?.expectedVersion, 'options.expectedVersion', true);
-    return this.#field(op, { event: withId(event), expectedVersion: options?.expectedVersion }, 'id', options);
+    return this.#field(op, writeParams(op, event, options), 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -159,7 +168,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     event: PublishInput<M, D, N>,
     options?: RequestOptions,
   ): Promise<string> {
-    return this.#field('schedule', { at: toIso(date, 'date'), event: withId(event) }, 'id', options);
+    return this.#field('schedule', writeParams('schedule', event, options, date) as Params<'schedule'>, 'id', options);
   }
 
   /**
@@ -168,29 +177,10 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the event (unless
    * `requireConsumer: false`), and with E_EVENTFLOW_CONSUMER_FAILED (the handler's message and the
    * attempt in details) when its consume ends failed or dead-lettered on the same gateway.
+   * Needs the `waiting` feature (see ClientOptions.features).
    */
-  async request<D extends DomainOf<M>, N extends NameOf<M, D>>(
-    event: PublishInput<M, D, N>,
-    options: RequestEventOptions = {},
-  ): Promise<EventOf<M, D>> {
-    const input = withId(event);
-    assertSignal(options.signal);
-    let outcome!: Promise<StoredEvent>;
-    // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say).
-    const cancel = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, cancel.signal]) : cancel.signal;
-    // Goes on once the wait is registered (or fails with it). The handlers also keep a rejection
-    // of the outcome from going unhandled when publish fails first.
-    await new Promise((resolve, reject) => {
-      (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, { ...options, signal }, resolve, input.id)).then(resolve, reject);
-    });
-    try {
-      await this.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
-    } catch (error) {
-      cancel.abort();
-      throw error;
-    }
-    return (await outcome) as EventOf<M, D>;
+  async request<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options: RequestEventOptions = {}): Promise<EventOf<M, D>> {
+    return (await this.#feature('waiting', 'request').request(event, options)) as EventOf<M, D>;
   }
 
   // ── subscriptions ───────────────────────────────────────────────────────────────────────
@@ -215,7 +205,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
     const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(patternParams(domain, name, options.pid), listener, options.signal);
+    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
     else {
       this.#assertRegistrable(domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
@@ -234,7 +224,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   async #unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }): Promise<void> {
     assertFunction(listener, 'listener');
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(patternParams(domain, name, options.pid), listener);
+    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
     else await this.#registrations.unsubscribe(domain, name as string, listener);
   }
 
@@ -242,7 +232,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   events(pattern: NamespacePattern, names: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent>;
   events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options?: { signal?: AbortSignal; bufferSize?: number }): AsyncIterableIterator<EventOf<M, D, N>>;
   events(domain: string | NamespacePattern, name: string | readonly string[], options: PatternOptions & { bufferSize?: number } = {}): AsyncIterableIterator<StoredEvent> {
-    if (typeof domain === 'object') patternParams(domain, name, options.pid);
+    if (typeof domain === 'object') domain.params(name, options.pid);
     else this.#assertRegistrable(domain, name as string, 'name');
     assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
     assertSignal(options.signal, 'options.signal');
@@ -253,53 +243,33 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return queue;
   }
 
-  // ── consumers ───────────────────────────────────────────────────────────────────────────
+  // ── consumers (the `consuming` feature) ─────────────────────────────────────────────────
 
   /**
    * Competes for the events of (domain, name): each event goes to exactly one consumer among all
    * clients. The handler resolving marks the event success, throwing marks it failed.
+   * Needs the `consuming` feature (see ClientOptions.features).
    */
-  async consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(
-    domain: D,
-    name: N,
-    handler: ConsumeHandler<EventOf<M, D, N>>,
-    options: ConsumeOptions = {},
-  ): Promise<Consumer> {
-    this.#assertRegistrable(domain, name, 'name');
-    assertFunction(handler, 'handler');
-    assertSignal(options.signal, 'options.signal');
-    if (options.group !== undefined) assertIdentifier(options.group, 'options.group');
-    const remove = await this.#registrations.consume(domain, name, handler as unknown as DeliveryHandler, options.signal, options.group);
-    return { remove };
+  async consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>, options: ConsumeOptions = {}): Promise<Consumer> {
+    return this.#feature('consuming', 'consume').consume(domain, name, handler as unknown as DeliveryHandler, options);
   }
 
   /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
   async removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void> {
-    assertFunction(handler, 'handler');
-    return this.#registrations.removeConsumer(domain, name, handler as unknown as DeliveryHandler);
+    return this.#feature('consuming', 'removeConsumer').removeConsumer(domain, name, handler as unknown as DeliveryHandler);
   }
 
-  // ── waits ───────────────────────────────────────────────────────────────────────────────
+  // ── waits (the `waiting` feature) ───────────────────────────────────────────────────────
 
   /**
    * Resolves with the first event of (domain, pid) named one of `names` (default `success` and
    * `failed`), failing after `timeout` ms (default 10 000). The wait is registered at the gateway
    * before the timeout starts; with `after`, an outcome already stored after that event also
    * resolves it. Concurrent waits are independent of each other and of subscriptions.
+   * Needs the `waiting` feature (see ClientOptions.features).
    */
-  wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<EventOf<M, D>> {
-    return this.#wait(domain, pid, names, timeout, options) as Promise<EventOf<M, D>>;
-  }
-
-  async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout: number | undefined, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
-    const names = [outcomes].flat();
-    this.#assertRegistrable(domain, pid, 'pid');
-    names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
-    if (!names.length) throw invalid(noNames);
-    if (after !== undefined) assertIdentifier(after, 'after');
-    assertNumber(timeout, 'timeout');
-    assertSignal(signal);
-    return this.#registrations.wait({ domain, pid, names, afterId: after, ...(request ? { request } : {}) }, timeout, signal, onRegistered);
+  async wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<EventOf<M, D>> {
+    return (await this.#feature('waiting', 'wait').wait(domain, pid, names, timeout, options)) as EventOf<M, D>;
   }
 
   // ── reads and writes ────────────────────────────────────────────────────────────────────
@@ -328,8 +298,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
-    if (!Array.isArray(names) || !names.length) throw invalid(noNames);
-    names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+    assertNames(names);
     return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
@@ -391,8 +360,10 @@ export class EventflowClient<M extends EventMap = EventMap> {
       return Promise.reject(error);
     }
     return (this.#closed ??= (async () => {
-      await this.#deliveries.drain(options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT);
+      const timeout = options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT;
+      await Promise.all(this.#parts.map((part) => part.drain?.(timeout)));
       const error = closedError();
+      for (const part of this.#parts) part.close?.(error);
       this.#registrations.close(error);
       this.#requests.failAll(error);
       this.#connection.close();
@@ -416,16 +387,29 @@ export class EventflowClient<M extends EventMap = EventMap> {
   #assertUsable(): void {
     if (this.#closed) throw closedError();
   }
+
+  /** The part of a feature, or E_EVENTFLOW_FEATURE_NOT_ENABLED naming what to pass. */
+  #feature<K extends keyof Features>(name: K, method: string): Features[K] {
+    const part = this.#features[name];
+    if (!part) {
+      throw new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', `${method}() needs the ${name} feature: create the client with { features: [${name}] } (import { ${name} } from '@eventflow/browser/work')`, { details: { feature: name } });
+    }
+    return part;
+  }
 }
 
-const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
 
-function withId(event: Partial<EventInput>): EventInput {
-  assertEventInput(event);
-  return { ...event, id: event.id ?? generateEventId() };
+/**
+ * The checked parameters of a write (publish, persist, schedule at `date`), with the event's id;
+ * the browser outbox queues the same. `undefined` fields do not reach the wire.
+ */
+export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unknown, options?: PublishOptions, date?: unknown): { event: EventInput & { id: string }; expectedVersion?: number; at?: string } {
+  const scheduled = op === 'schedule';
+  const at = scheduled ? toIso(date, 'date') : undefined;
+  const expectedVersion = scheduled ? undefined : options?.expectedVersion;
+  assertNumber(expectedVersion, 'options.expectedVersion', true);
+  return { event: withId(event as Partial<EventInput>), expectedVersion, at };
 }
-
-const noNames = 'names: must be a non-empty array of event names';
 
 /** ids, domains, pids… of the read and delete operations, checked before they are sent. */
 const identifierParams = 'id domain pid cpid eid eventId'.split(' ');
@@ -438,6 +422,8 @@ function checkRequestOptions(options: RequestOptions | undefined): void {
 function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
+  const { features = [] } = options;
+  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting)');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
 }
 
@@ -448,10 +434,3 @@ export interface PatternOptions {
 }
 
 /** The checked subscribePattern params of a pattern (checked by `namespacePattern`), names (`*`: all) and pid pattern. */
-function patternParams(pattern: NamespacePattern, names: string | readonly string[], pid: string | undefined): PatternParams {
-  const list = typeof names === 'string' ? [names] : [...names];
-  if (!list.length) throw invalid(noNames);
-  list.forEach((name, i) => assertIdentifier(name, `names.${i}`));
-  if (pid !== undefined) assertIdentifier(pid, 'options.pid');
-  return { pattern: pattern.pattern, ...(list.includes('*') ? {} : { names: list }), ...(pid === undefined ? {} : { pid }) };
-}

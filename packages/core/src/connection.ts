@@ -176,17 +176,16 @@ export function createConnection(
   };
 }
 
-const frameTypes: unknown[] = 'welcome result error event matched delivery waited waitFailed deleted revoked'.split(' ');
-
 /**
  * The gateway validates what it sends against protocol.ts, so the client only checks the frame's
- * shape: a full schema check per event would put zod into every browser bundle.
+ * shape: a full schema check per event would put zod into every browser bundle. A frame of a type
+ * this client does not know (a newer gateway's) is passed on and ignored, as unknown fields are.
  */
 const parseServerFrame = (data: string): ServerFrame | undefined => {
   try {
     // Only objects have a `type` (null and other values do not).
     const json = JSON.parse(data) as { type?: unknown } | null;
-    return frameTypes.includes(json?.type) ? (json as ServerFrame) : undefined;
+    return typeof json?.type === 'string' ? (json as ServerFrame) : undefined;
   } catch {
     return undefined;
   }

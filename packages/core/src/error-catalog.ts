@@ -65,6 +65,8 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'The browser outbox holds its size budget of unsent events (details.maxBytes; createOutbox({ maxBytes })); nothing was queued. Wait until the client is connected and the outbox drains, drop entries (client.outbox.drop), or raise maxBytes.',
   E_EVENTFLOW_OUTBOX_EXPIRED:
     'An event waited in the browser outbox longer than its maximum age (details.maxAge; createOutbox({ maxAge })) and was not sent. Publish it again if it still makes sense, or raise maxAge.',
+  E_EVENTFLOW_FEATURE_NOT_ENABLED:
+    "The client was created without the feature this method needs (details.feature): `consuming` for consume and removeConsumer, `waiting` for wait and request. Browser clients have neither unless given: import { consuming, waiting } from '@eventflow/browser/work' and pass them, createBrowserClient(url, { features: [consuming, waiting] }).",
 } as const;
 
 /**

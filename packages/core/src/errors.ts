@@ -36,6 +36,7 @@ const codeSuffixes = [
   'OUTBOX_FULL',
   'OUTBOX_EXPIRED',
   'NO_CONSUMER',
+  'FEATURE_NOT_ENABLED',
 ] as const;
 
 export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;
@@ -65,6 +66,12 @@ export class EventflowError extends Error {
 export function isEventflowError(error: unknown, code?: ErrorCode): error is EventflowError {
   return error instanceof EventflowError && (code === undefined || error.code === code);
 }
+
+/** The default `onError`: a failed connection is retried anyway; anything else goes to console.error. */
+export const logError = (error: unknown): void => void (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+
+/** What a closed client (and its outbox) answers new work with. */
+export const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
 
 export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && (errorCodeNames as readonly string[]).includes(code);
 

@@ -45,6 +45,7 @@ export { notify, type ConnectionState } from './connection.js';
 export type { RequestOptions } from './requests.js';
 export {
   EventflowClient,
+  writeParams,
   type ClientOptions,
   type Consumer,
   type ConsumeContext,
@@ -52,6 +53,8 @@ export {
   type EventflowEvent,
   type EventMap,
   type EventOf,
+  type Feature,
+  type Features,
   type Listener,
   type PublishInput,
   type PublishOptions,
@@ -64,10 +67,16 @@ export {
 export type { DomainSummary, EventDelivery, EventFate, GatewayStats, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
 // The operator's operations are functions of a client, so that a client that never calls them ships none.
 export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDeadLetters, listDomains, listGroups, listProcesses, listScheduled, readTimeline, requeueDeadLetter } from './operator.js';
+// The features (ClientOptions.features): only a bundle that references one carries its code.
+export { consuming, type Consumers } from './consumers.js';
+export { waiting, type Waits } from './waits.js';
+export type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import { EventflowClient, type ClientOptions, type EventMap } from './client.js';
+import { consuming } from './consumers.js';
+import { waiting } from './waits.js';
 import { webSocketConnector } from './websocket-transport.js';
 
-/** A client over WebSocket (`ws://host:port/`), for browsers and Node alike. */
+/** A client over WebSocket (`ws://host:port/`), for browsers and Node alike, with every feature unless `options.features` says otherwise. */
 export function createClient<M extends EventMap = EventMap>(url: string | URL, options?: ClientOptions): EventflowClient<M> {
-  return new EventflowClient<M>(webSocketConnector(url), options);
+  return new EventflowClient<M>(webSocketConnector(url), { ...options, features: options?.features ?? [consuming, waiting] });
 }

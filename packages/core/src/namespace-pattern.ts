@@ -10,20 +10,22 @@
  * pass over the tokens (no backtracking): O(length of the domain).
  */
 import { invalid } from './validate.js';
-import { PatternSubscriptions, type PatternHost } from './pattern-subscriptions.js';
+import { patternParams, PatternSubscriptions, type PatternParams } from './pattern-subscriptions.js';
+import type { RegistrationHost } from './registrations.js';
 
 /**
  * A namespace pattern as a value of its own, so that it cannot be mistaken for a domain. It brings
- * the client's pattern-subscription code along (`subscriptions`), so that only applications that
- * make patterns bundle it.
+ * the client's pattern-subscription code along (`subscriptions`, and `params`, which checks a
+ * subscription's names and pid), so that only applications that make patterns bundle it.
  */
 export interface NamespacePattern {
   readonly kind: 'namespace-pattern';
   readonly pattern: string;
-  readonly subscriptions: (host: PatternHost) => PatternSubscriptions;
+  readonly subscriptions: (host: RegistrationHost) => PatternSubscriptions;
+  readonly params: (names: string | readonly string[], pid: string | undefined) => PatternParams;
 }
 
-const subscriptions = (host: PatternHost): PatternSubscriptions => new PatternSubscriptions(host);
+const subscriptions = (host: RegistrationHost): PatternSubscriptions => new PatternSubscriptions(host);
 
 /** The longest pattern accepted (a domain is at most 64 characters; `>` may stand for most of one). */
 export const MAX_PATTERN_LENGTH = 64;
@@ -46,7 +48,7 @@ export function namespacePatternProblem(pattern: unknown): string | undefined {
 export function namespacePattern(pattern: string): NamespacePattern {
   const problem = namespacePatternProblem(pattern);
   if (problem !== undefined) throw invalid(`namespace pattern "${String(pattern)}" ${problem}`, { pattern });
-  return Object.freeze({ kind: 'namespace-pattern', pattern, subscriptions });
+  return Object.freeze({ kind: 'namespace-pattern', pattern, subscriptions, params: (names: string | readonly string[], pid: string | undefined) => patternParams(pattern, names, pid) });
 }
 
 export function isNamespacePattern(value: unknown): value is NamespacePattern {

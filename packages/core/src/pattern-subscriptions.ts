@@ -6,24 +6,19 @@
  * subscriptions (registrations.ts).
  */
 import { notify } from './connection.js';
-import type { MatchedFrame, OperationName, Params, Result } from './protocol.js';
-import { registration, type AnyListener } from './registrations.js';
-import type { Waiters } from './waiters.js';
+import type { MatchedFrame, Params } from './protocol.js';
+import { registration, type AnyListener, type RegistrationHost } from './registrations.js';
+import { assertIdentifier, assertNames } from './validate.js';
 
 /** A pattern subscription's filter, as sent in subscribePattern. */
 export type PatternParams = Omit<Params<'subscribePattern'>, 'subscription' | 'after'>;
 
-/** What pattern subscriptions use of the client's registrations. */
-export interface PatternHost {
-  send<O extends OperationName>(op: O, params: Params<O>): Promise<Result<O> | undefined>;
-  readonly registered: Set<string>;
-  readonly waiters: Waiters;
-  readonly chains: ReadonlyMap<string, Promise<void>>;
-  chain(key: string, work: () => Promise<void>): Promise<void>;
-  refused(key: string, error: unknown): void;
-  onError(error: unknown): void;
-  isOpen(): boolean;
-  handle(): string;
+/** The checked filter of a pattern subscription: `names` a name, a list or `*`, `pid` a pid pattern. */
+export function patternParams(pattern: string, names: string | readonly string[], pid: string | undefined): PatternParams {
+  const list = typeof names === 'string' ? [names] : [...names];
+  assertNames(list);
+  if (pid !== undefined) assertIdentifier(pid, 'options.pid');
+  return { pattern, ...(list.includes('*') ? {} : { names: list }), ...(pid === undefined ? {} : { pid }) };
 }
 
 /** One pattern subscription; it stays until the gateway has dropped it. */
@@ -38,11 +33,11 @@ interface Entry {
 const keyOf = ({ pattern, names, pid }: PatternParams): string => ['pattern', pattern, names?.join('\u001f') ?? '*', pid ?? ''].join('\u001f\u001f');
 
 export class PatternSubscriptions {
-  readonly #host: PatternHost;
+  readonly #host: RegistrationHost;
   readonly #byKey = new Map<string, Entry>();
   readonly #byHandle = new Map<string, Entry>();
 
-  constructor(host: PatternHost) {
+  constructor(host: RegistrationHost) {
     this.#host = host;
   }
 
@@ -55,7 +50,7 @@ export class PatternSubscriptions {
     const key = keyOf(params);
     let entry = this.#byKey.get(key);
     if (!entry) {
-      entry = { handle: host.handle(), params, listeners: new Set() };
+      entry = { handle: host.handle('p'), params, listeners: new Set() };
       this.#byKey.set(key, entry);
       this.#byHandle.set(entry.handle, entry);
     }

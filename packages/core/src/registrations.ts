@@ -1,15 +1,13 @@
 /**
- * What the client has registered at the gateway, kept so that every new connection registers it
- * again: subscriptions (per (domain, name), with the position to resume from), consumers and
- * waits (by handle, 'c…' or 'w…'). Callers never re-subscribe after a reconnect. Registration
- * requests are sent on the current connection only: a dropped one is made anew on the next.
+ * The client's subscriptions, kept so that every new connection registers them again, per
+ * (domain, name) with the position to resume from; callers never re-subscribe after a reconnect.
+ * Registration requests are sent on the current connection only: a dropped one is made anew on
+ * the next. Pattern subscriptions (pattern-subscriptions.ts) and the features' consumers and
+ * waits (features.ts) register through the same plumbing, `host`.
  */
 import { notify } from './connection.js';
-import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
-import type { DeliveryHandler } from './deliveries.js';
-import { EventflowError } from './errors.js';
-import type { EventFrame, MatchedFrame, OperationName, Params, Result, StoredEvent, WaitedFrame, WaitFailedFrame } from './protocol.js';
-import { connectionLost, pending, type RequestOptions, type Settle } from './requests.js';
+import type { EventFrame, MatchedFrame, OperationName, Params, Result, StoredEvent } from './protocol.js';
+import { connectionLost, type RequestOptions } from './requests.js';
 import { streamKey } from './stream-key.js';
 import { SubscriptionRegistry } from './subscriptions.js';
 import { Waiters } from './waiters.js';
@@ -19,61 +17,83 @@ import type { PatternSubscriptions } from './pattern-subscriptions.js';
 export type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
 export type AnyListener = (event: StoredEvent) => void;
 
-/** A consumer or a wait, by its handle. */
-interface Registration {
-  /** Registers it on the current connection (again after each reconnect). */
-  register(): Promise<void>;
-  /** A wait's: resolves it with `event`, or fails it with `error`. */
-  settle?: Settle<StoredEvent>;
-  /** A consumer's. */
-  domain?: string;
-  name?: string;
-  handler?: DeliveryHandler;
-  /** A consumer's position: it catches up on unclaimed events after it when it registers again. */
-  after?: number;
-  remove?(): Promise<void>;
+/** The registration plumbing that pattern subscriptions, consumers and waits use (they keep their own entries). */
+export interface RegistrationHost {
+  /** Sends a registration on the current connection; undefined when there is none, or when a newer one opened meanwhile. */
+  send<O extends OperationName>(op: O, params: Params<O>): Promise<Result<O> | undefined>;
+  /** Keys and handles registered on the current connection (they cannot collide). */
+  readonly registered: Set<string>;
+  /** Callers waiting for a key or handle to be registered. */
+  readonly waiters: Waiters;
+  readonly chains: ReadonlyMap<string, Promise<void>>;
+  /** Runs `work` after the previous reconciliation of `key`, one at a time per key, so that mount/unmount/mount cannot double-subscribe. */
+  chain(key: string, work: () => Promise<void>): Promise<void>;
+  /** A registration failed: its waiters fail, and so does onError (unless only the connection was lost). */
+  refused(key: string, error: unknown): void;
+  onError(error: unknown): void;
+  isOpen(): boolean;
+  /** A new handle for the gateway: `prefix` and a number unique in this client. */
+  handle(prefix: string): string;
 }
 
 export class Registrations {
-  readonly #send: Send;
-  readonly #isOpen: () => boolean;
-  readonly #onError: (error: unknown) => void;
   readonly #subscriptions = new SubscriptionRegistry<AnyListener>();
-  /** Subscription keys and consumer handles registered on the current connection (they cannot collide). */
+  /** Subscription keys and handles registered on the current connection (they cannot collide). */
   readonly #registered = new Set<string>();
-  /** Serialises subscribe/unsubscribe per key so mount/unmount/mount cannot double-subscribe. */
-  readonly #chains = new Map<string, Promise<void>>();
-  readonly #entries = new Map<string, Registration>();
   /** Made by the first pattern subscription (pattern-subscriptions.ts). */
   #patterns: PatternSubscriptions | undefined;
-  /** Callers waiting for the connection ('open'), a subscription key or a consumer handle. */
+  /** Callers waiting for the connection ('open'), a subscription key or a handle. */
   readonly waiters = new Waiters();
+  readonly host: RegistrationHost;
   #nextHandle = 1;
   /** Incremented per connection, so that answers from a previous connection are not trusted. */
   #generation = 0;
 
   constructor(send: Send, isOpen: () => boolean, onError: (error: unknown) => void) {
-    this.#send = send;
-    this.#isOpen = isOpen;
-    this.#onError = onError;
+    const { waiters } = this;
+    /** Serialises subscribe/unsubscribe per key. */
+    const chains = new Map<string, Promise<void>>();
+    this.host = {
+      send: async (op, params) => {
+        if (!isOpen()) return undefined;
+        const current = this.#generation;
+        const result = await send(op, params);
+        return current === this.#generation ? result : undefined;
+      },
+      registered: this.#registered,
+      waiters,
+      chains,
+      chain: (key, work) => {
+        const next = (chains.get(key) ?? Promise.resolve()).then(work);
+        chains.set(key, next);
+        void next.finally(() => chains.get(key) === next && chains.delete(key));
+        return next;
+      },
+      refused: (key, error) => {
+        if (error === connectionLost) return;
+        waiters.settle(key, error);
+        onError(error);
+      },
+      onError,
+      isOpen,
+      handle: (prefix) => `${prefix}${this.#nextHandle++}`,
+    };
   }
 
-  /** A new connection: everything is registered on it again. */
+  /** A new connection: every subscription is registered on it again. */
   opened(): void {
     this.#generation++;
     this.waiters.settle('open');
     for (const key of this.#subscriptions.keys()) void this.#reconcile(key.domain, key.name);
     this.#patterns?.opened();
-    for (const entry of this.#entries.values()) void entry.register();
   }
 
   lost(): void {
     this.#registered.clear();
   }
 
-  /** Fails every wait and waiter with `error` (the client closed). */
+  /** Fails every waiter with `error` (the client closed). */
   close(error: unknown): void {
-    for (const entry of this.#entries.values()) entry.settle?.(error);
     this.waiters.rejectAll(error);
   }
 
@@ -89,7 +109,7 @@ export class Registrations {
     }
     const key = streamKey(domain, name);
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.
-    const done = this.#registered.has(key) && !this.#chains.has(key) ? undefined : this.waiters.wait(key, 'subscribe', signal);
+    const done = this.#registered.has(key) && !this.host.chains.has(key) ? undefined : this.waiters.wait(key, 'subscribe', signal);
     void this.#reconcile(domain, name);
     await registration(done, () => this.unsubscribe(domain, name, listener));
   }
@@ -104,49 +124,31 @@ export class Registrations {
       // Resumed subscriptions may overlap with what was already delivered: skip by position.
       if (!key || event.position <= (key.position ?? -1)) continue;
       key.position = event.position;
-      notify(key.listeners, event, this.#onError);
+      notify(key.listeners, event, this.host.onError);
     }
   }
 
   // ── pattern subscriptions: their code comes with the pattern value (namespace-pattern.ts), so a bundle without patterns leaves it out ──
 
   patterns(pattern: NamespacePattern): PatternSubscriptions {
-    return (this.#patterns ??= pattern.subscriptions({
-      send: (op, params) => this.#sendRegistration(op, params),
-      registered: this.#registered,
-      waiters: this.waiters,
-      chains: this.#chains,
-      chain: (key, work) => this.#chain(key, work),
-      refused: (key, error) => this.#refused(key, error),
-      onError: this.#onError,
-      isOpen: this.#isOpen,
-      handle: () => `p${this.#nextHandle++}`,
-    }));
+    return (this.#patterns ??= pattern.subscriptions(this.host));
   }
 
   dispatchMatched(frame: MatchedFrame): void {
     this.#patterns?.dispatch(frame);
   }
 
-  /** Runs `work` after the previous reconciliation of `key`: one at a time per key, so mount/unmount/mount cannot double-subscribe. */
-  #chain(key: string, work: () => Promise<void>): Promise<void> {
-    const next = (this.#chains.get(key) ?? Promise.resolve()).then(work);
-    this.#chains.set(key, next);
-    void next.finally(() => this.#chains.get(key) === next && this.#chains.delete(key));
-    return next;
-  }
-
   #reconcile(domain: string, name: string): Promise<void> {
     const key = streamKey(domain, name);
-    return this.#chain(key, () => this.#reconcileNow(domain, name, key));
+    return this.host.chain(key, () => this.#reconcileNow(domain, name, key));
   }
 
   async #reconcileNow(domain: string, name: string, key: string): Promise<void> {
-    if (!this.#isOpen()) return; // re-run on open
+    if (!this.host.isOpen()) return; // re-run on open
     const entry = this.#subscriptions.get(domain, name);
     try {
       if (entry && !this.#registered.has(key)) {
-        const result = await this.#sendRegistration('subscribe', { domain, name, after: entry.position, last: entry.position === undefined ? entry.last : undefined });
+        const result = await this.host.send('subscribe', { domain, name, after: entry.position, last: entry.position === undefined ? entry.last : undefined });
         if (!result) return;
         // A resumed subscription keeps its position: the replay that follows starts there. A new
         // one starts at head, so older events published to others are not delivered, or where the
@@ -159,125 +161,12 @@ export class Registrations {
         if (this.#subscriptions.get(domain, name) !== entry) await this.#reconcileNow(domain, name, key);
       } else if (entry) {
         this.waiters.settle(key); // already registered: a later listener joined it
-      } else if (this.#registered.has(key) && (await this.#sendRegistration('unsubscribe', { domain, name }))) {
+      } else if (this.#registered.has(key) && (await this.host.send('unsubscribe', { domain, name }))) {
         this.#registered.delete(key);
       }
     } catch (error) {
-      this.#refused(key, error);
+      this.host.refused(key, error);
     }
-  }
-
-  // ── consumers ──
-
-  /** Registers a consumer; resolves with its `remove` once the gateway has it. */
-  async consume(domain: string, name: string, handler: DeliveryHandler, signal: AbortSignal | undefined, group?: string): Promise<() => Promise<void>> {
-    const consumer = `c${this.#nextHandle++}`;
-    const remove = async (): Promise<void> => {
-      if (!this.#entries.delete(consumer)) return;
-      this.waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was this.#registered'));
-      if (!this.#registered.delete(consumer) || !this.#isOpen()) return;
-      await this.#send('removeConsumer', { consumer }).catch((error: unknown) => {
-        if (error !== connectionLost) throw error;
-      });
-    };
-    const register = async (): Promise<void> => {
-      try {
-        const entry = this.#entries.get(consumer);
-        const result = await this.#sendRegistration('consume', { consumer, domain, name, after: entry?.after, ...(group ? { group } : {}) });
-        if (!result) return;
-        if (entry) entry.after ??= result.head;
-        // Removed while registering: take it back off the gateway.
-        if (!this.#entries.has(consumer)) return void (await this.#send('removeConsumer', { consumer }));
-        this.#registered.add(consumer);
-        this.waiters.settle(consumer);
-      } catch (error) {
-        this.#refused(consumer, error);
-      }
-    };
-    this.#entries.set(consumer, { domain, name, handler, register, remove });
-    const done = this.waiters.wait(consumer, 'consume', signal);
-    void register();
-    await registration(done, remove);
-    return remove;
-  }
-
-  /** Removes the consumer of exactly this handler on (domain, name). */
-  removeConsumer(domain: string, name: string, handler: DeliveryHandler): Promise<void> | undefined {
-    for (const entry of this.#entries.values()) if (entry.handler === handler && entry.domain === domain && entry.name === name) return entry.remove?.();
-    return undefined;
-  }
-
-  /** The handler of a consumer handle, which also moves the consumer's position past `position`. */
-  handlerFor(consumer: string, position: number): DeliveryHandler | undefined {
-    const entry = this.#entries.get(consumer);
-    if (entry?.handler) entry.after = Math.max(entry.after ?? 0, position);
-    return entry?.handler;
-  }
-
-  // ── waits ──
-
-  waited(frame: WaitedFrame): void {
-    this.#entries.get(frame.wait)?.settle?.(undefined, frame.event);
-  }
-
-  /** The wait's request event failed to be consumed: the wait (request()) rejects with E_EVENTFLOW_CONSUMER_FAILED. */
-  waitFailed(frame: WaitFailedFrame): void {
-    this.#entries.get(frame.wait)?.settle?.(new EventflowError('E_EVENTFLOW_CONSUMER_FAILED', frame.message, { details: frame.details }));
-  }
-
-  /** A wait on checked arguments (client.ts): registered at once and after every reconnect. */
-  wait(params: Omit<Params<'wait'>, 'wait'>, timeout = DEFAULT_WAIT_TIMEOUT, signal: AbortSignal | undefined, onRegistered?: (registered?: unknown) => void): Promise<StoredEvent> {
-    const { domain, pid, names } = params;
-    return pending<StoredEvent>('wait', signal, (settle) => {
-      const wait = `w${this.#nextHandle++}`;
-      const request: Params<'wait'> = { ...params, wait };
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const register = async (): Promise<void> => {
-        try {
-          const result = await this.#sendRegistration('wait', request);
-          if (!result) return;
-          // Re-registering after a reconnect asks for outcomes stored since the first registration,
-          // which also starts the clock.
-          request.afterPosition ??= result.head;
-          request.afterId = undefined;
-          if (timer || !this.#entries.has(wait)) return;
-          timer = setTimeout(
-            () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
-            timeout,
-          );
-          onRegistered?.();
-        } catch (error) {
-          if (error !== connectionLost) settle(error);
-        }
-      };
-      this.#entries.set(wait, { register, settle });
-      void register();
-      return (error) => {
-        clearTimeout(timer);
-        this.#entries.delete(wait);
-        if (error && this.#isOpen()) void this.#send('cancelWait', { wait }).catch(() => undefined);
-      };
-    });
-  }
-
-  // ── internals ──
-
-  /**
-   * Sends a registration on the current connection. Undefined when there is none (the next one
-   * registers anew), or when the answer came after a newer connection, which is not trusted.
-   */
-  async #sendRegistration<O extends OperationName>(op: O, params: Params<O>): Promise<Result<O> | undefined> {
-    if (!this.#isOpen()) return undefined;
-    const current = this.#generation;
-    const result = await this.#send(op, params);
-    return current === this.#generation ? result : undefined;
-  }
-
-  /** A registration failed: its waiters fail, and so does onError (unless only the connection was lost). */
-  #refused(key: string, error: unknown): void {
-    if (error === connectionLost) return;
-    this.waiters.settle(key, error);
-    this.#onError(error);
   }
 }
 

@@ -104,7 +104,7 @@ export class RequestManager {
           settle(
             new EventflowError(
               request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
-              `${op}: ${request.connected ? 'no answer from the gateway within' : 'the client was not connected to the gateway during the whole'} ${timeout} ms`,
+              `${op}: ${request.connected ? 'no answer from the gateway within' : 'not connected to the gateway during the whole'} ${timeout} ms`,
               { details: { op, timeout } },
             ),
           ),

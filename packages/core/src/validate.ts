@@ -4,6 +4,7 @@
  * a test holds them to the zod schemas, and the gateway validates every frame with those.
  */
 import { EventflowError } from './errors.js';
+import { generateEventId } from './ids.js';
 import { jsonProblem } from './json-check.js';
 import type { EventInput } from './protocol.js';
 
@@ -41,6 +42,12 @@ export function assertEventInput(event: unknown): asserts event is EventInput {
   if (problem) throw invalid(problem);
 }
 
+/** The checked event, with its id (generated unless it has one): what publish and request send. */
+export function withId(event: Partial<EventInput>): EventInput & { id: string } {
+  assertEventInput(event);
+  return { ...event, id: event.id ?? generateEventId() };
+}
+
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false;
@@ -49,3 +56,9 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 export const invalid = (message: string, details?: Record<string, unknown>): EventflowError => new EventflowError('E_EVENTFLOW_INVALID_INPUT', message, { details });
+
+/** Event names of a wait, a filtered read or a pattern subscription: a non-empty array of identifiers. */
+export function assertNames(names: unknown): asserts names is string[] {
+  if (!Array.isArray(names) || !names.length) throw invalid('names: must be a non-empty array of event names');
+  names.forEach((name, i) => assertIdentifier(name, `names.${i}`));
+}

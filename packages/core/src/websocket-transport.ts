@@ -1,4 +1,4 @@
-import { WebSocket } from 'isows';
+import { WebSocket } from './native-websocket.js';
 import { assertUrl } from './arguments.js';
 import { EventflowError } from './errors.js';
 import { ListenerSlot, type Connector, type Transport, type TransportListener } from './transport.js';

@@ -3,7 +3,7 @@
  * also while offline (the client here never connects), instead of resolving and failing later.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, EventflowClient, retry, retryOnConflict, type Connector } from '../src/index.js';
+import { consuming, createClient, EventflowClient, retry, retryOnConflict, waiting, type Connector } from '../src/index.js';
 import { DATA_MAX_DEPTH } from '../src/json-check.js';
 import { eventInput } from '../src/protocol.js';
 import { assertEventInput } from '../src/validate.js';
@@ -12,7 +12,7 @@ import { assertEventInput } from '../src/validate.js';
 const offline: Connector = () => new Promise(() => undefined);
 const clients: EventflowClient[] = [];
 const client = (): EventflowClient => {
-  const created = new EventflowClient(offline, { onError: () => undefined });
+  const created = new EventflowClient(offline, { features: [consuming, waiting], onError: () => undefined });
   clients.push(created);
   return created;
 };
@@ -22,11 +22,7 @@ afterEach(async () => {
 
 const invalid = (field: string) => expect.objectContaining({ code: 'E_EVENTFLOW_INVALID_INPUT', message: expect.stringContaining(field) });
 /** `run` rejects (a promise-returning method never throws synchronously) with a coded input error naming `field`. */
-async function refuses(run: () => unknown, field: string): Promise<void> {
-  let result: unknown;
-  expect(() => (result = run()), 'must not throw synchronously').not.toThrow();
-  await expect(result).rejects.toEqual(invalid(field));
-}
+const refuses = (run: () => unknown, field: string): Promise<void> => refusesWith(run, invalid(field));
 
 // The wrong types a caller may pass; `as never` stands for what an untyped (JS) caller can do.
 const bad = 'nope' as never;
@@ -103,6 +99,8 @@ describe('options, signals, durations and ids are checked at the call', () => {
     expect(() => new EventflowClient(offline, { requestTimeout: -5 })).toThrow(invalid('options.requestTimeout'));
     expect(() => new EventflowClient(offline, { token: 5 as never })).toThrow(invalid('options.token'));
     expect(() => new EventflowClient('ws://x' as never)).toThrow(invalid('connect'));
+    expect(() => new EventflowClient(offline, { features: consuming as never })).toThrow(invalid('options.features: must be an array of features'));
+    expect(() => new EventflowClient(offline, { features: [{ name: 'consuming' }] as never })).toThrow(invalid('options.features'));
     await refuses(() => retryOnConflict(bad), 'attempt: must be a function');
     await refuses(() => retry(async () => 1, {} as never), 'options.shouldRetry');
   });
@@ -164,3 +162,31 @@ describe('event data must survive JSON unchanged', () => {
     }
   });
 });
+
+describe('features', () => {
+  it('without a feature, its methods reject (never throw) with E_EVENTFLOW_FEATURE_NOT_ENABLED, naming what to import and pass', async () => {
+    const bare = new EventflowClient(offline, { onError: () => undefined });
+    clients.push(bare);
+    const notEnabled = (method: string, feature: string) =>
+      expect.objectContaining({ code: 'E_EVENTFLOW_FEATURE_NOT_ENABLED', details: { feature }, message: `${method}() needs the ${feature} feature: create the client with { features: [${feature}] } (import { ${feature} } from '@eventflow/browser/work')` });
+    await refusesWith(() => bare.consume('d', 'n', () => undefined), notEnabled('consume', 'consuming'));
+    await refusesWith(() => bare.removeConsumer('d', 'n', () => undefined), notEnabled('removeConsumer', 'consuming'));
+    await refusesWith(() => bare.wait('d', 'p'), notEnabled('wait', 'waiting'));
+    await refusesWith(() => bare.request({ domain: 'd', name: 'n', pid: 'p' }), notEnabled('request', 'waiting'));
+  });
+
+  it('one feature does not bring the other', async () => {
+    const consumer = new EventflowClient(offline, { features: [consuming], onError: () => undefined });
+    clients.push(consumer);
+    await expect(consumer.wait('d', 'p')).rejects.toMatchObject({ code: 'E_EVENTFLOW_FEATURE_NOT_ENABLED', details: { feature: 'waiting' } });
+    // The feature is there: its own argument checks answer.
+    await expect(consumer.consume('d', 'n', 'no' as never)).rejects.toEqual(invalid('handler: must be a function'));
+  });
+});
+
+/** `run` rejects with `expected` (a promise-returning method never throws synchronously). */
+async function refusesWith(run: () => unknown, expected: unknown): Promise<void> {
+  let result: unknown;
+  expect(() => (result = run()), 'must not throw synchronously').not.toThrow();
+  await expect(result).rejects.toEqual(expected);
+}

@@ -142,3 +142,14 @@ describe('closeOnSignals', () => {
     expect(host.listenerCount('SIGINT')).toBe(0);
   });
 });
+
+describe('features', () => {
+  it('createNodeClient consumes and waits by default (also with features: undefined); features: [] leaves them out', async () => {
+    const worker = client({ features: undefined });
+    const requester = client();
+    await worker.consume('jobs', 'job', (event) => worker.publish({ domain: 'jobs', name: 'success', pid: event.pid }));
+    await expect(requester.request({ domain: 'jobs', name: 'job', pid: 'j1' })).resolves.toMatchObject({ name: 'success', pid: 'j1' });
+    const bare = client({ features: [] });
+    await expect(bare.wait('jobs', 'j1')).rejects.toMatchObject({ code: 'E_EVENTFLOW_FEATURE_NOT_ENABLED', details: { feature: 'waiting' } });
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * The `consuming` feature (features.ts): the client's consumers, by handle ('c…'), registered
+ * again on every connection from the position they reached, and their deliveries (deliveries.ts:
+ * handlers, leases, settles). Only applications that pass `consuming` bundle it.
+ */
+import { assertFunction, assertSignal } from './arguments.js';
+import type { Consumer, ConsumeOptions } from './client-types.js';
+import { Deliveries, type DeliveryHandler } from './deliveries.js';
+import { EventflowError } from './errors.js';
+import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
+import type { ServerFrame, WelcomeFrame } from './protocol.js';
+import { registration } from './registrations.js';
+import { connectionLost } from './requests.js';
+import { assertIdentifier } from './validate.js';
+
+interface Entry {
+  readonly domain: string;
+  readonly name: string;
+  readonly handler: DeliveryHandler;
+  /** Registers it on the current connection (again after each reconnect). */
+  readonly register: () => Promise<void>;
+  readonly remove: () => Promise<void>;
+  /** The consumer's position: it catches up on unclaimed events after it when it registers again. */
+  after?: number;
+}
+
+export class Consumers implements FeaturePart {
+  readonly #host: FeatureHost;
+  readonly #deliveries: Deliveries;
+  readonly #entries = new Map<string, Entry>();
+
+  constructor(host: FeatureHost) {
+    this.#host = host;
+    this.#deliveries = new Deliveries(host.request, host.onError);
+  }
+
+  opened(welcome: WelcomeFrame): void {
+    this.#deliveries.opened(welcome);
+    for (const entry of this.#entries.values()) void entry.register();
+  }
+
+  lost(): void {
+    this.#deliveries.lost();
+  }
+
+  frame(frame: ServerFrame): void {
+    // A closing client takes no new deliveries: they are released at once.
+    if (frame.type === 'delivery') this.#deliveries.run(frame, this.#host.closed() ? undefined : this.#handlerFor(frame.consumer, frame.event.position));
+    else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
+  }
+
+  drain(timeout: number): Promise<void> {
+    return this.#deliveries.drain(timeout);
+  }
+
+  /** Registers a consumer; resolves with its `remove` once the gateway has it. */
+  async consume(domain: string, name: string, handler: DeliveryHandler, options: ConsumeOptions): Promise<Consumer> {
+    const host = this.#host;
+    const { signal, group } = options;
+    host.assertRegistrable(domain, name, 'name');
+    assertFunction(handler, 'handler');
+    assertSignal(signal, 'options.signal');
+    if (group !== undefined) assertIdentifier(group, 'options.group');
+    const consumer = host.handle('c');
+    const remove = async (): Promise<void> => {
+      if (!this.#entries.delete(consumer)) return;
+      host.waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was registered'));
+      if (!host.registered.delete(consumer) || !host.isOpen()) return;
+      await host.request('removeConsumer', { consumer }).catch((error: unknown) => {
+        if (error !== connectionLost) throw error;
+      });
+    };
+    const register = async (): Promise<void> => {
+      try {
+        const entry = this.#entries.get(consumer);
+        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...(group ? { group } : {}) });
+        if (!result) return;
+        if (entry) entry.after ??= result.head;
+        // Removed while registering: take it back off the gateway.
+        if (!this.#entries.has(consumer)) return void (await host.request('removeConsumer', { consumer }));
+        host.registered.add(consumer);
+        host.waiters.settle(consumer);
+      } catch (error) {
+        host.refused(consumer, error);
+      }
+    };
+    this.#entries.set(consumer, { domain, name, handler, register, remove });
+    const done = host.waiters.wait(consumer, 'consume', signal);
+    void register();
+    await registration(done, remove);
+    return { remove };
+  }
+
+  /** Removes the consumer of exactly this handler on (domain, name). */
+  async removeConsumer(domain: string, name: string, handler: DeliveryHandler): Promise<void> {
+    assertFunction(handler, 'handler');
+    for (const entry of this.#entries.values()) if (entry.handler === handler && entry.domain === domain && entry.name === name) return entry.remove();
+  }
+
+  /** The handler of a consumer handle, which also moves the consumer's position past `position`. */
+  #handlerFor(consumer: string, position: number): DeliveryHandler | undefined {
+    const entry = this.#entries.get(consumer);
+    if (entry) entry.after = Math.max(entry.after ?? 0, position);
+    return entry?.handler;
+  }
+}
+
+/** Consumers for a client: `createBrowserClient(url, { features: [consuming] })` (createClient and createNodeClient have it). */
+export const consuming: ClientFeature<'consuming', Consumers> = { name: 'consuming', create: (host) => new Consumers(host) };

@@ -1,0 +1,110 @@
+/**
+ * The `waiting` feature (features.ts): waits for a process's outcome, by handle ('w…'),
+ * registered again on every connection (then asking for outcomes stored since the first
+ * registration), and `request`, which publishes an event and waits for its outcome. Only
+ * applications that pass `waiting` bundle it.
+ */
+import { assertNumber, assertSignal } from './arguments.js';
+import type { RequestEventOptions, WaitOptions } from './client-types.js';
+import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
+import { EventflowError } from './errors.js';
+import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
+import type { EventInput, Params, ServerFrame, StoredEvent } from './protocol.js';
+import { connectionLost, pending, type Settle } from './requests.js';
+import { assertIdentifier, assertNames, withId } from './validate.js';
+
+interface Entry {
+  /** Registers it on the current connection (again after each reconnect). */
+  readonly register: () => Promise<void>;
+  /** Resolves it with an event, or fails it with an error. */
+  readonly settle: Settle<StoredEvent>;
+}
+
+export class Waits implements FeaturePart {
+  readonly #host: FeatureHost;
+  readonly #entries = new Map<string, Entry>();
+
+  constructor(host: FeatureHost) {
+    this.#host = host;
+  }
+
+  opened(): void {
+    for (const entry of this.#entries.values()) void entry.register();
+  }
+
+  frame(frame: ServerFrame): void {
+    if (frame.type === 'waited') this.#entries.get(frame.wait)?.settle(undefined, frame.event);
+    // The wait's request event failed to be consumed: request() rejects with E_EVENTFLOW_CONSUMER_FAILED.
+    else if (frame.type === 'waitFailed') this.#entries.get(frame.wait)?.settle(new EventflowError('E_EVENTFLOW_CONSUMER_FAILED', frame.message, { details: frame.details }));
+  }
+
+  close(error: unknown): void {
+    for (const entry of this.#entries.values()) entry.settle(error);
+  }
+
+  /** client.wait: `onRegistered` and `request` (the id of the event it waits on) are request()'s. */
+  async wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout = DEFAULT_WAIT_TIMEOUT, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
+    const host = this.#host;
+    const names = [outcomes].flat();
+    host.assertRegistrable(domain, pid, 'pid');
+    assertNames(names);
+    if (after !== undefined) assertIdentifier(after, 'after');
+    assertNumber(timeout, 'timeout');
+    assertSignal(signal);
+    const params: Params<'wait'> = { wait: host.handle('w'), domain, pid, names, afterId: after, ...(request ? { request } : {}) };
+    const { wait } = params;
+    return pending<StoredEvent>('wait', signal, (settle) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const register = async (): Promise<void> => {
+        try {
+          const result = await host.send('wait', params);
+          if (!result) return;
+          // Re-registering after a reconnect asks for outcomes stored since the first registration,
+          // which also starts the clock.
+          params.afterPosition ??= result.head;
+          params.afterId = undefined;
+          if (timer || !this.#entries.has(wait)) return;
+          timer = setTimeout(
+            () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
+            timeout,
+          );
+          onRegistered?.();
+        } catch (error) {
+          if (error !== connectionLost) settle(error);
+        }
+      };
+      this.#entries.set(wait, { register, settle });
+      void register();
+      return (error) => {
+        clearTimeout(timer);
+        this.#entries.delete(wait);
+        if (error && host.isOpen()) void host.request('cancelWait', { wait }).catch(() => undefined);
+      };
+    });
+  }
+
+  /** client.request: the wait exists before the event does, so a fast outcome cannot be missed. */
+  async request(event: Partial<EventInput>, options: RequestEventOptions): Promise<StoredEvent> {
+    const input = withId(event);
+    assertSignal(options.signal);
+    let outcome!: Promise<StoredEvent>;
+    // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say).
+    const cancel = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, cancel.signal]) : cancel.signal;
+    // Goes on once the wait is registered (or fails with it). The handlers also keep a rejection
+    // of the outcome from going unhandled when publish fails first.
+    await new Promise((resolve, reject) => {
+      (outcome = this.wait(input.domain, input.pid, options.outcomes, options.timeout, { signal }, resolve, input.id)).then(resolve, reject);
+    });
+    try {
+      await this.#host.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
+    } catch (error) {
+      cancel.abort();
+      throw error;
+    }
+    return outcome;
+  }
+}
+
+/** Waits and request for a client: `createBrowserClient(url, { features: [waiting] })` (createClient and createNodeClient have it). */
+export const waiting: ClientFeature<'waiting', Waits> = { name: 'waiting', create: (host) => new Waits(host) };
