@@ -4,7 +4,7 @@
  * batches are answered in the order they were cut, whichever write returns first.
  */
 import { describe, expect, it } from 'vitest';
-import { GroupCommit, type BatchTurn } from '../src/store/group-commit.js';
+import { GroupCommit, SPLIT_FROM, type BatchTurn } from '../src/store/group-commit.js';
 import type { AppendOutcome, AppendRequest } from '../src/store/store.js';
 
 interface Write {
@@ -66,14 +66,36 @@ describe('GroupCommit turns', () => {
     await group.idle();
   });
 
+  it('with overlap, splits a large queue cut while nothing is written, so that its second half overlaps the first', async () => {
+    const { writes, write } = controlledWriter();
+    const group = new GroupCommit(write, { overlap: true });
+    const window = Array.from({ length: SPLIT_FROM * 2 }, (_, i) => group.append(event(`w${i}`), undefined));
+    await turnOfTheLoop();
+    expect(writes.map((w) => w.requests.length)).toEqual([SPLIT_FROM]);
+    writes[0]?.turn.release();
+    await turnOfTheLoop();
+    // The second half was cut while the first is still writing: whole, even though it is as long.
+    expect(writes.map((w) => w.requests.length)).toEqual([SPLIT_FROM, SPLIT_FROM]);
+    for (const w of writes) w.finish();
+    await Promise.all(window);
+
+    // A short queue is not split.
+    const few = Array.from({ length: SPLIT_FROM - 1 }, (_, i) => group.append(event(`f${i}`), undefined));
+    await turnOfTheLoop();
+    expect(writes.slice(2).map((w) => w.requests.length)).toEqual([SPLIT_FROM - 1]);
+    writes[2]?.finish();
+    await Promise.all(few);
+  });
+
   it('writes one batch at a time for a writer that never releases', async () => {
     const { writes, write } = controlledWriter();
+    // Without overlap (SQLite) a long queue stays one batch too.
     const group = new GroupCommit(write);
-    const first = group.append(event('a'), undefined);
+    const first = Promise.all(Array.from({ length: SPLIT_FROM * 2 }, (_, i) => group.append(event(`a${i}`), undefined)));
     await turnOfTheLoop();
     const second = group.append(event('b'), undefined);
     await turnOfTheLoop();
-    expect(writes).toHaveLength(1);
+    expect(writes.map((w) => w.requests.length)).toEqual([SPLIT_FROM * 2]);
     writes[0]?.finish();
     await first;
     await turnOfTheLoop();

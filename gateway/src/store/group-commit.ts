@@ -15,12 +15,21 @@
  * overlaps this one's log flush, and the gateway's work on the answers overlaps the database's.
  * A batch is cut only once every earlier one has released (or finished), so at most one is ever
  * before its release; a writer that never calls release() (SQLite) sees one batch at a time.
- * Batches are answered in the order they were cut, whichever commit returns first.
+ * Batches are answered in the order they were cut, whichever commit returns first. Such a writer
+ * also has a large queue split in two when nothing is being written (SPLIT_FROM), so that a
+ * pipelined client's window becomes two batches that take turns instead of one that waits for itself.
  */
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, NewEvent } from './store.js';
 
 /** Appends per transaction, at most: bounds a transaction's size and the wait of its first append. */
 export const MAX_BATCH = 1000;
+/**
+ * With `overlap`, a batch cut while no other is being written takes only half of a queue this long or longer: the
+ * other half starts at its release, so that the appends in flight split into two batches that overlap. Otherwise a
+ * pipelined client's window stays one batch for good (its next publishes come with the answers to all of this one),
+ * and the gateway's work and the database's take turns.
+ */
+export const SPLIT_FROM = 32;
 
 /** The writer's handle on its batch: `release()` lets the next batch start (see the header). */
 export interface BatchTurn {
@@ -50,9 +59,13 @@ export class GroupCommit {
   #idle: Promise<void> = Promise.resolve();
   #resolveIdle: () => void = () => undefined;
 
-  constructor(write: BatchWriter, maxBatch = MAX_BATCH) {
+  readonly #overlap: boolean;
+
+  /** `overlap`: the writer releases its batches (see the header), and a large queue is split to make use of it. */
+  constructor(write: BatchWriter, { maxBatch = MAX_BATCH, overlap = false }: { maxBatch?: number; overlap?: boolean } = {}) {
     this.#write = write;
     this.#maxBatch = maxBatch;
+    this.#overlap = overlap;
   }
 
   append(event: NewEvent, options: AppendOptions | undefined): Promise<AppendResult> {
@@ -78,8 +91,10 @@ export class GroupCommit {
   #cut(): void {
     this.#scheduled = false;
     if (this.#queue.length === 0 || !this.#released) return this.#settleIdle();
-    const batch = this.#queue.length <= this.#maxBatch ? this.#queue : this.#queue.slice(0, this.#maxBatch);
-    this.#queue = batch === this.#queue ? [] : this.#queue.slice(this.#maxBatch);
+    const queued = this.#queue.length;
+    const size = Math.min(this.#maxBatch, this.#overlap && this.#unanswered === 0 && queued >= SPLIT_FROM ? Math.ceil(queued / 2) : queued);
+    const batch = size === queued ? this.#queue : this.#queue.slice(0, size);
+    this.#queue = batch === this.#queue ? [] : this.#queue.slice(size);
     this.#unanswered += 1;
     this.#released = false;
     let released = false;

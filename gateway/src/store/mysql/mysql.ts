@@ -51,7 +51,7 @@ export class MysqlStore implements EventStore {
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
-  readonly #group = new GroupCommit((requests, turn) => this.appendBatch(requests, turn));
+  readonly #group = new GroupCommit((requests, turn) => this.appendBatch(requests, turn), { overlap: true });
   readonly #ledger = new MysqlLedger(() => this.#pool);
   readonly catalog = new MysqlCatalog(() => this.#pool, (domain, pid, after) => this.readEventlog(domain, pid, after));
 
