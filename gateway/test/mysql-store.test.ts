@@ -300,6 +300,37 @@ describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
     });
   });
 
+  describe('overlapping batches', () => {
+    it('take positions in the order the appends were made, batch after overlapping batch', async () => {
+      const { store } = await fresh();
+      const appends: Array<Promise<{ event: StoredEvent }>> = [];
+      // Waves a turn of the event loop apart: each wave is cut as its own batch once the one before has sent its COMMIT.
+      for (let wave = 0; wave < 8; wave += 1) {
+        for (let i = 0; i < 60; i += 1) appends.push(store.append(newEvent({ pid: `p${i % 5}` }), { publisher: 'GW' }));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const positions = (await Promise.all(appends)).map(({ event }) => event.position);
+      const first = positions[0] as number;
+      expect(positions).toEqual(positions.map((_, i) => first + i));
+      const log = await store.readEventlog('orders', 'p0');
+      expect(log.map((event) => event.position)).toEqual([...log.map((event) => event.position)].sort((x, y) => x - y));
+    });
+
+    it('claim early for routing: exactly one router wins, and the claim is stored once durable', async () => {
+      const db = await databases.fresh();
+      const [a, b] = [await open(db), await open(db)];
+      for (let i = 0; i < 10; i += 1) {
+        const { event } = await a.append(newEvent(), { publisher: 'SPOKE-1' });
+        const [early, plain] = await Promise.all([a.claimForRoutingEarly(event.id, 'HUB-A'), b.claimForRouting(event.id, 'HUB-B')]);
+        await early.durable;
+        expect([early.won, plain].filter(Boolean)).toHaveLength(1);
+        const [row] = await db.query<{ hub: string }>('SELECT hub FROM event_published WHERE event_id = ?', [event.id]);
+        expect(row?.hub).toBe(early.won ? 'HUB-A' : 'HUB-B');
+        expect((await b.claimForRoutingEarly(event.id, 'HUB-B')).won).toBe(false);
+      }
+    });
+  });
+
   describe('time', () => {
     it('writes every DATETIME in UTC whatever the session time zone', async () => {
       const db = await databases.fresh();

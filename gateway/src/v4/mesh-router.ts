@@ -222,6 +222,8 @@ export class HubRouter implements Router {
 
   async #routeNotification(id: string): Promise<void> {
     try {
+      // Not only for routeAnnounced's test of the position: the read by id positions an event a v4 spoke wrote
+      // (positions.ts), which the domain's pull (a wide read) would only find within a second or so.
       const event = await this.#options.store.read(id);
       if (event) await this.#target?.routeAnnounced(event);
     } catch (error) {

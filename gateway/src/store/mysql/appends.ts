@@ -73,24 +73,35 @@ const LOOKUP_ON = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_R
  * reading a row, and the primary key and foreign key find a stored id or a missing rid. When they do (a retried
  * publish, a rid to nothing), or when the batch repeats an id or has an expectedVersion, the batch runs with the lookup, which compares the
  * stored event and decides each append alone.
+ *
+ * `beforeCommit` is called as the COMMIT is sent (the group commit's turn, see group-commit.ts): the sequence row is
+ * locked by this transaction until that commit, so a batch started then takes its positions after this one's.
  */
 export async function appendTransaction(
   writer: Pool | undefined,
   appends: readonly PreparedAppend[],
   retryOn: readonly string[],
   unpositionedSince: Date | undefined,
+  beforeCommit: () => void = () => undefined,
 ): Promise<AppendOutcome[]> {
   if (writer === undefined) throw notOpen();
   // A version conflict is decided before the insert, and must not be one that a retry of a stored event causes.
   let lookup = appends.some(({ options }) => options.expectedVersion !== undefined) || new Set(appends.map(({ event }) => event.id)).size !== appends.length;
+  let committing = false;
+  const commit = (): void => {
+    committing = true;
+    beforeCommit();
+  };
   for (let attempt = 1; ; attempt += 1) {
     const conn = await writer.getConnection();
     try {
-      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup);
+      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit);
       conn.release();
       return outcomes;
     } catch (error) {
       await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+      // A failed COMMIT is not run again: the next batch may hold the sequence lock already.
+      if (committing) throw error;
       const code = driverCode(error);
       if (!lookup && code !== undefined && LOOKUP_ON.includes(code)) {
         lookup = true;
@@ -109,7 +120,13 @@ export async function appendTransaction(
  * fewer or more positions were taken than reserved), COMMIT. Decided here in request order (an append sees the ones
  * before it). A refused append writes nothing and is an outcome, not a throw, so that the rest commits.
  */
-async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[], unpositionedSince: Date | undefined, lookup: boolean): Promise<AppendOutcome[]> {
+async function appendAll(
+  conn: PoolConnection,
+  appends: readonly PreparedAppend[],
+  unpositionedSince: Date | undefined,
+  lookup: boolean,
+  beforeCommit: () => void,
+): Promise<AppendOutcome[]> {
   // The writer connection has autocommit off: the locking UPDATE opens the transaction, COMMIT ends it. First the
   // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
   // ascend with positions across gateways) the server time and every check's rows. Counted under the sequence lock,
@@ -225,6 +242,8 @@ async function appendAll(conn: PoolConnection, appends: readonly PreparedAppend[
   await insert(INSERT.scheduled, rows.scheduled);
   await insert(INSERT.due, rows.due);
   if (next !== base + reserved) await setSequence(conn, next);
-  await conn.query('COMMIT');
+  const committed = conn.query('COMMIT');
+  beforeCommit();
+  await committed;
   return outcomes;
 }

@@ -62,6 +62,10 @@ export function openPool(options: MysqlStoreOptions, limit: number, autocommit: 
     timezone: 'Z',
     dateStrings: false,
     jsonStrings: true,
+    // mysql2 otherwise captures a stack trace on every query and execute (for the caller's frames in a driver error's
+    // stack): 2.5% of a MariaDB gateway's CPU at 9k publishes/s. A driver error still reaches the log wrapped, with
+    // its code and message, as the cause of the store's error (storeError), whose own stack has the caller's frames.
+    trace: false,
   });
   // The session is set up before the connection's first use (queued ahead of it): a known sql_mode whatever the
   // server's default, and the time zone when asked. A connection whose session cannot be set up is dropped.

@@ -12,7 +12,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
 import { createSchema, lockSequence } from './schema.js';
-import { GroupCommit } from '../group-commit.js';
+import { GroupCommit, type BatchTurn } from '../group-commit.js';
 import { affected, select, type Params } from './statements.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
 import { driverCode, exec, notOpen, openPool, run, storeError, transaction, utcNow, validDate, type MysqlStoreOptions } from './db.js';
@@ -27,6 +27,8 @@ import { MysqlCatalog } from './catalog.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
+/** v4's guarded routing claim: the first router to set consumed_hub wins. */
+const CLAIM_FOR_ROUTING = 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id = ? AND consumed_hub IS NULL';
 /** The guard that makes the first outcome win (v4 overwrote, and could end with both set). */
 const UNSETTLED = 'success IS NULL AND failed IS NULL';
 const OUTCOME_COLUMN: Record<Outcome, string> = { success: 'success', failed: 'failed' };
@@ -44,10 +46,12 @@ export class MysqlStore implements EventStore {
   #open: Pool | undefined;
   /** Connections for group commits (autocommit off: every batch is one transaction, ended by COMMIT or ROLLBACK). */
   #writer: Pool | undefined;
+  /** Connections for claimForRoutingEarly (autocommit off: the claim is decided before its COMMIT returns). */
+  #claimer: Pool | undefined;
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
-  readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
+  readonly #group = new GroupCommit((requests, turn) => this.appendBatch(requests, turn), { overlap: true });
   readonly #ledger = new MysqlLedger(() => this.#pool);
   readonly catalog = new MysqlCatalog(() => this.#pool, (domain, pid, after) => this.readEventlog(domain, pid, after));
 
@@ -61,17 +65,22 @@ export class MysqlStore implements EventStore {
     const pool = openPool(this.#options, connectionLimit, true);
     // Group commits run one at a time, on their own connections (see appends.ts).
     const writer = openPool(this.#options, 2, false);
+    // mysql2 pools connect on first use: a store that never claims early (a gateway) opens none.
+    const claimer = openPool(this.#options, 4, false);
     try {
       await createSchema(pool);
       await MysqlLedger.createTables(pool);
       this.#open = pool;
       this.#writer = writer;
+      this.#claimer = claimer;
       await this.#positions.sweep(pool);
     } catch (error) {
       this.#open = undefined;
       this.#writer = undefined;
+      this.#claimer = undefined;
       await pool.end().catch(() => undefined);
       await writer.end().catch(() => undefined);
+      await claimer.end().catch(() => undefined);
       if (driverCode(error) !== 'ER_BAD_DB_ERROR') throw storeError(error, `open database "${database}" on ${host}:${port}`);
       const message = `database "${database}" does not exist on ${host}:${port}; create it or set EVENTFLOW_MYSQL_DB`;
       throw new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
@@ -83,12 +92,15 @@ export class MysqlStore implements EventStore {
     await this.#group.idle();
     const pool = this.#open;
     const writer = this.#writer;
+    const claimer = this.#claimer;
     this.#open = undefined;
     this.#writer = undefined;
+    this.#claimer = undefined;
     this.#hubs.clear();
     await this.#positions.sweeping;
     await pool?.end();
     await writer?.end();
+    await claimer?.end();
   }
 
   ledger(): DeliveryLedger {
@@ -134,7 +146,12 @@ export class MysqlStore implements EventStore {
     return this.#group.append(event, options);
   }
 
-  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+  /**
+   * `turn` (from the group commit) is released as the batch's COMMIT is sent: the next batch may then start, and its
+   * sequence lock waits for this commit (appends.ts), so positions stay in arrival order. Nothing is written for this
+   * batch after that, so a failed COMMIT fails the whole batch instead of running each append alone.
+   */
+  async appendBatch(requests: readonly AppendRequest[], turn?: BatchTurn): Promise<AppendOutcome[]> {
     const outcomes: AppendOutcome[] = new Array<AppendOutcome>(requests.length);
     const valid: PreparedAppend[] = [];
     requests.forEach(({ event, options = {} }, index) => {
@@ -149,14 +166,20 @@ export class MysqlStore implements EventStore {
     for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
     // A v4 spoke may insert the same id, or delete a rid, between our checks and our inserts: a second attempt sees it.
     const retryOn = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
+    let released = false;
+    const release = (): void => {
+      released = true;
+      turn?.release();
+    };
     try {
-      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, this.#positions.unpositionedSince(this.#options.v4Writers === true)));
+      const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
+      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
     } catch (error) {
       // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:
       // each append alone, so that only the one that causes it fails. A connection error would only fail each again.
       const cause = error instanceof EventflowError ? error.cause : error;
-      if (valid.length === 1 || !driverCode(cause)?.startsWith('ER_')) {
+      if (valid.length === 1 || released || !driverCode(cause)?.startsWith('ER_')) {
         for (const append of valid) outcomes[append.index] = { ok: false, error: storeError(error, 'append the event') };
         return outcomes;
       }
@@ -267,8 +290,45 @@ export class MysqlStore implements EventStore {
 
   async claimForRouting(eventId: string, hub: string): Promise<boolean> {
     await this.#registerHub(hub);
-    const sql = 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id = ? AND consumed_hub IS NULL';
-    return (await this.#exec('claim the event for routing', sql, [hub, eventId])) === 1;
+    return (await this.#exec('claim the event for routing', CLAIM_FOR_ROUTING, [hub, eventId])) === 1;
+  }
+
+  /**
+   * claimForRouting, decided before the commit's log flush: `won` as soon as the guarded UPDATE has matched (and so
+   * locked) the row, `durable` once it is committed. A concurrent claimer's UPDATE waits on that row lock for this
+   * commit and then matches nothing, so exactly one router wins, as with claimForRouting. Only a failed commit (the
+   * database lost, say) lets a second router win later and route the event again, as a crash right after an
+   * autocommit claim would: routing is at least once. For the hub, which routes as soon as it wins: the routing of an
+   * event no longer waits for a log flush of its own.
+   */
+  async claimForRoutingEarly(eventId: string, hub: string): Promise<{ won: boolean; durable: Promise<void> }> {
+    await this.#registerHub(hub);
+    const claimer = this.#claimer;
+    if (claimer === undefined) throw notOpen();
+    const conn = await run(this.#pool, 'claim the event for routing', () => claimer.getConnection());
+    const end = (statement: 'COMMIT' | 'ROLLBACK'): Promise<void> =>
+      conn.query(statement).then(
+        () => conn.release(),
+        (error: unknown) => {
+          conn.destroy();
+          throw storeError(error, 'commit the routing claim');
+        },
+      );
+    let won: boolean;
+    try {
+      won = (await affected(conn, CLAIM_FOR_ROUTING, [hub, eventId])) === 1;
+    } catch (error) {
+      await end('ROLLBACK').catch(() => undefined);
+      // A deadlock victim had no effect: claimed as claimForRouting does (which runs it again).
+      if (driverCode(error) === 'ER_LOCK_DEADLOCK') return { won: await this.claimForRouting(eventId, hub), durable: Promise.resolve() };
+      throw storeError(error, 'claim the event for routing');
+    }
+    if (!won) {
+      // Nothing changed: the transaction ends without anyone waiting for it.
+      void end('ROLLBACK').catch(() => undefined);
+      return { won, durable: Promise.resolve() };
+    }
+    return { won, durable: end('COMMIT') };
   }
 
   /** A router's id needs a hub row before it can claim (see PLACEHOLDER_HUB). */

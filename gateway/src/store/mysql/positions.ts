@@ -10,7 +10,8 @@
  *
  * Events inserted by v4 spokes have no position row. They get one lazily, in (timestamp, id) order after everything
  * positioned so far, under the same lock: init() sweeps the whole database, and every read first positions the
- * unpositioned events of its scope. Narrow scopes (an id, an eventlog, an eid, a cpid) are checked whole. A whole
+ * unpositioned events of its scope. Narrow scopes (an id, an eventlog, an eid, a cpid) are checked whole, by the read
+ * itself (one round trip; a second read only when it met an event without a position). A whole
  * domain (readPublishedAfter, which must stay a seek by position) is checked only from 10 s before the last sweep,
  * at most once a second per domain and then only back to 2 s before the previous check (see CHECK_EVERY_MS), and a
  * sweep runs in the background at most once a minute: an event whose timestamp is older than that window when
@@ -98,6 +99,15 @@ export class Positions {
   /** Runs a multi-event read, after positioning the unpositioned events of its scope (see the header). */
   async events(pool: Pool, read: Read): Promise<StoredEvent[]> {
     const scope = read.onlyFired === false ? read.where : `${read.where} AND ${FIRED}`;
+    const params = [...read.params, ...(read.after === undefined ? [] : [read.after]), ...(read.limit === undefined ? [] : [read.limit])];
+    const limit = read.limit === undefined ? '' : ' LIMIT ?';
+    if (read.wide === undefined) {
+      // A narrow scope in one round trip when none of it lacks a position (the usual case): its events and the
+      // unpositioned ones together, these first (NULL sorts first), so that even under LIMIT one shows if any exists.
+      const after = read.after === undefined ? '' : ' AND (x.position > ? OR x.position IS NULL)';
+      const rows = await select<EventRow>(pool, `SELECT ${COLUMNS} FROM ${read.from} ${WITH_POSITION} WHERE ${scope}${after} ORDER BY x.position${limit}`, params);
+      if (rows.every((row) => row.position !== null)) return rows.map(toStoredEvent);
+    }
     if (read.wide !== undefined && Date.now() - this.#sweptAt > SWEEP_EVERY_MS) {
       this.#sweeping ??= this.sweep(pool).catch(() => undefined).finally(() => (this.#sweeping = undefined));
     }
@@ -109,9 +119,7 @@ export class Positions {
       if (missing.length > 0) await this.#assign(pool, missing.map((row) => row.id));
     }
     const after = read.after === undefined ? '' : ' AND x.position > ?';
-    const limit = read.limit === undefined ? '' : ' LIMIT ?';
     const sql = `SELECT ${COLUMNS} FROM ${read.from} JOIN eventflow_position x ON x.event_id = e.id WHERE ${scope}${after} ORDER BY x.position${limit}`;
-    const params = [...read.params, ...(read.after === undefined ? [] : [read.after]), ...(read.limit === undefined ? [] : [read.limit])];
     return (await select<EventRow>(pool, sql, params)).map(toStoredEvent);
   }
 

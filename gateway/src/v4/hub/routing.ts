@@ -103,12 +103,21 @@ export class HubRouting {
     this.#deps.track(task);
   }
 
-  /** v4's guarded routing claim; false (and a log row) if the database fails. */
+  /**
+   * v4's guarded routing claim; false (and a log row) if the database fails. Decided before its commit's log flush
+   * (MysqlStore.claimForRoutingEarly): the event is routed while the claim commits.
+   */
   #claim(eventId: string): Promise<boolean> {
-    return this.#deps.store.claimForRouting(eventId, this.#deps.id).catch((error: unknown) => {
-      this.#deps.log(`failed to claim event ${asciiText(eventId, 64)} for routing`, error);
-      return false;
-    });
+    return this.#deps.store.claimForRoutingEarly(eventId, this.#deps.id).then(
+      ({ won, durable }) => {
+        this.#deps.track(durable.catch((error: unknown) => this.#deps.log(`failed to commit the routing claim of event ${asciiText(eventId, 64)}`, error)));
+        return won;
+      },
+      (error: unknown) => {
+        this.#deps.log(`failed to claim event ${asciiText(eventId, 64)} for routing`, error);
+        return false;
+      },
+    );
   }
 
   /**
