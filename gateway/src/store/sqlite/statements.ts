@@ -42,6 +42,8 @@ export function prepareStatements(db: Database.Database) {
     setSchemaVersion: stmt<[string]>(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`),
     exists: stmt<[string], { one: number }>(`SELECT 1 AS one FROM event WHERE id = ?`),
 
+    // An id already stored fails it with SQLITE_CONSTRAINT_UNIQUE: the unique index is the check (appends.ts).
+    // Not ON CONFLICT DO NOTHING: that still advances AUTOINCREMENT's sequence, so head would move.
     insertEvent: write<Omit<EventRow, 'position'>>(
       `INSERT INTO event (id, timestamp, domain, rid, pid, name, data)
        VALUES (@id, @timestamp, @domain, @rid, @pid, @name, @data)`,
