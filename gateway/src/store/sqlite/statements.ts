@@ -38,6 +38,8 @@ export function prepareStatements(db: Database.Database) {
   });
   return {
     head: stmt<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`),
+    /** Changes when another connection commits to the file (this one's own commits leave it): recent.ts. */
+    dataVersion: stmt<[], { data_version: number }>(`PRAGMA data_version`),
     schemaVersion: stmt<[], { value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`),
     setSchemaVersion: stmt<[string]>(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`),
     exists: stmt<[string], { one: number }>(`SELECT 1 AS one FROM event WHERE id = ?`),
