@@ -298,11 +298,7 @@ export class SqliteStore implements EventStore {
   }
 
   async markOrphans(eventIds: readonly string[]): Promise<void> {
-    const { db, s } = this.#store;
-    const at = now();
-    db.transaction(() => {
-      for (const id of eventIds) s.markOrphan.run({ id, now: at });
-    })();
+    this.#s.markOrphans.run({ ids: JSON.stringify(eventIds), now: now() });
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {

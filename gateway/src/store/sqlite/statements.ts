@@ -122,6 +122,10 @@ export function prepareStatements(db: Database.Database) {
     ),
     settle: firstOutcome('event_published'),
     markOrphan: write<IdNow>(`UPDATE event_published SET orphan = @now WHERE event_id = @id AND orphan IS NULL`),
+    // One statement for a page of ids (a JSON array): per id, a statement cost as much as the update.
+    markOrphans: write<{ ids: string; now: string }>(
+      `UPDATE event_published SET orphan = @now WHERE event_id IN (SELECT value FROM json_each(@ids)) AND orphan IS NULL`,
+    ),
     insertDeadLetter: write<IdNow & { attempts: number; reason: string }>(
       `INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @reason, @now)`,
     ),
