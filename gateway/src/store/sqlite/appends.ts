@@ -49,7 +49,7 @@ export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: t
   const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
   let position: number;
   try {
-    position = Number(s.insertEvent.run(row).lastInsertRowid);
+    position = Number(s.insertEvent.run(row.id, timestamp, row.domain, rid, row.pid, row.name, data).lastInsertRowid);
   } catch (error) {
     // The one unique column is id. The failed statement undid itself (sequence included); the transaction goes on.
     if ((error as { code?: unknown } | null)?.code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
@@ -57,7 +57,7 @@ export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: t
   }
   if (options.publisher !== undefined) {
     const hub = options.routedBy ?? null;
-    s.insertPublished.run({ id: event.id, now: timestamp, publisher: options.publisher, hub, claimed: hub === null ? null : timestamp });
+    s.insertPublished.run(event.id, timestamp, options.publisher, hub, hub === null ? null : timestamp);
   }
   if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
   // The request's own data: what was just stored, as plain JSON (no need to parse it back).

@@ -46,12 +46,12 @@ export function prepareStatements(db: Database.Database) {
 
     // An id already stored fails it with SQLITE_CONSTRAINT_UNIQUE: the unique index is the check (appends.ts).
     // Not ON CONFLICT DO NOTHING: that still advances AUTOINCREMENT's sequence, so head would move.
-    insertEvent: write<Omit<EventRow, 'position'>>(
-      `INSERT INTO event (id, timestamp, domain, rid, pid, name, data)
-       VALUES (@id, @timestamp, @domain, @rid, @pid, @name, @data)`,
+    // The two inserts of every publish take positional parameters: binding names cost ~5% of the insert.
+    insertEvent: stmt<[id: string, timestamp: string, domain: string, rid: string | null, pid: string, name: string, data: string]>(
+      `INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ),
-    insertPublished: write<IdNow & { publisher: string; hub: string | null; claimed: string | null }>(
-      `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES (@id, @now, @publisher, @hub, @claimed)`,
+    insertPublished: stmt<[id: string, now: string, publisher: string, hub: string | null, claimed: string | null]>(
+      `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES (?, ?, ?, ?, ?)`,
     ),
     insertScheduled: write<IdNow & { scheduled: string }>(
       `INSERT INTO event_scheduled (event_id, timestamp, scheduled) VALUES (@id, @now, @scheduled)`,
