@@ -37,6 +37,8 @@ export class SqliteStore implements EventStore {
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
   /** What the last batches published, for the reads that follow them. */
   readonly #recent = new RecentPublished();
+  /** Orphans to mark in the next turn (markOrphans). */
+  #orphans: { ids: string[]; written: Promise<void> } | undefined;
 
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
@@ -83,6 +85,7 @@ export class SqliteStore implements EventStore {
   async close(): Promise<void> {
     // Appends already accepted are written (or fail) before the database goes.
     await this.#group.idle();
+    await this.#orphans?.written.catch(() => undefined);
     const open = this.#open;
     this.#open = undefined;
     this.#catalog = undefined;
@@ -297,8 +300,30 @@ export class SqliteStore implements EventStore {
     this.#s.markOrphan.run({ id: eventId, now: now() });
   }
 
-  async markOrphans(eventIds: readonly string[]): Promise<void> {
-    this.#s.markOrphans.run({ ids: JSON.stringify(eventIds), now: now() });
+  /**
+   * Written in the next turn, with the other pages marked meanwhile: the dispatcher marks a page
+   * right after routing it, in the turn whose commit resolved its publishes, and a transaction
+   * there would hold back their acknowledgements.
+   */
+  markOrphans(eventIds: readonly string[]): Promise<void> {
+    let pending = this.#orphans;
+    if (pending === undefined) {
+      const opened: { ids: string[]; written: Promise<void> } = { ids: [], written: Promise.resolve() };
+      opened.written = new Promise<void>((resolve, reject) =>
+        setImmediate(() => {
+          this.#orphans = undefined;
+          try {
+            this.#s.markOrphans.run({ ids: JSON.stringify(opened.ids), now: now() });
+            resolve();
+          } catch (error) {
+            reject(asError(error));
+          }
+        }),
+      );
+      this.#orphans = pending = opened;
+    }
+    for (const id of eventIds) pending.ids.push(id);
+    return pending.written;
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
