@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
 import { eventually } from '@eventflow/test-support/wait';
+import { mulberry32 } from './fuzz-support.js';
 
 let dir = '';
 let files = 0;
@@ -162,5 +163,55 @@ describe('SqliteStore', () => {
     expect(fired[0]?.position).toBeGreaterThan(event.position);
     expect(await two.read(event.id)).toEqual(fired[0]);
     expect(await one.head()).toBe(fired[0]?.position);
+  });
+
+  it('answers the reads after its own appends as the database does, with other connections writing, deleting and firing in between', async () => {
+    // The store keeps its latest batches' published events for these reads (recent.ts); a store that
+    // never appends answers every read from the database, and is the reference here.
+    const file = nextFile();
+    const [one, two, reference] = [await open(file), await open(file), await open(file)];
+    const random = mulberry32(0x5eed);
+    const int = (max: number): number => Math.floor(random() * max);
+    const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
+    const appended: string[] = [];
+    // Recent events mostly: those are the ones the store keeps.
+    const anEvent = (): string => pick(random() < 0.8 ? appended.slice(-8) : appended);
+    let reads = 0;
+    for (let step = 0; step < 400; step++) {
+      const writer = pick([one, one, one, two]);
+      const roll = int(10);
+      if (roll < 6) {
+        // A batch: several appends in one turn (one group commit), published, persisted, due-scheduled, with a rid.
+        const batch = Array.from({ length: 1 + int(5) }, () => {
+          const kind = int(6);
+          const rid = kind === 5 && appended.length > 0 ? anEvent() : undefined;
+          const options = kind === 3 ? {} : kind === 4 ? { publisher: 's', scheduledAt: new Date(Date.now() - 1000) } : { publisher: 's' };
+          return writer.append(newEvent({ domain: pick(['a', 'b']), name: pick(['x', 'y']), rid }), options).catch(() => undefined);
+        });
+        for (const outcome of await Promise.all(batch)) if (outcome) appended.push(outcome.event.id);
+      } else if (roll === 6 && appended.length > 0) await writer.delete(anEvent());
+      else if (roll === 7) await writer.claimDueScheduled(new Date());
+      else if (roll === 8 && appended.length > 0) await writer.catalog.cancelScheduled(anEvent());
+      else if (roll === 9 && appended.length > 0) await writer.append(newEvent({ id: anEvent() }), { publisher: 's' }).catch(() => undefined);
+      const head = await reference.head();
+      for (const store of [one, two]) {
+        const after = Math.max(0, head - int(12));
+        const limit = pick([1, 3, 100]);
+        const filter = { domain: pick(['a', 'b']), name: pick(['*', 'x', 'y']) };
+        expect(await store.readPublishedAfter(filter, after, limit)).toEqual(await reference.readPublishedAfter(filter, after, limit));
+        expect(await store.readPublishedSince(after, limit)).toEqual(await reference.readPublishedSince(after, limit));
+        reads++;
+      }
+    }
+    expect(reads).toBe(800);
+  });
+
+  it('reads the rid a cancelled scheduled event cleared, right after the publish that named it', async () => {
+    const store = await open(nextFile());
+    const later = await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(Date.now() + 60_000) });
+    const child = await store.append(newEvent({ rid: later.event.id }), { publisher: 's' });
+    expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([child.event]);
+    expect(await store.catalog.cancelScheduled(later.event.id)).toBe(true);
+    expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([{ ...child.event, rid: null }]);
   });
 });

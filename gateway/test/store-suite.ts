@@ -139,6 +139,19 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
         expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([]);
       });
 
+      it('answers an id already stored before looking at its rid: a retry is a retry, other content a duplicate', async () => {
+        const store = await open();
+        const parent = await store.append(newEvent());
+        const input = newEvent({ rid: parent.event.id });
+        const first = await store.append(input, { publisher: 's' });
+        // Deleting the parent clears the stored rid: the same write again is other content now.
+        await store.delete(parent.event.id);
+        await expectCode(store.append(input, { publisher: 's' }), 'E_EVENTFLOW_DUPLICATE_ID');
+        await expectCode(store.append({ ...input, rid: 'nope' }, { publisher: 's' }), 'E_EVENTFLOW_DUPLICATE_ID');
+        expect((await store.append({ ...input, rid: undefined }, { publisher: 's' })).event).toEqual({ ...first.event, rid: null });
+        expect(await store.head()).toBe(first.event.position);
+      });
+
       it('refuses a rid naming no stored event and stores nothing', async () => {
         const store = await open();
         const input = newEvent({ rid: 'nope' });

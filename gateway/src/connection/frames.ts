@@ -8,6 +8,7 @@ import { clientFrame, describeIssues, isOperationName, operations } from '@event
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
+import { acceptRequest, acceptWrite } from './fast-frames.js';
 import type { ConnectionLimits } from './limits.js';
 
 /** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
@@ -52,6 +53,9 @@ export function readFrame(data: string, limits: ConnectionLimits, greeted: boole
   } catch {
     return refused(undefined, 'E_EVENTFLOW_INVALID_FRAME', data === BINARY_FRAME ? 'binary frames are not part of the protocol; send JSON text frames' : 'frame is not valid JSON');
   }
+  // The common frame, plainly valid, skips zod (fast-frames.ts); anything else zod judges and words.
+  const fast = acceptRequest(json);
+  if (fast !== undefined) return request(fast.id, fast.op, fast.params, greeted);
   const frame = clientFrame.safeParse(json, english);
   if (!frame.success) {
     const type = json !== null && typeof json === 'object' ? (json as { type?: unknown }).type : undefined;
@@ -59,7 +63,10 @@ export function readFrame(data: string, limits: ConnectionLimits, greeted: boole
     return refused(readId(json), 'E_EVENTFLOW_INVALID_FRAME', message);
   }
   if (frame.data.type === 'hello') return { kind: 'hello', protocol: frame.data.protocol, client: frame.data.client, token: frame.data.token };
-  const { id, op, params } = frame.data;
+  return request(frame.data.id, frame.data.op, frame.data.params, greeted);
+}
+
+function request(id: number, op: string, params: unknown, greeted: boolean): ReadFrame {
   if (!greeted) return refused(id, 'E_EVENTFLOW_HANDSHAKE_REQUIRED', 'send a "hello" frame before any request');
   if (!isOperationName(op)) return refused(id, 'E_EVENTFLOW_UNKNOWN_OPERATION', `unknown operation ${JSON.stringify(op)}`);
   return { kind: 'request', id, op, params };
@@ -72,6 +79,10 @@ export function readParams<O extends OperationName>(id: number, op: O, params: u
   // Before validation walks it: an event's data is bounded in values and depth (data-shape.ts).
   const shape = writes.has(op) ? dataShapeRefusal(op, params, limits) : undefined;
   if (shape) return refused(id, shape.code, shape.message, shape.details);
+  if (op === 'publish' || op === 'persist') {
+    const fast = acceptWrite(params, op);
+    if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
+  }
   let parsed;
   try {
     parsed = operations[op].params.safeParse(params ?? {}, english);

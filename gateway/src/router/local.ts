@@ -5,7 +5,10 @@
  * Per batch, not per event: events published while a batch is being routed (or in the same turn
  * of the event loop) are claimed together (one store transaction) and routed with one
  * notification per domain, since the dispatcher pulls each domain's new events from the store in
- * position order anyway.
+ * position order anyway. An event whose claim was taken when it was stored (Router.claimsOnAppend:
+ * every new publish) has nothing to claim: the dispatcher is told at once, which coalesces a
+ * domain's notifications itself, so its subscribers get it in the turn that committed it rather
+ * than one turn of the event loop later (bench/README.md › latency-v4).
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from '../store/store.js';
@@ -14,8 +17,6 @@ import type { RouteTarget, Router } from './router.js';
 interface Batch {
   /** Events to claim, then route. */
   readonly events: StoredEvent[];
-  /** Events whose claim was taken when they were stored (see Router.claimsOnAppend). */
-  readonly claimed: StoredEvent[];
   done: Promise<void>;
 }
 
@@ -29,6 +30,8 @@ export class LocalRouter implements Router {
   #queue: Promise<void> = Promise.resolve();
   /** The batch that has not started yet: new events join it. */
   #open: Batch | undefined;
+  /** Notifications of events claimed on append, not settled yet: close() waits for them. */
+  readonly #direct = new Set<Promise<void>>();
 
   /**
    * Told of the events a batch claimed (not those claimed on append), before they are routed here:
@@ -50,9 +53,18 @@ export class LocalRouter implements Router {
   publish(event: StoredEvent, claimed = false): Promise<void> {
     const target = this.#target;
     if (!target) return Promise.reject(new Error('router not started'));
+    if (claimed) {
+      const routed = target.route(event);
+      this.#direct.add(routed);
+      void routed.then(
+        () => this.#direct.delete(routed),
+        () => this.#direct.delete(routed),
+      );
+      return routed;
+    }
     let batch = this.#open;
     if (batch === undefined) {
-      const opened: Batch = { events: [], claimed: [], done: Promise.resolve() };
+      const opened: Batch = { events: [], done: Promise.resolve() };
       opened.done = this.#queue
         .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
         .then(() => {
@@ -62,17 +74,17 @@ export class LocalRouter implements Router {
       this.#queue = opened.done.catch(() => undefined);
       this.#open = batch = opened;
     }
-    (claimed ? batch.claimed : batch.events).push(event);
+    batch.events.push(event);
     return batch.done;
   }
 
-  async #route(target: RouteTarget, { events, claimed }: Batch): Promise<void> {
-    const won = events.length === 0 ? new Set<string>() : new Set(await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId));
+  async #route(target: RouteTarget, { events }: Batch): Promise<void> {
+    const won = new Set(await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId));
     const claimedNow = events.filter((candidate) => won.has(candidate.id));
     if (claimedNow.length > 0) this.#onClaimed?.(claimedNow);
     // One notification per domain: the newest event of the domain routed in this batch.
     const newest = new Map<string, StoredEvent>();
-    for (const event of [...claimed, ...claimedNow]) {
+    for (const event of claimedNow) {
       const known = newest.get(event.domain);
       if (known === undefined || known.position < event.position) newest.set(event.domain, event);
     }
@@ -84,6 +96,6 @@ export class LocalRouter implements Router {
   }
 
   async close(): Promise<void> {
-    await this.#queue;
+    await Promise.allSettled([this.#queue, ...this.#direct]);
   }
 }

@@ -17,6 +17,8 @@ import { namespacePatternProblem } from './namespace-pattern.js';
 import { catalogOperations } from './protocol-catalog.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
+/** For servers' own checks of event data (the gateway's fast frame path). */
+export { FORBIDDEN_DATA_KEY } from './data-keys.js';
 
 /**
  * v4 stores ids, domains, names and pids in VARCHAR(64) ascii_bin columns and frames them with

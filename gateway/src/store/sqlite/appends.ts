@@ -30,37 +30,49 @@ export function asError(error: unknown): Error {
 
 /**
  * One append inside the batch's transaction. Every coded refusal is thrown before the first
- * write, so that catching it leaves nothing of this request behind.
+ * write, so that catching it leaves nothing of this request behind. An id already stored answers
+ * first (a retry, or E_EVENTFLOW_DUPLICATE_ID), whatever else the request holds; it is not looked
+ * up before the insert, which the unique index refuses instead, but before any other refusal.
  */
 export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: true }>, timestamp: string): AppendResult {
   const { event, options, rid, data, scheduled } = append;
-  const existing = s.read.get({ id: event.id });
-  if (existing !== undefined) {
-    const stored = toStoredEvent(existing);
-    if (isSameEvent(stored, event)) return { event: stored, created: false };
-    throw new EventflowError(
-      'E_EVENTFLOW_DUPLICATE_ID',
-      `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
-      { details: { id: event.id } },
-    );
-  }
   if (rid !== null && s.exists.get(rid) === undefined) {
-    throw new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', `event "${event.id}" refers (rid) to event "${rid}", which does not exist`, {
+    return storedAlready(s, event, () => new EventflowError('E_EVENTFLOW_REFERENCE_NOT_FOUND', `event "${event.id}" refers (rid) to event "${rid}", which does not exist`, {
       details: { id: event.id, rid },
-    });
+    }));
   }
   const { expectedVersion } = options;
   if (expectedVersion !== undefined) {
     const current = s.countEventlog.get({ domain: event.domain, pid: event.pid })?.count ?? 0;
-    if (current !== expectedVersion) throw versionConflict(event.domain, event.pid, current, expectedVersion);
+    if (current !== expectedVersion) return storedAlready(s, event, () => versionConflict(event.domain, event.pid, current, expectedVersion));
   }
   const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
-  const position = Number(s.insertEvent.run(row).lastInsertRowid);
+  let position: number;
+  try {
+    position = Number(s.insertEvent.run(row.id, timestamp, row.domain, rid, row.pid, row.name, data).lastInsertRowid);
+  } catch (error) {
+    // The one unique column is id. The failed statement undid itself (sequence included); the transaction goes on.
+    if ((error as { code?: unknown } | null)?.code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
+    return storedAlready(s, event, () => asError(error));
+  }
   if (options.publisher !== undefined) {
     const hub = options.routedBy ?? null;
-    s.insertPublished.run({ id: event.id, now: timestamp, publisher: options.publisher, hub, claimed: hub === null ? null : timestamp });
+    s.insertPublished.run(event.id, timestamp, options.publisher, hub, hub === null ? null : timestamp);
   }
   if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
   // The request's own data: what was just stored, as plain JSON (no need to parse it back).
   return { event: { ...row, data: event.data, position }, created: true };
+}
+
+/** An id already stored answers: the retry's result, or E_EVENTFLOW_DUPLICATE_ID; a new id throws `otherwise()`. */
+function storedAlready(s: Statements, event: NewEvent, otherwise: () => Error): AppendResult {
+  const existing = s.read.get({ id: event.id });
+  if (existing === undefined) throw otherwise();
+  const stored = toStoredEvent(existing);
+  if (isSameEvent(stored, event)) return { event: stored, created: false };
+  throw new EventflowError(
+    'E_EVENTFLOW_DUPLICATE_ID',
+    `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
+    { details: { id: event.id } },
+  );
 }

@@ -77,9 +77,12 @@ const optional = (value: string | null): string | undefined => value ?? undefine
 
 export class SqliteCatalog implements Catalog {
   readonly #s: Statements;
+  readonly #deleting: () => void;
 
-  constructor(db: Database.Database) {
+  /** `deleting`: called before an event is deleted (the store forgets what it keeps of recent events). */
+  constructor(db: Database.Database, deleting: () => void = () => undefined) {
     this.#s = prepare(db);
+    this.#deleting = deleting;
   }
 
   async domains(): Promise<DomainSummary[]> {
@@ -119,6 +122,7 @@ export class SqliteCatalog implements Catalog {
   }
 
   async cancelScheduled(id: string): Promise<boolean> {
+    this.#deleting();
     return this.#s.cancel.run({ id }).changes > 0;
   }
 

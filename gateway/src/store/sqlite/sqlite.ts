@@ -20,6 +20,7 @@ import type { SnapshotRead } from '../snapshots.js';
 import type { DeliveryLedger } from '../ledger.js';
 import { SqliteLedger } from './ledger.js';
 import { SqliteCatalog } from './catalog.js';
+import { RecentPublished } from './recent.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -34,6 +35,10 @@ export class SqliteStore implements EventStore {
   #ledger: SqliteLedger | undefined;
   #catalog: SqliteCatalog | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
+  /** What the last batches published, for the reads that follow them. */
+  readonly #recent = new RecentPublished();
+  /** Orphans to mark in the next turn (markOrphans). */
+  #orphans: { ids: string[]; written: Promise<void> } | undefined;
 
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
@@ -80,9 +85,11 @@ export class SqliteStore implements EventStore {
   async close(): Promise<void> {
     // Appends already accepted are written (or fail) before the database goes.
     await this.#group.idle();
+    await this.#orphans?.written.catch(() => undefined);
     const open = this.#open;
     this.#open = undefined;
     this.#catalog = undefined;
+    this.#recent.forget();
     const checkpointer = this.#checkpointer;
     this.#checkpointer = undefined;
     await checkpointer?.stop();
@@ -103,7 +110,7 @@ export class SqliteStore implements EventStore {
 
   get catalog(): SqliteCatalog {
     const { db } = this.#store;
-    return (this.#catalog ??= new SqliteCatalog(db));
+    return (this.#catalog ??= new SqliteCatalog(db, () => this.#recent.forget()));
   }
 
   get #s(): Statements {
@@ -124,21 +131,29 @@ export class SqliteStore implements EventStore {
     const prepared = requests.map(prepareAppend);
     // One IMMEDIATE transaction: the write lock is taken up front, so no check can go stale
     // before its insert, and the whole batch costs one commit.
-    const run = this.#store.db.transaction((): AppendOutcome[] => {
+    const run = this.#store.db.transaction(() => {
       const timestamp = now();
-      return prepared.map((append) => {
+      const before = s.head.get()?.seq ?? 0;
+      const version = s.dataVersion.get()?.data_version ?? 0;
+      const published: StoredEvent[] = [];
+      const outcomes = prepared.map((append): AppendOutcome => {
         if (!append.ok) return append;
         try {
-          return { ok: true, result: insertOne(s, append, timestamp) };
+          const result = insertOne(s, append, timestamp);
+          if (result.created && append.options.publisher !== undefined && append.scheduled === undefined) published.push(result.event);
+          return { ok: true, result };
         } catch (error) {
           // A coded refusal is thrown before the request writes anything: the batch goes on.
           if (error instanceof EventflowError) return { ok: false, error };
           throw error;
         }
       });
+      return { outcomes, before, after: s.head.get()?.seq ?? 0, version, published };
     });
     try {
-      return run.immediate();
+      const { outcomes, before, after, version, published } = run.immediate();
+      this.#recent.committed(before, after, version, published);
+      return outcomes;
     } catch (error) {
       // The batch was rolled back whole. An error of one row (a constraint, a value too big): each
       // request alone, so that only the one that causes it fails. Anything else (the database
@@ -199,6 +214,8 @@ export class SqliteStore implements EventStore {
   async readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]> {
     // A negative LIMIT means "no limit" to SQLite; the caller asked for at most `limit`.
     const bounded = Math.max(0, Math.floor(limit));
+    const recent = this.#readRecent(filter, after, bounded);
+    if (recent !== undefined) return recent;
     const rows =
       filter.name === '*'
         ? this.#s.publishedAfterAny.all({ domain: filter.domain, after, limit: bounded })
@@ -207,7 +224,13 @@ export class SqliteStore implements EventStore {
   }
 
   async readPublishedSince(after: Position, limit: number): Promise<StoredEvent[]> {
-    return this.#s.publishedSince.all({ after, limit: Math.max(0, Math.floor(limit)) }).map(toStoredEvent);
+    const bounded = Math.max(0, Math.floor(limit));
+    return this.#readRecent(undefined, after, bounded) ?? this.#s.publishedSince.all({ after, limit: bounded }).map(toStoredEvent);
+  }
+
+  #readRecent(filter: EventFilter | undefined, after: Position, limit: number): StoredEvent[] | undefined {
+    const s = this.#s;
+    return this.#recent.read(filter, after, limit, s.head.get()?.seq ?? 0, s.dataVersion.get()?.data_version ?? 0);
   }
 
   async findOutcome(
@@ -221,10 +244,12 @@ export class SqliteStore implements EventStore {
   }
 
   async delete(id: string): Promise<boolean> {
+    this.#recent.forget();
     return this.#s.delete.run({ id }).changes > 0;
   }
 
   async deleteEventlog(domain: string, pid: string): Promise<boolean> {
+    this.#recent.forget();
     return this.#s.deleteEventlog.run({ domain, pid }).changes > 0;
   }
 
@@ -275,12 +300,30 @@ export class SqliteStore implements EventStore {
     this.#s.markOrphan.run({ id: eventId, now: now() });
   }
 
-  async markOrphans(eventIds: readonly string[]): Promise<void> {
-    const { db, s } = this.#store;
-    const at = now();
-    db.transaction(() => {
-      for (const id of eventIds) s.markOrphan.run({ id, now: at });
-    })();
+  /**
+   * Written in the next turn, with the other pages marked meanwhile: the dispatcher marks a page
+   * right after routing it, in the turn whose commit resolved its publishes, and a transaction
+   * there would hold back their acknowledgements.
+   */
+  markOrphans(eventIds: readonly string[]): Promise<void> {
+    let pending = this.#orphans;
+    if (pending === undefined) {
+      const opened: { ids: string[]; written: Promise<void> } = { ids: [], written: Promise.resolve() };
+      opened.written = new Promise<void>((resolve, reject) =>
+        setImmediate(() => {
+          this.#orphans = undefined;
+          try {
+            this.#s.markOrphans.run({ ids: JSON.stringify(opened.ids), now: now() });
+            resolve();
+          } catch (error) {
+            reject(asError(error));
+          }
+        }),
+      );
+      this.#orphans = pending = opened;
+    }
+    for (const id of eventIds) pending.ids.push(id);
+    return pending.written;
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
@@ -318,7 +361,10 @@ export class SqliteStore implements EventStore {
       }
       return fired;
     });
-    return run.immediate();
+    const fired = run.immediate();
+    // A fired event moved to a new position, after the recent window's end.
+    if (fired.length > 0) this.#recent.forget();
+    return fired;
   }
 
   async settleScheduled(eventId: string, outcome: Outcome): Promise<void> {

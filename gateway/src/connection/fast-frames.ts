@@ -1,0 +1,109 @@
+/**
+ * Hand-written acceptors for the hot frames: a request's envelope and the `publish` / `persist`
+ * params. At tens of thousands of publishes a second, zod's parse of these was a sixth of the
+ * gateway's CPU (bench/README.md › publish-throughput).
+ *
+ * The zod schemas (@eventflow/core/protocol) stay the single source of truth: each function here
+ * only ever ACCEPTS, returning the value zod would return, or undefined when the input is not
+ * plainly valid; the caller then lets zod judge it and word the error. So a refusal's code and
+ * message are zod's by construction, and the one thing to prove is that nothing is accepted here
+ * that zod refuses (fast-frames.test.ts compares both on generated valid and invalid frames).
+ *
+ * The inputs come from JSON.parse: plain objects and arrays, finite or infinite numbers (1e400),
+ * strings, booleans and null. The accepted value is the input object itself (zod returns a copy
+ * of the same content); nothing downstream mutates params.
+ */
+import type { EventInput, JsonObject } from '@eventflow/core';
+import { FORBIDDEN_DATA_KEY } from '@eventflow/core/protocol';
+
+/** Deeper data is left to zod: a walk here never needs more stack than this. */
+const MAX_FAST_DEPTH = 32;
+
+type Json = JsonObject[string];
+
+/** The envelope of a request frame, as `requestFrame` parses it; undefined: let zod decide. */
+export function acceptRequest(json: unknown): { id: number; op: string; params: unknown } | undefined {
+  if (!isRecord(json)) return undefined;
+  let keys = 0;
+  for (const key in json) {
+    if (key !== 'type' && key !== 'id' && key !== 'op' && key !== 'params') return undefined;
+    keys++;
+  }
+  const { type, id, op } = json as { type?: unknown; id?: unknown; op?: unknown };
+  if (type !== 'request' || !isCount(id) || typeof op !== 'string' || op.length > 64) return undefined;
+  // `params` is z.optional(z.unknown()): anything, or absent.
+  if (keys === 3) return { id, op, params: undefined };
+  if (keys !== 4 || !('params' in json)) return undefined;
+  return { id, op, params: (json as { params: unknown }).params };
+}
+
+/** `publish` / `persist` params (`persist` has no requireConsumer); undefined: let zod decide. */
+export function acceptWrite(params: unknown, op: 'publish' | 'persist'): { event: EventInput; expectedVersion?: number; requireConsumer?: boolean } | undefined {
+  if (!isRecord(params)) return undefined;
+  for (const key in params) {
+    if (key === 'event') continue;
+    if (key === 'expectedVersion') {
+      if (!isCount(params[key])) return undefined;
+    } else if (key === 'requireConsumer' && op === 'publish') {
+      if (typeof params[key] !== 'boolean') return undefined;
+    } else return undefined;
+  }
+  if (!acceptEvent(params.event)) return undefined;
+  return params as { event: EventInput; expectedVersion?: number; requireConsumer?: boolean };
+}
+
+function acceptEvent(event: unknown): event is EventInput {
+  if (!isRecord(event)) return false;
+  let required = 0;
+  for (const key in event) {
+    const value = event[key];
+    if (key === 'domain' || key === 'name' || key === 'pid') {
+      if (!isIdentifier(value)) return false;
+      required++;
+    } else if (key === 'id' || key === 'rid') {
+      if (!isIdentifier(value)) return false;
+    } else if (key === 'data') {
+      if (!isRecord(value) || !isJsonRecord(value, 1)) return false;
+    } else return false;
+  }
+  return required === 3;
+}
+
+/** `identifier`: 1..64 printable ASCII characters, no trailing space. */
+function isIdentifier(value: unknown): value is string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 64) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return value.charCodeAt(value.length - 1) !== 0x20;
+}
+
+/** `count()`: z.int() (a safe integer) that is not negative. */
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** A plain object (what z.record accepts of JSON.parse's output): not null, not an array. */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * `jsonObject`'s members: z.json() of JSON.parse's output refuses only non-finite numbers, and
+ * jsonObject refuses an own `__proto__` key at any depth (data-keys.ts).
+ */
+function isJsonRecord(record: Record<string, unknown>, depth: number): boolean {
+  if (depth > MAX_FAST_DEPTH || Object.hasOwn(record, FORBIDDEN_DATA_KEY)) return false;
+  for (const key in record) if (!isJson(record[key], depth)) return false;
+  return true;
+}
+
+function isJson(value: unknown, depth: number): value is Json {
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (value === null || typeof value !== 'object') return typeof value === 'string' || typeof value === 'boolean' || value === null;
+  if (!Array.isArray(value)) return isJsonRecord(value as Record<string, unknown>, depth + 1);
+  if (depth + 1 > MAX_FAST_DEPTH) return false;
+  for (let i = 0; i < value.length; i++) if (!isJson(value[i], depth + 1)) return false;
+  return true;
+}

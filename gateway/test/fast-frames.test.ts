@@ -1,0 +1,156 @@
+/**
+ * The hand-written acceptors (fast-frames.ts) against zod, the source of truth: on generated valid
+ * and invalid envelopes and publish/persist params, whatever the fast path accepts zod accepts
+ * with an equal value, and what zod accepts in the common shape the fast path accepts too (else it
+ * would not be the fast path). Refusals are zod's by construction: the fast path never refuses.
+ */
+import { describe, expect, it } from 'vitest';
+import { operations, requestFrame } from '@eventflow/core/protocol';
+import { acceptRequest, acceptWrite } from '../src/connection/fast-frames.js';
+import { badIdentifiers, createGenerator, mulberry32 } from './fuzz-support.js';
+
+const random = mulberry32(0xfa57);
+const int = (max: number): number => Math.floor(random() * max);
+const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
+
+/** Printable ASCII identifiers at the edges: 1 and 64 characters, spaces inside, punctuation. */
+function identifier(): string {
+  const length = pick([1, 2, 8, 63, 64, 1 + int(64)]);
+  let text = '';
+  for (let i = 0; i < length; i++) text += String.fromCharCode(0x20 + int(0x5f));
+  return text.endsWith(' ') ? `${text.slice(0, -1)}x` : text;
+}
+
+/** Any JSON value as JSON.stringify writes it, nested up to `depth`. */
+function jsonValue(depth: number): unknown {
+  const roll = int(depth > 0 ? 9 : 6);
+  if (roll === 0) return null;
+  if (roll === 1) return random() < 0.5;
+  if (roll === 2) return pick([0, -0, 1, -1, 1.5, 2 ** 53, -1e308, 1e-300, int(1e9)]);
+  if (roll === 3) return pick(['', 'x', '__proto__', 'ü📦', '\u0000', 'a'.repeat(300)]);
+  if (roll === 4 || roll === 5) return identifier();
+  if (roll === 6) return Array.from({ length: int(4) }, () => jsonValue(depth - 1));
+  return jsonRecord(depth - 1);
+}
+
+function jsonRecord(depth: number): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (let i = int(5); i > 0; i--) record[pick(['a', 'constructor', 'prototype', 'toString', '', 'ü', identifier()])] = jsonValue(depth);
+  return record;
+}
+
+function validEvent(): Record<string, unknown> {
+  const event: Record<string, unknown> = { domain: identifier(), name: identifier(), pid: identifier() };
+  if (random() < 0.7) event.id = identifier();
+  if (random() < 0.7) event.data = jsonRecord(int(6));
+  if (random() < 0.3) event.rid = identifier();
+  return event;
+}
+
+function validWrite(op: 'publish' | 'persist'): Record<string, unknown> {
+  const params: Record<string, unknown> = { event: validEvent() };
+  if (random() < 0.3) params.expectedVersion = pick([0, 1, int(1e6), Number.MAX_SAFE_INTEGER]);
+  if (op === 'publish' && random() < 0.3) params.requireConsumer = random() < 0.5;
+  return params;
+}
+
+/** Text that JSON.stringify cannot write: a number literal beyond double range. */
+const INFINITE = '@@inf@@';
+
+/** One change that may or may not make `params` invalid; zod decides which. */
+function mutate(params: Record<string, unknown>): string {
+  const event = params.event as Record<string, unknown>;
+  const roll = int(12);
+  if (roll === 0) event[pick(['domain', 'name', 'pid', 'id', 'rid'])] = pick([...badIdentifiers, 5, null, true, [], {}, ['a']]);
+  else if (roll === 1) delete event[pick(['domain', 'name', 'pid', 'id', 'data'])];
+  else if (roll === 2) event[pick(['colour', 'position', 'timestamp', 'type', '__proto__'])] = 'x';
+  else if (roll === 3) event.data = pick([[], [1], 'text', null, 5, true]);
+  else if (roll === 4) params[pick(['extra', 'Event', 'requireConsumer', 'expectedVersion', '__proto__'])] = pick([1, 'x', null, true, -1, 1.5, 2 ** 53, -0, {}]);
+  else if (roll === 5) params.event = pick([5, 'x', null, [], true, [event]]);
+  else if (roll === 6) {
+    // `__proto__` or an infinite number somewhere inside the data.
+    const data = (event.data ??= {}) as Record<string, unknown>;
+    const inner = random() < 0.5 ? data : ((data.inner = pick([{}, []])) as Record<string, unknown>);
+    if (Array.isArray(inner)) inner.push(random() < 0.5 ? INFINITE : { ['@@proto@@']: 1 });
+    else inner[random() < 0.5 ? '@@proto@@' : 'n'] = random() < 0.5 ? 1 : INFINITE;
+  } else if (roll === 7) event.data = { deep: nested(20 + int(30)) };
+  else if (roll === 8) params.requireConsumer = pick([true, false, 'yes', 1, null]);
+  else if (roll === 9) params.expectedVersion = pick([0, 7, -1, 1.5, -0, 2 ** 53, Number.MAX_SAFE_INTEGER, INFINITE, '3', null]);
+  else if (roll === 10) event[pick(['domain', 'name', 'pid', 'id', 'rid'])] = pick(['a'.repeat(64), 'a'.repeat(65), 'a ', ' a', 'a\u007f', 'a\u001f', '~', ' x']);
+  return JSON.stringify(params).replaceAll(`"${INFINITE}"`, '1e400').replaceAll('"@@proto@@"', '"__proto__"');
+}
+
+const nested = (depth: number): unknown => (depth === 0 ? 1 : random() < 0.5 ? [nested(depth - 1)] : { a: nested(depth - 1) });
+
+describe('fast frame path', () => {
+  it('accepts only publish/persist params that zod accepts, with the same value; accepts every plainly valid one', () => {
+    let accepted = 0;
+    let refusedByZod = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const op = pick(['publish', 'persist'] as const);
+      const valid = validWrite(op);
+      const text = i % 4 === 0 ? JSON.stringify(valid) : mutate(valid);
+      const params: unknown = JSON.parse(text);
+      const zod = operations[op].params.safeParse(params);
+      const fast = acceptWrite(params, op);
+      if (fast !== undefined) {
+        accepted++;
+        expect(zod.success, `fast path accepted what zod refuses: ${op} ${text}`).toBe(true);
+        // toEqual, not toStrictEqual: data may hold an own `constructor` key, which toStrictEqual reads as the class.
+        expect(fast, text).toEqual(zod.data);
+      } else if (!zod.success) refusedByZod++;
+      // Unmutated params are plainly valid: zod accepts them and so must the fast path (depth ≤ 6 here).
+      if (i % 4 === 0) expect(fast, `fast path passed a valid ${op} to zod: ${text}`).toBeDefined();
+    }
+    // Both verdicts were exercised many times.
+    expect(accepted).toBeGreaterThan(5_000);
+    expect(refusedByZod).toBeGreaterThan(5_000);
+  });
+
+  it('accepts only request envelopes that zod accepts, with the same value', () => {
+    const generator = createGenerator(0xfa57, 4096);
+    let accepted = 0;
+    const frames: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const frame = generator.next();
+      if (typeof frame.data === 'string') frames.push(frame.data);
+    }
+    const envelopes: unknown[] = [
+      { type: 'request', id: 0, op: 'ping' },
+      { type: 'request', id: Number.MAX_SAFE_INTEGER, op: 'x'.repeat(64), params: null },
+      { type: 'request', id: 1, op: 'x'.repeat(65) },
+      { type: 'request', id: -0, op: 'ping', params: [] },
+      { type: 'request', id: 1.5, op: 'ping' },
+      { type: 'request', id: 2 ** 53, op: 'ping' },
+      { type: 'request', id: '1', op: 'ping' },
+      { type: 'request', op: 'ping' },
+      { type: 'request', id: 1 },
+      { type: 'request', id: 1, op: 5 },
+      { type: 'request', id: 1, op: 'ping', extra: 1 },
+      { type: 'hello', protocol: 1 },
+      { type: 'Request', id: 1, op: 'ping' },
+      ['request'],
+      null,
+      'request',
+    ];
+    for (const text of frames) {
+      try {
+        envelopes.push(JSON.parse(text));
+      } catch {
+        // Malformed JSON never reaches either parser.
+      }
+    }
+    envelopes.push(JSON.parse('{"type":"request","id":1,"op":"ping","__proto__":{}}'), JSON.parse('{"type":"request","id":1e400,"op":"ping"}'));
+    for (const json of envelopes) {
+      const fast = acceptRequest(json);
+      if (fast === undefined) continue;
+      accepted++;
+      const zod = requestFrame.safeParse(json);
+      expect(zod.success, `fast path accepted what zod refuses: ${JSON.stringify(json)}`).toBe(true);
+      const { type, ...rest } = zod.data as { type: string };
+      expect(type).toBe('request');
+      expect({ ...fast, params: fast.params }).toStrictEqual({ params: undefined, ...rest });
+    }
+    expect(accepted).toBeGreaterThan(1_000);
+  });
+});
