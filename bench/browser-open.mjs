@@ -249,14 +249,19 @@ try {
     events: stored.length,
     eventlogBytes: eventBytes,
     rows,
-    summary: rows.map((row) => ({
-      measure: `${row.operation}: warm ms (median of ${row.runs})`,
-      value: row.warmMs,
-      baseline: `cold ${row.coldMs}`,
-      ratio: `${row.ratio}x faster`,
-      target: `>= ${TARGET}x`,
-      meets: row.ratio >= TARGET,
-    })),
+    // The target is the issue's, for the reads and the first snapshot; the "then every event used"
+    // rows say what the lazy lists defer (the events' parse), reported next to them without one.
+    summary: rows.map((row) => {
+      const deferred = / then every event/.test(row.operation);
+      return {
+        measure: `${row.operation}: warm ms (median of ${row.runs})`,
+        value: row.warmMs,
+        baseline: `cold ${row.coldMs}`,
+        ratio: `${row.ratio}x faster`,
+        target: deferred ? 'reported' : `>= ${TARGET}x`,
+        ...(deferred ? {} : { meets: row.ratio >= TARGET }),
+      };
+    }),
   });
 } finally {
   await browser?.close().catch(() => {});
