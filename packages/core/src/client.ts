@@ -15,13 +15,14 @@ import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
 import { closedError, EventflowError, logError } from './errors.js';
 import type { FeatureHost, FeaturePart } from './features.js';
+import type { V4Reads } from './v4-reads.js';
 import { generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertIdentifier, assertNames, invalid, withId } from './validate.js';
+import { assertIdentifier, invalid, withId } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -88,7 +89,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
-        } else for (const part of parts) part.frame(frame);
+        } else for (const part of parts) part.frame?.(frame);
       },
       lost: () => {
         registrations.lost();
@@ -292,28 +293,35 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('readEventlog', { domain, pid, after: options.after }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
-  /** Events of a process with min ≤ timestamp ≤ max. */
-  async readEventlogByTimestamp<D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string): Promise<Array<EventOf<M, D>>> {
-    return this.#field('readEventlogByTimestamp', { domain, pid, from: toIso(min, 'min'), to: toIso(max, 'max') }, 'events') as Promise<Array<EventOf<M, D>>>;
+  // ── v4's other reads and associations (the `v4Reads` feature) ───────────────────────────
+  // Installed on the prototype from their names (the static block), so that a bundle without the feature
+  // carries seven names rather than seven methods. Each rejects with E_EVENTFLOW_FEATURE_NOT_ENABLED without it.
+
+  /** Events of a process with min ≤ timestamp ≤ max. Needs the `v4Reads` feature (see ClientOptions.features). */
+  declare readEventlogByTimestamp: <D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string) => Promise<Array<EventOf<M, D>>>;
+  /** Needs the `v4Reads` feature. */
+  declare readEventlogFilteredByNames: <D extends DomainOf<M>>(domain: D, pid: string, names: string[]) => Promise<Array<EventOf<M, D>>>;
+  /** Events associated with the child process (domain, cpid); `domain` is the child's domain. Needs the `v4Reads` feature. */
+  declare readEventlogByChildProcess: (domain: string, cpid: string) => Promise<StoredEvent[]>;
+  /** Needs the `v4Reads` feature. */
+  declare readEventlogByEid: (eid: string) => Promise<StoredEvent[]>;
+  /** Needs the `v4Reads` feature. */
+  declare readEventlogByDomainAndEid: <D extends DomainOf<M>>(domain: D, eid: string) => Promise<Array<EventOf<M, D>>>;
+  /** Needs the `v4Reads` feature. */
+  declare persistEntityAssociation: (eventId: string, eid: string) => Promise<true>;
+  /** Needs the `v4Reads` feature. */
+  declare persistChildProcessAssociation: (eventId: string, domain: string, cpid: string) => Promise<true>;
+
+  static {
+    const methods = 'readEventlogByTimestamp readEventlogFilteredByNames readEventlogByChildProcess readEventlogByEid readEventlogByDomainAndEid persistEntityAssociation persistChildProcessAssociation';
+    for (const method of methods.split(' ') as Array<Exclude<keyof V4Reads, keyof FeaturePart>>) {
+      (this.prototype as unknown as Record<string, unknown>)[method] = async function (this: EventflowClient, ...args: unknown[]) {
+        return (this.#feature('v4Reads', method)[method] as (...args: unknown[]) => unknown)(...args);
+      };
+    }
   }
 
-  async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
-    assertNames(names);
-    return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
-  }
-
-  /** Events associated with the child process (domain, cpid); `domain` is the child's domain. */
-  readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]> {
-    return this.#field('readEventlogByChildProcess', { domain, cpid }, 'events');
-  }
-
-  readEventlogByEid(eid: string): Promise<StoredEvent[]> {
-    return this.#field('readEventlogByEid', { eid }, 'events');
-  }
-
-  readEventlogByDomainAndEid<D extends DomainOf<M>>(domain: D, eid: string): Promise<Array<EventOf<M, D>>> {
-    return this.#field('readEventlogByDomainAndEid', { domain, eid }, 'events') as Promise<Array<EventOf<M, D>>>;
-  }
+  // ── more reads ──────────────────────────────────────────────────────────────────────────
 
   /** The pids of a domain, as strings (v4 returned `{pid}` rows), in binary order. */
   readDistinctPidByDomain(domain: string): Promise<string[]> {
@@ -327,16 +335,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async readEventlogState(domain: string, pid: string): Promise<State> {
     const state = await this.#field('readEventlogState', { domain, pid }, 'state');
     return Object.keys(state).length > 0 ? freezeState(state) : emptyState;
-  }
-
-  async persistEntityAssociation(eventId: string, eid: string): Promise<true> {
-    await this.call('persistEntityAssociation', { eventId, eid });
-    return true;
-  }
-
-  async persistChildProcessAssociation(eventId: string, domain: string, cpid: string): Promise<true> {
-    await this.call('persistChildProcessAssociation', { eventId, domain, cpid });
-    return true;
   }
 
   generatePid(): string {
@@ -423,7 +421,7 @@ function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
   const { features = [] } = options;
-  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting)');
+  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting, v4Reads)');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
 }
 

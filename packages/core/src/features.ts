@@ -27,7 +27,7 @@ export interface FeaturePart {
   opened?(welcome: WelcomeFrame): void;
   lost?(): void;
   /** Every gateway frame the client itself does not handle; a part ignores those it does not own. */
-  frame(frame: ServerFrame): void;
+  frame?(frame: ServerFrame): void;
   /** close(): lets running work finish within `timeout` ms. */
   drain?(timeout: number): Promise<void>;
   /** close(): pending work fails with `error`. */
