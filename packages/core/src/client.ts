@@ -172,18 +172,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('schedule', writeParams('schedule', event, options, date) as Params<'schedule'>, 'id', options);
   }
 
-  /**
-   * Registers a wait for the outcome, publishes the event, and resolves with the outcome event.
-   * The wait exists before the event does, so a fast outcome cannot be missed. Fails fast: with
-   * E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the event (unless
-   * `requireConsumer: false`), and with E_EVENTFLOW_CONSUMER_FAILED (the handler's message and the
-   * attempt in details) when its consume ends failed or dead-lettered on the same gateway.
-   * Needs the `waiting` feature (see ClientOptions.features).
-   */
-  async request<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options: RequestEventOptions = {}): Promise<EventOf<M, D>> {
-    return (await this.#feature('waiting', 'request').request(event, options)) as EventOf<M, D>;
-  }
-
   // ── subscriptions ───────────────────────────────────────────────────────────────────────
 
   /**
@@ -244,35 +232,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return queue;
   }
 
-  // ── consumers (the `consuming` feature) ─────────────────────────────────────────────────
-
-  /**
-   * Competes for the events of (domain, name): each event goes to exactly one consumer among all
-   * clients. The handler resolving marks the event success, throwing marks it failed.
-   * Needs the `consuming` feature (see ClientOptions.features).
-   */
-  async consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>, options: ConsumeOptions = {}): Promise<Consumer> {
-    return this.#feature('consuming', 'consume').consume(domain, name, handler as unknown as DeliveryHandler, options);
-  }
-
-  /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
-  async removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void> {
-    return this.#feature('consuming', 'removeConsumer').removeConsumer(domain, name, handler as unknown as DeliveryHandler);
-  }
-
-  // ── waits (the `waiting` feature) ───────────────────────────────────────────────────────
-
-  /**
-   * Resolves with the first event of (domain, pid) named one of `names` (default `success` and
-   * `failed`), failing after `timeout` ms (default 10 000). The wait is registered at the gateway
-   * before the timeout starts; with `after`, an outcome already stored after that event also
-   * resolves it. Concurrent waits are independent of each other and of subscriptions.
-   * Needs the `waiting` feature (see ClientOptions.features).
-   */
-  async wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<EventOf<M, D>> {
-    return (await this.#feature('waiting', 'wait').wait(domain, pid, names, timeout, options)) as EventOf<M, D>;
-  }
-
   // ── reads and writes ────────────────────────────────────────────────────────────────────
 
   delete(eventId: string): Promise<boolean> {
@@ -293,31 +252,18 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('readEventlog', { domain, pid, after: options.after }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
-  // ── v4's other reads and associations (the `v4Reads` feature) ───────────────────────────
-  // Installed on the prototype from their names (the static block), so that a bundle without the feature
-  // carries seven names rather than seven methods. Each rejects with E_EVENTFLOW_FEATURE_NOT_ENABLED without it.
-
-  /** Events of a process with min ≤ timestamp ≤ max. Needs the `v4Reads` feature (see ClientOptions.features). */
-  declare readEventlogByTimestamp: <D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string) => Promise<Array<EventOf<M, D>>>;
-  /** Needs the `v4Reads` feature. */
-  declare readEventlogFilteredByNames: <D extends DomainOf<M>>(domain: D, pid: string, names: string[]) => Promise<Array<EventOf<M, D>>>;
-  /** Events associated with the child process (domain, cpid); `domain` is the child's domain. Needs the `v4Reads` feature. */
-  declare readEventlogByChildProcess: (domain: string, cpid: string) => Promise<StoredEvent[]>;
-  /** Needs the `v4Reads` feature. */
-  declare readEventlogByEid: (eid: string) => Promise<StoredEvent[]>;
-  /** Needs the `v4Reads` feature. */
-  declare readEventlogByDomainAndEid: <D extends DomainOf<M>>(domain: D, eid: string) => Promise<Array<EventOf<M, D>>>;
-  /** Needs the `v4Reads` feature. */
-  declare persistEntityAssociation: (eventId: string, eid: string) => Promise<true>;
-  /** Needs the `v4Reads` feature. */
-  declare persistChildProcessAssociation: (eventId: string, domain: string, cpid: string) => Promise<true>;
-
   static {
-    const methods = 'readEventlogByTimestamp readEventlogFilteredByNames readEventlogByChildProcess readEventlogByEid readEventlogByDomainAndEid persistEntityAssociation persistChildProcessAssociation';
-    for (const method of methods.split(' ') as Array<Exclude<keyof V4Reads, keyof FeaturePart>>) {
-      (this.prototype as unknown as Record<string, unknown>)[method] = async function (this: EventflowClient, ...args: unknown[]) {
-        return (this.#feature('v4Reads', method)[method] as (...args: unknown[]) => unknown)(...args);
-      };
+    const methods: Record<keyof Features, string> = {
+      consuming: 'consume removeConsumer',
+      waiting: 'wait request',
+      v4Reads: 'readEventlogByTimestamp readEventlogFilteredByNames readEventlogByChildProcess readEventlogByEid readEventlogByDomainAndEid persistEntityAssociation persistChildProcessAssociation',
+    };
+    for (const [feature, names] of Object.entries(methods) as Array<[keyof Features, string]>) {
+      for (const method of names.split(' ')) {
+        (this.prototype as unknown as Record<string, unknown>)[method] = async function (this: EventflowClient, ...args: unknown[]) {
+          return (this.#feature(feature, method) as unknown as Record<string, (...args: unknown[]) => unknown>)[method]!(...args);
+        };
+      }
     }
   }
 
@@ -396,6 +342,65 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 }
 
+/**
+ * The methods of the features (ClientOptions.features), on every client: EventflowClient's static
+ * block installs each from its name, delegating to the feature's part, so that a bundle without
+ * the feature carries names rather than methods. Without the feature, each rejects with
+ * E_EVENTFLOW_FEATURE_NOT_ENABLED.
+ */
+export interface EventflowClient<M extends EventMap = EventMap> {
+  // ── publishing and waiting for the outcome (the `waiting` feature) ─────────────────────
+  /**
+   * Registers a wait for the outcome, publishes the event, and resolves with the outcome event.
+   * The wait exists before the event does, so a fast outcome cannot be missed. Fails fast: with
+   * E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the event (unless
+   * `requireConsumer: false`), and with E_EVENTFLOW_CONSUMER_FAILED (the handler's message and the
+   * attempt in details) when its consume ends failed or dead-lettered on the same gateway.
+   * Needs the `waiting` feature (see ClientOptions.features).
+   */
+  request<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: RequestEventOptions): Promise<EventOf<M, D>>;
+
+  // ── consumers (the `consuming` feature) ─────────────────────────────────────────────────
+
+  /**
+   * Competes for the events of (domain, name): each event goes to exactly one consumer among all
+   * clients. The handler resolving marks the event success, throwing marks it failed.
+   * Needs the `consuming` feature (see ClientOptions.features).
+   */
+  consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>, options?: ConsumeOptions): Promise<Consumer>;
+
+  /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
+  removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void>;
+
+  // ── waits (the `waiting` feature) ───────────────────────────────────────────────────────
+
+  /**
+   * Resolves with the first event of (domain, pid) named one of `names` (default `success` and
+   * `failed`), failing after `timeout` ms (default 10 000). The wait is registered at the gateway
+   * before the timeout starts; with `after`, an outcome already stored after that event also
+   * resolves it. Concurrent waits are independent of each other and of subscriptions.
+   * Needs the `waiting` feature (see ClientOptions.features).
+   */
+  wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options?: WaitOptions): Promise<EventOf<M, D>>;
+
+  // ── v4's other reads and associations (the `v4Reads` feature) ───────────────────────────
+
+  /** Events of a process with min ≤ timestamp ≤ max. Needs the `v4Reads` feature (see ClientOptions.features). */
+  readEventlogByTimestamp<D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string): Promise<Array<EventOf<M, D>>>;
+  /** Needs the `v4Reads` feature. */
+  readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>>;
+  /** Events associated with the child process (domain, cpid); `domain` is the child's domain. Needs the `v4Reads` feature. */
+  readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]>;
+  /** Needs the `v4Reads` feature. */
+  readEventlogByEid(eid: string): Promise<StoredEvent[]>;
+  /** Needs the `v4Reads` feature. */
+  readEventlogByDomainAndEid<D extends DomainOf<M>>(domain: D, eid: string): Promise<Array<EventOf<M, D>>>;
+  /** Needs the `v4Reads` feature. */
+  persistEntityAssociation(eventId: string, eid: string): Promise<true>;
+  /** Needs the `v4Reads` feature. */
+  persistChildProcessAssociation(eventId: string, domain: string, cpid: string): Promise<true>;
+
+}
 
 /**
  * The checked parameters of a write (publish, persist, schedule at `date`), with the event's id;
