@@ -4,4 +4,4 @@
  * `createBrowserClient(url, { features: [consuming, waiting] })`. Without them those methods reject
  * with E_EVENTFLOW_FEATURE_NOT_ENABLED, and the bundle carries none of their code.
  */
-export { consuming, v4Reads, waiting } from '@eventflow/core';
+export { consuming, iterating, v4Reads, waiting } from '@eventflow/core';

@@ -3,6 +3,7 @@ import type { BackoffOptions } from './backoff.js';
 import type { Consumers } from './consumers.js';
 import type { ClientFeature } from './features.js';
 import type { V4Reads } from './v4-reads.js';
+import type { Iterating } from './iterating.js';
 import type { Waits } from './waits.js';
 import type { DeletedFrame, JsonObject, StoredEvent } from './protocol.js';
 import type { RequestOptions } from './requests.js';
@@ -67,6 +68,7 @@ export interface Features {
   consuming: Consumers;
   waiting: Waits;
   v4Reads: V4Reads;
+  iterating: Iterating;
 }
 /** A feature value, as passed in ClientOptions.features: `consuming` or `waiting`. */
 export type Feature = { [K in keyof Features]: ClientFeature<K, Features[K]> }[keyof Features];

@@ -9,7 +9,6 @@
  */
 import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Feature, Features, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
 import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
-import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
@@ -68,6 +67,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       ...registrations.host,
       request: send,
       call: (op, params, requestOptions) => this.call(op, params, requestOptions),
+      client: this as unknown as FeatureHost['client'],
       closed: () => !!this.#closed,
       assertRegistrable: (domain, value, field) => this.#assertRegistrable(domain, value, field),
     };
@@ -217,19 +217,14 @@ export class EventflowClient<M extends EventMap = EventMap> {
     else await this.#registrations.unsubscribe(domain, name as string, listener);
   }
 
-  /** The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`, or of a pattern subscription. */
+  /**
+   * The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`, or of a pattern subscription.
+   * Needs the `iterating` feature (see ClientOptions.features); without it, throws E_EVENTFLOW_FEATURE_NOT_ENABLED, as it throws for a bad argument.
+   */
   events(pattern: NamespacePattern, names: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent>;
   events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options?: { signal?: AbortSignal; bufferSize?: number }): AsyncIterableIterator<EventOf<M, D, N>>;
-  events(domain: string | NamespacePattern, name: string | readonly string[], options: PatternOptions & { bufferSize?: number } = {}): AsyncIterableIterator<StoredEvent> {
-    if (typeof domain === 'object') domain.params(name, options.pid);
-    else this.#assertRegistrable(domain, name as string, 'name');
-    assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
-    assertSignal(options.signal, 'options.signal');
-    const listener: AnyListener = (event) => queue.push(event);
-    const { pid } = options;
-    const queue = createAsyncQueue<StoredEvent>(() => void this.#unsubscribe(domain, name, listener, { pid }).catch(this.#onError), options.bufferSize, options.signal);
-    this.#subscribe(domain, name, listener, { pid }).catch((error: unknown) => queue.fail(error));
-    return queue;
+  events(domain: string | NamespacePattern, name: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent> {
+    return this.#feature('iterating', 'events').events(domain, name, options);
   }
 
   // ── reads and writes ────────────────────────────────────────────────────────────────────
@@ -253,12 +248,12 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   static {
-    const methods: Record<keyof Features, string> = {
+    const methods: Record<Exclude<keyof Features, 'iterating'>, string> = {
       consuming: 'consume removeConsumer',
       waiting: 'wait request',
       v4Reads: 'readEventlogByTimestamp readEventlogFilteredByNames readEventlogByChildProcess readEventlogByEid readEventlogByDomainAndEid persistEntityAssociation persistChildProcessAssociation',
     };
-    for (const [feature, names] of Object.entries(methods) as Array<[keyof Features, string]>) {
+    for (const [feature, names] of Object.entries(methods) as Array<[keyof typeof methods, string]>) {
       for (const method of names.split(' ')) {
         (this.prototype as unknown as Record<string, unknown>)[method] = async function (this: EventflowClient, ...args: unknown[]) {
           return (this.#feature(feature, method) as unknown as Record<string, (...args: unknown[]) => unknown>)[method]!(...args);
@@ -426,7 +421,7 @@ function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
   const { features = [] } = options;
-  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting, v4Reads)');
+  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting, v4Reads, iterating)');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
 }
 

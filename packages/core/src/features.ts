@@ -5,9 +5,12 @@
  * `options.features` brings their implementation, so a browser that shows processes and
  * publishes ships neither. createClient and createNodeClient pass every feature.
  */
+import type { NamespacePattern } from './namespace-pattern.js';
 import type { OperationName, Params, Result, ServerFrame, WelcomeFrame } from './protocol.js';
-import type { RegistrationHost, Send } from './registrations.js';
+import type { AnyListener, RegistrationHost, Send } from './registrations.js';
 import type { RequestOptions } from './requests.js';
+
+type Subscribe = (domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }) => Promise<unknown>;
 
 /** What a feature uses of its client. */
 export interface FeatureHost extends RegistrationHost {
@@ -15,6 +18,8 @@ export interface FeatureHost extends RegistrationHost {
   request: Send;
   /** The client's `call`: sent again after a reconnect. */
   call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>>;
+  /** The client itself, for features built on its subscribe and unsubscribe (with a domain or a pattern). */
+  client: { subscribe: Subscribe; unsubscribe: Subscribe };
   /** True once close() was called. */
   closed(): boolean;
   /** Refuses new work of a closed client (E_EVENTFLOW_CLIENT_CLOSED) and checks a registration's domain and its `field`. */

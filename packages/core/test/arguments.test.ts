@@ -3,7 +3,7 @@
  * also while offline (the client here never connects), instead of resolving and failing later.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { consuming, createClient, EventflowClient, retry, retryOnConflict, v4Reads, waiting, type Connector } from '../src/index.js';
+import { consuming, createClient, EventflowClient, retry, retryOnConflict, iterating, v4Reads, waiting, type Connector } from '../src/index.js';
 import { DATA_MAX_DEPTH } from '../src/json-check.js';
 import { eventInput } from '../src/protocol.js';
 import { assertEventInput } from '../src/validate.js';
@@ -12,7 +12,7 @@ import { assertEventInput } from '../src/validate.js';
 const offline: Connector = () => new Promise(() => undefined);
 const clients: EventflowClient[] = [];
 const client = (): EventflowClient => {
-  const created = new EventflowClient(offline, { features: [consuming, waiting, v4Reads], onError: () => undefined });
+  const created = new EventflowClient(offline, { features: [consuming, waiting, v4Reads, iterating], onError: () => undefined });
   clients.push(created);
   return created;
 };
@@ -180,6 +180,8 @@ describe('features', () => {
     await refusesWith(() => bare.readEventlogByDomainAndEid('d', 'e'), notEnabled('readEventlogByDomainAndEid', 'v4Reads'));
     await refusesWith(() => bare.persistEntityAssociation('i', 'e'), notEnabled('persistEntityAssociation', 'v4Reads'));
     await refusesWith(() => bare.persistChildProcessAssociation('i', 'd', 'c'), notEnabled('persistChildProcessAssociation', 'v4Reads'));
+    // events() returns an iterator, not a promise: it throws, as it does for a bad argument.
+    expect(() => bare.events('d', 'n')).toThrow(notEnabled('events', 'iterating'));
   });
 
   it('the feature methods are the prototype\'s, so a subclass can still override them', () => {
