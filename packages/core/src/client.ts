@@ -3,9 +3,11 @@
  * v4's listener defects. This file is the API and its argument checks; the work is done by
  * registrations.ts (subscriptions, registered again on every connection), requests.ts
  * (correlation, timeouts, the send window within the gateway's limits) and connection.ts
- * (handshake, heartbeat, reconnect). Consuming and waiting are features (features.ts): their
- * methods are here, their code comes with the `consuming` and `waiting` values an application
- * passes in `options.features` (consumers.ts, waits.ts), so that browsers without them ship neither.
+ * (handshake, heartbeat, reconnect). Consuming, waiting, v4's rarer reads and events() are
+ * features (features.ts): their methods are on every client (the interface below the class), their
+ * code comes with the `consuming`, `waiting`, `v4Reads` and `iterating` values an application
+ * passes in `options.features` (consumers.ts, waits.ts, v4-reads.ts, iterating.ts), so that
+ * browsers without them ship none.
  */
 import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Feature, Features, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
 import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';

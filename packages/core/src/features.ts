@@ -1,9 +1,10 @@
 /**
  * Features of the client whose code an application bundles only when it references them:
- * consuming (consume, removeConsumer, deliveries: consumers.ts) and waiting (wait, request:
- * waits.ts). The client's API has their methods either way; a feature value passed in
- * `options.features` brings their implementation, so a browser that shows processes and
- * publishes ships neither. createClient and createNodeClient pass every feature.
+ * consuming (consume, removeConsumer, deliveries: consumers.ts), waiting (wait, request:
+ * waits.ts), v4Reads (v4's reads and associations few browsers call: v4-reads.ts) and iterating
+ * (events(): iterating.ts). The client's API has their methods either way; a feature value passed
+ * in `options.features` brings their implementation, so a browser that shows processes and
+ * publishes ships none. createClient and createNodeClient pass every feature.
  */
 import type { NamespacePattern } from './namespace-pattern.js';
 import type { OperationName, Params, Result, ServerFrame, WelcomeFrame } from './protocol.js';
