@@ -21,6 +21,7 @@ import { generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
+import type { PatternSubscriptions } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
 import { assertIdentifier, invalid, withId } from './validate.js';
@@ -54,6 +55,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** The features passed in options.features, by name. */
   readonly #features: Partial<Features> = {};
   readonly #parts: FeaturePart[];
+  #patternSubscriptions: PatternSubscriptions | undefined;
   readonly #deletedListeners = new Set<(deleted: Deleted) => void>();
   /** Set by close(): the client takes no new work. */
   #closed: Promise<void> | undefined;
@@ -87,7 +89,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
           if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
           else this.#requests.settle(frame);
         } else if (frame.type === 'event') registrations.dispatch(frame);
-        else if (frame.type === 'matched') registrations.dispatchMatched(frame);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
@@ -196,7 +197,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
     const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
+    if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
     else {
       this.#assertRegistrable(domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
@@ -215,7 +216,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   async #unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }): Promise<void> {
     assertFunction(listener, 'listener');
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
+    if (typeof domain === 'object') await this.#patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
     else await this.#registrations.unsubscribe(domain, name as string, listener);
   }
 
@@ -327,6 +328,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   #assertUsable(): void {
     if (this.#closed) throw closedError();
+  }
+
+  /**
+   * The pattern subscriptions, made by the first pattern value subscribed (namespace-pattern.ts), so
+   * that a bundle without patterns leaves their code out; a part like a feature's from then on.
+   */
+  #patterns(pattern: NamespacePattern): PatternSubscriptions {
+    if (!this.#patternSubscriptions) this.#parts.push((this.#patternSubscriptions = pattern.subscriptions(this.#registrations.host)));
+    return this.#patternSubscriptions;
   }
 
   /** The part of a feature, or E_EVENTFLOW_FEATURE_NOT_ENABLED naming what to pass. */
