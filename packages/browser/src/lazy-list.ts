@@ -7,8 +7,13 @@
  * refuse proxies: they need a copy (`[...list]`).
  */
 
-/** The other traps: the first two read one index, the rest list or change the list. */
-const traps = ['has', 'getOwnPropertyDescriptor', 'ownKeys', 'set', 'defineProperty', 'deleteProperty', 'preventExtensions'] as const;
+/**
+ * Every trap (Reflect has one function per trap): those that list or change the list (ownKeys,
+ * set, setPrototypeOf, defineProperty, deleteProperty, preventExtensions) fill it; the others
+ * (has, getOwnPropertyDescriptor, …) read one index at most.
+ */
+const traps = Object.getOwnPropertyNames(Reflect) as Array<keyof typeof Reflect>;
+const changes = /^[osdp]/;
 
 /** How each lazy list reads its items (filling them): a list made of another reads it without its proxy. */
 const sources = new WeakMap<object, (index: number) => unknown>();
@@ -27,19 +32,19 @@ export function lazyList<T extends object>(length: number, at: (index: number) =
   function* iterate(): Generator<T | undefined> {
     for (let i = 0; i < items.length; i++) yield item(i);
   }
-  const handler: Record<string, (target: typeof items, key: PropertyKey, ...rest: unknown[]) => unknown> = {
-    get: (target, key) => (key === Symbol.iterator ? iterate : (use(key), target[key as never])),
-  };
-  traps.forEach((trap, n) => {
+  const handler: Record<string, (target: typeof items, key: PropertyKey, ...rest: unknown[]) => unknown> = {};
+  for (const trap of traps) {
+    const fills = changes.test(trap);
     handler[trap] = (target, key, ...rest) => {
-      if (n < 2) use(key);
+      if (!fills) use(key);
       else if (!full) {
         for (let i = 0; i < length; i++) item(i);
         full = true;
       }
       return (Reflect[trap] as (...args: unknown[]) => unknown)(target, key, ...rest);
     };
-  });
+  }
+  handler.get = (target, key) => (key === Symbol.iterator ? iterate : (use(key), target[key as never]));
   const list = new Proxy(items, handler as ProxyHandler<typeof items>) as T[];
   sources.set(list, item);
   return list;

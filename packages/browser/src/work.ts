@@ -1,7 +1,9 @@
 /**
- * The work features for a browser client (they are opt-in there): `consuming` (consume,
+ * The opt-in features of a browser client: the work features `consuming` (consume,
  * removeConsumer) and `waiting` (wait, request), as in
- * `createBrowserClient(url, { features: [consuming, waiting] })`. Without them those methods reject
- * with E_EVENTFLOW_FEATURE_NOT_ENABLED, and the bundle carries none of their code.
+ * `createBrowserClient(url, { features: [consuming, waiting] })`, and `v4Reads` (v4's reads by
+ * timestamp, names, child process and entity id; its two associations) and `iterating`
+ * (events()). Without them those methods reject (events() throws) with
+ * E_EVENTFLOW_FEATURE_NOT_ENABLED, and the bundle carries none of their code.
  */
-export { consuming, waiting } from '@eventflow/core';
+export { consuming, iterating, v4Reads, waiting } from '@eventflow/core';

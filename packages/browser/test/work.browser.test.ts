@@ -1,11 +1,12 @@
 /**
  * The work features in a browser: without them consume, wait and request reject with a coded error
- * (the client still reads, subscribes and publishes); passed from '@eventflow/browser/work', they
+ * (so do the v4 reads and associations without `v4Reads`, and events() without `iterating`; the
+ * client still reads, subscribes and publishes); passed from '@eventflow/browser/work', they
  * consume, wait and request against a real gateway, and come back after it restarts.
  */
 import { commands } from 'vitest/browser';
 import { expect, it } from 'vitest';
-import { consuming, waiting } from '@eventflow/browser/work';
+import { consuming, iterating, v4Reads, waiting } from '@eventflow/browser/work';
 import type { StoredEvent } from '../src/index.js';
 import { browserClient, cacheName, gateway, otherClient } from './helpers.js';
 
@@ -17,6 +18,9 @@ it('without the features, consume, removeConsumer, wait and request reject with 
   await expect(client.removeConsumer('d', 'job', () => undefined)).rejects.toMatchObject(notEnabled('consuming'));
   await expect(client.wait('d', 'p')).rejects.toMatchObject(notEnabled('waiting'));
   await expect(client.request({ domain: 'd', name: 'job', pid: 'p' })).rejects.toMatchObject(notEnabled('waiting'));
+  await expect(client.readEventlogByEid('e')).rejects.toMatchObject(notEnabled('v4Reads'));
+  await expect(client.persistEntityAssociation('id', 'e')).rejects.toMatchObject(notEnabled('v4Reads'));
+  expect(() => client.events('d', '*')).toThrow(expect.objectContaining(notEnabled('iterating')));
 
   const seen: string[] = [];
   await client.subscribe('d', '*', (event) => seen.push(event.name));
@@ -55,4 +59,24 @@ it('with consuming and waiting, a browser client consumes, waits and requests, a
 
   await consumer.remove();
   await expect.poll(async () => (await commands.gatewayStats(handle)).consumers).toBe(0);
+});
+
+it('with v4Reads and iterating, a browser client reads by entity and timestamp, associates, and iterates events', async () => {
+  const { url } = await gateway();
+  const client = browserClient(url, cacheName(), { features: [v4Reads, iterating] });
+  // The fence: once (v4, *) is registered, the iterator's listener (added at the call) gets what follows.
+  await client.subscribe('v4', '*', () => undefined);
+  const events = client.events('v4', '*');
+  const id = await client.publish({ domain: 'v4', name: 'made', pid: 'p1', data: { n: 1 } });
+  expect(await client.persistEntityAssociation(id, 'customer-1')).toBe(true);
+  expect(await client.persistChildProcessAssociation(id, 'v4', 'child-1')).toBe(true);
+  expect((await client.readEventlogByEid('customer-1')).map((event) => event.id)).toEqual([id]);
+  expect((await client.readEventlogByDomainAndEid('v4', 'customer-1')).map((event) => event.id)).toEqual([id]);
+  expect((await client.readEventlogByChildProcess('v4', 'child-1')).map((event) => event.id)).toEqual([id]);
+  expect((await client.readEventlogFilteredByNames('v4', 'p1', ['made'])).map((event) => event.id)).toEqual([id]);
+  expect((await client.readEventlogByTimestamp('v4', 'p1', 0, Date.now() + 60_000)).map((event) => event.id)).toEqual([id]);
+  await expect(client.readEventlogByTimestamp('v4', 'p1', 'yesterday', 0)).rejects.toMatchObject({ code: 'E_EVENTFLOW_INVALID_DATE' });
+  const first = await events.next();
+  expect(first.value).toMatchObject({ id, name: 'made' });
+  await events.return?.();
 });

@@ -2,6 +2,8 @@
 import type { BackoffOptions } from './backoff.js';
 import type { Consumers } from './consumers.js';
 import type { ClientFeature } from './features.js';
+import type { V4Reads } from './v4-reads.js';
+import type { Iterating } from './iterating.js';
 import type { Waits } from './waits.js';
 import type { DeletedFrame, JsonObject, StoredEvent } from './protocol.js';
 import type { RequestOptions } from './requests.js';
@@ -61,20 +63,24 @@ export interface ConsumeContext {
 /** Resolving marks the event success (or a retry, after context.retry); throwing (or rejecting) marks it failed. */
 export type ConsumeHandler<E> = (event: E, context: ConsumeContext) => unknown;
 
-/** The client's features by name, with the part each brings (features.ts): `consuming` (consumers.ts), `waiting` (waits.ts). */
+/** The client's features by name, with the part each brings (features.ts): `consuming` (consumers.ts), `waiting` (waits.ts), `v4Reads` (v4-reads.ts), `iterating` (iterating.ts). */
 export interface Features {
   consuming: Consumers;
   waiting: Waits;
+  v4Reads: V4Reads;
+  iterating: Iterating;
 }
-/** A feature value, as passed in ClientOptions.features: `consuming` or `waiting`. */
+/** A feature value, as passed in ClientOptions.features: `consuming`, `waiting`, `v4Reads` or `iterating`. */
 export type Feature = { [K in keyof Features]: ClientFeature<K, Features[K]> }[keyof Features];
 
 export interface ClientOptions {
   /**
-   * The features whose code comes only with them: `consuming` (consume, removeConsumer) and
-   * `waiting` (wait, request), exported by '@eventflow/core' and '@eventflow/browser/work'. Without
-   * one, its methods reject with E_EVENTFLOW_FEATURE_NOT_ENABLED. createClient and createNodeClient
-   * pass both (by default); createBrowserClient and `new EventflowClient` none.
+   * The features whose code comes only with them: `consuming` (consume, removeConsumer),
+   * `waiting` (wait, request), `v4Reads` (v4's reads by timestamp, names, child process and entity
+   * id, and its two associations) and `iterating` (events()), exported by '@eventflow/core' and
+   * '@eventflow/browser/work'. Without one, its methods reject (events() throws) with
+   * E_EVENTFLOW_FEATURE_NOT_ENABLED. createClient and createNodeClient pass all four (by default);
+   * createBrowserClient and `new EventflowClient` none.
    */
   features?: readonly Feature[];
   /** Per-request timeout in ms (default DEFAULT_REQUEST_TIMEOUT, 10 000; defaults.ts), counted from the call. Past it, E_EVENTFLOW_REQUEST_TIMEOUT, or E_EVENTFLOW_OFFLINE when the client was not connected at all meanwhile. */

@@ -3,25 +3,28 @@
  * v4's listener defects. This file is the API and its argument checks; the work is done by
  * registrations.ts (subscriptions, registered again on every connection), requests.ts
  * (correlation, timeouts, the send window within the gateway's limits) and connection.ts
- * (handshake, heartbeat, reconnect). Consuming and waiting are features (features.ts): their
- * methods are here, their code comes with the `consuming` and `waiting` values an application
- * passes in `options.features` (consumers.ts, waits.ts), so that browsers without them ship neither.
+ * (handshake, heartbeat, reconnect). Consuming, waiting, v4's rarer reads and events() are
+ * features (features.ts): their methods are on every client (the interface below the class), their
+ * code comes with the `consuming`, `waiting`, `v4Reads` and `iterating` values an application
+ * passes in `options.features` (consumers.ts, waits.ts, v4-reads.ts, iterating.ts), so that
+ * browsers without them ship none.
  */
 import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Feature, Features, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
 import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
-import { createAsyncQueue } from './async-queue.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
 import { closedError, EventflowError, logError } from './errors.js';
 import type { FeatureHost, FeaturePart } from './features.js';
+import type { V4Reads } from './v4-reads.js';
 import { generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { Registrations, type AnyListener } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
+import type { PatternSubscriptions } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertIdentifier, assertNames, invalid, withId } from './validate.js';
+import { assertIdentifier, invalid, withId } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -52,6 +55,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** The features passed in options.features, by name. */
   readonly #features: Partial<Features> = {};
   readonly #parts: FeaturePart[];
+  #patternSubscriptions: PatternSubscriptions | undefined;
   readonly #deletedListeners = new Set<(deleted: Deleted) => void>();
   /** Set by close(): the client takes no new work. */
   #closed: Promise<void> | undefined;
@@ -67,6 +71,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       ...registrations.host,
       request: send,
       call: (op, params, requestOptions) => this.call(op, params, requestOptions),
+      client: this as unknown as FeatureHost['client'],
       closed: () => !!this.#closed,
       assertRegistrable: (domain, value, field) => this.#assertRegistrable(domain, value, field),
     };
@@ -84,11 +89,10 @@ export class EventflowClient<M extends EventMap = EventMap> {
           if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
           else this.#requests.settle(frame);
         } else if (frame.type === 'event') registrations.dispatch(frame);
-        else if (frame.type === 'matched') registrations.dispatchMatched(frame);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
-        } else for (const part of parts) part.frame(frame);
+        } else for (const part of parts) part.frame?.(frame);
       },
       lost: () => {
         registrations.lost();
@@ -171,18 +175,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('schedule', writeParams('schedule', event, options, date) as Params<'schedule'>, 'id', options);
   }
 
-  /**
-   * Registers a wait for the outcome, publishes the event, and resolves with the outcome event.
-   * The wait exists before the event does, so a fast outcome cannot be missed. Fails fast: with
-   * E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the event (unless
-   * `requireConsumer: false`), and with E_EVENTFLOW_CONSUMER_FAILED (the handler's message and the
-   * attempt in details) when its consume ends failed or dead-lettered on the same gateway.
-   * Needs the `waiting` feature (see ClientOptions.features).
-   */
-  async request<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options: RequestEventOptions = {}): Promise<EventOf<M, D>> {
-    return (await this.#feature('waiting', 'request').request(event, options)) as EventOf<M, D>;
-  }
-
   // ── subscriptions ───────────────────────────────────────────────────────────────────────
 
   /**
@@ -205,7 +197,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
     const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
+    if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
     else {
       this.#assertRegistrable(domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
@@ -224,52 +216,18 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   async #unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }): Promise<void> {
     assertFunction(listener, 'listener');
-    if (typeof domain === 'object') await this.#registrations.patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
+    if (typeof domain === 'object') await this.#patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
     else await this.#registrations.unsubscribe(domain, name as string, listener);
   }
 
-  /** The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`, or of a pattern subscription. */
+  /**
+   * The async-iterator form of subscribe: `for await (const event of client.events('orders', '*'))`, or of a pattern subscription.
+   * Needs the `iterating` feature (see ClientOptions.features); without it, throws E_EVENTFLOW_FEATURE_NOT_ENABLED, as it throws for a bad argument.
+   */
   events(pattern: NamespacePattern, names: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent>;
   events<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, options?: { signal?: AbortSignal; bufferSize?: number }): AsyncIterableIterator<EventOf<M, D, N>>;
-  events(domain: string | NamespacePattern, name: string | readonly string[], options: PatternOptions & { bufferSize?: number } = {}): AsyncIterableIterator<StoredEvent> {
-    if (typeof domain === 'object') domain.params(name, options.pid);
-    else this.#assertRegistrable(domain, name as string, 'name');
-    assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
-    assertSignal(options.signal, 'options.signal');
-    const listener: AnyListener = (event) => queue.push(event);
-    const { pid } = options;
-    const queue = createAsyncQueue<StoredEvent>(() => void this.#unsubscribe(domain, name, listener, { pid }).catch(this.#onError), options.bufferSize, options.signal);
-    this.#subscribe(domain, name, listener, { pid }).catch((error: unknown) => queue.fail(error));
-    return queue;
-  }
-
-  // ── consumers (the `consuming` feature) ─────────────────────────────────────────────────
-
-  /**
-   * Competes for the events of (domain, name): each event goes to exactly one consumer among all
-   * clients. The handler resolving marks the event success, throwing marks it failed.
-   * Needs the `consuming` feature (see ClientOptions.features).
-   */
-  async consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>, options: ConsumeOptions = {}): Promise<Consumer> {
-    return this.#feature('consuming', 'consume').consume(domain, name, handler as unknown as DeliveryHandler, options);
-  }
-
-  /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
-  async removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void> {
-    return this.#feature('consuming', 'removeConsumer').removeConsumer(domain, name, handler as unknown as DeliveryHandler);
-  }
-
-  // ── waits (the `waiting` feature) ───────────────────────────────────────────────────────
-
-  /**
-   * Resolves with the first event of (domain, pid) named one of `names` (default `success` and
-   * `failed`), failing after `timeout` ms (default 10 000). The wait is registered at the gateway
-   * before the timeout starts; with `after`, an outcome already stored after that event also
-   * resolves it. Concurrent waits are independent of each other and of subscriptions.
-   * Needs the `waiting` feature (see ClientOptions.features).
-   */
-  async wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<EventOf<M, D>> {
-    return (await this.#feature('waiting', 'wait').wait(domain, pid, names, timeout, options)) as EventOf<M, D>;
+  events(domain: string | NamespacePattern, name: string | readonly string[], options?: PatternOptions & { bufferSize?: number }): AsyncIterableIterator<StoredEvent> {
+    return this.#feature('iterating', 'events').events(domain, name, options);
   }
 
   // ── reads and writes ────────────────────────────────────────────────────────────────────
@@ -292,28 +250,22 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#field('readEventlog', { domain, pid, after: options.after }, 'events') as Promise<Array<EventOf<M, D>>>;
   }
 
-  /** Events of a process with min ≤ timestamp ≤ max. */
-  async readEventlogByTimestamp<D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string): Promise<Array<EventOf<M, D>>> {
-    return this.#field('readEventlogByTimestamp', { domain, pid, from: toIso(min, 'min'), to: toIso(max, 'max') }, 'events') as Promise<Array<EventOf<M, D>>>;
+  static {
+    const methods: Record<Exclude<keyof Features, 'iterating'>, string> = {
+      consuming: 'consume removeConsumer',
+      waiting: 'wait request',
+      v4Reads: 'readEventlogByTimestamp readEventlogFilteredByNames readEventlogByChildProcess readEventlogByEid readEventlogByDomainAndEid persistEntityAssociation persistChildProcessAssociation',
+    };
+    for (const [feature, names] of Object.entries(methods) as Array<[keyof typeof methods, string]>) {
+      for (const method of names.split(' ')) {
+        (this.prototype as unknown as Record<string, unknown>)[method] = async function (this: EventflowClient, ...args: unknown[]) {
+          return (this.#feature(feature, method) as unknown as Record<string, (...args: unknown[]) => unknown>)[method]!(...args);
+        };
+      }
+    }
   }
 
-  async readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>> {
-    assertNames(names);
-    return this.#field('readEventlogFilteredByNames', { domain, pid, names }, 'events') as Promise<Array<EventOf<M, D>>>;
-  }
-
-  /** Events associated with the child process (domain, cpid); `domain` is the child's domain. */
-  readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]> {
-    return this.#field('readEventlogByChildProcess', { domain, cpid }, 'events');
-  }
-
-  readEventlogByEid(eid: string): Promise<StoredEvent[]> {
-    return this.#field('readEventlogByEid', { eid }, 'events');
-  }
-
-  readEventlogByDomainAndEid<D extends DomainOf<M>>(domain: D, eid: string): Promise<Array<EventOf<M, D>>> {
-    return this.#field('readEventlogByDomainAndEid', { domain, eid }, 'events') as Promise<Array<EventOf<M, D>>>;
-  }
+  // ── more reads ──────────────────────────────────────────────────────────────────────────
 
   /** The pids of a domain, as strings (v4 returned `{pid}` rows), in binary order. */
   readDistinctPidByDomain(domain: string): Promise<string[]> {
@@ -327,16 +279,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async readEventlogState(domain: string, pid: string): Promise<State> {
     const state = await this.#field('readEventlogState', { domain, pid }, 'state');
     return Object.keys(state).length > 0 ? freezeState(state) : emptyState;
-  }
-
-  async persistEntityAssociation(eventId: string, eid: string): Promise<true> {
-    await this.call('persistEntityAssociation', { eventId, eid });
-    return true;
-  }
-
-  async persistChildProcessAssociation(eventId: string, domain: string, cpid: string): Promise<true> {
-    await this.call('persistChildProcessAssociation', { eventId, domain, cpid });
-    return true;
   }
 
   generatePid(): string {
@@ -388,6 +330,15 @@ export class EventflowClient<M extends EventMap = EventMap> {
     if (this.#closed) throw closedError();
   }
 
+  /**
+   * The pattern subscriptions, made by the first pattern value subscribed (namespace-pattern.ts), so
+   * that a bundle without patterns leaves their code out; a part like a feature's from then on.
+   */
+  #patterns(pattern: NamespacePattern): PatternSubscriptions {
+    if (!this.#patternSubscriptions) this.#parts.push((this.#patternSubscriptions = pattern.subscriptions(this.#registrations.host)));
+    return this.#patternSubscriptions;
+  }
+
   /** The part of a feature, or E_EVENTFLOW_FEATURE_NOT_ENABLED naming what to pass. */
   #feature<K extends keyof Features>(name: K, method: string): Features[K] {
     const part = this.#features[name];
@@ -398,6 +349,65 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 }
 
+/**
+ * The methods of the features (ClientOptions.features), on every client: EventflowClient's static
+ * block installs each from its name, delegating to the feature's part, so that a bundle without
+ * the feature carries names rather than methods. Without the feature, each rejects with
+ * E_EVENTFLOW_FEATURE_NOT_ENABLED.
+ */
+export interface EventflowClient<M extends EventMap = EventMap> {
+  // ── publishing and waiting for the outcome (the `waiting` feature) ─────────────────────
+  /**
+   * Registers a wait for the outcome, publishes the event, and resolves with the outcome event.
+   * The wait exists before the event does, so a fast outcome cannot be missed. Fails fast: with
+   * E_EVENTFLOW_NO_CONSUMER (nothing published) when no consumer group takes the event (unless
+   * `requireConsumer: false`), and with E_EVENTFLOW_CONSUMER_FAILED (the handler's message and the
+   * attempt in details) when its consume ends failed or dead-lettered on the same gateway.
+   * Needs the `waiting` feature (see ClientOptions.features).
+   */
+  request<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: RequestEventOptions): Promise<EventOf<M, D>>;
+
+  // ── consumers (the `consuming` feature) ─────────────────────────────────────────────────
+
+  /**
+   * Competes for the events of (domain, name): each event goes to exactly one consumer among all
+   * clients. The handler resolving marks the event success, throwing marks it failed.
+   * Needs the `consuming` feature (see ClientOptions.features).
+   */
+  consume<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>, options?: ConsumeOptions): Promise<Consumer>;
+
+  /** Removes exactly this handler's consumer; nothing else in the domain is touched. */
+  removeConsumer<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, handler: ConsumeHandler<EventOf<M, D, N>>): Promise<void>;
+
+  // ── waits (the `waiting` feature) ───────────────────────────────────────────────────────
+
+  /**
+   * Resolves with the first event of (domain, pid) named one of `names` (default `success` and
+   * `failed`), failing after `timeout` ms (default 10 000). The wait is registered at the gateway
+   * before the timeout starts; with `after`, an outcome already stored after that event also
+   * resolves it. Concurrent waits are independent of each other and of subscriptions.
+   * Needs the `waiting` feature (see ClientOptions.features).
+   */
+  wait<D extends DomainOf<M>>(domain: D, pid: string, names?: string | string[], timeout?: number, options?: WaitOptions): Promise<EventOf<M, D>>;
+
+  // ── v4's other reads and associations (the `v4Reads` feature) ───────────────────────────
+
+  /** Events of a process with min ≤ timestamp ≤ max. Needs the `v4Reads` feature (see ClientOptions.features). */
+  readEventlogByTimestamp<D extends DomainOf<M>>(domain: D, pid: string, min: Date | number | string, max: Date | number | string): Promise<Array<EventOf<M, D>>>;
+  /** Needs the `v4Reads` feature. */
+  readEventlogFilteredByNames<D extends DomainOf<M>>(domain: D, pid: string, names: string[]): Promise<Array<EventOf<M, D>>>;
+  /** Events associated with the child process (domain, cpid); `domain` is the child's domain. Needs the `v4Reads` feature. */
+  readEventlogByChildProcess(domain: string, cpid: string): Promise<StoredEvent[]>;
+  /** Needs the `v4Reads` feature. */
+  readEventlogByEid(eid: string): Promise<StoredEvent[]>;
+  /** Needs the `v4Reads` feature. */
+  readEventlogByDomainAndEid<D extends DomainOf<M>>(domain: D, eid: string): Promise<Array<EventOf<M, D>>>;
+  /** Needs the `v4Reads` feature. */
+  persistEntityAssociation(eventId: string, eid: string): Promise<true>;
+  /** Needs the `v4Reads` feature. */
+  persistChildProcessAssociation(eventId: string, domain: string, cpid: string): Promise<true>;
+
+}
 
 /**
  * The checked parameters of a write (publish, persist, schedule at `date`), with the event's id;
@@ -423,7 +433,7 @@ function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
   const { features = [] } = options;
-  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting)');
+  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting, v4Reads, iterating)');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
 }
 

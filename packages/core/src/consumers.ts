@@ -54,7 +54,7 @@ export class Consumers implements FeaturePart {
   }
 
   /** Registers a consumer; resolves with its `remove` once the gateway has it. */
-  async consume(domain: string, name: string, handler: DeliveryHandler, options: ConsumeOptions): Promise<Consumer> {
+  async consume(domain: string, name: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
     const host = this.#host;
     const { signal, group } = options;
     host.assertRegistrable(domain, name, 'name');

@@ -1,13 +1,17 @@
 /**
  * Features of the client whose code an application bundles only when it references them:
- * consuming (consume, removeConsumer, deliveries: consumers.ts) and waiting (wait, request:
- * waits.ts). The client's API has their methods either way; a feature value passed in
- * `options.features` brings their implementation, so a browser that shows processes and
- * publishes ships neither. createClient and createNodeClient pass every feature.
+ * consuming (consume, removeConsumer, deliveries: consumers.ts), waiting (wait, request:
+ * waits.ts), v4Reads (v4's reads and associations few browsers call: v4-reads.ts) and iterating
+ * (events(): iterating.ts). The client's API has their methods either way; a feature value passed
+ * in `options.features` brings their implementation, so a browser that shows processes and
+ * publishes ships none. createClient and createNodeClient pass every feature.
  */
+import type { NamespacePattern } from './namespace-pattern.js';
 import type { OperationName, Params, Result, ServerFrame, WelcomeFrame } from './protocol.js';
-import type { RegistrationHost, Send } from './registrations.js';
+import type { AnyListener, RegistrationHost, Send } from './registrations.js';
 import type { RequestOptions } from './requests.js';
+
+type Subscribe = (domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }) => Promise<unknown>;
 
 /** What a feature uses of its client. */
 export interface FeatureHost extends RegistrationHost {
@@ -15,6 +19,8 @@ export interface FeatureHost extends RegistrationHost {
   request: Send;
   /** The client's `call`: sent again after a reconnect. */
   call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>>;
+  /** The client itself, for features built on its subscribe and unsubscribe (with a domain or a pattern). */
+  client: { subscribe: Subscribe; unsubscribe: Subscribe };
   /** True once close() was called. */
   closed(): boolean;
   /** Refuses new work of a closed client (E_EVENTFLOW_CLIENT_CLOSED) and checks a registration's domain and its `field`. */
@@ -27,7 +33,7 @@ export interface FeaturePart {
   opened?(welcome: WelcomeFrame): void;
   lost?(): void;
   /** Every gateway frame the client itself does not handle; a part ignores those it does not own. */
-  frame(frame: ServerFrame): void;
+  frame?(frame: ServerFrame): void;
   /** close(): lets running work finish within `timeout` ms. */
   drain?(timeout: number): Promise<void>;
   /** close(): pending work fails with `error`. */

@@ -70,13 +70,17 @@ export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDead
 // The features (ClientOptions.features): only a bundle that references one carries its code.
 export { consuming, type Consumers } from './consumers.js';
 export { waiting, type Waits } from './waits.js';
+export { v4Reads, type V4Reads } from './v4-reads.js';
+export { iterating, type Iterating } from './iterating.js';
 export type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import { EventflowClient, type ClientOptions, type EventMap } from './client.js';
 import { consuming } from './consumers.js';
 import { waiting } from './waits.js';
+import { v4Reads } from './v4-reads.js';
+import { iterating } from './iterating.js';
 import { webSocketConnector } from './websocket-transport.js';
 
 /** A client over WebSocket (`ws://host:port/`), for browsers and Node alike, with every feature unless `options.features` says otherwise. */
 export function createClient<M extends EventMap = EventMap>(url: string | URL, options?: ClientOptions): EventflowClient<M> {
-  return new EventflowClient<M>(webSocketConnector(url), { ...options, features: options?.features ?? [consuming, waiting] });
+  return new EventflowClient<M>(webSocketConnector(url), { ...options, features: options?.features ?? [consuming, waiting, v4Reads, iterating] });
 }

@@ -6,7 +6,8 @@
  * subscriptions (registrations.ts).
  */
 import { notify } from './connection.js';
-import type { MatchedFrame, Params } from './protocol.js';
+import type { FeaturePart } from './features.js';
+import type { Params, ServerFrame } from './protocol.js';
 import { registration, type AnyListener, type RegistrationHost } from './registrations.js';
 import { assertIdentifier, assertNames } from './validate.js';
 
@@ -32,7 +33,7 @@ interface Entry {
 /** 0x1F occurs in no identifier or pattern. */
 const keyOf = ({ pattern, names, pid }: PatternParams): string => ['pattern', pattern, names?.join('\u001f') ?? '*', pid ?? ''].join('\u001f\u001f');
 
-export class PatternSubscriptions {
+export class PatternSubscriptions implements FeaturePart {
   readonly #host: RegistrationHost;
   readonly #byKey = new Map<string, Entry>();
   readonly #byHandle = new Map<string, Entry>();
@@ -65,7 +66,10 @@ export class PatternSubscriptions {
     if (this.#byKey.get(key)?.listeners.delete(listener)) await this.#host.chain(key, () => this.#reconcile(key));
   }
 
-  dispatch({ event, subscriptions }: MatchedFrame): void {
+  /** A part of its client, as a feature's (features.ts): it owns the `matched` frames. */
+  frame(frame: ServerFrame): void {
+    if (frame.type !== 'matched') return;
+    const { event, subscriptions } = frame;
     for (const handle of subscriptions) {
       const entry = this.#byHandle.get(handle);
       // Resumed subscriptions may overlap with what was already delivered: skip by position.

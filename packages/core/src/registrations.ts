@@ -6,13 +6,11 @@
  * waits (features.ts) register through the same plumbing, `host`.
  */
 import { notify } from './connection.js';
-import type { EventFrame, MatchedFrame, OperationName, Params, Result, StoredEvent } from './protocol.js';
+import type { EventFrame, OperationName, Params, Result, StoredEvent } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
 import { streamKey } from './stream-key.js';
 import { SubscriptionRegistry } from './subscriptions.js';
 import { Waiters } from './waiters.js';
-import type { NamespacePattern } from './namespace-pattern.js';
-import type { PatternSubscriptions } from './pattern-subscriptions.js';
 
 export type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
 export type AnyListener = (event: StoredEvent) => void;
@@ -40,8 +38,6 @@ export class Registrations {
   readonly #subscriptions = new SubscriptionRegistry<AnyListener>();
   /** Subscription keys and handles registered on the current connection (they cannot collide). */
   readonly #registered = new Set<string>();
-  /** Made by the first pattern subscription (pattern-subscriptions.ts). */
-  #patterns: PatternSubscriptions | undefined;
   /** Callers waiting for the connection ('open'), a subscription key or a handle. */
   readonly waiters = new Waiters();
   readonly host: RegistrationHost;
@@ -85,7 +81,6 @@ export class Registrations {
     this.#generation++;
     this.waiters.settle('open');
     for (const key of this.#subscriptions.keys()) void this.#reconcile(key.domain, key.name);
-    this.#patterns?.opened();
   }
 
   lost(): void {
@@ -128,15 +123,6 @@ export class Registrations {
     }
   }
 
-  // ── pattern subscriptions: their code comes with the pattern value (namespace-pattern.ts), so a bundle without patterns leaves it out ──
-
-  patterns(pattern: NamespacePattern): PatternSubscriptions {
-    return (this.#patterns ??= pattern.subscriptions(this.host));
-  }
-
-  dispatchMatched(frame: MatchedFrame): void {
-    this.#patterns?.dispatch(frame);
-  }
 
   #reconcile(domain: string, name: string): Promise<void> {
     const key = streamKey(domain, name);

@@ -42,8 +42,13 @@ export class Waits implements FeaturePart {
     for (const entry of this.#entries.values()) entry.settle(error);
   }
 
-  /** client.wait: `onRegistered` and `request` (the id of the event it waits on) are request()'s. */
-  async wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout = DEFAULT_WAIT_TIMEOUT, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
+  /** client.wait. */
+  wait(domain: string, pid: string, outcomes?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<StoredEvent> {
+    return this.#wait(domain, pid, outcomes, timeout, options);
+  }
+
+  /** `onRegistered` and `request` (the id of the event it waits on) are request()'s. */
+  async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout = DEFAULT_WAIT_TIMEOUT, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
     const host = this.#host;
     const names = [outcomes].flat();
     host.assertRegistrable(domain, pid, 'pid');
@@ -84,7 +89,7 @@ export class Waits implements FeaturePart {
   }
 
   /** client.request: the wait exists before the event does, so a fast outcome cannot be missed. */
-  async request(event: Partial<EventInput>, options: RequestEventOptions): Promise<StoredEvent> {
+  async request(event: Partial<EventInput>, options: RequestEventOptions = {}): Promise<StoredEvent> {
     const input = withId(event);
     assertSignal(options.signal);
     let outcome!: Promise<StoredEvent>;
@@ -94,7 +99,7 @@ export class Waits implements FeaturePart {
     // Goes on once the wait is registered (or fails with it). The handlers also keep a rejection
     // of the outcome from going unhandled when publish fails first.
     await new Promise((resolve, reject) => {
-      (outcome = this.wait(input.domain, input.pid, options.outcomes, options.timeout, { signal }, resolve, input.id)).then(resolve, reject);
+      (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, { signal }, resolve, input.id)).then(resolve, reject);
     });
     try {
       await this.#host.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });

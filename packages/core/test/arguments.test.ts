@@ -3,7 +3,7 @@
  * also while offline (the client here never connects), instead of resolving and failing later.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { consuming, createClient, EventflowClient, retry, retryOnConflict, waiting, type Connector } from '../src/index.js';
+import { consuming, createClient, EventflowClient, retry, retryOnConflict, iterating, v4Reads, waiting, type Connector } from '../src/index.js';
 import { DATA_MAX_DEPTH } from '../src/json-check.js';
 import { eventInput } from '../src/protocol.js';
 import { assertEventInput } from '../src/validate.js';
@@ -12,7 +12,7 @@ import { assertEventInput } from '../src/validate.js';
 const offline: Connector = () => new Promise(() => undefined);
 const clients: EventflowClient[] = [];
 const client = (): EventflowClient => {
-  const created = new EventflowClient(offline, { features: [consuming, waiting], onError: () => undefined });
+  const created = new EventflowClient(offline, { features: [consuming, waiting, v4Reads, iterating], onError: () => undefined });
   clients.push(created);
   return created;
 };
@@ -173,6 +173,27 @@ describe('features', () => {
     await refusesWith(() => bare.removeConsumer('d', 'n', () => undefined), notEnabled('removeConsumer', 'consuming'));
     await refusesWith(() => bare.wait('d', 'p'), notEnabled('wait', 'waiting'));
     await refusesWith(() => bare.request({ domain: 'd', name: 'n', pid: 'p' }), notEnabled('request', 'waiting'));
+    await refusesWith(() => bare.readEventlogByTimestamp('d', 'p', 0, 1), notEnabled('readEventlogByTimestamp', 'v4Reads'));
+    await refusesWith(() => bare.readEventlogFilteredByNames('d', 'p', ['n']), notEnabled('readEventlogFilteredByNames', 'v4Reads'));
+    await refusesWith(() => bare.readEventlogByChildProcess('d', 'c'), notEnabled('readEventlogByChildProcess', 'v4Reads'));
+    await refusesWith(() => bare.readEventlogByEid('e'), notEnabled('readEventlogByEid', 'v4Reads'));
+    await refusesWith(() => bare.readEventlogByDomainAndEid('d', 'e'), notEnabled('readEventlogByDomainAndEid', 'v4Reads'));
+    await refusesWith(() => bare.persistEntityAssociation('i', 'e'), notEnabled('persistEntityAssociation', 'v4Reads'));
+    await refusesWith(() => bare.persistChildProcessAssociation('i', 'd', 'c'), notEnabled('persistChildProcessAssociation', 'v4Reads'));
+    // events() returns an iterator, not a promise: it throws, as it does for a bad argument.
+    expect(() => bare.events('d', 'n')).toThrow(notEnabled('events', 'iterating'));
+  });
+
+  it('the feature methods are the prototype\'s, so a subclass can still override them', () => {
+    class Custom extends EventflowClient {
+      override readEventlogByEid(_eid: string): Promise<never[]> {
+        return Promise.resolve([]);
+      }
+    }
+    const custom = new Custom(offline, { onError: () => undefined });
+    clients.push(custom);
+    expect(Object.hasOwn(EventflowClient.prototype, 'readEventlogByEid')).toBe(true);
+    return expect(custom.readEventlogByEid('e')).resolves.toEqual([]);
   });
 
   it('one feature does not bring the other', async () => {

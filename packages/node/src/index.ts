@@ -2,7 +2,7 @@
  * @eventflow/node: the core client over WebSocket for Node (`ws`, its socket corked per turn: websocket.ts), graceful shutdown
  * on signals, consumer routing to `onEventName` methods, and (as the `eventflow` bin) a small CLI.
  */
-import { consuming, EventflowClient, EventflowError, waiting, type ClientOptions, type EventMap } from '@eventflow/core';
+import { consuming, EventflowClient, EventflowError, iterating, v4Reads, waiting, type ClientOptions, type EventMap } from '@eventflow/core';
 import { closeOnSignals, defaultSignals } from './signals.js';
 import { nodeWebSocketConnector } from './websocket.js';
 
@@ -43,5 +43,5 @@ export function createNodeClient<M extends EventMap = EventMap>(url: string | UR
   else if (Array.isArray(signals) && signals.every((signal) => typeof signal === 'string' && /^SIG[A-Z0-9]+$/.test(signal))) list = signals;
   else throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'closeOnSignals: must be true, false or an array of signal names such as ["SIGINT", "SIGTERM"]');
   // Node workers consume and wait: every feature, unless options.features says otherwise.
-  return new NodeEventflowClient<M>(url, { ...clientOptions, features: clientOptions.features ?? [consuming, waiting] }, list);
+  return new NodeEventflowClient<M>(url, { ...clientOptions, features: clientOptions.features ?? [consuming, waiting, v4Reads, iterating] }, list);
 }

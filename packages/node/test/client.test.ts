@@ -152,4 +152,15 @@ describe('features', () => {
     const bare = client({ features: [] });
     await expect(bare.wait('jobs', 'j1')).rejects.toMatchObject({ code: 'E_EVENTFLOW_FEATURE_NOT_ENABLED', details: { feature: 'waiting' } });
   });
+
+  it('createNodeClient has the v4 reads and events() by default', async () => {
+    const node = client();
+    const events = node.events('v4', '*');
+    await node.subscribe('v4', '*', () => undefined); // the fence: (v4, *) is registered
+    const id = await node.publish({ domain: 'v4', name: 'made', pid: 'p1' });
+    await node.persistEntityAssociation(id, 'e1');
+    expect((await node.readEventlogByEid('e1')).map((event) => event.id)).toEqual([id]);
+    expect((await events.next()).value).toMatchObject({ id });
+    await events.return?.();
+  });
 });

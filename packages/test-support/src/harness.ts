@@ -2,7 +2,7 @@
  * Test harness: a real gateway on a random port with a real SQLite file in a fresh temp dir
  * (temp-gateway.ts), and real WebSocket clients. Everything started here is closed by `stop()`.
  */
-import { consuming, createClient, EventflowClient, EventflowError, waiting, webSocketConnector, type ClientOptions, type EventMap, type Transport } from '@eventflow/core';
+import { consuming, createClient, EventflowClient, EventflowError, iterating, v4Reads, waiting, webSocketConnector, type ClientOptions, type EventMap, type Transport } from '@eventflow/core';
 import type { Gateway } from '@eventflow/gateway';
 import { startTempGateway, type GatewayEnv } from './temp-gateway.js';
 import { fence, FENCE_NAME, FENCE_PID } from './wait.js';
@@ -58,7 +58,7 @@ export async function startHarness(config: GatewayEnv = {}): Promise<Harness> {
           if (dead) throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'killed');
           return (current = await connect(signal));
         },
-        { features: [consuming, waiting], reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined, ...options },
+        { features: [consuming, waiting, v4Reads, iterating], reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined, ...options },
       );
       clients.add(client);
       return {
