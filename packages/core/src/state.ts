@@ -39,7 +39,7 @@ function deepFreeze<T>(value: T): T {
   if (Array.isArray(value) || isPlainObject(value)) {
     Object.freeze(value);
     for (const item of Object.values(value)) deepFreeze(item);
-  } else collections?.freeze(value, deepFreeze);
+  } else if (collections) collections.freeze(value, deepFreeze);
   return value;
 }
 
@@ -131,7 +131,7 @@ export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size =
   // Both folds mutate their state: each starts from its own copy of `from`.
   const start = (): Plain => (from === undefined ? {} : (clone(from) as Plain));
   // The direct fold where it is proven equal (not in browser builds: see fast-fold.browser.ts).
-  const state = foldDirect?.(eventlog, size, start()) ?? foldChunks(eventlog, size, start());
+  const state = (foldDirect && foldDirect(eventlog, size, start())) ?? foldChunks(eventlog, size, start());
   return Object.keys(state).length > 0 ? deepFreeze(state) : emptyState;
 }
 
