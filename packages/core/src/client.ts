@@ -154,16 +154,12 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
   async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    return this.#write('publish', event, options);
+    return this.#field('publish', writeParams('publish', event, options), 'id', options);
   }
 
   /** Stores an event without routing it (v4's persist). */
   async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    return this.#write('persist', event, options);
-  }
-
-  async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
-    return this.#field(op, writeParams(op, event, options), 'id', options);
+    return this.#field('persist', writeParams('persist', event, options), 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -189,20 +185,16 @@ export class EventflowClient<M extends EventMap = EventMap> {
    */
   subscribe(pattern: NamespacePattern, names: string | readonly string[], listener: Listener<StoredEvent>, options?: PatternOptions): Promise<Subscription>;
   subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>, options?: SubscribeOptions): Promise<Subscription>;
-  subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions & SubscribeOptions = {}): Promise<Subscription> {
-    return this.#subscribe(domain, name, listener as AnyListener, options);
-  }
-
-  async #subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: PatternOptions & SubscribeOptions): Promise<Subscription> {
+  async subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions & SubscribeOptions = {}): Promise<Subscription> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
-    const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
-    if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
+    const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener as AnyListener, options);
+    if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener as AnyListener, options.signal);
     else {
       this.#assertRegistrable(domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
       assertNumber(options.last, 'options.last', true, 1);
-      await this.#registrations.subscribe(domain, name as string, listener, options.signal, { after: options.after, last: options.last });
+      await this.#registrations.subscribe(domain, name as string, listener as AnyListener, options.signal, { after: options.after, last: options.last });
     }
     return { unsubscribe };
   }
