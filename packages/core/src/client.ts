@@ -24,7 +24,7 @@ import type { NamespacePattern } from './namespace-pattern.js';
 import type { PatternSubscriptions } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertIdentifier, invalid, withId } from './validate.js';
+import { assertIdentifier, assertRegistrable, invalid, withId } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -70,10 +70,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     const host: FeatureHost = {
       ...registrations.host,
       request: send,
-      call: (op, params, requestOptions) => this.call(op, params, requestOptions),
       client: this as unknown as FeatureHost['client'],
       closed: () => !!this.#closed,
-      assertRegistrable: (domain, value, field) => this.#assertRegistrable(domain, value, field),
     };
     for (const feature of options.features ?? []) (this.#features as Record<string, FeaturePart>)[feature.name] ??= feature.create(host);
     const parts: FeaturePart[] = (this.#parts = Object.values(this.#features));
@@ -191,7 +189,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
     const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener as AnyListener, options);
     if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener as AnyListener, options.signal);
     else {
-      this.#assertRegistrable(domain, name as string, 'name');
+      assertRegistrable(this.#closed, domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
       assertNumber(options.last, 'options.last', true, 1);
       await this.#registrations.subscribe(domain, name as string, listener as AnyListener, options.signal, { after: options.after, last: options.last });
@@ -309,13 +307,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** A registration request: not resent after a reconnect, which registers anew instead. */
   #send<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
     return this.#requests.request(op, params, options, false);
-  }
-
-  /** Closed clients refuse new work; registrations also check their domain and `field`. */
-  #assertRegistrable(domain: string, value: string, field: string): void {
-    this.#assertUsable();
-    assertIdentifier(domain, 'domain');
-    assertIdentifier(value, field);
   }
 
   #assertUsable(): void {
