@@ -192,10 +192,6 @@ export class RequestManager {
   failAll(error: unknown): void {
     for (const request of this.#pending.values()) request.settle(error);
   }
-
-  get size(): number {
-    return this.#pending.size;
-  }
 }
 
 export function errorFromFrame({ code, message, details }: ErrorFrame): EventflowError {
