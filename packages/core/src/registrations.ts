@@ -40,7 +40,7 @@ export class Registrations {
   readonly #registered = new Set<string>();
   /** Callers waiting for the connection ('open'), a subscription key or a handle. */
   readonly waiters = new Waiters();
-  readonly host: RegistrationHost;
+  declare readonly host: RegistrationHost;
   #nextHandle = 1;
   /** Incremented per connection, so that answers from a previous connection are not trusted. */
   #generation = 0;
