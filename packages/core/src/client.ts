@@ -83,10 +83,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
         this.#requests.open(welcome.limits);
       },
       frame: (frame) => {
-        if (frame.type === 'result' || frame.type === 'error') {
-          if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
-          else this.#requests.settle(frame);
-        } else if (frame.type === 'event') registrations.dispatch(frame);
+        if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
+        else if (frame.type === 'result' || frame.type === 'error') this.#requests.settle(frame);
+        else if (frame.type === 'event') registrations.dispatch(frame);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
@@ -127,7 +126,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async ready(signal?: AbortSignal): Promise<void> {
     this.#assertUsable();
     assertSignal(signal);
-    return this.state === 'open' ? Promise.resolve() : this.#registrations.waiters.wait('open', 'ready', signal);
+    if (this.state !== 'open') await this.#registrations.waiters.wait('open', 'ready', signal);
   }
 
   /**
