@@ -191,7 +191,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       assertRegistrable(this.#closed, domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
       assertNumber(options.last, 'options.last', true, 1);
-      await this.#registrations.subscribe(domain, name as string, listener as AnyListener, options.signal, { after: options.after, last: options.last });
+      await this.#registrations.subscribe(domain, name as string, listener as AnyListener, options);
     }
     return { unsubscribe };
   }
