@@ -136,7 +136,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
    */
   async call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
     this.#assertUsable();
-    checkRequestOptions(options);
+    assertNumber(options?.timeout, 'options.timeout');
+    assertSignal(options?.signal, 'options.signal');
     // Checked here too, so that a wrong argument fails at once, also while offline.
     for (const [key, value] of Object.entries(params ?? {})) if (identifierParams.includes(key)) assertIdentifier(value, key);
     return this.#requests.request(op, params, options);
@@ -405,11 +406,6 @@ export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unkno
 
 /** ids, domains, pids… of the read and delete operations, checked before they are sent. */
 const identifierParams = 'id domain pid cpid eid eventId'.split(' ');
-
-function checkRequestOptions(options: RequestOptions | undefined): void {
-  assertNumber(options?.timeout, 'options.timeout');
-  assertSignal(options?.signal, 'options.signal');
-}
 
 function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
