@@ -147,21 +147,15 @@ export class RequestManager {
     this.#onWire.delete(id);
     const request = this.#pending.get(id);
     if (frame.type === 'result') request?.settle(undefined, frame.result);
-    else if (request && !this.#refusedForPace(request, frame)) request.settle(errorFromFrame(frame));
+    else if (request && frame.code === 'E_EVENTFLOW_RATE_LIMITED') {
+      // A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
+      // bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes
+      // again, in its place. The bucket goes into debt: the next token comes after retryAfterMs.
+      this.#writeDelay();
+      this.#tokens = Math.min(this.#tokens, 1 - (Number(frame.details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
+      request.sent = false;
+    } else request?.settle(errorFromFrame(frame));
     this.#pump();
-  }
-
-  /**
-   * A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
-   * bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes again,
-   * in its place. True when it does.
-   */
-  #refusedForPace(request: Pending, { code, details }: ErrorFrame): boolean {
-    if (code !== 'E_EVENTFLOW_RATE_LIMITED') return false;
-    // The bucket goes into debt: the next token comes after retryAfterMs.
-    this.#writeDelay();
-    this.#tokens = Math.min(this.#tokens, 1 - (Number(details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
-    return !(request.sent = false);
   }
 
   /** Sends waiting requests in call order while the window and the publish rate allow. */
