@@ -296,7 +296,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       await Promise.all(this.#parts.map((part) => part.drain?.(timeout)));
       const error = closedError();
       for (const part of this.#parts) part.close?.(error);
-      this.#registrations.close(error);
+      this.#registrations.waiters.rejectAll(error);
       this.#requests.failAll(error);
       this.#connection.close();
     })());

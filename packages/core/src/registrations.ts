@@ -87,11 +87,6 @@ export class Registrations {
     this.#registered.clear();
   }
 
-  /** Fails every waiter with `error` (the client closed). */
-  close(error: unknown): void {
-    this.waiters.rejectAll(error);
-  }
-
   // ── subscriptions ──
 
   /** Adds a listener; resolves once the gateway has the subscription, or undoes it when that fails. */
