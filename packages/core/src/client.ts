@@ -19,7 +19,7 @@ import type { FeatureHost, FeaturePart } from './features.js';
 import type { V4Reads } from './v4-reads.js';
 import { generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
-import { Registrations, type AnyListener } from './registrations.js';
+import { Registrations, type AnyListener, type Send } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
 import type { PatternSubscriptions } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
@@ -65,7 +65,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
     checkClientOptions(options);
     this.#onError = options.onError ?? logError;
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT);
-    const send = this.#send.bind(this);
+    // A registration request: not resent after a reconnect, which registers anew instead.
+    const send: Send = (op, params, requestOptions) => this.#requests.request(op, params, requestOptions, false);
     const registrations = (this.#registrations = new Registrations(send, () => this.state === 'open', this.#onError));
     const host: FeatureHost = {
       ...registrations.host,
@@ -97,7 +98,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
         this.#requests.lost();
       },
       error: this.#onError,
-      ping: (timeout) => this.#send('ping', {}, { timeout }),
+      ping: (timeout) => send('ping', {}, { timeout }),
     });
   }
 
@@ -303,11 +304,6 @@ export class EventflowClient<M extends EventMap = EventMap> {
   }
 
   // ── internals ───────────────────────────────────────────────────────────────────────────
-
-  /** A registration request: not resent after a reconnect, which registers anew instead. */
-  #send<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
-    return this.#requests.request(op, params, options, false);
-  }
 
   #assertUsable(): void {
     if (this.#closed) throw closedError();
