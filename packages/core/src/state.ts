@@ -4,8 +4,8 @@
  *
  * Every result is deeply frozen, and `applyEvent` copies only the path it changes, so a view can
  * compare subtrees by identity. Only `.data` of an event is read; input events are never mutated
- * and never shared with the result (Dates, Maps and Sets included), because the caller may keep
- * and reuse them.
+ * and never shared with the result (Dates, Maps and Sets included, except in browser builds: see
+ * state-collections.browser.ts), because the caller may keep and reuse them.
  */
 import { foldDirect } from './fast-fold.js';
 import { collections } from './state-collections.js';
