@@ -47,7 +47,7 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
 
 interface Pending {
   readonly frame: string;
-  /** It spends the publish rate. */
+  /** It spends the publish rate (publish, persist, schedule: what the gateway paces). */
   readonly write: boolean;
   readonly resend: boolean;
   sent?: boolean;
@@ -61,9 +61,6 @@ export interface SendLimits {
   maxInFlight?: number | undefined;
   maxPublishRate?: number | undefined;
 }
-
-/** The operations that spend the connection's publish rate at the gateway. */
-const isWrite = (op: string): boolean => op === 'publish' || op === 'persist' || op === 'schedule';
 
 /**
  * The pending requests and the send window. At most `maxInFlight` requests are on the wire (sent
@@ -97,7 +94,7 @@ export class RequestManager {
     // browser bundle the whole schema set.
     return pending<Result<O>>(op, signal, (settle) => {
       const id = this.#nextId++;
-      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: isWrite(op), resend, connected: this.#open, settle: settle as Settle };
+      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: op === 'publish' || op === 'persist' || op === 'schedule', resend, connected: this.#open, settle: settle as Settle };
       // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
       const timer = setTimeout(
         () =>
