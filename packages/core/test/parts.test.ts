@@ -196,3 +196,35 @@ describe('client-side validation agrees with the zod schemas', () => {
     }
   });
 });
+
+describe('createConnection', () => {
+  it('reports frames that are not JSON objects with a string type, and passes every other frame on', async () => {
+    const { createConnection } = await import('../src/connection.js');
+    const [client, gateway] = createMemoryPair();
+    const errors: unknown[] = [];
+    const frames: unknown[] = [];
+    const opened = new Promise<void>((resolve) => {
+      gateway.listen({
+        message: () => {
+          gateway.send(JSON.stringify({ type: 'welcome', protocol: 1, limits: {} }));
+          for (const frame of ['not json', 'null', '{"type":1}', '{"type":"fromTheFuture","x":1}']) gateway.send(frame);
+          gateway.send(JSON.stringify({ type: 'result', id: 1, result: {} }));
+        },
+        close: () => undefined,
+      });
+      const connection = createConnection(async () => client, { heartbeatInterval: 0 }, {
+        open: () => undefined,
+        frame: (frame) => {
+          frames.push(frame);
+          if (frames.length === 2) resolve(connection.close());
+        },
+        lost: () => undefined,
+        error: (error) => errors.push(error),
+        ping: async () => undefined,
+      });
+    });
+    await opened;
+    expect(errors.map((error) => (error as { code?: string }).code)).toEqual(['E_EVENTFLOW_INVALID_FRAME', 'E_EVENTFLOW_INVALID_FRAME', 'E_EVENTFLOW_INVALID_FRAME']);
+    expect(frames).toEqual([{ type: 'fromTheFuture', x: 1 }, { type: 'result', id: 1, result: {} }]);
+  });
+});
