@@ -50,6 +50,7 @@ const integration = [
   'gateway/test/chaos/**/*.test.ts',
   'packages/core/test/state.fuzz.test.ts',
   'packages/core/test/state.exact-fold.test.ts',
+  'packages/core/test/state.browser-build.test.ts',
   // Processes spawned (npx, npm pack, start-up failures), a private or shared MariaDB, fuzzing and
   // load: each takes seconds to tens of seconds, which the fast project must not.
   'gateway/test/cli/**/*.test.ts',

@@ -19,12 +19,12 @@ import type { FeatureHost, FeaturePart } from './features.js';
 import type { V4Reads } from './v4-reads.js';
 import { generatePid } from './ids.js';
 import type { EventInput, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
-import { Registrations, type AnyListener } from './registrations.js';
+import { Registrations, type AnyListener, type Send } from './registrations.js';
 import type { NamespacePattern } from './namespace-pattern.js';
 import type { PatternSubscriptions } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertIdentifier, invalid, withId } from './validate.js';
+import { assertIdentifier, assertRegistrable, invalid, withId } from './validate.js';
 import type { Connector } from './transport.js';
 
 export type {
@@ -65,15 +65,14 @@ export class EventflowClient<M extends EventMap = EventMap> {
     checkClientOptions(options);
     this.#onError = options.onError ?? logError;
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT);
-    const send = this.#send.bind(this);
+    // A registration request: not resent after a reconnect, which registers anew instead.
+    const send: Send = (op, params, requestOptions) => this.#requests.request(op, params, requestOptions, false);
     const registrations = (this.#registrations = new Registrations(send, () => this.state === 'open', this.#onError));
     const host: FeatureHost = {
       ...registrations.host,
       request: send,
-      call: (op, params, requestOptions) => this.call(op, params, requestOptions),
       client: this as unknown as FeatureHost['client'],
       closed: () => !!this.#closed,
-      assertRegistrable: (domain, value, field) => this.#assertRegistrable(domain, value, field),
     };
     for (const feature of options.features ?? []) (this.#features as Record<string, FeaturePart>)[feature.name] ??= feature.create(host);
     const parts: FeaturePart[] = (this.#parts = Object.values(this.#features));
@@ -85,10 +84,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
         this.#requests.open(welcome.limits);
       },
       frame: (frame) => {
-        if (frame.type === 'result' || frame.type === 'error') {
-          if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
-          else this.#requests.settle(frame);
-        } else if (frame.type === 'event') registrations.dispatch(frame);
+        if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
+        else if (frame.type === 'result' || frame.type === 'error') this.#requests.settle(frame);
+        else if (frame.type === 'event') registrations.dispatch(frame);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
           notify(this.#deletedListeners, deleted, this.#onError);
@@ -100,7 +98,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
         this.#requests.lost();
       },
       error: this.#onError,
-      ping: (timeout) => this.#send('ping', {}, { timeout }),
+      ping: (timeout) => send('ping', {}, { timeout }),
     });
   }
 
@@ -129,7 +127,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async ready(signal?: AbortSignal): Promise<void> {
     this.#assertUsable();
     assertSignal(signal);
-    return this.state === 'open' ? Promise.resolve() : this.#registrations.waiters.wait('open', 'ready', signal);
+    if (this.state !== 'open') await this.#registrations.waiters.wait('open', 'ready', signal);
   }
 
   /**
@@ -139,7 +137,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
    */
   async call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
     this.#assertUsable();
-    checkRequestOptions(options);
+    assertNumber(options?.timeout, 'options.timeout');
+    assertSignal(options?.signal, 'options.signal');
     // Checked here too, so that a wrong argument fails at once, also while offline.
     for (const [key, value] of Object.entries(params ?? {})) if (identifierParams.includes(key)) assertIdentifier(value, key);
     return this.#requests.request(op, params, options);
@@ -154,16 +153,12 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
   async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    return this.#write('publish', event, options);
+    return this.#field('publish', writeParams('publish', event, options), 'id', options);
   }
 
   /** Stores an event without routing it (v4's persist). */
   async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    return this.#write('persist', event, options);
-  }
-
-  async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
-    return this.#field(op, writeParams(op, event, options), 'id', options);
+    return this.#field('persist', writeParams('persist', event, options), 'id', options);
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -189,20 +184,16 @@ export class EventflowClient<M extends EventMap = EventMap> {
    */
   subscribe(pattern: NamespacePattern, names: string | readonly string[], listener: Listener<StoredEvent>, options?: PatternOptions): Promise<Subscription>;
   subscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>, options?: SubscribeOptions): Promise<Subscription>;
-  subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions & SubscribeOptions = {}): Promise<Subscription> {
-    return this.#subscribe(domain, name, listener as AnyListener, options);
-  }
-
-  async #subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: PatternOptions & SubscribeOptions): Promise<Subscription> {
+  async subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions & SubscribeOptions = {}): Promise<Subscription> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
-    const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener, options);
-    if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener, options.signal);
+    const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener as AnyListener, options);
+    if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener as AnyListener, options.signal);
     else {
-      this.#assertRegistrable(domain, name as string, 'name');
+      assertRegistrable(this.#closed, domain, name as string, 'name');
       assertNumber(options.after, 'options.after', true, 0);
       assertNumber(options.last, 'options.last', true, 1);
-      await this.#registrations.subscribe(domain, name as string, listener, options.signal, { after: options.after, last: options.last });
+      await this.#registrations.subscribe(domain, name as string, listener as AnyListener, options);
     }
     return { unsubscribe };
   }
@@ -306,25 +297,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
       await Promise.all(this.#parts.map((part) => part.drain?.(timeout)));
       const error = closedError();
       for (const part of this.#parts) part.close?.(error);
-      this.#registrations.close(error);
+      this.#registrations.waiters.rejectAll(error);
       this.#requests.failAll(error);
       this.#connection.close();
     })());
   }
 
   // ── internals ───────────────────────────────────────────────────────────────────────────
-
-  /** A registration request: not resent after a reconnect, which registers anew instead. */
-  #send<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
-    return this.#requests.request(op, params, options, false);
-  }
-
-  /** Closed clients refuse new work; registrations also check their domain and `field`. */
-  #assertRegistrable(domain: string, value: string, field: string): void {
-    this.#assertUsable();
-    assertIdentifier(domain, 'domain');
-    assertIdentifier(value, field);
-  }
 
   #assertUsable(): void {
     if (this.#closed) throw closedError();
@@ -423,11 +402,6 @@ export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unkno
 
 /** ids, domains, pids… of the read and delete operations, checked before they are sent. */
 const identifierParams = 'id domain pid cpid eid eventId'.split(' ');
-
-function checkRequestOptions(options: RequestOptions | undefined): void {
-  assertNumber(options?.timeout, 'options.timeout');
-  assertSignal(options?.signal, 'options.signal');
-}
 
 function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);

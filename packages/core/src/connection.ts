@@ -109,7 +109,18 @@ export function createConnection(
 
     opened.listen({
       message: (data) => {
-        const frame = parseServerFrame(data);
+        // The gateway validates what it sends against protocol.ts, so only the frame's shape is
+        // checked here: a schema check per event would put zod into every browser bundle. A frame
+        // of a type this client does not know (a newer gateway's) is passed on and ignored, as
+        // unknown fields are.
+        let frame: ServerFrame | undefined;
+        try {
+          // Only objects have a `type` (null and other values do not).
+          const json = JSON.parse(data) as { type?: unknown } | null;
+          if (typeof json?.type === 'string') frame = json as ServerFrame;
+        } catch {
+          // not JSON: reported below
+        }
         if (!frame) return handlers.error(new EventflowError('E_EVENTFLOW_INVALID_FRAME', 'ignored an unreadable frame from the gateway'));
         lastFrameAt = Date.now();
         if (welcomed) handlers.frame(frame);
@@ -176,17 +187,3 @@ export function createConnection(
   };
 }
 
-/**
- * The gateway validates what it sends against protocol.ts, so the client only checks the frame's
- * shape: a full schema check per event would put zod into every browser bundle. A frame of a type
- * this client does not know (a newer gateway's) is passed on and ignored, as unknown fields are.
- */
-const parseServerFrame = (data: string): ServerFrame | undefined => {
-  try {
-    // Only objects have a `type` (null and other values do not).
-    const json = JSON.parse(data) as { type?: unknown } | null;
-    return typeof json?.type === 'string' ? (json as ServerFrame) : undefined;
-  } catch {
-    return undefined;
-  }
-};

@@ -11,7 +11,7 @@ import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { ServerFrame, WelcomeFrame } from './protocol.js';
 import { registration } from './registrations.js';
 import { connectionLost } from './requests.js';
-import { assertIdentifier } from './validate.js';
+import { assertIdentifier, assertRegistrable } from './validate.js';
 
 interface Entry {
   readonly domain: string;
@@ -57,7 +57,7 @@ export class Consumers implements FeaturePart {
   async consume(domain: string, name: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
     const host = this.#host;
     const { signal, group } = options;
-    host.assertRegistrable(domain, name, 'name');
+    assertRegistrable(host.closed(), domain, name, 'name');
     assertFunction(handler, 'handler');
     assertSignal(signal, 'options.signal');
     if (group !== undefined) assertIdentifier(group, 'options.group');

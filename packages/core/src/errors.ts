@@ -53,8 +53,9 @@ export interface EventflowErrorOptions {
 /** The one error class of eventflow. Branch on `code`. */
 export class EventflowError extends Error {
   override readonly name = 'EventflowError';
-  readonly code: ErrorCode;
-  readonly details: Record<string, unknown> | undefined;
+  // `declare`: set by the constructor, so bundles carry no empty field definitions first.
+  declare readonly code: ErrorCode;
+  declare readonly details: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message: string, options: EventflowErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

@@ -17,14 +17,14 @@ type Subscribe = (domain: string | NamespacePattern, name: string | readonly str
 export interface FeatureHost extends RegistrationHost {
   /** A request on the current connection, not sent again after a reconnect (settles and removals are the feature's own). */
   request: Send;
-  /** The client's `call`: sent again after a reconnect. */
-  call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>>;
-  /** The client itself, for features built on its subscribe and unsubscribe (with a domain or a pattern). */
-  client: { subscribe: Subscribe; unsubscribe: Subscribe };
-  /** True once close() was called. */
+  /** The client itself: its `call` (sent again after a reconnect), subscribe and unsubscribe (with a domain or a pattern). */
+  client: {
+    call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>>;
+    subscribe: Subscribe;
+    unsubscribe: Subscribe;
+  };
+  /** True once close() was called (assertRegistrable in validate.ts refuses new work then). */
   closed(): boolean;
-  /** Refuses new work of a closed client (E_EVENTFLOW_CLIENT_CLOSED) and checks a registration's domain and its `field`. */
-  assertRegistrable(domain: string, value: string, field: string): void;
 }
 
 /** A feature at work in one client: the client tells it what happens to its connection. */

@@ -9,6 +9,7 @@ import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { NamespacePattern } from './namespace-pattern.js';
 import type { StoredEvent } from './protocol.js';
 import type { AnyListener } from './registrations.js';
+import { assertRegistrable } from './validate.js';
 
 type Target = string | NamespacePattern;
 
@@ -20,7 +21,7 @@ function create(host: FeatureHost): Iterating {
   return {
     events(domain, name, options = {}) {
       if (typeof domain === 'object') domain.params(name, options.pid);
-      else host.assertRegistrable(domain, name as string, 'name');
+      else assertRegistrable(host.closed(), domain, name as string, 'name');
       assertNumber(options.bufferSize, 'options.bufferSize', true, 1);
       assertSignal(options.signal, 'options.signal');
       const { client } = host;

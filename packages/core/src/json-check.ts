@@ -11,8 +11,6 @@ import { FORBIDDEN_DATA_KEY, forbiddenKeyMessage } from './data-keys.js';
 /** Deeper data is refused at the client (the gateway may set a lower limit of its own). */
 export const DATA_MAX_DEPTH = 256;
 
-const child = (path: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
-
 /**
  * Where `value` (found at `path`) stops being JSON, as "path: what is wrong", or undefined when it
  * is JSON. An `undefined` property is allowed (JSON drops it, which reads back as the same absent
@@ -53,7 +51,8 @@ export function jsonProblem(value: unknown, path: string, ancestors: object[] = 
   } else {
     for (const key in object) if (!problem && Object.hasOwn(object, key)) {
       keys.push(key);
-      problem = jsonProblem((object as Record<string, unknown>)[key], child(path, key), ancestors, keys);
+      // The child's path: dotted where the key is an identifier, else bracketed.
+      problem = jsonProblem((object as Record<string, unknown>)[key], /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`, ancestors, keys);
       keys.pop();
     }
   }

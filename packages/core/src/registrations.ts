@@ -40,7 +40,7 @@ export class Registrations {
   readonly #registered = new Set<string>();
   /** Callers waiting for the connection ('open'), a subscription key or a handle. */
   readonly waiters = new Waiters();
-  readonly host: RegistrationHost;
+  declare readonly host: RegistrationHost;
   #nextHandle = 1;
   /** Incremented per connection, so that answers from a previous connection are not trusted. */
   #generation = 0;
@@ -87,20 +87,15 @@ export class Registrations {
     this.#registered.clear();
   }
 
-  /** Fails every waiter with `error` (the client closed). */
-  close(error: unknown): void {
-    this.waiters.rejectAll(error);
-  }
-
   // ── subscriptions ──
 
   /** Adds a listener; resolves once the gateway has the subscription, or undoes it when that fails. */
-  async subscribe(domain: string, name: string, listener: AnyListener, signal: AbortSignal | undefined, start: { after?: number; last?: number } = {}): Promise<void> {
+  async subscribe(domain: string, name: string, listener: AnyListener, { signal, after, last }: { signal?: AbortSignal | undefined; after?: number | undefined; last?: number | undefined }): Promise<void> {
     const entry = this.#subscriptions.add(domain, name, listener);
     // Where a new subscription starts (a replay first); one that exists already goes on as it is.
     if (entry.listeners.size === 1 && entry.position === undefined) {
-      entry.position = start.after;
-      entry.last = start.after === undefined ? start.last : undefined;
+      entry.position = after;
+      entry.last = after === undefined ? last : undefined;
     }
     const key = streamKey(domain, name);
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.

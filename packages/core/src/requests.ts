@@ -47,7 +47,7 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
 
 interface Pending {
   readonly frame: string;
-  /** It spends the publish rate. */
+  /** It spends the publish rate (publish, persist, schedule: what the gateway paces). */
   readonly write: boolean;
   readonly resend: boolean;
   sent?: boolean;
@@ -61,9 +61,6 @@ export interface SendLimits {
   maxInFlight?: number | undefined;
   maxPublishRate?: number | undefined;
 }
-
-/** The operations that spend the connection's publish rate at the gateway. */
-const isWrite = (op: string): boolean => op === 'publish' || op === 'persist' || op === 'schedule';
 
 /**
  * The pending requests and the send window. At most `maxInFlight` requests are on the wire (sent
@@ -97,7 +94,7 @@ export class RequestManager {
     // browser bundle the whole schema set.
     return pending<Result<O>>(op, signal, (settle) => {
       const id = this.#nextId++;
-      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: isWrite(op), resend, connected: this.#open, settle: settle as Settle };
+      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: op === 'publish' || op === 'persist' || op === 'schedule', resend, connected: this.#open, settle: settle as Settle };
       // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
       const timer = setTimeout(
         () =>
@@ -147,21 +144,15 @@ export class RequestManager {
     this.#onWire.delete(id);
     const request = this.#pending.get(id);
     if (frame.type === 'result') request?.settle(undefined, frame.result);
-    else if (request && !this.#refusedForPace(request, frame)) request.settle(errorFromFrame(frame));
+    else if (request && frame.code === 'E_EVENTFLOW_RATE_LIMITED') {
+      // A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
+      // bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes
+      // again, in its place. The bucket goes into debt: the next token comes after retryAfterMs.
+      this.#writeDelay();
+      this.#tokens = Math.min(this.#tokens, 1 - (Number(frame.details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
+      request.sent = false;
+    } else request?.settle(errorFromFrame(frame));
     this.#pump();
-  }
-
-  /**
-   * A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
-   * bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes again,
-   * in its place. True when it does.
-   */
-  #refusedForPace(request: Pending, { code, details }: ErrorFrame): boolean {
-    if (code !== 'E_EVENTFLOW_RATE_LIMITED') return false;
-    // The bucket goes into debt: the next token comes after retryAfterMs.
-    this.#writeDelay();
-    this.#tokens = Math.min(this.#tokens, 1 - (Number(details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
-    return !(request.sent = false);
   }
 
   /** Sends waiting requests in call order while the window and the publish rate allow. */
@@ -191,10 +182,6 @@ export class RequestManager {
 
   failAll(error: unknown): void {
     for (const request of this.#pending.values()) request.settle(error);
-  }
-
-  get size(): number {
-    return this.#pending.size;
   }
 }
 

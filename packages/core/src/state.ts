@@ -4,10 +4,11 @@
  *
  * Every result is deeply frozen, and `applyEvent` copies only the path it changes, so a view can
  * compare subtrees by identity. Only `.data` of an event is read; input events are never mutated
- * and never shared with the result (Dates, Maps and Sets included), because the caller may keep
- * and reuse them.
+ * and never shared with the result (Dates, Maps and Sets included, except in browser builds: see
+ * state-collections.browser.ts), because the caller may keep and reuse them.
  */
 import { foldDirect } from './fast-fold.js';
+import { collections } from './state-collections.js';
 import { invalid, isPlainObject } from './validate.js';
 
 export type State = Readonly<Record<string, unknown>>;
@@ -28,29 +29,21 @@ const isObject = (value: unknown): value is object => typeof value === 'object' 
 // Such keys are dropped instead.
 const keysOf = (value: object): string[] => Object.keys(value).filter((key) => key !== '__proto__');
 
-function mutateFrozen(): never {
-  throw new TypeError('eventflow: a composed state is frozen');
-}
-
 /**
  * Deep freeze of what a state can hold. Like Object.freeze it stops at frozen values (shared
- * subtrees of an earlier state are frozen already); Map and Set methods are locked too, which
- * Object.freeze alone does not do. Class instances (kept by reference) are left alone.
+ * subtrees of an earlier state are frozen already); Maps and Sets are frozen with their methods
+ * locked (state-collections.ts). Class instances (kept by reference) are left alone.
  */
 function deepFreeze<T>(value: T): T {
   if (!isObject(value) || Object.isFrozen(value)) return value;
-  const collection = value instanceof Map || value instanceof Set;
-  if (!collection && !Array.isArray(value) && !isPlainObject(value)) return value;
-  if (collection) {
-    const locked = { value: mutateFrozen };
-    Object.defineProperties(value, { set: locked, add: locked, clear: locked, delete: locked });
-  }
-  Object.freeze(value);
-  for (const item of collection ? value.values() : Object.values(value)) deepFreeze(item);
+  if (Array.isArray(value) || isPlainObject(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  } else if (collections) collections.freeze(value, deepFreeze);
   return value;
 }
 
-/** v4's clone: a structural copy. Anything that cannot be frozen in depth is at least copied when known. */
+/** v4's clone: a structural copy. Anything that cannot be frozen in depth is at least copied when known (state-collections.ts). */
 function clone(value: unknown): unknown {
   if (!isObject(value)) return value;
   if (Array.isArray(value)) return value.map(clone);
@@ -59,17 +52,7 @@ function clone(value: unknown): unknown {
     for (const key of keysOf(value)) out[key] = clone(value[key]);
     return out;
   }
-  if (value instanceof Map) return new Map([...value].map(([k, v]) => [clone(k), clone(v)]));
-  if (value instanceof Set) return new Set([...value].map(clone));
-  // Freezing a Date does not stop setTime(); the copy is what protects the caller's Date.
-  if (value instanceof Date) return Object.freeze(new Date(value.getTime()));
-  if (value instanceof Error) {
-    // A real Error (not Object.create) so the copy keeps its internal slot and stays an Error.
-    const copy = Object.defineProperties(new Error(), Object.getOwnPropertyDescriptors(value));
-    return Object.freeze(Object.setPrototypeOf(copy, Object.getPrototypeOf(value) as object));
-  }
-  // Other class instances cannot come out of JSON or SERDE; they are kept by reference.
-  return value;
+  return collections ? collections.clone(value, clone) : value;
 }
 
 /**
@@ -85,13 +68,7 @@ function merge(a: unknown, b: unknown): unknown {
     for (const key of keysOf(b)) out[key] = Object.hasOwn(a, key) ? merge(a[key], b[key]) : b[key];
     return out;
   }
-  if (a instanceof Set && b instanceof Set) return new Set([...a, ...b]);
-  if (a instanceof Map && b instanceof Map) {
-    const out = new Map<unknown, unknown>(a);
-    for (const [key, value] of b) out.set(key, out.has(key) ? merge(out.get(key), value) : value);
-    return out;
-  }
-  return b;
+  return collections ? collections.merge(a, b, merge) : b;
 }
 
 /** Arrays made by a union, or found free of duplicates by one, that nothing mutates. */
@@ -113,8 +90,8 @@ function assigned(current: unknown, next: unknown): unknown {
     if (result === merged || Object.isFrozen(current)) unique.add(result);
     return result;
   }
-  const merged = merge(current, next);
-  return current instanceof Set && merged instanceof Set && merged.size === current.size ? current : merged;
+  // A Set's union that added nothing is the old Set (state-collections.ts).
+  return merge(current, next);
 }
 
 /** v4's ASSIGN by mutation, for the exact (chunked) fold. An array taken as a new key is not de-duplicated, as in v4. */
@@ -154,7 +131,7 @@ export function composeEventlogState(eventlog: ReadonlyArray<StateEvent>, size =
   // Both folds mutate their state: each starts from its own copy of `from`.
   const start = (): Plain => (from === undefined ? {} : (clone(from) as Plain));
   // The direct fold where it is proven equal (not in browser builds: see fast-fold.browser.ts).
-  const state = foldDirect?.(eventlog, size, start()) ?? foldChunks(eventlog, size, start());
+  const state = (foldDirect && foldDirect(eventlog, size, start())) ?? foldChunks(eventlog, size, start());
   return Object.keys(state).length > 0 ? deepFreeze(state) : emptyState;
 }
 

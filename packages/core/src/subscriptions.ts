@@ -44,8 +44,4 @@ export class SubscriptionRegistry<L> {
   keys(): IterableIterator<SubscriptionKey<L>> {
     return this.#keys.values();
   }
-
-  get size(): number {
-    return this.#keys.size;
-  }
 }

@@ -23,17 +23,17 @@ export interface V4Reads extends FeaturePart {
 
 type EventsOperation = 'readEventlogByTimestamp' | 'readEventlogFilteredByNames' | 'readEventlogByChildProcess' | 'readEventlogByEid' | 'readEventlogByDomainAndEid';
 
-function create({ call }: FeatureHost): V4Reads {
+function create({ client }: FeatureHost): V4Reads {
   // The client's `call` checks the identifiers; the reads resolve with the result's events.
-  const events = async <O extends EventsOperation>(op: O, params: Params<O>): Promise<StoredEvent[]> => ((await call(op, params)) as { events: StoredEvent[] }).events;
+  const events = async <O extends EventsOperation>(op: O, params: Params<O>): Promise<StoredEvent[]> => ((await client.call(op, params)) as { events: StoredEvent[] }).events;
   return {
     readEventlogByTimestamp: (domain, pid, min, max) => events('readEventlogByTimestamp', { domain, pid, from: toIso(min, 'min'), to: toIso(max, 'max') }),
     readEventlogFilteredByNames: (domain, pid, names) => (assertNames(names), events('readEventlogFilteredByNames', { domain, pid, names })),
     readEventlogByChildProcess: (domain, cpid) => events('readEventlogByChildProcess', { domain, cpid }),
     readEventlogByEid: (eid) => events('readEventlogByEid', { eid }),
     readEventlogByDomainAndEid: (domain, eid) => events('readEventlogByDomainAndEid', { domain, eid }),
-    persistEntityAssociation: async (eventId, eid) => (await call('persistEntityAssociation', { eventId, eid }), true),
-    persistChildProcessAssociation: async (eventId, domain, cpid) => (await call('persistChildProcessAssociation', { eventId, domain, cpid }), true),
+    persistEntityAssociation: async (eventId, eid) => (await client.call('persistEntityAssociation', { eventId, eid }), true),
+    persistChildProcessAssociation: async (eventId, domain, cpid) => (await client.call('persistChildProcessAssociation', { eventId, domain, cpid }), true),
   };
 }
 

@@ -3,7 +3,7 @@
  * named. They apply protocol.ts's rules without zod, which keeps zod out of the browser bundle;
  * a test holds them to the zod schemas, and the gateway validates every frame with those.
  */
-import { EventflowError } from './errors.js';
+import { closedError, EventflowError } from './errors.js';
 import { generateEventId } from './ids.js';
 import { jsonProblem } from './json-check.js';
 import type { EventInput } from './protocol.js';
@@ -56,6 +56,13 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 export const invalid = (message: string, details?: Record<string, unknown>): EventflowError => new EventflowError('E_EVENTFLOW_INVALID_INPUT', message, { details });
+
+/** Refuses new work of a closed client (E_EVENTFLOW_CLIENT_CLOSED) and checks a registration's domain and its `field`. */
+export function assertRegistrable(closed: unknown, domain: string, value: string, field: string): void {
+  if (closed) throw closedError();
+  assertIdentifier(domain, 'domain');
+  assertIdentifier(value, field);
+}
 
 /** Event names of a wait, a filtered read or a pattern subscription: a non-empty array of identifiers. */
 export function assertNames(names: unknown): asserts names is string[] {

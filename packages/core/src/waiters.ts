@@ -20,6 +20,7 @@ export class Waiters {
     for (const settle of [...(this.#byKey.get(key) ?? [])]) settle(error);
   }
 
+  /** Fails every waiter with `error` (the client closed). */
   rejectAll(error: unknown): void {
     for (const key of this.#byKey.keys()) this.settle(key, error);
   }

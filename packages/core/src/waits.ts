@@ -11,7 +11,7 @@ import { EventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { EventInput, Params, ServerFrame, StoredEvent } from './protocol.js';
 import { connectionLost, pending, type Settle } from './requests.js';
-import { assertIdentifier, assertNames, withId } from './validate.js';
+import { assertIdentifier, assertNames, assertRegistrable, withId } from './validate.js';
 
 interface Entry {
   /** Registers it on the current connection (again after each reconnect). */
@@ -51,7 +51,7 @@ export class Waits implements FeaturePart {
   async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout = DEFAULT_WAIT_TIMEOUT, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
     const host = this.#host;
     const names = [outcomes].flat();
-    host.assertRegistrable(domain, pid, 'pid');
+    assertRegistrable(host.closed(), domain, pid, 'pid');
     assertNames(names);
     if (after !== undefined) assertIdentifier(after, 'after');
     assertNumber(timeout, 'timeout');
@@ -102,7 +102,7 @@ export class Waits implements FeaturePart {
       (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, { signal }, resolve, input.id)).then(resolve, reject);
     });
     try {
-      await this.#host.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
+      await this.#host.client.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
     } catch (error) {
       cancel.abort();
       throw error;

@@ -18,11 +18,11 @@ export class WebSocketTransport implements Transport {
   }
 
   send(frame: string): void {
-    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(frame);
+    if (this.#socket.readyState === 1 /* OPEN */) this.#socket.send(frame);
   }
 
   close(code = 1000, reason = ''): void {
-    if (this.#socket.readyState === WebSocket.CLOSED) return;
+    if (this.#socket.readyState === 3 /* CLOSED */) return;
     this.#socket.close(code, reason);
   }
 
@@ -56,7 +56,7 @@ export const webSocketConnector = (url: string | URL): Connector => {
         // close, which the transport reports.
         socket.onerror = () => undefined;
         if (!message) return resolve(new WebSocketTransport(socket));
-        if (socket.readyState !== WebSocket.CLOSED) socket.close();
+        if (socket.readyState !== 3 /* CLOSED */) socket.close();
         reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', message));
       };
       const onAbort = (): void => settle(`connecting to ${url} was aborted`);

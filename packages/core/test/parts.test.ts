@@ -37,13 +37,13 @@ describe('SubscriptionRegistry', () => {
     expect(registry.remove('d', 'x', a)).toBeUndefined();
     registry.remove('d', 'x', b);
     expect(registry.get('d', 'x')).toBeUndefined();
-    expect(registry.size).toBe(1);
+    expect([...registry.keys()].map((key) => key.name)).toEqual(['y']);
   });
 
   it('accepts domains that collide with object members (v4 §8.14)', () => {
     const registry = new SubscriptionRegistry<() => void>();
     for (const domain of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) registry.add(domain, 'newListener', () => undefined);
-    expect(registry.size).toBe(4);
+    expect([...registry.keys()]).toHaveLength(4);
   });
 });
 
@@ -89,14 +89,18 @@ describe('ids', () => {
 
 describe('RequestManager', () => {
   it('times out with E_EVENTFLOW_REQUEST_TIMEOUT and aborts with E_EVENTFLOW_ABORTED', async () => {
-    const requests = new RequestManager(() => true, 50);
+    const sent: string[] = [];
+    const requests = new RequestManager((frame) => (sent.push(frame), true), 50);
     requests.open();
     await expect(requests.request('ping', {})).rejects.toMatchObject({ code: 'E_EVENTFLOW_REQUEST_TIMEOUT' });
     const controller = new AbortController();
     const pending = requests.request('ping', {}, { signal: controller.signal, timeout: 10_000 });
     controller.abort();
     await expect(pending).rejects.toMatchObject({ code: 'E_EVENTFLOW_ABORTED' });
-    expect(requests.size).toBe(0);
+    // Both are forgotten: a new connection sends neither again.
+    requests.lost();
+    requests.open();
+    expect(sent).toHaveLength(2);
   });
 
   it('on a lost connection resends resendable requests and fails the others with connectionLost', async () => {
@@ -190,5 +194,37 @@ describe('client-side validation agrees with the zod schemas', () => {
       }
       expect(accepted, JSON.stringify(value)).toBe(eventInput.safeParse(value).success);
     }
+  });
+});
+
+describe('createConnection', () => {
+  it('reports frames that are not JSON objects with a string type, and passes every other frame on', async () => {
+    const { createConnection } = await import('../src/connection.js');
+    const [client, gateway] = createMemoryPair();
+    const errors: unknown[] = [];
+    const frames: unknown[] = [];
+    const opened = new Promise<void>((resolve) => {
+      gateway.listen({
+        message: () => {
+          gateway.send(JSON.stringify({ type: 'welcome', protocol: 1, limits: {} }));
+          for (const frame of ['not json', 'null', '{"type":1}', '{"type":"fromTheFuture","x":1}']) gateway.send(frame);
+          gateway.send(JSON.stringify({ type: 'result', id: 1, result: {} }));
+        },
+        close: () => undefined,
+      });
+      const connection = createConnection(async () => client, { heartbeatInterval: 0 }, {
+        open: () => undefined,
+        frame: (frame) => {
+          frames.push(frame);
+          if (frames.length === 2) resolve(connection.close());
+        },
+        lost: () => undefined,
+        error: (error) => errors.push(error),
+        ping: async () => undefined,
+      });
+    });
+    await opened;
+    expect(errors.map((error) => (error as { code?: string }).code)).toEqual(['E_EVENTFLOW_INVALID_FRAME', 'E_EVENTFLOW_INVALID_FRAME', 'E_EVENTFLOW_INVALID_FRAME']);
+    expect(frames).toEqual([{ type: 'fromTheFuture', x: 1 }, { type: 'result', id: 1, result: {} }]);
   });
 });
