@@ -10,12 +10,13 @@ import {
   assertNumber,
   assertOptionalFunction,
   assertSignal,
-  createAsyncQueue,
+  EventflowError,
   isEventflowError,
   logError,
   webSocketConnector,
   type ClientOptions,
   type Connector,
+  type createAsyncQueue,
   type EventMap,
   type EventOf,
   type Position,
@@ -48,12 +49,15 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   readonly #outbox: OutboxEngine | undefined;
   readonly #reads: CachedReads;
   readonly #watches: Watches;
+  /** The async queue of `iterating` from '@eventflow/browser/work', when passed in `features`. */
+  readonly #queue: typeof createAsyncQueue | undefined;
 
   constructor(connect: Connector, options: BrowserClientOptions = {}) {
     const report = options.onError ?? logError;
     let onError = report;
     super(connect, { ...options, onError: (error) => onError(error) });
     const { cache, outbox } = options;
+    this.#queue = (options.features?.find((feature) => feature.name === 'iterating') as { queue?: typeof createAsyncQueue } | undefined)?.queue;
     const { name = 'eventflow', maxBytes = 50_000_000 } = cache || {};
     if (cache !== false && typeof indexedDB !== 'undefined') {
       this.#cache = createCache(name, maxBytes, report);
@@ -141,10 +145,18 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     return this.#watches.watch(domain, pid, listener, onError);
   }
 
-  /** The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts. */
+  /**
+   * The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts.
+   * Needs `iterating` from '@eventflow/browser/work' in `features`; without it, throws
+   * E_EVENTFLOW_FEATURE_NOT_ENABLED (as `events()` does), so that bundles without it leave the queue out.
+   */
   eventlogStates(domain: string, pid: string, { signal }: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
+    const create = this.#queue;
+    if (!create) {
+      throw new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', "eventlogStates() needs the iterating feature: create the client with { features: [iterating] } (import { iterating } from '@eventflow/browser/work')", { details: { feature: 'iterating' } });
+    }
     assertSignal(signal, 'options.signal');
-    const queue = createAsyncQueue<EventlogSnapshot>(() => stop(), undefined, signal);
+    const queue = create<EventlogSnapshot>(() => stop(), undefined, signal);
     const stop = this.watchEventlogState(domain, pid, (snapshot) => queue.push(snapshot), (error) => queue.fail(error));
     if (signal?.aborted) void queue.return();
     return queue;
