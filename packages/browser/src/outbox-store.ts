@@ -23,6 +23,7 @@ export interface OutboxStore {
   close(): void;
 }
 
+/** The store of database `name` (`eventflow-outbox:<cache name>`). */
 export function openOutboxStore(name: string): OutboxStore {
   if (typeof indexedDB === 'undefined') {
     const memory = new Map<number, OutboxEntry>();
@@ -40,7 +41,7 @@ export function openOutboxStore(name: string): OutboxStore {
     db = undefined;
   };
   const open = (): Promise<IDBPDatabase<OutboxSchema>> =>
-    (db ??= openDB<OutboxSchema>(`eventflow-outbox:${name}`, OUTBOX_VERSION, {
+    (db ??= openDB<OutboxSchema>(name, OUTBOX_VERSION, {
       upgrade: (opened) => void opened.createObjectStore('entries', { keyPath: 'seq', autoIncrement: true }),
       // Let a newer release upgrade, and reopen after the browser closed it; unlike the cache,
       // failures are not swallowed: a write that cannot be queued must fail its publish.

@@ -89,8 +89,10 @@ class DurableOutbox implements OutboxEngine {
     this.#maxBytes = options.maxBytes ?? OUTBOX_DEFAULTS.maxBytes;
     this.#maxAge = options.maxAge ?? OUTBOX_DEFAULTS.maxAge;
     this.#onRejected = options.onRejected;
-    this.#store = openOutboxStore(host.name);
-    this.#channel = openChannel<Message>(`eventflow-outbox:${host.name}`, (data) =>
+    // The name of its database, channel and lock.
+    const name = `eventflow-outbox:${host.name}`;
+    this.#store = openOutboxStore(name);
+    this.#channel = openChannel<Message>(name, (data) =>
       data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, { details: data.error.details })),
     );
     this.loaded = this.#load();
@@ -101,7 +103,7 @@ class DurableOutbox implements OutboxEngine {
     if (!locks) this.#lead();
     else {
       locks
-        .request(`eventflow-outbox:${host.name}`, { signal: this.#lock.signal }, () => {
+        .request(name, { signal: this.#lock.signal }, () => {
           if (this.#closed) return undefined;
           this.#lead();
           return new Promise<void>((resolve) => (this.#release = resolve));
