@@ -126,7 +126,7 @@ class DurableOutbox implements OutboxEngine {
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
     if (used + bytes > this.#maxBytes) {
-      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} B used): ${event.id} not queued; let it drain, drop entries or raise maxBytes`, {
+      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} B): ${event.id} not queued; let it drain or raise maxBytes`, {
         details: { maxBytes: this.#maxBytes, used, bytes },
       });
     }
@@ -191,7 +191,7 @@ class DurableOutbox implements OutboxEngine {
     const { client } = this.#host;
     for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open'; entry = this.entries[0]) {
       if (Date.now() - entry.queued > this.#maxAge) {
-        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms); publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
+        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms): publish it again if need be`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
         continue;
       }
       let position: number;
@@ -278,7 +278,7 @@ class DurableOutbox implements OutboxEngine {
     this.#release?.();
     this.#channel?.close();
     this.#store.close();
-    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued for the next client'));
+    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued'));
     this.#waiting.clear();
   }
 }
