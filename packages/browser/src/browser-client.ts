@@ -9,14 +9,12 @@ import {
   assertFunction,
   assertNumber,
   assertOptionalFunction,
-  assertSignal,
   EventflowError,
   isEventflowError,
   logError,
   webSocketConnector,
   type ClientOptions,
   type Connector,
-  type createAsyncQueue,
   type EventMap,
   type EventOf,
   type Position,
@@ -28,6 +26,7 @@ import { createReads, type CachedReads } from './cached-reads.js';
 import { createCache, type Cache } from './cache.js';
 import { checkEventlog, keyOf, overlaid, snapshotOf, type EventlogSnapshot } from './eventlog-view.js';
 import type { Outbox, OutboxEngine, OutboxPlugin, OutboxPublishOptions } from './outbox-types.js';
+import type { EventlogStates } from './iterating.js';
 import { concat } from './lazy-list.js';
 import { createWatches, type Watch, type Watches } from './watches.js';
 
@@ -49,15 +48,15 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   readonly #outbox: OutboxEngine | undefined;
   readonly #reads: CachedReads;
   readonly #watches: Watches;
-  /** The async queue of `iterating` from '@eventflow/browser/work', when passed in `features`. */
-  readonly #queue: typeof createAsyncQueue | undefined;
+  /** `eventlogStates()`, brought by `iterating` from '@eventflow/browser/work' in `features`. */
+  readonly #states: EventlogStates | undefined;
 
   constructor(connect: Connector, options: BrowserClientOptions = {}) {
     const report = options.onError ?? logError;
     let onError = report;
     super(connect, { ...options, onError: (error) => onError(error) });
     const { cache, outbox } = options;
-    this.#queue = (options.features?.find((feature) => feature.name === 'iterating') as { queue?: typeof createAsyncQueue } | undefined)?.queue;
+    this.#states = (options.features?.find((feature) => feature.name === 'iterating') as { states?: EventlogStates } | undefined)?.states;
     const { name = 'eventflow', maxBytes = 50_000_000 } = cache || {};
     if (cache !== false && typeof indexedDB !== 'undefined') {
       this.#cache = createCache(name, maxBytes, report);
@@ -150,16 +149,11 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
    * Needs `iterating` from '@eventflow/browser/work' in `features`; without it, throws
    * E_EVENTFLOW_FEATURE_NOT_ENABLED (as `events()` does), so that bundles without it leave the queue out.
    */
-  eventlogStates(domain: string, pid: string, { signal }: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
-    const create = this.#queue;
-    if (!create) {
+  eventlogStates(domain: string, pid: string, options?: { signal?: AbortSignal }): AsyncIterableIterator<EventlogSnapshot> {
+    if (!this.#states) {
       throw new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', "eventlogStates() needs the iterating feature: create the client with { features: [iterating] } (import { iterating } from '@eventflow/browser/work')", { details: { feature: 'iterating' } });
     }
-    assertSignal(signal, 'options.signal');
-    const queue = create<EventlogSnapshot>(() => stop(), undefined, signal);
-    const stop = this.watchEventlogState(domain, pid, (snapshot) => queue.push(snapshot), (error) => queue.fail(error));
-    if (signal?.aborted) void queue.return();
-    return queue;
+    return this.#states(this, domain, pid, options);
   }
 
   // ── deletes and lifecycle ───────────────────────────────────────────────────────────────
