@@ -93,7 +93,7 @@ class DurableOutbox implements OutboxEngine {
     const name = `eventflow-outbox:${host.name}`;
     this.#store = openOutboxStore(name);
     this.#channel = openChannel<Message>(name, (data) =>
-      data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, { details: data.error.details })),
+      data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, data.error)),
     );
     this.loaded = this.#load();
     host.client.onStateChange((state) => void (state === 'open' && this.#kick()));
