@@ -2,7 +2,7 @@
  * Where the outbox keeps its entries: a database of its own (`eventflow-outbox:<cache name>`, so
  * the cache's schema and its "drop and refetch" migrations never touch writes that exist nowhere
  * else), one store keyed by an auto-incremented `seq`, which orders entries across tabs. Without
- * IndexedDB the entries live in memory (not durable) and the outbox works for the page's life.
+ * IndexedDB there is no store: the outbox keeps its entries in memory (not durable) for the page's life.
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
 import type { OutboxEntry } from './outbox-types.js';
@@ -24,17 +24,8 @@ export interface OutboxStore {
 }
 
 /** The store of database `name` (`eventflow-outbox:<cache name>`). */
-export function openOutboxStore(name: string): OutboxStore {
-  if (typeof indexedDB === 'undefined') {
-    const memory = new Map<number, OutboxEntry>();
-    let next = 1;
-    return {
-      all: async () => [...memory.values()],
-      add: async (entry) => (memory.set(next, { ...entry, seq: next }), next++),
-      delete: async (seq) => memory.delete(seq),
-      close: () => undefined,
-    };
-  }
+export function openOutboxStore(name: string): OutboxStore | undefined {
+  if (typeof indexedDB === 'undefined') return undefined;
   let db: Promise<IDBPDatabase<OutboxSchema>> | undefined;
   const close = (): void => {
     void db?.then((open) => open.close(), () => undefined);

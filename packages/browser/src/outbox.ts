@@ -64,7 +64,10 @@ class DurableOutbox implements OutboxEngine {
   readonly #maxBytes: number;
   readonly #maxAge: number;
   readonly #onRejected: ((rejection: OutboxRejection) => void) | undefined;
+  /** Undefined without IndexedDB: the entries live in `entries` only, for the page's life. */
   readonly #store;
+  /** The next `seq` without IndexedDB. */
+  #seq = 0;
   readonly #channel: Channel<Message> | undefined;
   readonly #listeners = new Set<() => void>();
   /** Callers of `publish(…, { ack: true })`, by event id. */
@@ -133,7 +136,7 @@ class DurableOutbox implements OutboxEngine {
     const entry = { id: event.id, op, event, expectedVersion, at, queued: Date.now(), bytes };
     const acked = options.ack ? new Promise<string>((resolve, reject) => this.#waiting.set(event.id, [resolve, reject])) : undefined;
     try {
-      const seq = await this.#store.add(entry);
+      const seq = (await this.#store?.add(entry)) ?? ++this.#seq;
       this.#update([...this.entries, { ...entry, seq }], [entry]);
     } catch (error) {
       this.#waiting.delete(event.id);
@@ -148,7 +151,7 @@ class DurableOutbox implements OutboxEngine {
     const entry = this.entries.find((queued) => queued.id === id);
     if (!entry) return false;
     this.#gone.add(entry.seq);
-    const found = await this.#store.delete(entry.seq);
+    const found = (await this.#store?.delete(entry.seq)) ?? true;
     this.#update(this.entries.filter((queued) => queued !== entry), [entry]);
     this.#waiting.get(id)?.[1](new EventflowError('E_EVENTFLOW_ABORTED', `${id} was dropped from the outbox`));
     this.#waiting.delete(id);
@@ -216,7 +219,7 @@ class DurableOutbox implements OutboxEngine {
   async #settle(entry: OutboxEntry, position?: number, error?: EventflowError): Promise<void> {
     this.#gone.add(entry.seq);
     // Failing, it is sent again by the next sender, which its id makes harmless.
-    await this.#store.delete(entry.seq).catch(this.#host.report);
+    await this.#store?.delete(entry.seq).catch(this.#host.report);
     this.#channel?.post({ type: 'settled', entry, position, error: error && { code: error.code, message: error.message, details: error.details } });
     this.#settled(entry, position, error);
   }
@@ -249,7 +252,7 @@ class DurableOutbox implements OutboxEngine {
   /** Reads the entries from IndexedDB (at start, and when another tab changed them). */
   async #load(): Promise<void> {
     try {
-      const stored = (await this.#store.all()).filter((entry) => !this.#gone.has(entry.seq));
+      const stored = ((await this.#store?.all()) ?? this.entries).filter((entry) => !this.#gone.has(entry.seq));
       this.#update(stored, [...this.entries, ...stored]);
       void this.#kick();
     } catch (error) {
@@ -277,7 +280,7 @@ class DurableOutbox implements OutboxEngine {
     this.#lock.abort();
     this.#release?.();
     this.#channel?.close();
-    this.#store.close();
+    this.#store?.close();
     for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued'));
     this.#waiting.clear();
   }
