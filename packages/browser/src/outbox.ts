@@ -15,18 +15,19 @@ import type { Outbox, OutboxEngine, OutboxEntry, OutboxHost, OutboxPlugin, Outbo
 export type { Outbox, OutboxEntry, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';
 export { OUTBOX_VERSION } from './outbox-store.js';
 
-export const OUTBOX_DEFAULTS = {
-  /** 5 MB of queued event JSON: thousands of typical writes, and far below any browser's quota. */
-  maxBytes: 5_000_000,
-  /**
-   * 24 hours. Zero rejects offline writes after 5 minutes; a field worker offline for a shift
-   * must not lose the shift's records, and `expectedVersion` (checked when the entry is sent)
-   * guards writes that depend on what others did meanwhile.
-   */
-  maxAge: 86_400_000,
-  /** Delay before sending again after a failure that may pass (timeout, rate limit, store down). */
-  retryDelay: 1_000,
-} as const;
+/** 5 MB of queued event JSON: thousands of typical writes, and far below any browser's quota. */
+const maxBytes = 5_000_000;
+/**
+ * 24 hours. Zero rejects offline writes after 5 minutes; a field worker offline for a shift
+ * must not lose the shift's records, and `expectedVersion` (checked when the entry is sent)
+ * guards writes that depend on what others did meanwhile.
+ */
+const maxAge = 86_400_000;
+/** Delay before sending again after a failure that may pass (timeout, rate limit, store down). */
+const retryDelay = 1_000;
+
+/** The defaults of OutboxOptions (the outbox reads the constants: a bundle leaves this object out). */
+export const OUTBOX_DEFAULTS = { maxBytes, maxAge, retryDelay } as const;
 
 export interface OutboxOptions {
   /** Budget of queued event JSON in bytes (default 5 MB); beyond it publish fails with E_EVENTFLOW_OUTBOX_FULL. */
@@ -89,8 +90,8 @@ class DurableOutbox implements OutboxEngine {
 
   constructor(host: OutboxHost, options: OutboxOptions) {
     this.#host = host;
-    this.#maxBytes = options.maxBytes ?? OUTBOX_DEFAULTS.maxBytes;
-    this.#maxAge = options.maxAge ?? OUTBOX_DEFAULTS.maxAge;
+    this.#maxBytes = options.maxBytes ?? maxBytes;
+    this.#maxAge = options.maxAge ?? maxAge;
     this.#onRejected = options.onRejected;
     // The name of its database, channel and lock.
     const name = `eventflow-outbox:${host.name}`;
@@ -208,7 +209,7 @@ class DurableOutbox implements OutboxEngine {
           continue;
         }
         clearTimeout(this.#retry);
-        if (!this.#closed) this.#retry = setTimeout(this.#kick, OUTBOX_DEFAULTS.retryDelay);
+        if (!this.#closed) this.#retry = setTimeout(this.#kick, retryDelay);
         return;
       }
       await this.#settle(entry, position);
