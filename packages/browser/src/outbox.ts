@@ -221,7 +221,9 @@ class DurableOutbox implements OutboxEngine {
     this.#gone.add(entry.seq);
     // Failing, it is sent again by the next sender, which its id makes harmless.
     await this.#store?.delete(entry.seq).catch(this.#host.report);
-    this.#channel?.post({ type: 'settled', entry, position, error: error && { code: error.code, message: error.message, details: error.details } });
+    // An error's own fields (name, code, details) and its message, which is not one: a
+    // BroadcastChannel would clone an EventflowError as a plain Error, without its code.
+    this.#channel?.post({ type: 'settled', entry, position, error: error && { ...error, message: error.message } });
     this.#settled(entry, position, error);
   }
 
