@@ -92,12 +92,12 @@ export function useSubscription(
     (set, client) => {
       const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
       // Refused registrations are reported through the client's onError.
-      const options = typeof domain === 'object' ? { pid } : { last, after };
+      const options = pattern === undefined ? { last, after } : { pid };
       const subscribed = (client as unknown as Subscriber).subscribe(domain, name, listener, options).catch(() => undefined);
       return () => void subscribed.then((subscription) => subscription?.unsubscribe()).catch(() => undefined);
     },
     pattern ?? domain,
-    pattern === undefined ? 'domain' : 'pattern',
+    pattern === undefined, // a domain and a pattern of the same text differ
     typeof name === 'string' ? name : name.join('\u001f'),
     pid,
     limit,
