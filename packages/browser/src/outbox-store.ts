@@ -18,8 +18,8 @@ export interface OutboxStore {
   all(): Promise<OutboxEntry[]>;
   /** Adds an entry and resolves with its `seq`. */
   add(entry: Omit<OutboxEntry, 'seq'>): Promise<number>;
-  /** Deletes an entry; false when it was not there (another tab settled or dropped it). */
-  delete(seq: number): Promise<boolean>;
+  /** Deletes an entry (nothing when another tab settled or dropped it first). */
+  delete(seq: number): Promise<void>;
   close(): void;
 }
 
@@ -45,13 +45,7 @@ export function openOutboxStore(name: string): OutboxStore | undefined {
   return {
     all: async () => (await open()).getAll('entries'),
     add: async (entry) => (await open()).add('entries', entry as OutboxEntry),
-    async delete(seq) {
-      const tx = (await open()).transaction('entries', 'readwrite');
-      const found = (await tx.store.getKey(seq)) !== undefined;
-      if (found) await tx.store.delete(seq);
-      await tx.done;
-      return found;
-    },
+    delete: async (seq) => (await open()).delete('entries', seq),
     close,
   };
 }

@@ -152,12 +152,12 @@ class DurableOutbox implements OutboxEngine {
     const entry = this.entries.find((queued) => queued.id === id);
     if (!entry) return false;
     this.#gone.add(entry.seq);
-    const found = (await this.#store?.delete(entry.seq)) ?? true;
+    await this.#store?.delete(entry.seq);
     this.#update(this.entries.filter((queued) => queued !== entry), [entry]);
     this.#waiting.get(id)?.[1](new EventflowError('E_EVENTFLOW_ABORTED', `${id} was dropped from the outbox`));
     this.#waiting.delete(id);
     this.#channel?.post({ type: 'changed' });
-    return found;
+    return true;
   }
 
   dismiss(id?: string): void {
