@@ -64,9 +64,8 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     }
     this.#outbox = outbox?.attach({ client: this, name, report, changed: (domain, pid) => this.#watches.show(domain, pid) });
     const watched = new Map<string, Watch>();
-    const client = this as EventflowClient;
-    const reads = (this.#reads = createReads(client, this.#cache, this.#channel, this.#outbox, watched));
-    this.#watches = createWatches(client, reads, this.#outbox, report, watched);
+    const reads = (this.#reads = createReads(this as EventflowClient, this.#cache, this.#channel, this.#outbox, watched));
+    this.#watches = createWatches(this as EventflowClient, reads, this.#outbox, report, watched);
     onError = (error) => {
       if (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED')) reads.contacted();
       // Registrations cut short by close() are no news.
