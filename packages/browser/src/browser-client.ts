@@ -9,8 +9,7 @@ import {
   assertFunction,
   assertNumber,
   assertOptionalFunction,
-  assertSignal,
-  createAsyncQueue,
+  EventflowError,
   isEventflowError,
   logError,
   webSocketConnector,
@@ -27,6 +26,7 @@ import { createReads, type CachedReads } from './cached-reads.js';
 import { createCache, type Cache } from './cache.js';
 import { checkEventlog, keyOf, overlaid, snapshotOf, type EventlogSnapshot } from './eventlog-view.js';
 import type { Outbox, OutboxEngine, OutboxPlugin, OutboxPublishOptions } from './outbox-types.js';
+import type { EventlogStates } from './iterating.js';
 import { concat } from './lazy-list.js';
 import { createWatches, type Watch, type Watches } from './watches.js';
 
@@ -48,12 +48,15 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   readonly #outbox: OutboxEngine | undefined;
   readonly #reads: CachedReads;
   readonly #watches: Watches;
+  /** `eventlogStates()`, brought by `iterating` from '@eventflow/browser/work' in `features`. */
+  readonly #states: EventlogStates | undefined;
 
   constructor(connect: Connector, options: BrowserClientOptions = {}) {
     const report = options.onError ?? logError;
     let onError = report;
     super(connect, { ...options, onError: (error) => onError(error) });
     const { cache, outbox } = options;
+    this.#states = (options.features?.find((feature) => feature.name === 'iterating') as { states?: EventlogStates } | undefined)?.states;
     const { name = 'eventflow', maxBytes = 50_000_000 } = cache || {};
     if (cache !== false && typeof indexedDB !== 'undefined') {
       this.#cache = createCache(name, maxBytes, report);
@@ -61,9 +64,8 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     }
     this.#outbox = outbox?.attach({ client: this, name, report, changed: (domain, pid) => this.#watches.show(domain, pid) });
     const watched = new Map<string, Watch>();
-    const client = this as EventflowClient;
-    const reads = (this.#reads = createReads(client, this.#cache, this.#channel, this.#outbox, watched));
-    this.#watches = createWatches(client, reads, this.#outbox, report, watched);
+    const reads = (this.#reads = createReads(this as EventflowClient, this.#cache, this.#channel, this.#outbox, watched));
+    this.#watches = createWatches(this as EventflowClient, reads, this.#outbox, report, watched);
     onError = (error) => {
       if (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED')) reads.contacted();
       // Registrations cut short by close() are no news.
@@ -141,13 +143,16 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
     return this.#watches.watch(domain, pid, listener, onError);
   }
 
-  /** The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts. */
-  eventlogStates(domain: string, pid: string, { signal }: { signal?: AbortSignal } = {}): AsyncIterableIterator<EventlogSnapshot> {
-    assertSignal(signal, 'options.signal');
-    const queue = createAsyncQueue<EventlogSnapshot>(() => stop(), undefined, signal);
-    const stop = this.watchEventlogState(domain, pid, (snapshot) => queue.push(snapshot), (error) => queue.fail(error));
-    if (signal?.aborted) void queue.return();
-    return queue;
+  /**
+   * The async-iterator form of `watchEventlogState`; ends on `return()` or when `signal` aborts.
+   * Needs `iterating` from '@eventflow/browser/work' in `features`; without it, throws
+   * E_EVENTFLOW_FEATURE_NOT_ENABLED (as `events()` does), so that bundles without it leave the queue out.
+   */
+  eventlogStates(domain: string, pid: string, options?: { signal?: AbortSignal }): AsyncIterableIterator<EventlogSnapshot> {
+    if (!this.#states) {
+      throw new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', "eventlogStates() needs the iterating feature: create the client with { features: [iterating] } (import { iterating } from '@eventflow/browser/work')", { details: { feature: 'iterating' } });
+    }
+    return this.#states(this, domain, pid, options);
   }
 
   // ── deletes and lifecycle ───────────────────────────────────────────────────────────────

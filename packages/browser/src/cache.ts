@@ -45,7 +45,7 @@ export interface UsageRecord {
   key: string;
   /** Approximate size: JSON length of the events and of the state. */
   bytes: number;
-  /** Last read or write (ms since the epoch, fractional): the LRU order. */
+  /** Last read or write (ms since the epoch): the LRU order (uses within one ms tie, and either may go first). */
   used: number;
 }
 
@@ -76,7 +76,6 @@ export type Page = { after: number; limit: number };
 
 /** An eventlog's chunks, from `first` on. */
 const range = (key: string, first: IDBValidKey = [key, 0]): IDBKeyRange => IDBKeyRange.bound(first, [key, Infinity]);
-const now = (): number => performance.timeOrigin + performance.now();
 /** JSON array `a` (if any) with the items of JSON array `b` appended. */
 const join = (a: string | undefined, b: string): string => (a ? `${a.slice(0, -1)},${b.slice(1)}` : b);
 
@@ -220,7 +219,7 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
         if (!record) return undefined;
         void run('readwrite', async (tx) => {
           const usage = await tx.objectStore('usage').get(key);
-          if (usage) await tx.objectStore('usage').put({ ...usage, used: now() });
+          if (usage) await tx.objectStore('usage').put({ ...usage, used: Date.now() });
         });
         // States read back from IndexedDB are plain objects: frozen like the ones core builds.
         freezeState(record.state);
@@ -262,7 +261,7 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
         }
         writes.push(
           tx.objectStore('streams').put({ ...next, last, lastSize, eventBytes }),
-          tx.objectStore('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: now() }),
+          tx.objectStore('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: Date.now() }),
         );
         await Promise.all(writes);
         return [at, added];

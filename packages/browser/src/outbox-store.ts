@@ -2,7 +2,7 @@
  * Where the outbox keeps its entries: a database of its own (`eventflow-outbox:<cache name>`, so
  * the cache's schema and its "drop and refetch" migrations never touch writes that exist nowhere
  * else), one store keyed by an auto-incremented `seq`, which orders entries across tabs. Without
- * IndexedDB the entries live in memory (not durable) and the outbox works for the page's life.
+ * IndexedDB there is no store: the outbox keeps its entries in memory (not durable) for the page's life.
  */
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
 import type { OutboxEntry } from './outbox-types.js';
@@ -18,29 +18,21 @@ export interface OutboxStore {
   all(): Promise<OutboxEntry[]>;
   /** Adds an entry and resolves with its `seq`. */
   add(entry: Omit<OutboxEntry, 'seq'>): Promise<number>;
-  /** Deletes an entry; false when it was not there (another tab settled or dropped it). */
-  delete(seq: number): Promise<boolean>;
+  /** Deletes an entry (nothing when another tab settled or dropped it first). */
+  delete(seq: number): Promise<void>;
   close(): void;
 }
 
-export function openOutboxStore(name: string): OutboxStore {
-  if (typeof indexedDB === 'undefined') {
-    const memory = new Map<number, OutboxEntry>();
-    let next = 1;
-    return {
-      all: async () => [...memory.values()],
-      add: async (entry) => (memory.set(next, { ...entry, seq: next }), next++),
-      delete: async (seq) => memory.delete(seq),
-      close: () => undefined,
-    };
-  }
+/** The store of database `name` (`eventflow-outbox:<cache name>`). */
+export function openOutboxStore(name: string): OutboxStore | undefined {
+  if (typeof indexedDB === 'undefined') return undefined;
   let db: Promise<IDBPDatabase<OutboxSchema>> | undefined;
   const close = (): void => {
     void db?.then((open) => open.close(), () => undefined);
     db = undefined;
   };
   const open = (): Promise<IDBPDatabase<OutboxSchema>> =>
-    (db ??= openDB<OutboxSchema>(`eventflow-outbox:${name}`, OUTBOX_VERSION, {
+    (db ??= openDB<OutboxSchema>(name, OUTBOX_VERSION, {
       upgrade: (opened) => void opened.createObjectStore('entries', { keyPath: 'seq', autoIncrement: true }),
       // Let a newer release upgrade, and reopen after the browser closed it; unlike the cache,
       // failures are not swallowed: a write that cannot be queued must fail its publish.
@@ -53,13 +45,7 @@ export function openOutboxStore(name: string): OutboxStore {
   return {
     all: async () => (await open()).getAll('entries'),
     add: async (entry) => (await open()).add('entries', entry as OutboxEntry),
-    async delete(seq) {
-      const tx = (await open()).transaction('entries', 'readwrite');
-      const found = (await tx.store.getKey(seq)) !== undefined;
-      if (found) await tx.store.delete(seq);
-      await tx.done;
-      return found;
-    },
+    delete: async (seq) => (await open()).delete('entries', seq),
     close,
   };
 }

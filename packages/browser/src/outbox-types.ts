@@ -37,7 +37,10 @@ export interface Outbox {
   readonly rejections: readonly OutboxRejection[];
   /** Calls `listener` after every change of `entries` or `rejections`; returns the function that stops it. */
   subscribe(listener: () => void): () => void;
-  /** Removes a queued entry (for every tab); false when it is not queued (any more). */
+  /**
+   * Removes a queued entry (for every tab); false when `entries` does not list it (any more). An
+   * entry the sender (this tab or another) is sending, or has just sent, may still be stored.
+   */
   drop(id: string): Promise<boolean>;
   /** Forgets a rejection (all of them without `id`). */
   dismiss(id?: string): void;

@@ -15,18 +15,19 @@ import type { Outbox, OutboxEngine, OutboxEntry, OutboxHost, OutboxPlugin, Outbo
 export type { Outbox, OutboxEntry, OutboxPlugin, OutboxPublishOptions, OutboxRejection } from './outbox-types.js';
 export { OUTBOX_VERSION } from './outbox-store.js';
 
-export const OUTBOX_DEFAULTS = {
-  /** 5 MB of queued event JSON: thousands of typical writes, and far below any browser's quota. */
-  maxBytes: 5_000_000,
-  /**
-   * 24 hours. Zero rejects offline writes after 5 minutes; a field worker offline for a shift
-   * must not lose the shift's records, and `expectedVersion` (checked when the entry is sent)
-   * guards writes that depend on what others did meanwhile.
-   */
-  maxAge: 86_400_000,
-  /** Delay before sending again after a failure that may pass (timeout, rate limit, store down). */
-  retryDelay: 1_000,
-} as const;
+/** 5 MB of queued event JSON: thousands of typical writes, and far below any browser's quota. */
+const maxBytes = 5_000_000;
+/**
+ * 24 hours. Zero rejects offline writes after 5 minutes; a field worker offline for a shift
+ * must not lose the shift's records, and `expectedVersion` (checked when the entry is sent)
+ * guards writes that depend on what others did meanwhile.
+ */
+const maxAge = 86_400_000;
+/** Delay before sending again after a failure that may pass (timeout, rate limit, store down). */
+const retryDelay = 1_000;
+
+/** The defaults of OutboxOptions (the outbox reads the constants: a bundle leaves this object out). */
+export const OUTBOX_DEFAULTS = { maxBytes, maxAge, retryDelay } as const;
 
 export interface OutboxOptions {
   /** Budget of queued event JSON in bytes (default 5 MB); beyond it publish fails with E_EVENTFLOW_OUTBOX_FULL. */
@@ -64,7 +65,10 @@ class DurableOutbox implements OutboxEngine {
   readonly #maxBytes: number;
   readonly #maxAge: number;
   readonly #onRejected: ((rejection: OutboxRejection) => void) | undefined;
+  /** Undefined without IndexedDB: the entries live in `entries` only, for the page's life. */
   readonly #store;
+  /** The next `seq` without IndexedDB. */
+  #seq = 0;
   readonly #channel: Channel<Message> | undefined;
   readonly #listeners = new Set<() => void>();
   /** Callers of `publish(…, { ack: true })`, by event id. */
@@ -86,12 +90,14 @@ class DurableOutbox implements OutboxEngine {
 
   constructor(host: OutboxHost, options: OutboxOptions) {
     this.#host = host;
-    this.#maxBytes = options.maxBytes ?? OUTBOX_DEFAULTS.maxBytes;
-    this.#maxAge = options.maxAge ?? OUTBOX_DEFAULTS.maxAge;
+    this.#maxBytes = options.maxBytes ?? maxBytes;
+    this.#maxAge = options.maxAge ?? maxAge;
     this.#onRejected = options.onRejected;
-    this.#store = openOutboxStore(host.name);
-    this.#channel = openChannel<Message>(`eventflow-outbox:${host.name}`, (data) =>
-      data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, { details: data.error.details })),
+    // The name of its database, channel and lock.
+    const name = `eventflow-outbox:${host.name}`;
+    this.#store = openOutboxStore(name);
+    this.#channel = openChannel<Message>(name, (data) =>
+      data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, data.error)),
     );
     this.loaded = this.#load();
     host.client.onStateChange((state) => void (state === 'open' && this.#kick()));
@@ -101,7 +107,7 @@ class DurableOutbox implements OutboxEngine {
     if (!locks) this.#lead();
     else {
       locks
-        .request(`eventflow-outbox:${host.name}`, { signal: this.#lock.signal }, () => {
+        .request(name, { signal: this.#lock.signal }, () => {
           if (this.#closed) return undefined;
           this.#lead();
           return new Promise<void>((resolve) => (this.#release = resolve));
@@ -124,14 +130,14 @@ class DurableOutbox implements OutboxEngine {
     await this.loaded; // entries of earlier pages count against the budget
     const used = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
     if (used + bytes > this.#maxBytes) {
-      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} B used): ${event.id} not queued; let it drain, drop entries or raise maxBytes`, {
+      throw new EventflowError('E_EVENTFLOW_OUTBOX_FULL', `outbox full (${used} of ${this.#maxBytes} B): ${event.id} not queued; let it drain or raise maxBytes`, {
         details: { maxBytes: this.#maxBytes, used, bytes },
       });
     }
     const entry = { id: event.id, op, event, expectedVersion, at, queued: Date.now(), bytes };
     const acked = options.ack ? new Promise<string>((resolve, reject) => this.#waiting.set(event.id, [resolve, reject])) : undefined;
     try {
-      const seq = await this.#store.add(entry);
+      const seq = (await this.#store?.add(entry)) ?? ++this.#seq;
       this.#update([...this.entries, { ...entry, seq }], [entry]);
     } catch (error) {
       this.#waiting.delete(event.id);
@@ -146,12 +152,12 @@ class DurableOutbox implements OutboxEngine {
     const entry = this.entries.find((queued) => queued.id === id);
     if (!entry) return false;
     this.#gone.add(entry.seq);
-    const found = await this.#store.delete(entry.seq);
+    await this.#store?.delete(entry.seq);
     this.#update(this.entries.filter((queued) => queued !== entry), [entry]);
     this.#waiting.get(id)?.[1](new EventflowError('E_EVENTFLOW_ABORTED', `${id} was dropped from the outbox`));
     this.#waiting.delete(id);
     this.#channel?.post({ type: 'changed' });
-    return found;
+    return true;
   }
 
   dismiss(id?: string): void {
@@ -189,7 +195,7 @@ class DurableOutbox implements OutboxEngine {
     const { client } = this.#host;
     for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open'; entry = this.entries[0]) {
       if (Date.now() - entry.queued > this.#maxAge) {
-        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms); publish it again if it still applies`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
+        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms): publish it again if need be`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
         continue;
       }
       let position: number;
@@ -203,7 +209,7 @@ class DurableOutbox implements OutboxEngine {
           continue;
         }
         clearTimeout(this.#retry);
-        if (!this.#closed) this.#retry = setTimeout(this.#kick, OUTBOX_DEFAULTS.retryDelay);
+        if (!this.#closed) this.#retry = setTimeout(this.#kick, retryDelay);
         return;
       }
       await this.#settle(entry, position);
@@ -214,8 +220,10 @@ class DurableOutbox implements OutboxEngine {
   async #settle(entry: OutboxEntry, position?: number, error?: EventflowError): Promise<void> {
     this.#gone.add(entry.seq);
     // Failing, it is sent again by the next sender, which its id makes harmless.
-    await this.#store.delete(entry.seq).catch(this.#host.report);
-    this.#channel?.post({ type: 'settled', entry, position, error: error && { code: error.code, message: error.message, details: error.details } });
+    await this.#store?.delete(entry.seq).catch(this.#host.report);
+    // An error's own fields (name, code, details) and its message, which is not one: a
+    // BroadcastChannel would clone an EventflowError as a plain Error, without its code.
+    this.#channel?.post({ type: 'settled', entry, position, error: error && { ...error, message: error.message } });
     this.#settled(entry, position, error);
   }
 
@@ -247,7 +255,7 @@ class DurableOutbox implements OutboxEngine {
   /** Reads the entries from IndexedDB (at start, and when another tab changed them). */
   async #load(): Promise<void> {
     try {
-      const stored = (await this.#store.all()).filter((entry) => !this.#gone.has(entry.seq));
+      const stored = ((await this.#store?.all()) ?? this.entries).filter((entry) => !this.#gone.has(entry.seq));
       this.#update(stored, [...this.entries, ...stored]);
       void this.#kick();
     } catch (error) {
@@ -275,8 +283,8 @@ class DurableOutbox implements OutboxEngine {
     this.#lock.abort();
     this.#release?.();
     this.#channel?.close();
-    this.#store.close();
-    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued for the next client'));
+    this.#store?.close();
+    for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued'));
     this.#waiting.clear();
   }
 }

@@ -40,6 +40,11 @@ function useStore<T>(initial: T, start: (set: (update: (value: T) => T) => void,
   return useSyncExternalStore(subscribe, get, get);
 }
 
+/** `client.subscribe` with either kind of target (its overloads take one kind each). */
+interface Subscriber {
+  subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: (event: StoredEvent) => void, options?: { pid?: string; last?: number; after?: number }): Promise<Subscription>;
+}
+
 export interface EventlogStateView {
   state: State;
   position: number;
@@ -87,13 +92,12 @@ export function useSubscription(
     (set, client) => {
       const listener = (event: StoredEvent): void => set((events) => [...events, event].slice(-limit));
       // Refused registrations are reported through the client's onError.
-      const subscribe = client.subscribe as (domain: string | NamespacePattern, name: string | readonly string[], listener: (event: StoredEvent) => void, options?: { pid?: string; last?: number; after?: number }) => Promise<Subscription>;
-      const options = typeof domain === 'object' ? { pid } : { last, after };
-      const subscribed = subscribe.call(client, domain, name, listener, options).catch(() => undefined);
+      const options = pattern === undefined ? { last, after } : { pid };
+      const subscribed = (client as unknown as Subscriber).subscribe(domain, name, listener, options).catch(() => undefined);
       return () => void subscribed.then((subscription) => subscription?.unsubscribe()).catch(() => undefined);
     },
     pattern ?? domain,
-    pattern === undefined ? 'domain' : 'pattern',
+    pattern === undefined, // a domain and a pattern of the same text differ
     typeof name === 'string' ? name : name.join('\u001f'),
     pid,
     limit,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { commands } from 'vitest/browser';
 import { composeEventlogState, type JsonObject } from '@eventflow/core';
+import { iterating } from '@eventflow/browser/work';
 import { browserClient, cacheName, gateway, ids, otherClient, publishAll, record, spyReads, stored, storedAt } from './helpers.js';
 
 describe('cache-first reads', () => {
@@ -139,9 +140,9 @@ describe('watchEventlogState', () => {
     await expect.poll(async () => (await commands.gatewayStats(handle)).subscriptions).toBe(0);
   });
 
-  it('has an async-iterator form that stops when the loop ends or the signal aborts', async () => {
+  it('has an async-iterator form (with the iterating feature) that stops when the loop ends or the signal aborts', async () => {
     const { url, handle } = await gateway();
-    const client = browserClient(url, cacheName());
+    const client = browserClient(url, cacheName(), { features: [iterating] });
     const other = otherClient(url);
     await other.publish({ domain: 'd', name: 'x', pid: 'p', data: { n: 0 } });
     const states: unknown[] = [];

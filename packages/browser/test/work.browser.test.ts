@@ -1,12 +1,13 @@
 /**
  * The work features in a browser: without them consume, wait and request reject with a coded error
- * (so do the v4 reads and associations without `v4Reads`, and events() without `iterating`; the
+ * (so do the v4 reads and associations without `v4Reads`, and events() and eventlogStates() without `iterating`; the
  * client still reads, subscribes and publishes); passed from '@eventflow/browser/work', they
  * consume, wait and request against a real gateway, and come back after it restarts.
  */
 import { commands } from 'vitest/browser';
 import { expect, it } from 'vitest';
 import { consuming, iterating, v4Reads, waiting } from '@eventflow/browser/work';
+import { iterating as coreIterating } from '@eventflow/core';
 import type { StoredEvent } from '../src/index.js';
 import { browserClient, cacheName, gateway, otherClient } from './helpers.js';
 
@@ -21,6 +22,10 @@ it('without the features, consume, removeConsumer, wait and request reject with 
   await expect(client.readEventlogByEid('e')).rejects.toMatchObject(notEnabled('v4Reads'));
   await expect(client.persistEntityAssociation('id', 'e')).rejects.toMatchObject(notEnabled('v4Reads'));
   expect(() => client.events('d', '*')).toThrow(expect.objectContaining(notEnabled('iterating')));
+  expect(() => client.eventlogStates('d', 'p')).toThrow(expect.objectContaining(notEnabled('iterating')));
+  // Core's iterating brings events() but not the browser's eventlogStates(): the message says which to import.
+  const withCore = browserClient(url, cacheName(), { features: [coreIterating] });
+  expect(() => withCore.eventlogStates('d', 'p')).toThrow(expect.objectContaining(notEnabled('iterating')));
 
   const seen: string[] = [];
   await client.subscribe('d', '*', (event) => seen.push(event.name));
