@@ -66,7 +66,7 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_OUTBOX_EXPIRED:
     'An event waited in the browser outbox longer than its maximum age (details.maxAge; createOutbox({ maxAge })) and was not sent. Publish it again if it still makes sense, or raise maxAge.',
   E_EVENTFLOW_FEATURE_NOT_ENABLED:
-    "The client was created without the feature this method needs (details.feature): `consuming` for consume and removeConsumer, `waiting` for wait and request, `v4Reads` for readEventlogByTimestamp, readEventlogFilteredByNames, readEventlogByChildProcess, readEventlogByEid, readEventlogByDomainAndEid and the two persist…Association, `iterating` for events(). Browser clients have none unless given: import them from '@eventflow/browser/work' and pass them, e.g. createBrowserClient(url, { features: [consuming, waiting] }).",
+    "The client was created without the feature this method needs (details.feature): `consuming` for consume and removeConsumer, `waiting` for wait and request, `v4Reads` for readEventlogByTimestamp, readEventlogFilteredByNames, readEventlogByChildProcess, readEventlogByEid, readEventlogByDomainAndEid and the two persist…Association, `iterating` for events() (and, on a browser client, eventlogStates(), with the iterating of '@eventflow/browser/work'). Browser clients have none unless given: import them from '@eventflow/browser/work' and pass them, e.g. createBrowserClient(url, { features: [consuming, waiting] }).",
 } as const;
 
 /**
