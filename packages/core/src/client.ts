@@ -153,17 +153,18 @@ export class EventflowClient<M extends EventMap = EventMap> {
   // ── publishing ──────────────────────────────────────────────────────────────────────────
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
-  async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+  publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
     return this.#write('publish', event, options);
   }
 
   /** Stores an event without routing it (v4's persist). */
-  async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+  persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
     return this.#write('persist', event, options);
   }
 
+  // publish and persist return this promise as it is: a pipelined publisher pays for every hop.
   async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
-    return this.#field(op, writeParams(op, event, options), 'id', options);
+    return (await this.call(op, writeParams(op, event, options), options)).id;
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */

@@ -50,7 +50,6 @@ interface Pending {
   /** It spends the publish rate. */
   readonly write: boolean;
   readonly resend: boolean;
-  sent?: boolean;
   /** Whether the client was connected at some moment since the call (else a timeout is E_EVENTFLOW_OFFLINE). */
   connected?: boolean;
   settle: Settle;
@@ -78,6 +77,8 @@ export class RequestManager {
   readonly #pending = new Map<number, Pending>();
   /** Ids on the wire of the current connection. */
   readonly #onWire = new Set<number>();
+  /** The requests not sent on this connection, in call order: #pump walks these, not the hundreds on the wire of a pipelined client. */
+  #unsent = new Map<number, Pending>();
   readonly #send: (frame: string) => boolean;
   readonly #defaultTimeout: number;
   #open = false;
@@ -111,10 +112,12 @@ export class RequestManager {
         timeout,
       );
       this.#pending.set(id, request);
+      this.#unsent.set(id, request);
       this.#pump();
       return () => {
         clearTimeout(timer);
         this.#pending.delete(id);
+        this.#unsent.delete(id);
       };
     });
   }
@@ -135,10 +138,8 @@ export class RequestManager {
     this.#open = false;
     this.#onWire.clear();
     // Settling deletes from the map, which its iterator tolerates.
-    for (const request of this.#pending.values()) {
-      if (request.resend) request.sent = false;
-      else request.settle(connectionLost);
-    }
+    for (const request of this.#pending.values()) if (!request.resend) request.settle(connectionLost);
+    this.#unsent = new Map(this.#pending);
   }
 
   /** Settles the request a frame answers (none when it was answered after its timeout or abort). */
@@ -147,7 +148,7 @@ export class RequestManager {
     this.#onWire.delete(id);
     const request = this.#pending.get(id);
     if (frame.type === 'result') request?.settle(undefined, frame.result);
-    else if (request && !this.#refusedForPace(request, frame)) request.settle(errorFromFrame(frame));
+    else if (request && !this.#refusedForPace(frame)) request.settle(errorFromFrame(frame));
     this.#pump();
   }
 
@@ -156,26 +157,27 @@ export class RequestManager {
    * bunch up on the way): nothing was stored, so the write waits `retryAfterMs` and goes again,
    * in its place. True when it does.
    */
-  #refusedForPace(request: Pending, { code, details }: ErrorFrame): boolean {
+  #refusedForPace({ code, details }: ErrorFrame): boolean {
     if (code !== 'E_EVENTFLOW_RATE_LIMITED') return false;
     // The bucket goes into debt: the next token comes after retryAfterMs.
     this.#writeDelay();
     this.#tokens = Math.min(this.#tokens, 1 - (Number(details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
-    return !(request.sent = false);
+    // Back in its place: what is pending and not on the wire, in call order (the map's).
+    this.#unsent = new Map([...this.#pending].filter(([id]) => !this.#onWire.has(id)));
+    return true;
   }
 
   /** Sends waiting requests in call order while the window and the publish rate allow. */
   #pump(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    for (const [id, request] of this.#pending) {
+    for (const [id, request] of this.#unsent) {
       if (!this.#open || this.#onWire.size >= this.#window) return;
-      if (request.sent) continue;
       const wait = request.write ? this.#writeDelay() : 0;
       if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
       if (!this.#send(request.frame)) return;
       if (request.write) this.#tokens--;
-      request.sent = true;
+      this.#unsent.delete(id);
       this.#onWire.add(id);
     }
   }
