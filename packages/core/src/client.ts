@@ -162,18 +162,18 @@ export class EventflowClient<M extends EventMap = EventMap> {
     return this.#write('persist', event, options);
   }
 
-  // publish and persist return this promise as it is: a pipelined publisher pays for every hop.
-  async #write(op: 'publish' | 'persist', event: Partial<EventInput>, options?: PublishOptions): Promise<string> {
-    return (await this.call(op, writeParams(op, event, options), options)).id;
+  // The writes return this promise as it is: a pipelined publisher pays for every hop.
+  async #write(op: 'publish' | 'persist' | 'schedule', event: Partial<EventInput>, options?: PublishOptions, date?: unknown): Promise<string> {
+    return (await this.call(op, writeParams(op, event, options, date) as Params<'schedule'>, options)).id;
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
-  async schedule<D extends DomainOf<M>, N extends NameOf<M, D>>(
+  schedule<D extends DomainOf<M>, N extends NameOf<M, D>>(
     date: Date | number | string,
     event: PublishInput<M, D, N>,
     options?: RequestOptions,
   ): Promise<string> {
-    return this.#field('schedule', writeParams('schedule', event, options, date) as Params<'schedule'>, 'id', options);
+    return this.#write('schedule', event, options, date);
   }
 
   // ── subscriptions ───────────────────────────────────────────────────────────────────────

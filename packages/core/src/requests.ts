@@ -40,7 +40,8 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
       else reject(error);
     };
     if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // settle removes it, so no { once: true }.
+    signal?.addEventListener('abort', onAbort);
     cleanup = start(settle);
   });
 }
