@@ -47,13 +47,22 @@ export interface RequestScope {
   readonly log: Logger;
 }
 
-/** The request's logger is made when a line is logged: most requests log nothing. */
-export function requestScope(connection: Logger, id: number, op: string): RequestScope {
-  let log: Logger | undefined;
-  return {
-    id,
-    get log() {
-      return (log ??= connection.child({ request: id, op }));
-    },
-  };
+/**
+ * The request's logger is made when a line is logged: most requests log nothing. A class, not an
+ * object literal with a getter: one is made per request, and the literal cost a closure each.
+ */
+class Scope implements RequestScope {
+  #log: Logger | undefined;
+
+  constructor(
+    readonly connection: Logger,
+    readonly id: number,
+    readonly op: string,
+  ) {}
+
+  get log(): Logger {
+    return (this.#log ??= this.connection.child({ request: this.id, op: this.op }));
+  }
 }
+
+export const requestScope = (connection: Logger, id: number, op: string): RequestScope => new Scope(connection, id, op);

@@ -28,14 +28,19 @@ function appended(event: StoredEvent): { id: string; position: number; timestamp
  * is answered by the store (a retry, or E_EVENTFLOW_DUPLICATE_ID) before any `rid` is looked at,
  * so the order of the checks cannot tell a foreign `rid` from an unknown one either.
  */
-async function appendable(session: Session, input: EventInput, action: 'publish' | 'schedule'): Promise<NewEvent> {
+function appendable(session: Session, input: EventInput, action: 'publish' | 'schedule'): NewEvent | Promise<NewEvent> {
   const event = toNewEvent(input);
-  // Without authentication every connection may know of every event: no lookup on the publish path.
-  if (event.rid === undefined || session.context.auth.mode === 'none') return event;
+  // Without authentication every connection may know of every event: no lookup (nor promise) on the publish path.
+  const { rid } = event;
+  if (rid === undefined || session.context.auth.mode === 'none') return event;
+  return withKnownRid(session, event, rid, action);
+}
+
+async function withKnownRid(session: Session, event: NewEvent, rid: string, action: 'publish' | 'schedule'): Promise<NewEvent> {
   const { store } = session.context;
-  const referenced = await store.read(event.rid);
+  const referenced = await store.read(rid);
   if (referenced === undefined || session.knows(action, referenced.domain)) return event;
-  if ((await store.read(event.id)) === undefined) throw referenceNotFound(event.id, event.rid);
+  if ((await store.read(event.id)) === undefined) throw referenceNotFound(event.id, rid);
   return event;
 }
 
@@ -55,7 +60,8 @@ export const operations: Operations = {
       });
     }
     const routedBy = router.claimsOnAppend;
-    const { event: stored, created } = await store.append(await appendable(session, event, 'publish'), { publisher: gatewayId, expectedVersion, routedBy });
+    const ready = appendable(session, event, 'publish');
+    const { event: stored, created } = await store.append(ready instanceof Promise ? await ready : ready, { publisher: gatewayId, expectedVersion, routedBy });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
     void router

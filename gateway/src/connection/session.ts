@@ -66,6 +66,8 @@ export class Session implements Peer {
   #patternsMade: PatternSubscriptions | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
   #afterResult: Array<() => void> | undefined;
+  /** The outbound rule for results (keepReadable), made once rather than per request. */
+  readonly #mayRead = (domain: string): boolean => this.#mayReceive('read', domain);
   #greeted = false;
   /** A hello is being verified: later hellos are ignored. */
   #greeting = false;
@@ -115,13 +117,19 @@ export class Session implements Peer {
         this.close(4408, 'authentication timeout');
       }, context.authTimeout);
     }
+    // The gateway never crashes on input: anything unexpected becomes a coded error frame.
+    const failed = (error: unknown): void => {
+      this.#conditions.note('unexpected failure', 'error', 'unexpected failure handling a frame', { error });
+      this.#out.error(undefined, 'E_EVENTFLOW_INTERNAL', 'the gateway failed to handle this frame; see its log');
+    };
     transport.listen({
-      message: (frame) =>
-        void this.#onMessage(frame).catch((error: unknown) => {
-          // The gateway never crashes on input: anything unexpected becomes a coded error frame.
-          this.#conditions.note('unexpected failure', 'error', 'unexpected failure handling a frame', { error });
-          this.#out.error(undefined, 'E_EVENTFLOW_INTERNAL', 'the gateway failed to handle this frame; see its log');
-        }),
+      message: (frame) => {
+        try {
+          this.#onMessage(frame)?.catch(failed);
+        } catch (error) {
+          failed(error);
+        }
+      },
       close: (code) => void this.#onClose(code),
     });
   }
@@ -409,13 +417,15 @@ export class Session implements Peer {
 
   // ── requests ──
 
-  async #onMessage(data: string): Promise<void> {
+  /** Not async: the promise it returns is the request's own, one hop fewer per frame. */
+  #onMessage(data: string): Promise<void> | undefined {
     // A connection being closed executes nothing, whatever the client sends before it answers the close.
-    if (this.#closing || this.#rights.ended()) return;
+    if (this.#closing || this.#rights.ended()) return undefined;
     const frame = readFrame(data, this.context.limits, this.#greeted);
-    if (frame.kind === 'refused') this.#out.refuse(frame);
-    else if (frame.kind === 'hello') await this.#hello(frame.protocol, frame.client, frame.token);
-    else await this.#request(frame.id, frame.op, frame.params);
+    if (frame.kind === 'hello') return this.#hello(frame.protocol, frame.client, frame.token);
+    if (frame.kind === 'request') return this.#request(frame.id, frame.op, frame.params);
+    this.#out.refuse(frame);
+    return undefined;
   }
 
   /** Counts the request in flight (EVENTFLOW_MAX_IN_FLIGHT) while it runs. */
@@ -448,7 +458,7 @@ export class Session implements Peer {
       const result = await operation(this, data, request);
       this.context.metrics.handled(op);
       // The outbound rule for results: only events of domains the connection may read leave.
-      const readable = keepReadable(result, (domain) => this.#mayReceive('read', domain));
+      const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
       this.#out.send({ type: 'result', id, result: readable });
       const after = this.#afterResult;

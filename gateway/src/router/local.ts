@@ -55,11 +55,11 @@ export class LocalRouter implements Router {
     if (!target) return Promise.reject(new Error('router not started'));
     if (claimed) {
       const routed = target.route(event);
+      // The dispatcher answers a domain's events routed meanwhile with one promise: watched once.
+      if (this.#direct.has(routed)) return routed;
       this.#direct.add(routed);
-      void routed.then(
-        () => this.#direct.delete(routed),
-        () => this.#direct.delete(routed),
-      );
+      const forget = (): boolean => this.#direct.delete(routed);
+      void routed.then(forget, forget);
       return routed;
     }
     let batch = this.#open;

@@ -152,22 +152,27 @@ export class EventflowClient<M extends EventMap = EventMap> {
   // ── publishing ──────────────────────────────────────────────────────────────────────────
 
   /** Stores and routes an event; resolves with its id once it is durably stored. Retrying is safe: the id makes it idempotent. */
-  async publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    return this.#field('publish', writeParams('publish', event, options), 'id', options);
+  publish<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    return this.#write('publish', event, options);
   }
 
   /** Stores an event without routing it (v4's persist). */
-  async persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
-    return this.#field('persist', writeParams('persist', event, options), 'id', options);
+  persist<D extends DomainOf<M>, N extends NameOf<M, D>>(event: PublishInput<M, D, N>, options?: PublishOptions): Promise<string> {
+    return this.#write('persist', event, options);
+  }
+
+  // The writes return this promise as it is: a pipelined publisher pays for every hop.
+  async #write(op: 'publish' | 'persist' | 'schedule', event: Partial<EventInput>, options?: PublishOptions, date?: unknown): Promise<string> {
+    return (await this.call(op, writeParams(op, event, options, date) as Params<'schedule'>, options)).id;
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
-  async schedule<D extends DomainOf<M>, N extends NameOf<M, D>>(
+  schedule<D extends DomainOf<M>, N extends NameOf<M, D>>(
     date: Date | number | string,
     event: PublishInput<M, D, N>,
     options?: RequestOptions,
   ): Promise<string> {
-    return this.#field('schedule', writeParams('schedule', event, options, date) as Params<'schedule'>, 'id', options);
+    return this.#write('schedule', event, options, date);
   }
 
   // ── subscriptions ───────────────────────────────────────────────────────────────────────

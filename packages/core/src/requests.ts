@@ -40,7 +40,8 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
       else reject(error);
     };
     if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // settle removes it, so no { once: true }.
+    signal?.addEventListener('abort', onAbort);
     cleanup = start(settle);
   });
 }
@@ -50,7 +51,6 @@ interface Pending {
   /** It spends the publish rate (publish, persist, schedule: what the gateway paces). */
   readonly write: boolean;
   readonly resend: boolean;
-  sent?: boolean;
   /** Whether the client was connected at some moment since the call (else a timeout is E_EVENTFLOW_OFFLINE). */
   connected?: boolean;
   settle: Settle;
@@ -75,6 +75,8 @@ export class RequestManager {
   readonly #pending = new Map<number, Pending>();
   /** Ids on the wire of the current connection. */
   readonly #onWire = new Set<number>();
+  /** The requests not sent on this connection, in call order: #pump walks these, not the hundreds on the wire of a pipelined client. */
+  #unsent = new Map<number, Pending>();
   readonly #send: (frame: string) => boolean;
   readonly #defaultTimeout: number;
   #open = false;
@@ -108,10 +110,12 @@ export class RequestManager {
         timeout,
       );
       this.#pending.set(id, request);
+      this.#unsent.set(id, request);
       this.#pump();
       return () => {
         clearTimeout(timer);
         this.#pending.delete(id);
+        this.#unsent.delete(id);
       };
     });
   }
@@ -132,10 +136,8 @@ export class RequestManager {
     this.#open = false;
     this.#onWire.clear();
     // Settling deletes from the map, which its iterator tolerates.
-    for (const request of this.#pending.values()) {
-      if (request.resend) request.sent = false;
-      else request.settle(connectionLost);
-    }
+    for (const request of this.#pending.values()) if (!request.resend) request.settle(connectionLost);
+    this.#unsent = new Map(this.#pending);
   }
 
   /** Settles the request a frame answers (none when it was answered after its timeout or abort). */
@@ -150,7 +152,8 @@ export class RequestManager {
       // again, in its place. The bucket goes into debt: the next token comes after retryAfterMs.
       this.#writeDelay();
       this.#tokens = Math.min(this.#tokens, 1 - (Number(frame.details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
-      request.sent = false;
+      // Back in its place: what is pending and not on the wire, in call order (the map's).
+      this.#unsent = new Map([...this.#pending].filter(([id]) => !this.#onWire.has(id)));
     } else request?.settle(errorFromFrame(frame));
     this.#pump();
   }
@@ -159,14 +162,13 @@ export class RequestManager {
   #pump(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    for (const [id, request] of this.#pending) {
+    for (const [id, request] of this.#unsent) {
       if (!this.#open || this.#onWire.size >= this.#window) return;
-      if (request.sent) continue;
       const wait = request.write ? this.#writeDelay() : 0;
       if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
       if (!this.#send(request.frame)) return;
       if (request.write) this.#tokens--;
-      request.sent = true;
+      this.#unsent.delete(id);
       this.#onWire.add(id);
     }
   }

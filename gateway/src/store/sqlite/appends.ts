@@ -46,10 +46,10 @@ export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: t
     const current = s.countEventlog.get({ domain: event.domain, pid: event.pid })?.count ?? 0;
     if (current !== expectedVersion) return storedAlready(s, event, () => versionConflict(event.domain, event.pid, current, expectedVersion));
   }
-  const row = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data };
+  const { id, domain, pid, name } = event;
   let position: number;
   try {
-    position = Number(s.insertEvent.run(row.id, timestamp, row.domain, rid, row.pid, row.name, data).lastInsertRowid);
+    position = Number(s.insertEvent.run(id, timestamp, domain, rid, pid, name, data).lastInsertRowid);
   } catch (error) {
     // The one unique column is id. The failed statement undid itself (sequence included); the transaction goes on.
     if ((error as { code?: unknown } | null)?.code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
@@ -61,7 +61,7 @@ export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: t
   }
   if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
   // The request's own data: what was just stored, as plain JSON (no need to parse it back).
-  return { event: { ...row, data: event.data, position }, created: true };
+  return { event: { id, timestamp, domain, rid, pid, name, data: event.data, position }, created: true };
 }
 
 /** An id already stored answers: the retry's result, or E_EVENTFLOW_DUPLICATE_ID; a new id throws `otherwise()`. */
