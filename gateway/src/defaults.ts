@@ -35,6 +35,7 @@ export const configDefaults = {
   EVENTFLOW_MAX_IN_FLIGHT: 256,
   EVENTFLOW_CONSUME_LEASE_MS: 30_000,
   EVENTFLOW_CONSUME_MAX_ATTEMPTS: 5,
+  EVENTFLOW_MAX_GROUPS_PER_DOMAIN: 256,
   EVENTFLOW_DRAIN_TIMEOUT_MS: 10_000,
   EVENTFLOW_MAX_PUBLISH_RATE: 1000,
   EVENTFLOW_MAX_RECEIVE_RATE: 1 * MiB,
@@ -75,6 +76,19 @@ export const PUMP_PAGE = 500;
 
 /** A returning consumer's unclaimed events are read in pages of this many (Dispatcher.catchUp). */
 export const CATCH_UP_PAGE = 200;
+
+/** A claim takes at most this many events of a group's backlog in one store transaction. */
+export const CLAIM_BATCH = 256;
+
+/**
+ * A group whose last claim found nothing looks again at least this often, so that what changed on
+ * another gateway (a release, a settle that frees an ordered pid, a lease left by a gateway that
+ * died) or a store that came back is seen without a notification.
+ */
+export const GROUP_POLL_MS = 1_000;
+
+/** Ledger writes (settles, releases) in one store transaction at most. */
+export const LEDGER_BATCH = 500;
 
 /** `extend` grants at most this many leases (EVENTFLOW_CONSUME_LEASE_MS) at once. */
 export const MAX_EXTEND_LEASES = 10;

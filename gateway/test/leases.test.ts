@@ -181,7 +181,7 @@ describe('consume leases (SQLite)', () => {
       sendRevoked: (delivery) => void revoked.push(delivery),
     };
     const { dispatcher } = t.gateway;
-    await dispatcher.addConsumer(peer, 'c1', 'jobs', 'run');
+    await dispatcher.addConsumer(peer, 'c1', 'jobs', 'run', { group: '', concurrency: 16, retry: undefined });
     await t.client().publish({ domain: 'jobs', name: 'run', pid: 'p' });
     await eventually(() => delivered.length === 1, 5_000, 'delivery');
     expect(await dispatcher.extend(peer, delivered[0]!, undefined)).toBe(LEASE);

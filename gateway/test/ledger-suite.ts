@@ -1,95 +1,205 @@
 /**
  * The delivery ledger's contract (store/ledger.ts), run on both stores through describeEventStore
- * (store-suite.ts): groups, backlog, claims and leases, settles by delivery id, retry delays,
- * dead letters with their last error, requeue and discard.
+ * (store-suite.ts): groups, the queue and its pages, claims and leases, settles by delivery id,
+ * ordered groups, retry delays, dead letters with their last error, requeue and discard (guarded by
+ * the domain), and the counts.
  */
 import { describe, expect, it } from 'vitest';
-import type { StoredEvent } from '@eventflow/core';
 import type { EventStore, NewEvent } from '../src/store/store.js';
-import type { GroupKey } from '../src/store/ledger.js';
+import type { ClaimResult, GroupKey, GroupRecord } from '../src/store/ledger.js';
 
 type Open = () => Promise<EventStore>;
 type NewEventOf = (overrides?: Partial<NewEvent>) => NewEvent;
 
+let secrets = 0;
+
 export function describeLedger(open: Open, newEvent: NewEventOf): void {
   describe('delivery ledger', () => {
-    const publish = async (store: EventStore, name = 'created') => (await store.append(newEvent({ name }), { publisher: 's' })).event;
+    const publish = async (store: EventStore, name = 'created', pid?: string) => (await store.append(newEvent({ name, ...(pid ? { pid } : {}) }), { publisher: 's' })).event;
     const named: GroupKey = { domain: 'orders', name: 'created', group: 'billing' };
     const fallback: GroupKey = { domain: 'orders', name: 'created', group: '' };
-    const claim = (store: EventStore, key: GroupKey, event: { id: string }, delivery: string, now = Date.now(), lease = 10_000) =>
-      store.ledger().claim({ key, event: event as StoredEvent, owner: 'gw-1', consumer: 'GW', delivery, deadline: now + lease, now });
+    const claim = (store: EventStore, group: GroupRecord, options: { now?: number; limit?: number; lease?: number; maxAttempts?: number; owner?: string } = {}): Promise<ClaimResult> => {
+      const now = options.now ?? Date.now();
+      return store.ledger().claim({
+        group,
+        owner: options.owner ?? 'gw-1',
+        consumer: 'GW',
+        secret: `secret-${(secrets += 1)}`,
+        deadline: now + (options.lease ?? 10_000),
+        now,
+        limit: options.limit ?? 10,
+        maxAttempts: options.maxAttempts ?? 5,
+      });
+    };
+    const ids = (result: ClaimResult) => result.claimed.map((claimed) => claimed.event.id);
 
-    it('a group is created once, at the head; its backlog is the events after it, in position order', async () => {
+    it('a group is created once, at the head; its backlog is the events after it, claimed in position order, in pages', async () => {
       const store = await open();
       const before = await publish(store);
       const group = await store.ledger().ensureGroup(named);
-      expect(group.createdPosition).toBe(before.position);
+      expect(group).toMatchObject({ createdPosition: before.position, ordered: false });
       expect((await store.ledger().ensureGroup(named)).createdAt).toBe(group.createdAt);
       const a = await publish(store);
       await publish(store, 'other');
       const b = await publish(store);
-      expect((await store.ledger().unsettled(group, 0, 10)).map((row) => row.event.id)).toEqual([a.id, b.id]);
+      const c = await publish(store);
+      const first = await claim(store, group, { limit: 2 });
+      expect(ids(first)).toEqual([a.id, b.id]);
+      expect(first.claimed.map((claimed) => claimed.attempt)).toEqual([1, 1]);
+      expect(first.nextDue).toBeUndefined();
+      const second = await claim(store, group, { limit: 2 });
+      expect(ids(second)).toEqual([c.id]);
+      // Fewer than asked: the earliest time a leased row comes free.
+      expect(second.nextDue).toBeGreaterThan(Date.now());
       expect(await store.ledger().consumed('orders', 'created')).toBe(true);
       expect(await store.ledger().consumed('orders', 'other')).toBe(false);
+      expect(await store.ledger().countGroups('orders')).toBe(1);
       expect(await store.ledger().deleteGroup(named)).toBe(true);
       expect(await store.ledger().deleteGroup(named)).toBe(false);
       expect(await store.ledger().consumed('orders', 'created')).toBe(false);
+      expect(await claim(store, group)).toMatchObject({ claimed: [], missing: true });
     });
 
-    it('one claim wins per group; groups are independent; a lease in force blocks, an expired one is taken over', async () => {
+    it('delivery ids are unguessable and distinct per claim; one claim wins per group; groups are independent; an expired lease is taken over', async () => {
       const store = await open();
-      await store.ledger().ensureGroup(named);
-      await store.ledger().ensureGroup(fallback);
+      const billing = await store.ledger().ensureGroup(named);
+      const v4 = await store.ledger().ensureGroup(fallback);
       const event = await publish(store);
       const now = Date.now();
-      const results = await Promise.all([claim(store, named, event, 'd1', now), claim(store, named, event, 'd2', now)]);
-      expect(results.filter((attempt) => attempt === 1)).toHaveLength(1);
-      expect(await claim(store, fallback, event, 'd3', now)).toBe(1);
+      const [x, y] = await Promise.all([claim(store, billing, { now }), claim(store, billing, { now, owner: 'gw-2' })]);
+      expect([...ids(x as ClaimResult), ...ids(y as ClaimResult)]).toEqual([event.id]);
+      const first = [...(x as ClaimResult).claimed, ...(y as ClaimResult).claimed][0];
+      expect(first?.delivery).toMatch(/^[0-9a-f]{32}$/);
+      expect((await claim(store, v4, { now })).claimed).toHaveLength(1);
       // The default group's claim is v4's too: a v4 spoke's guarded claim now fails.
       expect(await store.claimForConsumer(event.id, 'spoke')).toBe(false);
-      expect(await claim(store, named, event, 'd4', now + 20_000)).toBe(2);
-      expect(await store.ledger().settle('d4', 'success', undefined)).toMatchObject({ eventId: event.id, attempts: 2 });
-      expect(await store.ledger().settle('d4', 'failed', undefined)).toBeUndefined();
-      expect(await claim(store, named, event, 'd5', now + 40_000)).toBeUndefined();
+      const taken = await claim(store, billing, { now: now + 20_000 });
+      expect(taken.claimed[0]).toMatchObject({ attempt: 2 });
+      expect(taken.claimed[0]?.delivery).not.toBe(first?.delivery);
+      // The superseded delivery is refused; the current one is recorded once.
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: first?.delivery as string, outcome: 'success' }])).toEqual([undefined]);
+      const current = taken.claimed[0]?.delivery as string;
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: current, outcome: 'success' }])).toMatchObject([{ eventId: event.id, attempts: 2, key: named }]);
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: current, outcome: 'failed' }])).toEqual([undefined]);
+      expect(ids(await claim(store, billing, { now: now + 40_000 }))).toEqual([]);
     });
 
-    it('a settle counts only for the current delivery; release and retry delays make it pending again', async () => {
+    it('a settle counts only for the current delivery; release and retry delays make it pending again; a released id is void', async () => {
       const store = await open();
       const group = await store.ledger().ensureGroup(named);
       const event = await publish(store);
       const now = Date.now();
-      expect(await claim(store, named, event, 'd1', now)).toBe(1);
-      expect(await store.ledger().release('d1', { availableAt: now + 60_000, error: 'busy' })).toMatchObject({ attempts: 1 });
-      const [row] = await store.ledger().unsettled(group, 0, 10);
-      expect(row).toMatchObject({ attempts: 1, availableAt: now + 60_000, lastError: 'busy' });
-      expect(await store.ledger().nextDue(now)).toBe(now + 60_000);
-      expect(await claim(store, named, event, 'd2', now)).toBeUndefined();
-      expect(await claim(store, named, event, 'd2', now + 60_000)).toBe(2);
-      expect(await store.ledger().settle('d1', 'success', undefined)).toBeUndefined();
+      const [first] = (await claim(store, group, { now })).claimed;
+      const released = await store.ledger().apply([{ kind: 'release', delivery: first?.delivery as string, availableAt: now + 60_000, error: 'busy' }]);
+      expect(released).toMatchObject([{ attempts: 1 }]);
+      expect(await store.ledger().delivery(first?.delivery as string)).toBeUndefined();
+      expect(await store.ledger().extend(first?.delivery as string, now + 1)).toBe(false);
+      const waiting = await claim(store, group, { now });
+      expect(waiting.claimed).toEqual([]);
+      expect(waiting.nextDue).toBe(now + 60_000);
+      const [second] = (await claim(store, group, { now: now + 60_000 })).claimed;
+      expect(second).toMatchObject({ attempt: 2 });
+      expect(await store.ledger().delivery(second?.delivery as string)).toMatchObject({ eventId: event.id, domain: 'orders', attempts: 2 });
+      expect(await store.ledger().extend(second?.delivery as string, now + 120_000)).toBe(true);
       expect(await store.ledger().releaseOwner('gw-1')).toBe(1);
-      expect((await store.ledger().unsettled(group, 0, 10))[0]).toMatchObject({ attempts: 1, deadline: undefined });
+      const [third] = (await claim(store, group, { now: now + 60_000 })).claimed;
+      // releaseOwner hands back without counting the attempt.
+      expect(third).toMatchObject({ attempt: 2 });
     });
 
-    it('dead letters carry the last error, list newest first by domain, and can be requeued or discarded', async () => {
+    it('one batch of actions: each recorded only while current, the v4 columns of the default group with it', async () => {
       const store = await open();
-      await store.ledger().ensureGroup(named);
-      await store.ledger().ensureGroup(fallback);
+      const group = await store.ledger().ensureGroup(fallback);
+      const events = [await publish(store), await publish(store), await publish(store)];
+      const claimed = (await claim(store, group)).claimed;
+      expect(claimed).toHaveLength(3);
+      const [a, b, c] = claimed as [(typeof claimed)[0], (typeof claimed)[0], (typeof claimed)[0]];
+      const results = await store.ledger().apply([
+        { kind: 'outcome', delivery: a.delivery, outcome: 'success' },
+        { kind: 'outcome', delivery: b.delivery, outcome: 'failed', error: 'Überweisung fehlgeschlagen 💥' },
+        { kind: 'release', delivery: c.delivery },
+        { kind: 'outcome', delivery: a.delivery, outcome: 'failed' },
+        { kind: 'outcome', delivery: 'nothing-like-it', outcome: 'success' },
+      ]);
+      expect(results.map((result) => result?.eventId)).toEqual([events[0]?.id, events[1]?.id, events[2]?.id, undefined, undefined]);
+      // v4's claim of the released one is free again for a v4 spoke.
+      expect(await store.claimForConsumer(events[2]?.id as string, 'spoke')).toBe(true);
+      const [fate] = await store.catalog.fates('orders', events[1]?.pid as string, [events[1]?.id as string]);
+      expect(fate?.deliveries?.[0]).toMatchObject({ outcome: 'failed', lastError: 'Überweisung fehlgeschlagen 💥' });
+    });
+
+    it('an ordered group has at most one unsettled delivery per pid, in position order; a retried one keeps its place', async () => {
+      const store = await open();
+      const group = await store.ledger().ensureGroup(named, { ordered: true });
+      expect(group.ordered).toBe(true);
+      const a1 = await publish(store, 'created', 'a');
+      const a2 = await publish(store, 'created', 'a');
+      const b1 = await publish(store, 'created', 'b');
+      const b2 = await publish(store, 'created', 'b');
+      const now = Date.now();
+      const first = await claim(store, group, { now });
+      expect(ids(first)).toEqual([a1.id, b1.id]);
+      expect(ids(await claim(store, group, { now }))).toEqual([]);
+      const [da1, db1] = first.claimed;
+      await store.ledger().apply([
+        { kind: 'outcome', delivery: da1?.delivery as string, outcome: 'success' },
+        { kind: 'release', delivery: db1?.delivery as string, availableAt: now + 5_000, error: 'later' },
+      ]);
+      expect(ids(await claim(store, group, { now }))).toEqual([a2.id]);
+      // b1 waits for its retry: b2 stays behind it.
+      expect(ids(await claim(store, group, { now: now + 5_000 }))).toEqual([b1.id]);
+      expect((await store.ledger().ensureGroup(named, { ordered: false })).ordered).toBe(false);
+      expect(ids(await claim(store, group, { now: now + 5_000 }))).toEqual([b2.id]);
+      expect((await store.ledger().ensureGroup(named)).ordered).toBe(false);
+    });
+
+    it('a row out of attempts becomes a dead letter at its claim; dead letters carry the last error, list newest first, and are requeued or discarded only in their own domain', async () => {
+      const store = await open();
+      const billing = await store.ledger().ensureGroup(named);
+      const v4 = await store.ledger().ensureGroup(fallback);
       const event = await publish(store);
-      expect(await store.ledger().deadLetter(named, event.id, 5, 'card declined')).toBe(true);
-      expect(await store.ledger().deadLetter(fallback, event.id, 3, 'lease expired')).toBe(true);
+      const now = Date.now();
+      const [lost] = (await claim(store, billing, { now })).claimed;
+      await store.ledger().apply([{ kind: 'release', delivery: lost?.delivery as string, error: 'card declined' }]);
+      const spent = await claim(store, billing, { now, maxAttempts: 1 });
+      expect(spent.claimed).toEqual([]);
+      expect(spent.dead).toMatchObject([{ event: { id: event.id }, attempts: 1, lastError: 'card declined' }]);
+      const [v4Delivery] = (await claim(store, v4, { now })).claimed;
+      await store.ledger().apply([{ kind: 'dead', delivery: v4Delivery?.delivery as string, error: 'Zahlung 🚫 abgelehnt' }]);
       const letters = await store.ledger().deadLetters({ domain: 'orders', limit: 10, offset: 0 });
       expect(letters).toHaveLength(2);
-      expect(letters.find((letter) => letter.group === 'billing')).toMatchObject({ eventId: event.id, attempts: 5, lastError: 'card declined', groupName: 'created' });
+      expect(letters.find((letter) => letter.group === 'billing')).toMatchObject({ eventId: event.id, attempts: 1, lastError: 'card declined', groupName: 'created' });
       expect(await store.ledger().deadLetters({ domain: 'nothing', limit: 10, offset: 0 })).toEqual([]);
-      expect(await store.deadLetters()).toMatchObject([{ eventId: event.id, attempts: 3 }]);
+      expect(await store.deadLetters()).toMatchObject([{ eventId: event.id, attempts: 1, reason: 'Zahlung 🚫 abgelehnt' }]);
       const summary = (await store.ledger().groups(Date.now())).find((group) => group.group === 'billing');
       expect(summary).toMatchObject({ deadLetters: 1, pending: 0 });
+      // Another domain's key names the same event and group: refused, as an unknown one.
+      expect(await store.ledger().requeue({ ...named, domain: 'payroll' }, event.id)).toBe(false);
+      expect(await store.ledger().discard({ ...fallback, domain: 'payroll' }, event.id)).toBe(false);
       expect(await store.ledger().requeue(named, event.id)).toBe(true);
       expect(await store.ledger().requeue(named, event.id)).toBe(false);
-      expect(await claim(store, named, event, 'd9')).toBe(1);
+      expect((await claim(store, billing)).claimed[0]).toMatchObject({ attempt: 1 });
       expect(await store.ledger().discard(fallback, event.id)).toBe(true);
       expect(await store.deadLetters()).toEqual([]);
       expect(await store.ledger().deadLetters({ limit: 10, offset: 0 })).toEqual([]);
+    });
+
+    it('counts: pending (rows written or not yet), in flight, redelivered, dead letters, the oldest pending', async () => {
+      const store = await open();
+      const billing = await store.ledger().ensureGroup(named);
+      await store.ledger().ensureGroup({ domain: 'orders', name: '*', group: 'audit' });
+      const first = await publish(store);
+      await publish(store);
+      await publish(store, 'other');
+      const now = Date.now();
+      const [leased] = (await claim(store, billing, { now, limit: 1 })).claimed;
+      await store.ledger().apply([{ kind: 'release', delivery: leased?.delivery as string }]);
+      await claim(store, billing, { now, limit: 1 });
+      const summaries = await store.ledger().groups(now);
+      expect(summaries.find((group) => group.group === 'billing')).toMatchObject({ pending: 1, inFlight: 1, redelivered: 1, deadLetters: 0, oldestPendingAt: first.timestamp });
+      // No claim yet: its rows are not written, its backlog is counted all the same.
+      expect(summaries.find((group) => group.group === 'audit')).toMatchObject({ pending: 3, inFlight: 0, oldestPendingAt: first.timestamp });
+      expect((await store.ledger().groups(now, ['nothing'])).length).toBe(0);
     });
   });
 }

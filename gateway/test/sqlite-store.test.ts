@@ -84,7 +84,7 @@ describe('SqliteStore', () => {
     const db = new Database(file, { readonly: true });
     try {
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get()).toBe('1');
+      expect(db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get()).toBe('2');
     } finally {
       db.close();
     }

@@ -64,25 +64,32 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
       const store = await open();
       const billing = { domain: 'orders', name: 'created', group: 'billing' };
       const fallback = { domain: 'orders', name: 'created', group: '' };
-      await store.ledger().ensureGroup(billing);
-      await store.ledger().ensureGroup(fallback);
+      const billingGroup = await store.ledger().ensureGroup(billing);
+      const fallbackGroup = await store.ledger().ensureGroup(fallback);
       const { event: retried } = await store.append(event({ pid: 'g' }), { publisher: 'g' });
       const { event: untouched } = await store.append(event({ pid: 'g' }), { publisher: 'g' });
       const now = Date.now();
-      const claim = (key: typeof billing, delivery: string, at: number) =>
-        store.ledger().claim({ key, event: retried, owner: 'gw-1', consumer: 'GW', delivery, deadline: at + 10_000, now: at });
-      expect(await claim(billing, 'b1', now)).toBe(1);
-      await store.ledger().release('b1', { error: 'boom 1' });
-      expect(await claim(billing, 'b2', now + 1)).toBe(2);
-      await store.ledger().settle('b2', 'failed', 'boom 2');
-      expect(await claim(fallback, 'f1', now)).toBe(1);
+      const claim = async (group: typeof billingGroup, at: number) => {
+        const { claimed } = await store.ledger().claim({ group, owner: 'gw-1', consumer: 'GW', secret: `s${at}`, deadline: at + 10_000, now: at, limit: 1, maxAttempts: 5 });
+        expect(claimed[0]?.event.id).toBe(retried.id);
+        return claimed[0] as (typeof claimed)[0];
+      };
+      const b1 = await claim(billingGroup, now);
+      expect(b1.attempt).toBe(1);
+      await store.ledger().apply([{ kind: 'release', delivery: b1.delivery, error: 'boom 1' }]);
+      const b2 = await claim(billingGroup, now + 1);
+      expect(b2.attempt).toBe(2);
+      await store.ledger().apply([{ kind: 'outcome', delivery: b2.delivery, outcome: 'failed', error: 'boom 2' }]);
+      const f1 = await claim(fallbackGroup, now);
+      expect(f1.attempt).toBe(1);
+      // The untouched event has rows in the queue (written by the claims) but no delivery yet: none shown.
       const fates = new Map((await store.catalog.fates('orders', 'g', [retried.id, untouched.id])).map((fate) => [fate.eventId, fate]));
       expect(fates.get(retried.id)?.deliveries).toEqual([
         { group: '', name: '', attempts: 1 },
         { group: 'billing', name: 'created', attempts: 2, outcome: 'failed', lastError: 'boom 2' },
       ]);
       expect(fates.get(untouched.id)?.deliveries).toBeUndefined();
-      await store.ledger().settle('f1', 'success', undefined);
+      await store.ledger().apply([{ kind: 'outcome', delivery: f1.delivery, outcome: 'success' }]);
       const [settled] = await store.catalog.fates('orders', 'g', [retried.id]);
       expect(settled?.deliveries?.[0]).toEqual({ group: '', name: '', attempts: 1, outcome: 'success' });
     });

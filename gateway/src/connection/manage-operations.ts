@@ -38,7 +38,7 @@ export const manageOperations: ManageOperations = {
 
   async requeueDeadLetter(session, { eventId, ...key }) {
     const requeued = await session.context.store.ledger().requeue(groupKey(key), eventId);
-    if (requeued) await session.context.dispatcher.requeued(groupKey(key), eventId);
+    if (requeued) session.context.dispatcher.requeued(groupKey(key));
     return { requeued };
   },
 

@@ -2,7 +2,7 @@
  * What the gateway does for each request operation of the protocol. An operation reads and writes
  * the store and registers through the Session's methods; it never changes the Session's state.
  */
-import { EventflowError, generateEventId, isEventflowError, type EventInput, type OperationName, type Result, type StoredEvent } from '@eventflow/core';
+import { DEFAULT_CONSUME_CONCURRENCY, EventflowError, generateEventId, isEventflowError, type EventInput, type OperationName, type Result, type StoredEvent } from '@eventflow/core';
 import type { RequestScope } from './context.js';
 import type { Params } from './frames.js';
 import type { Session } from './session.js';
@@ -10,6 +10,7 @@ import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
 import { readEventlogState, snapshotsOf } from '../store/snapshots.js';
 import { configDefaults } from '../defaults.js';
+import { retryPolicy } from '../delivery/retry-policy.js';
 import { manageOperations } from './manage-operations.js';
 import { catalogOperations } from './catalog-operations.js';
 
@@ -104,8 +105,9 @@ export const operations: Operations = {
   },
 
   // `after` is accepted from older clients and not needed: the group's ledger says what is pending.
-  async consume(session, { consumer, domain, name, group }) {
-    return { head: await session.consume(consumer, domain, name, group ?? '') };
+  async consume(session, { consumer, domain, name, group, concurrency, ordered, retry }) {
+    const options = { group: group ?? '', concurrency: concurrency ?? DEFAULT_CONSUME_CONCURRENCY, ordered, retry: retry && retryPolicy(retry) };
+    return { head: await session.consume(consumer, domain, name, options) };
   },
 
   async removeConsumer(session, { consumer }) {

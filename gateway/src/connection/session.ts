@@ -22,6 +22,7 @@ import { Replays, type SubscriptionState } from './replay.js';
 import { ConnectionRights } from './rights.js';
 import { PatternSubscriptions } from './pattern-subscriptions.js';
 import type { PatternFilter } from '../delivery/patterns.js';
+import type { RetryPolicy } from '../delivery/retry-policy.js';
 import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
 
 export { BINARY_FRAME } from './frames.js';
@@ -32,6 +33,15 @@ interface ConsumerState {
   readonly domain: string;
   readonly name: string;
   readonly group: string;
+}
+
+/** A consumer's registration options, with the gateway's defaults applied (operations.ts). */
+export interface ConsumeOptions {
+  group: string;
+  concurrency: number;
+  /** Stored with the group when given. */
+  ordered: boolean | undefined;
+  retry: RetryPolicy | undefined;
 }
 
 /** A subscription of this connection: its (domain, name) and its replay state (replay.ts). */
@@ -294,6 +304,11 @@ export class Session implements Peer {
     if (this.#mayReceive('subscribe', event.domain)) this.#patterns.send(event, handles);
   }
 
+  /** Whether this connection's token may consume the domain now (a settle of a delivery another connection was sent). */
+  mayConsume(domain: string): boolean {
+    return this.#mayReceive('consume', domain);
+  }
+
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
     // Not sent: the delivery stays open until its consumer is removed (authenticate, close), which hands it back.
     if (!this.#mayReceive('consume', event.domain)) return;
@@ -365,10 +380,12 @@ export class Session implements Peer {
   }
 
   /**
-   * Registers consumer `handle` for (domain, name); with `after`, the unclaimed events after it
-   * are delivered to it. Returns the head. A handle already naming another consumer is refused.
+   * Registers consumer `handle` for (domain, name) as a member of `options.group` with its credit
+   * and retry policy. Returns the head. A handle already naming another consumer is refused; the
+   * same consumer registered again takes its new options.
    */
-  async consume(handle: string, domain: string, name: string, group = ''): Promise<number> {
+  async consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number> {
+    const { group } = options;
     const existing = this.#consumers.get(handle);
     if (existing !== undefined && (existing.domain !== domain || existing.name !== name || existing.group !== group)) {
       throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${handle}" already names another consumer on this connection; use a new handle`);
@@ -382,7 +399,8 @@ export class Session implements Peer {
       throw error;
     }
     try {
-      await this.context.dispatcher.addConsumer(this, handle, domain, name, group);
+      const spec = { group, concurrency: options.concurrency, retry: options.retry };
+      await this.context.dispatcher.addConsumer(this, handle, domain, name, spec, options.ordered === undefined ? {} : { ordered: options.ordered });
     } catch (error) {
       if (existing === undefined) this.#consumers.delete(handle);
       throw error;

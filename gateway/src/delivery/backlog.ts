@@ -1,240 +1,252 @@
 /**
- * Each consumer group's backlog, delivered from the store's delivery ledger (store/ledger.ts):
- * the events of the group's (domain, name) published after the group was created that have no
- * outcome for it, in position order, whether or not a member was connected when they were
- * published. A pass per group reads them from the lowest position that may still be pending
- * (`scanFrom`) and leases each free one to a member (leases.ts); the claim is a guarded update
- * in the store, so each event goes to one member of the group across all gateways.
+ * Each consumer group's backlog, handed to its members here as their credit allows.
  *
- * A pass runs when a member registers, when an event of the group is routed, when a delivery of
- * this gateway ends without an outcome, and when the nearest lease deadline or retry time seen in
- * the store passes (the sweep: one timer, not a poll), which is how the leases of a gateway that
- * died are delivered again by the others, or by itself after a restart.
+ * The backlog is the store's: the group's rows in the delivery ledger (store/ledger.ts), every
+ * published event of its (domain, name) since the group was created that has no outcome for it.
+ * This gateway claims from it only what its members can take now: the sum of their free credit
+ * (`concurrency` less their open deliveries), in pages of at most CLAIM_BATCH events per store
+ * transaction, and hands each claimed event to a member with free credit, in turn. So a member that
+ * joins gets the next claims at once, a slow one is never sent more than its credit, and gateways
+ * share a group by what their members can take.
+ *
+ * A group claims again when credit comes free (a settle), when something may have become claimable
+ * (an event of it was routed here, a delivery here ended without an outcome, a dead letter was
+ * requeued), and on a timer once a claim found less than it asked for: at the earliest lease deadline
+ * or retry time the store reported, and at least every GROUP_POLL_MS. That timer is how a lease left
+ * by a gateway that died is taken over, how a release or settle on another gateway is seen, and how
+ * the group resumes after the store failed: no pass has to finish first, and no restart is needed.
  */
-import type { StoredEvent } from '@eventflow/core';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log.js';
-import { ledgerColumns, type DeliveryLedger, type GroupKey, type GroupRecord } from '../store/ledger.js';
-import { groupId, type ConsumerRef, type Consumers } from './consumers.js';
-import { ledgerKey, type Leases } from './leases.js';
+import { CLAIM_BATCH, GROUP_POLL_MS } from '../defaults.js';
+import type { DeliveryLedger, GroupKey, GroupOptions, GroupRecord } from '../store/ledger.js';
+import { groupId, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
+import type { Leases } from './leases.js';
 
-/** Backlog rows read per page of a pass. */
-const PAGE = 256;
 /** setTimeout cannot wait longer than 2^31-1 ms. */
 const MAX_TIMER = 2 ** 31 - 1;
 
-interface GroupState {
+/** One group's claiming on this gateway. */
+class GroupBacklog {
   readonly key: GroupKey;
-  readonly record: Promise<GroupRecord>;
-  /** createdPosition, once the record is read. */
-  created: number | undefined;
-  /** The position of the last event of the group routed here. */
-  routedUpTo: number;
-  /** Every event at or below it has an outcome for the group, or is open on this gateway. */
-  scanFrom: number;
-  /** A delivery ended below scanFrom during a pass: the next pass starts there. */
-  rewind: number | undefined;
-  pass: { again: boolean; done: Promise<void> } | undefined;
+  readonly #backlog: Backlog;
+  #record: Promise<GroupRecord> | undefined;
+  /** A claim is being made (or about to be). */
+  #claiming = false;
+  /** The last claim took less than it asked for: nothing more until something changes (or the timer). */
+  #drained = false;
+  /** Signalled since the claim under way read the store: it may have missed what changed. */
+  #dirty = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Infinity;
+  /** Store failures in a row: the retry timer backs off. */
+  #failures = 0;
+  /** Where the next member is looked for (turns between members with credit). */
+  #turn = 0;
+
+  constructor(key: GroupKey, backlog: Backlog) {
+    this.key = key;
+    this.#backlog = backlog;
+  }
+
+  /** The group in the store with `options` (created now if it is not); then its backlog goes out. */
+  async join(options: Partial<GroupOptions>): Promise<GroupRecord> {
+    const record = this.#backlog.ledger().ensureGroup(this.key, options);
+    this.#record = record;
+    record.catch(() => this.#record === record && (this.#record = undefined));
+    const joined = await record;
+    this.signal();
+    return joined;
+  }
+
+  /** Created again at the next claim (it was deleted). */
+  forget(): void {
+    this.#record = undefined;
+  }
+
+  /** Something may be claimable now. */
+  signal(): void {
+    this.#drained = false;
+    this.#dirty = true;
+    this.wake();
+  }
+
+  /** Claims if members have free credit and the backlog may hold something (a claim under way goes on while both hold). */
+  wake(): void {
+    if (this.#claiming || this.#drained || this.#backlog.stopped || this.#free() <= 0) return;
+    this.#claiming = true;
+    // A microtask: the routes of one pump page (or the settles of one batch) make one claim.
+    queueMicrotask(() => void this.#claim());
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Free credit of the members here. */
+  #free(): number {
+    let free = 0;
+    for (const member of this.#members()) free += Math.max(0, member.concurrency - member.open);
+    return free;
+  }
+
+  #members(): readonly ConsumerRef[] {
+    return this.#backlog.consumers.members(this.key);
+  }
+
+  async #claim(): Promise<void> {
+    const backlog = this.#backlog;
+    try {
+      while (!backlog.stopped) {
+        const limit = Math.min(CLAIM_BATCH, this.#free());
+        if (limit <= 0 || this.#drained) break;
+        this.#dirty = false;
+        this.#record ??= backlog.ledger().ensureGroup(this.key);
+        const record = await this.#record;
+        const leases = backlog.leases;
+        const maxAttempts = Math.max(...this.#members().map((member) => leases.maxAttempts(member)), leases.maxAttempts(undefined));
+        const now = Date.now();
+        const result = await backlog.ledger().claim({
+          group: record,
+          owner: leases.owner,
+          consumer: leases.consumerId,
+          secret: randomBytes(16).toString('hex'),
+          deadline: now + leases.leaseMs,
+          now,
+          limit,
+          maxAttempts,
+        });
+        this.#failures = 0;
+        if (result.missing) {
+          this.#record = undefined;
+          continue;
+        }
+        if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
+        const unsent = [];
+        for (const claimed of result.claimed) {
+          const member = this.#next();
+          if (member && !backlog.stopped) leases.open(member, this.key, claimed);
+          else unsent.push(claimed);
+        }
+        if (unsent.length > 0) void leases.giveBack(this.key, unsent);
+        if (result.claimed.length + result.dead.length < limit) {
+          this.#drained = !this.#dirty;
+          this.#arm(Math.min(result.nextDue ?? Infinity, Date.now() + GROUP_POLL_MS));
+        }
+      }
+    } catch (error) {
+      this.#failures += 1;
+      backlog.failed(this.key, error);
+      this.#drained = true;
+      this.#arm(Date.now() + Math.min(GROUP_POLL_MS, 50 * 2 ** Math.min(this.#failures, 5)));
+    } finally {
+      this.#claiming = false;
+    }
+  }
+
+  /** The next member with free credit, in turn. */
+  #next(): ConsumerRef | undefined {
+    const members = this.#members();
+    for (let i = 0; i < members.length; i++) {
+      const member = members[(this.#turn + i) % members.length] as ConsumerRef;
+      if (member.open < member.concurrency) {
+        this.#turn = (this.#turn + i + 1) % members.length;
+        return member;
+      }
+    }
+    return undefined;
+  }
+
+  /** One timer: the earliest time something of the group may be claimable again. */
+  #arm(at: number): void {
+    if (this.#backlog.stopped || (this.#timer !== undefined && this.#timerAt <= at)) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    // A few ms late, so that the deadline has passed on every clock reading of the claim.
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      if (this.#members().length > 0) this.signal();
+    }, Math.min(MAX_TIMER, Math.max(0, at - Date.now()) + 5));
+    this.#timer.unref();
+  }
 }
 
+/** The backlogs of the groups with members here. */
 export class Backlog {
-  readonly #ledger: () => DeliveryLedger;
-  readonly #consumers: Consumers;
-  readonly #leases: Leases;
+  readonly ledger: () => DeliveryLedger;
+  readonly consumers: Consumers;
+  readonly leases: Leases;
   readonly #log: Logger;
-  readonly #groups = new Map<string, GroupState>();
-  /** ledgerKey → the member that last had the event: another is preferred for its next delivery. */
-  readonly #avoid = new Map<string, ConsumerRef>();
-  #sweep: ReturnType<typeof setTimeout> | undefined;
-  #sweepAt: number | undefined;
+  readonly #groups = new Map<string, GroupBacklog>();
   #stopped = false;
+  /** When the last claim failure was logged (one line per GROUP_POLL_MS while the store fails). */
+  #loggedAt = 0;
 
   constructor(ledger: () => DeliveryLedger, consumers: Consumers, leases: Leases, log: Logger) {
-    this.#ledger = ledger;
-    this.#consumers = consumers;
-    this.#leases = leases;
+    this.ledger = ledger;
+    this.consumers = consumers;
+    this.leases = leases;
     this.#log = log;
   }
 
-  /** A member registered: its group exists in the store from now on (created at its first registration), and its backlog goes out. */
-  async join(consumer: ConsumerRef): Promise<GroupRecord> {
-    const state = this.#state({ domain: consumer.domain, name: consumer.name, group: consumer.group });
-    const record = await state.record;
-    this.#run(state);
-    return record;
+  get stopped(): boolean {
+    return this.#stopped;
   }
 
-  /**
-   * A routed event (routes come in position order per domain): straight to a member of each group
-   * here that is caught up (nothing of its backlog before it is pending here), else through a pass.
-   * True when a group here takes it.
-   */
-  async route(event: StoredEvent): Promise<boolean> {
-    const keys = this.#consumers.groupsFor(event.domain, event.name);
-    for (const key of keys) {
-      const state = this.#state(key);
-      const caughtUp = state.created !== undefined && !state.pass && state.rewind === undefined && state.scanFrom >= state.routedUpTo;
-      state.routedUpTo = Math.max(state.routedUpTo, event.position);
-      if (!caughtUp || this.#stopped) {
-        this.#run(state);
-        continue;
-      }
-      const candidates = this.#consumers.candidates(key, event.name, undefined);
-      let started = false;
-      try {
-        started = candidates.length > 0 && (await this.#leases.start(this.#consumers.next(candidates), key, event));
-      } catch (error) {
-        this.#log.error('could not deliver a routed event', { event: event.id, error });
-      }
-      if (started) state.scanFrom = Math.max(state.scanFrom, event.position);
-      else this.#run(state);
-    }
+  /** A member registered: its group exists in the store from now on (created at its first registration), and its backlog goes out. */
+  join(consumer: ConsumerRef, options: Partial<GroupOptions>): Promise<GroupRecord> {
+    return this.#group({ domain: consumer.domain, name: consumer.name, group: consumer.group }).join(options);
+  }
+
+  /** An event was routed: each group here that takes it claims (it is in their backlog from now on). True when a group here takes it. */
+  route(domain: string, name: string): boolean {
+    const keys = this.consumers.groupsFor(domain, name);
+    for (const key of keys) this.#groups.get(groupId(key))?.signal();
     return keys.length > 0;
   }
 
-  /** A delivery ended without an outcome: the event is pending again for every group state on its ledger. */
-  pending(key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): void {
-    const own = this.#groups.get(groupId(key));
-    // Due now: straight to another member, without a pass (a burst of expiries must not rescan the backlog for each).
-    if (own && at <= Date.now() && !this.#stopped) return void this.#redeliver(own, key, event, avoid, at);
-    this.#rewind(key, event, avoid, at);
+  /** A member's credit came free (`consumer`), and, with `pending`, the events of the key's ledger may hold something claimable. */
+  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean): void {
+    if (pending) this.signalLedger(key);
+    if (consumer) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.wake();
   }
 
-  async #redeliver(state: GroupState, key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): Promise<void> {
-    try {
-      const candidates = this.#consumers.candidates(state.key, event.name, avoid);
-      if (candidates.length > 0 && (await this.#leases.start(this.#consumers.next(candidates), state.key, event))) return;
-    } catch (error) {
-      this.#log.error('could not deliver an event again', { event: event.id, error });
-    }
-    this.#rewind(key, event, avoid, at);
+  /** Every group on the key's ledger looks again (the default groups of a domain share one). */
+  signalLedger(key: GroupKey): void {
+    const id = ledgerId(key);
+    for (const group of this.#groups.values()) if (ledgerId(group.key) === id) group.signal();
   }
 
-  /** The event is pending again below scanFrom: the next pass of each group state on its ledger starts there. */
-  #rewind(key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): void {
-    if (avoid) this.#avoid.set(ledgerKey(key, event.id), avoid);
-    const { gname, grp } = ledgerColumns(key);
-    for (const state of this.#groups.values()) {
-      const columns = ledgerColumns(state.key);
-      if (state.key.domain !== key.domain || columns.gname !== gname || columns.grp !== grp) continue;
-      if (state.key.name !== '*' && state.key.name !== event.name) continue;
-      state.rewind = Math.min(state.rewind ?? Infinity, event.position - 1);
-      if (at <= Date.now()) this.#run(state);
-    }
-    if (at > Date.now()) this.#arm(at);
-  }
-
-  /** Runs every group's pass (a dead letter requeued, a group deleted elsewhere). */
-  kick(from?: { key: GroupKey; position: number }): void {
-    for (const state of this.#groups.values()) {
-      if (from && groupId(from.key) === groupId(state.key)) state.rewind = Math.min(state.rewind ?? Infinity, from.position - 1);
-      this.#run(state);
-    }
-  }
-
-  /** Forgets a deleted group's state here (its members stay registered and recreate it on their next registration). */
+  /** Forgets a deleted group's record here (its members stay registered and create it again at their next claim). */
   forget(key: GroupKey): void {
+    this.#groups.get(groupId(key))?.forget();
+  }
+
+  /** A group's members all left: its timer stops. */
+  left(key: GroupKey): void {
+    if (this.consumers.members(key).length > 0) return;
+    this.#groups.get(groupId(key))?.stop();
     this.#groups.delete(groupId(key));
+  }
+
+  /** A claim failed (the store): logged once per GROUP_POLL_MS, and tried again by the group's timer. */
+  failed(key: GroupKey, error: unknown): void {
+    if (Date.now() - this.#loggedAt < GROUP_POLL_MS) return;
+    this.#loggedAt = Date.now();
+    this.#log.error('could not claim events for a consumer group; trying again', { domain: key.domain, name: key.name, group: key.group, error });
   }
 
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#sweep);
+    for (const group of this.#groups.values()) group.stop();
   }
 
-  #state(key: GroupKey): GroupState {
+  #group(key: GroupKey): GroupBacklog {
     const id = groupId(key);
-    let state = this.#groups.get(id);
-    if (!state) {
-      const record = this.#ledger().ensureGroup(key);
-      state = { key, record, created: undefined, routedUpTo: 0, scanFrom: 0, rewind: undefined, pass: undefined };
-      const created = state;
-      void record.then((group) => void (created.created = group.createdPosition), () => undefined);
-      this.#groups.set(id, state);
-      // A failed creation is tried again by the next registration.
-      record.catch(() => this.#groups.get(id) === state && this.#groups.delete(id));
-    }
-    return state;
-  }
-
-  /** Runs the group's pass; one at a time per group, a request meanwhile asks for one more. */
-  #run(state: GroupState): void {
-    if (this.#stopped) return;
-    if (state.pass) {
-      state.pass.again = true;
-      return;
-    }
-    const pass = { again: true, done: Promise.resolve() };
-    state.pass = pass;
-    pass.done = (async () => {
-      try {
-        while (pass.again && !this.#stopped) {
-          pass.again = false;
-          await this.#pass(state);
-        }
-      } catch (error) {
-        this.#log.error('consumer group backlog pass failed', { domain: state.key.domain, name: state.key.name, group: state.key.group, error });
-        // Tried again at the next trigger, or by the sweep.
-        this.#arm(Date.now() + this.#leases.leaseMs);
-      } finally {
-        state.pass = undefined;
-      }
-    })();
-  }
-
-  async #pass(state: GroupState): Promise<void> {
-    const record = await state.record;
-    if (!this.#consumers.hasMembers(state.key)) return;
-    let cursor = Math.max(record.createdPosition, Math.min(state.scanFrom, state.rewind ?? Infinity));
-    state.rewind = undefined;
-    let hold: number | undefined;
-    for (;;) {
-      const page = await this.#ledger().unsettled(record, cursor, PAGE);
-      for (const row of page) {
-        if (this.#stopped) return;
-        const { event } = row;
-        cursor = event.position;
-        if (row.foreign || this.#leases.isOpen(state.key, event.id)) continue;
-        const now = Date.now();
-        const busyUntil = Math.max(row.deadline ?? 0, row.availableAt ?? 0);
-        if (busyUntil > now) {
-          // Leased by another gateway (or by this one before a restart), or waiting for its retry delay.
-          hold ??= event.position - 1;
-          this.#arm(busyUntil);
-          continue;
-        }
-        if (row.attempts >= this.#leases.maxAttempts) {
-          await this.#leases.deadLetter(state.key, event, row.attempts, row.lastError ?? 'lease expired', undefined);
-          continue;
-        }
-        const avoidKey = ledgerKey(state.key, event.id);
-        const candidates = this.#consumers.candidates(state.key, event.name, this.#avoid.get(avoidKey));
-        if (candidates.length === 0) {
-          hold ??= event.position - 1;
-          continue;
-        }
-        this.#avoid.delete(avoidKey);
-        if (!(await this.#leases.start(this.#consumers.next(candidates), state.key, event))) {
-          // Another gateway took it: it comes back here only if that lease runs out.
-          hold ??= event.position - 1;
-          this.#arm(now + this.#leases.leaseMs);
-        }
-      }
-      if (page.length < PAGE) break;
-    }
-    state.scanFrom = Math.min(hold ?? cursor, state.rewind ?? Infinity);
-  }
-
-  /** The sweep: one timer on the nearest time a held event may become free; it runs every group's pass. */
-  #arm(at: number): void {
-    if (this.#stopped || (this.#sweepAt !== undefined && this.#sweepAt <= at)) return;
-    clearTimeout(this.#sweep);
-    this.#sweepAt = at;
-    // A few ms late, so that the deadline has passed on every clock reading of the pass.
-    this.#sweep = setTimeout(() => {
-      this.#sweep = undefined;
-      this.#sweepAt = undefined;
-      this.kick();
-    }, Math.min(MAX_TIMER, Math.max(0, at - Date.now()) + 5));
-    this.#sweep.unref();
+    let group = this.#groups.get(id);
+    if (!group) this.#groups.set(id, (group = new GroupBacklog(key, this)));
+    return group;
   }
 }

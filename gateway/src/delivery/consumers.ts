@@ -2,120 +2,127 @@ import { streamKey } from '@eventflow/core';
 import { DEFAULT_GROUP, type GroupKey } from '../store/ledger.js';
 import type { Interest } from './interest.js';
 import type { Peer } from './peer.js';
+import type { RetryPolicy } from './retry-policy.js';
 
-/** A connection's consumer: its handle (chosen by the client), what it consumes, and its group ('' = default). */
+/**
+ * A connection's consumer: its handle (chosen by the client), what it consumes, its group ('' =
+ * default), and its credit: at most `concurrency` deliveries open at once (`open`, counted by
+ * leases.ts), as AMQP's prefetch and JetStream's MaxAckPending bound a consumer.
+ */
 export interface ConsumerRef {
   readonly peer: Peer;
   readonly handle: string;
   readonly domain: string;
   readonly name: string;
   readonly group: string;
+  /** Its credit; a registration of the same handle again may change it. */
+  concurrency: number;
+  /** What a thrown error leads to (retry-policy.ts); undefined: v4's rule, the event is failed. */
+  retry: RetryPolicy | undefined;
+  /** Deliveries open to it now. */
+  open: number;
+}
+
+export interface ConsumerSpec {
+  group: string;
+  concurrency: number;
+  retry: RetryPolicy | undefined;
 }
 
 /** A group's identity as a map key. */
 export const groupId = (key: GroupKey): string => `${streamKey(key.domain, key.name)}\u0000${key.group}`;
 
-/** The consumers registered here, by (domain, name), in registration order (taken in turn). */
+/** The group a consumer is a member of. */
+export const groupOf = (consumer: ConsumerRef): GroupKey => ({ domain: consumer.domain, name: consumer.name, group: consumer.group });
+
+/** The consumers registered here, by (domain, name) and group, in registration order. */
 export class Consumers {
   readonly #interest: Interest;
-  /** streamKey(domain, name) → consumers. */
-  readonly #byStream = new Map<string, ConsumerRef[]>();
-  #rotation = 0;
+  /** streamKey(domain, name) → group → members. */
+  readonly #byStream = new Map<string, Map<string, ConsumerRef[]>>();
+  #count = 0;
 
   constructor(interest: Interest) {
     this.#interest = interest;
   }
 
-  add(peer: Peer, handle: string, domain: string, name: string, group: string = DEFAULT_GROUP): ConsumerRef {
-    const key = streamKey(domain, name);
-    const list = this.#byStream.get(key) ?? [];
-    const existing = list.find((consumer) => consumer.peer === peer && consumer.handle === handle);
-    if (existing) return existing;
-    const consumer: ConsumerRef = { peer, handle, domain, name, group };
-    list.push(consumer);
-    this.#byStream.set(key, list);
+  /** Registers a member. The peer's handle registered again for the same group keeps its deliveries and takes the new limits. */
+  add(peer: Peer, handle: string, domain: string, name: string, spec: ConsumerSpec): ConsumerRef {
+    const existing = this.find(peer, handle);
+    if (existing && existing.domain === domain && existing.name === name && existing.group === spec.group) {
+      existing.concurrency = spec.concurrency;
+      existing.retry = spec.retry;
+      return existing;
+    }
+    if (existing) this.#drop(existing);
+    const consumer: ConsumerRef = { peer, handle, domain, name, group: spec.group, concurrency: spec.concurrency, retry: spec.retry, open: 0 };
+    const stream = streamKey(domain, name);
+    const groups = this.#byStream.get(stream) ?? new Map<string, ConsumerRef[]>();
+    this.#byStream.set(stream, groups);
+    const list = groups.get(spec.group);
+    if (list) list.push(consumer);
+    else groups.set(spec.group, [consumer]);
+    this.#count += 1;
     this.#interest.change(domain, name, +1);
     return consumer;
   }
 
   /** Unregisters the peer's consumer `handle`; returns it, or undefined when there was none. */
   remove(peer: Peer, handle: string): ConsumerRef | undefined {
-    for (const [key, list] of this.#byStream) {
-      const index = list.findIndex((consumer) => consumer.peer === peer && consumer.handle === handle);
-      if (index < 0) continue;
-      const [removed] = list.splice(index, 1);
-      if (list.length === 0) this.#byStream.delete(key);
-      if (removed) this.#interest.change(removed.domain, removed.name, -1);
-      return removed;
-    }
-    return undefined;
+    const removed = this.find(peer, handle);
+    if (removed) this.#drop(removed);
+    return removed;
   }
 
-  removePeer(peer: Peer): void {
-    for (const [key, list] of this.#byStream) {
-      const kept = list.filter((consumer) => consumer.peer !== peer);
-      for (const gone of list.filter((consumer) => consumer.peer === peer)) this.#interest.change(gone.domain, gone.name, -1);
-      if (kept.length === 0) this.#byStream.delete(key);
-      else this.#byStream.set(key, kept);
-    }
+  /** Unregisters every consumer of the peer; returns them. */
+  removePeer(peer: Peer): ConsumerRef[] {
+    const gone = this.all().filter((consumer) => consumer.peer === peer);
+    for (const consumer of gone) this.#drop(consumer);
+    return gone;
+  }
+
+  #drop(consumer: ConsumerRef): void {
+    const stream = streamKey(consumer.domain, consumer.name);
+    const groups = this.#byStream.get(stream);
+    const list = groups?.get(consumer.group);
+    const index = list?.indexOf(consumer) ?? -1;
+    if (!groups || !list || index < 0) return;
+    list.splice(index, 1);
+    if (list.length === 0) groups.delete(consumer.group);
+    if (groups.size === 0) this.#byStream.delete(stream);
+    this.#count -= 1;
+    this.#interest.change(consumer.domain, consumer.name, -1);
   }
 
   find(peer: Peer, handle: string): ConsumerRef | undefined {
-    return [...this.#byStream.values()].flat().find((candidate) => candidate.peer === peer && candidate.handle === handle);
+    for (const groups of this.#byStream.values()) for (const list of groups.values()) for (const consumer of list) if (consumer.peer === peer && consumer.handle === handle) return consumer;
+    return undefined;
   }
 
-  /** Whether `consumer` is still registered (not removed, and its connection not gone). */
-  has(consumer: ConsumerRef): boolean {
-    return this.#byStream.get(streamKey(consumer.domain, consumer.name))?.includes(consumer) ?? false;
-  }
-
-  /**
-   * Who of `group` may take an event named `eventName`: others than `exclude` when there are any;
-   * empty when nobody here is a member. The default groups of the name and of `*` are one ledger,
-   * so their members compete; a named group is its (domain, name, group) alone.
-   */
-  candidates(group: GroupKey, eventName: string, exclude: ConsumerRef | undefined): ConsumerRef[] {
-    const inGroup = (list: ConsumerRef[] | undefined): ConsumerRef[] => (list ?? []).filter((consumer) => consumer.group === group.group);
-    const candidates =
-      group.group === DEFAULT_GROUP
-        ? [...inGroup(this.#byStream.get(streamKey(group.domain, eventName))), ...(eventName === '*' ? [] : inGroup(this.#byStream.get(streamKey(group.domain, '*'))))]
-        : inGroup(this.#byStream.get(streamKey(group.domain, group.name)));
-    if (!exclude || candidates.length === 0) return candidates;
-    const others = candidates.filter((consumer) => consumer !== exclude);
-    return others.length > 0 ? others : candidates;
+  /** The members of `group` registered here. */
+  members(group: GroupKey): readonly ConsumerRef[] {
+    return this.#byStream.get(streamKey(group.domain, group.name))?.get(group.group) ?? [];
   }
 
   /** The groups with a member here whose events include those named `eventName` of `domain`. */
   groupsFor(domain: string, eventName: string): GroupKey[] {
-    const keys = new Map<string, GroupKey>();
+    const keys: GroupKey[] = [];
     for (const name of eventName === '*' ? [eventName] : [eventName, '*']) {
-      for (const consumer of this.#byStream.get(streamKey(domain, name)) ?? []) {
-        const key = { domain, name, group: consumer.group };
-        keys.set(groupId(key), key);
-      }
+      for (const group of this.#byStream.get(streamKey(domain, name))?.keys() ?? []) keys.push({ domain, name, group });
     }
-    return [...keys.values()];
-  }
-
-  /** Whether `group` has a member here. */
-  hasMembers(group: GroupKey): boolean {
-    return (this.#byStream.get(streamKey(group.domain, group.name)) ?? []).some((consumer) => consumer.group === group.group);
+    return keys;
   }
 
   /** Every consumer registered here. */
   all(): ConsumerRef[] {
-    return [...this.#byStream.values()].flat();
-  }
-
-  /** The next of `candidates` in turn (non-empty). */
-  next(candidates: ConsumerRef[]): ConsumerRef {
-    return candidates[this.#rotation++ % candidates.length] as ConsumerRef;
+    return [...this.#byStream.values()].flatMap((groups) => [...groups.values()].flat());
   }
 
   /** Consumers registered, one per (connection, handle). */
   get count(): number {
-    let count = 0;
-    for (const list of this.#byStream.values()) count += list.length;
-    return count;
+    return this.#count;
   }
 }
+
+/** The default groups of (domain, name) and (domain, `*`) are one ledger: its key (a named group's is its own). */
+export const ledgerId = (key: GroupKey): string => groupId(key.group === DEFAULT_GROUP ? { domain: key.domain, name: '*', group: DEFAULT_GROUP } : key);

@@ -17,9 +17,10 @@ import type { Logger } from '../log.js';
 import { noMetrics, type GatewayMetrics } from '../metrics.js';
 import type { RouteTarget, Router } from '../router/router.js';
 import type { EventStore } from '../store/store.js';
-import { DEFAULT_GROUP, type GroupKey, type GroupRecord } from '../store/ledger.js';
+import { DEFAULT_GROUP, type GroupKey, type GroupOptions, type GroupRecord } from '../store/ledger.js';
 import { Backlog } from './backlog.js';
-import { Consumers } from './consumers.js';
+import { Consumers, groupOf, type ConsumerSpec } from './consumers.js';
+import { LedgerWriter } from './ledger-writer.js';
 import { FanOut } from './fan-out.js';
 import { Interest } from './interest.js';
 import { PatternIndex, PatternPump, type PatternFilter } from './patterns.js';
@@ -79,8 +80,8 @@ export class Dispatcher implements RouteTarget {
     this.#waits = new Waits(store, interest);
     this.#consumers = new Consumers(interest);
     const ledger = () => store.ledger();
-    this.#leases = new Leases(ledger, consumerId, log, this.#metrics, options, {
-      pending: (key, event, avoid, at) => this.#backlog.pending(key, event, avoid, at),
+    this.#leases = new Leases(ledger, new LedgerWriter(ledger), this.#consumers, consumerId, log, this.#metrics, options, {
+      ended: (consumer, key, pending) => this.#backlog.ended(consumer, key, pending),
       failed: (eventId, message, attempt) => this.#waits.consumeFailed(eventId, message, attempt),
     });
     this.#backlog = new Backlog(ledger, this.#consumers, this.#leases, log);
@@ -93,14 +94,13 @@ export class Dispatcher implements RouteTarget {
   }
 
   /** A dead letter went back to its group's backlog: it is delivered again. */
-  async requeued(key: GroupKey, eventId: string): Promise<void> {
-    const event = await this.#store.read(eventId);
-    if (event) this.#backlog.pending(key, event, undefined, Date.now());
+  requeued(key: GroupKey): void {
+    this.#backlog.signalLedger(key);
   }
 
   /** Members of the group registered on this gateway. */
   members(key: GroupKey): number {
-    return this.#consumers.all().filter((consumer) => consumer.domain === key.domain && consumer.name === key.name && consumer.group === key.group).length;
+    return this.#consumers.members(key).length;
   }
 
   /** A group was deleted: its state here is forgotten. */
@@ -133,7 +133,7 @@ export class Dispatcher implements RouteTarget {
     await this.#leases.drain(timeoutMs);
   }
 
-  /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */
+  /** Stops the lease and claim timers (gateway shutdown): no delivery expires or starts from now on. */
   stop(): void {
     this.#backlog.stop();
     this.#leases.stop();
@@ -150,15 +150,16 @@ export class Dispatcher implements RouteTarget {
   }
 
   /**
-   * Registers a member of the consumer group (domain, name, group) ('' = the default group). The
-   * group exists in the store once this resolves; its backlog is then delivered (backlog.ts).
+   * Registers a member of the consumer group (domain, name, spec.group) ('' = the default group),
+   * with its credit and retry policy; `options` given are stored with the group. The group exists in
+   * the store once this resolves; its backlog is then delivered (backlog.ts).
    */
-  async addConsumer(peer: Peer, handle: string, domain: string, name: string, group = ''): Promise<GroupRecord> {
-    const consumer = this.#consumers.add(peer, handle, domain, name, group);
+  async addConsumer(peer: Peer, handle: string, domain: string, name: string, spec: ConsumerSpec, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
+    const consumer = this.#consumers.add(peer, handle, domain, name, spec);
     try {
-      return await this.#backlog.join(consumer);
+      return await this.#backlog.join(consumer, options);
     } catch (error) {
-      this.#consumers.remove(peer, handle);
+      if (this.#consumers.remove(peer, handle)) this.#backlog.left(groupOf(consumer));
       throw error;
     }
   }
@@ -166,7 +167,9 @@ export class Dispatcher implements RouteTarget {
   /** Unregisters a consumer; its open deliveries go to other consumers. */
   async removeConsumer(peer: Peer, handle: string): Promise<void> {
     const removed = this.#consumers.remove(peer, handle);
-    if (removed) await this.#leases.recall((consumer) => consumer === removed, 'consumer removed');
+    if (!removed) return;
+    this.#backlog.left(groupOf(removed));
+    await this.#leases.recall((consumer) => consumer === removed, 'consumer removed');
   }
 
   /** Registers a wait; `after` also matches an outcome already stored after that position. */
@@ -188,7 +191,7 @@ export class Dispatcher implements RouteTarget {
     this.#fanOut.removePeer(peer);
     this.#patternIndex.removePeer(peer);
     this.#patterns.emptied();
-    this.#consumers.removePeer(peer);
+    for (const gone of this.#consumers.removePeer(peer)) this.#backlog.left(groupOf(gone));
     this.#waits.removePeer(peer);
     await this.#leases.recall((consumer) => consumer.peer === peer, 'connection closed');
   }
@@ -227,11 +230,10 @@ export class Dispatcher implements RouteTarget {
    */
   async routeAnnounced(event: StoredEvent): Promise<void> {
     if (event.position > (this.#cursors.get(event.domain) ?? this.#start)) return this.route(event);
-    const now = Date.now();
     for (const key of this.#consumers.groupsFor(event.domain, event.name)) {
       if (key.group !== DEFAULT_GROUP) continue;
       if (this.#leases.isOpen(key, event.id)) await this.#store.claimForConsumer(event.id, this.#claimant);
-      else this.#backlog.pending(key, event, undefined, now);
+      else this.#backlog.signalLedger(key);
     }
   }
 
@@ -242,7 +244,7 @@ export class Dispatcher implements RouteTarget {
       const orphans: string[] = [];
       for (const event of page) {
         this.#cursors.set(domain, event.position);
-        if (!(await this.#distribute(event))) orphans.push(event.id);
+        if (!this.#distribute(event)) orphans.push(event.id);
       }
       // One store transaction per page: per event, marking orphans cost as much as storing them.
       if (this.#markOrphans && orphans.length > 0) {
@@ -254,11 +256,12 @@ export class Dispatcher implements RouteTarget {
   }
 
   /** Gives the event to its recipients here; false when there is none (an orphan, if this gateway decides that). */
-  async #distribute(event: StoredEvent): Promise<boolean> {
+  #distribute(event: StoredEvent): boolean {
     // Pattern subscriptions get the event from their own pump, in position order across domains.
     const subscribed = this.#fanOut.send(event) || this.#patternIndex.wants(event);
     const waited = this.#waits.match(event);
-    const consumed = await this.#backlog.route(event);
+    // The groups here claim it from their backlog in the store (one claim for the page's events).
+    const consumed = this.#backlog.route(event.domain, event.name);
     return subscribed || waited || consumed;
   }
 
@@ -271,7 +274,8 @@ export class Dispatcher implements RouteTarget {
 
   /**
    * Records a consumer's outcome; `release` hands the event to another consumer. False when the
-   * delivery is not open on this peer (settled, recalled, revoked, or another peer's).
+   * delivery is not open on this peer (settled, recalled, revoked, superseded, or another's);
+   * rejects when the store could not record it.
    */
   settle(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
     return this.#leases.settle(peer, deliveryId, settlement);

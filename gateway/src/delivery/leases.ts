@@ -1,27 +1,31 @@
 /**
- * Consumer deliveries: one open delivery per (event, group), under a lease held in the store
- * (the delivery ledger, store/ledger.ts: owner = this gateway instance, deadline).
+ * The deliveries open on this gateway: each holds a lease in the store (the delivery ledger,
+ * store/ledger.ts: owner = this gateway instance, deadline) and a timer here, and takes one unit of
+ * its consumer's credit until it ends.
  *
- * Every delivery is open for `leaseMs` (the consumer may `extend` it). When the lease expires the
- * delivery is revoked (its consumer is told; its settle is refused from then on) and the event is
- * pending again for its group (backlog.ts delivers it, to another member if there is one). Attempts
- * are counted in the store, so they follow the event across redeliveries, restarts and gateways; a
- * delivery not settled at attempt `maxAttempts` makes the event failed and a dead letter carrying
- * the last error. A gateway that dies leaves its leases in the store: they expire at their deadline
- * and any gateway on the store delivers the events again (backlog.ts sweeps on the nearest deadline).
+ * A delivery ends by a settle (an outcome, a retry after a delay, a hand-back), by its lease running
+ * out (revoked: its consumer is told, the event is pending again, an attempt counted), or by its
+ * consumer going away. Whatever ends it is written to the store guarded by the delivery id
+ * (ledger-writer.ts batches those writes), and the store's answer is the answer: a settle of a
+ * delivery the store no longer holds (the lease ran out while this gateway was paused, and another
+ * took the event) is refused, and a settle the store could not record fails and leaves the delivery
+ * open, so that the consumer sends it again. After the last attempt the event is failed for its group
+ * and a dead letter with the last error.
  *
- * Delivery ids are `<boot>-<n>`, `boot` random per process, so that they never repeat across
- * restarts: a settle that reaches a restarted gateway (or another one on the store) is matched
- * against the store's current delivery of the event and recorded if it is still that one.
+ * A settle that reaches a gateway other than the one holding the delivery (the consumer reconnected
+ * elsewhere, or this gateway restarted) is matched against the store's current delivery, and taken
+ * only from a connection whose token may consume the stored row's domain.
  */
 import { randomBytes } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
 import { configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { ledgerColumns, type DeliveryLedger, type GroupKey } from '../store/ledger.js';
-import type { ConsumerRef } from './consumers.js';
+import type { Claimed, ClaimedDead, DeliveryLedger, DeliveryRef, GroupKey, LedgerAction } from '../store/ledger.js';
+import { groupOf, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
+import type { LedgerWriter } from './ledger-writer.js';
 import type { Peer } from './peer.js';
+import { retryDelay } from './retry-policy.js';
 
 interface Delivery {
   readonly id: string;
@@ -32,12 +36,16 @@ interface Delivery {
   readonly attempt: number;
   /** Expires the lease; cleared when the delivery ends. */
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** A settle of it is being written: its expiry waits for the store's answer. */
+  settling: boolean;
+  /** The lease ran out while a settle was being written. */
+  expired: boolean;
 }
 
 export interface LeaseOptions {
   /** How long a delivery stays open without being settled or extended (EVENTFLOW_CONSUME_LEASE_MS). */
   leaseMs?: number;
-  /** Deliveries of one event before it is failed as a dead letter (EVENTFLOW_CONSUME_MAX_ATTEMPTS). */
+  /** Deliveries of one event before it is failed as a dead letter, without a retry policy (EVENTFLOW_CONSUME_MAX_ATTEMPTS). */
   maxAttempts?: number;
 }
 
@@ -45,42 +53,48 @@ export interface LeaseOptions {
 export type Settlement = { outcome: 'success' | 'failed'; error?: string | undefined } | { outcome: 'release' } | { outcome: 'retry'; delayMs: number; error?: string | undefined };
 
 export interface LeaseEvents {
-  /** A delivery ended without an outcome: the event is pending again for its group (from `at` on). */
-  pending(key: GroupKey, event: StoredEvent, avoid: ConsumerRef | undefined, at: number): void;
+  /**
+   * A delivery of `consumer` ended (its credit is free again); `pending`: its event is pending again
+   * for the group, or a later event of its pid may now be taken (an ordered group).
+   */
+  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean): void;
   /** A consume ended failed: the handler threw, or the event became a dead letter. */
   failed(eventId: string, message: string, attempt: number): void;
 }
 
-/** The key of an event in a group's ledger (the default groups of a domain share one). */
-export const ledgerKey = (key: GroupKey, eventId: string): string => {
-  const { gname, grp } = ledgerColumns(key);
-  return `${eventId}\u0000${gname}\u0000${grp}`;
-};
+type Metric = 'success' | 'failed' | 'released' | 'retried' | 'dead_lettered';
+
+/** A write for the ledger, what it counts as once recorded, and the failure it reports (a final one). */
+interface Decision {
+  action: LedgerAction;
+  metric: Metric;
+  failure: string | undefined;
+}
 
 export class Leases {
   readonly #ledger: () => DeliveryLedger;
+  readonly #writer: LedgerWriter;
+  readonly #consumers: Consumers;
   /** This gateway instance as lease owner. */
   readonly owner: string;
   /** v4's `consumer` of the default group's claims: the gateway id. */
-  readonly #consumer: string;
-  readonly #boot: string;
+  readonly consumerId: string;
   readonly #log: Logger;
   readonly #metrics: GatewayMetrics;
   readonly #leaseMs: number;
   readonly #maxAttempts: number;
   readonly #events: LeaseEvents;
   readonly #open = new Map<string, Delivery>();
+  /** ledgerId + event id → its open delivery here. */
   readonly #byEvent = new Map<string, Delivery>();
-  /** ledgerKeys whose claim is under way. */
-  readonly #claiming = new Set<string>();
-  #nextDelivery = 1;
   #stopped = false;
 
-  constructor(ledger: () => DeliveryLedger, gatewayId: string, log: Logger, metrics: GatewayMetrics, options: LeaseOptions, events: LeaseEvents) {
+  constructor(ledger: () => DeliveryLedger, writer: LedgerWriter, consumers: Consumers, gatewayId: string, log: Logger, metrics: GatewayMetrics, options: LeaseOptions, events: LeaseEvents) {
     this.#ledger = ledger;
-    this.#boot = randomBytes(6).toString('hex');
-    this.owner = `${this.#boot}@${gatewayId}`.slice(0, 64);
-    this.#consumer = gatewayId;
+    this.#writer = writer;
+    this.#consumers = consumers;
+    this.owner = `${randomBytes(6).toString('hex')}@${gatewayId}`.slice(0, 64);
+    this.consumerId = gatewayId;
     this.#log = log;
     this.#metrics = metrics;
     this.#leaseMs = options.leaseMs ?? configDefaults.EVENTFLOW_CONSUME_LEASE_MS;
@@ -92,8 +106,13 @@ export class Leases {
     return this.#leaseMs;
   }
 
-  get maxAttempts(): number {
-    return this.#maxAttempts;
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Deliveries of an event before it is a dead letter, for a member: its retry policy's, else the gateway's. */
+  maxAttempts(consumer: ConsumerRef | undefined): number {
+    return consumer?.retry?.attempts ?? this.#maxAttempts;
   }
 
   /** Deliveries open now. */
@@ -101,136 +120,181 @@ export class Leases {
     return this.#open.size;
   }
 
-  /** Whether this gateway has the event open for the group. */
+  /** Whether this gateway has the event open for the group's ledger. */
   isOpen(key: GroupKey, eventId: string): boolean {
-    const id = ledgerKey(key, eventId);
-    return this.#byEvent.has(id) || this.#claiming.has(id);
+    return this.#byEvent.has(`${ledgerId(key)}\u0000${eventId}`);
   }
 
-  /** Claims the event for `key` in the store and sends it to `consumer`; false when another took it first. */
-  async start(consumer: ConsumerRef, key: GroupKey, event: StoredEvent): Promise<boolean> {
-    if (this.#stopped) return false;
-    const claiming = ledgerKey(key, event.id);
-    // Being claimed or open here: taken (a pass and a redelivery may meet on one event).
-    if (this.isOpen(key, event.id)) return true;
-    const id = `${this.#boot}-${this.#nextDelivery++}`;
-    const now = Date.now();
-    this.#claiming.add(claiming);
-    let attempt: number | undefined;
-    try {
-      attempt = await this.#ledger().claim({ key, event, owner: this.owner, consumer: this.#consumer, delivery: id, deadline: now + this.#leaseMs, now });
-    } finally {
-      this.#claiming.delete(claiming);
-    }
-    if (attempt === undefined) return false;
-    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined };
+  /** A claimed event goes to `consumer` (which has credit for it): open from now on, and sent. */
+  open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed): void {
+    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined, settling: false, expired: false };
     this.#open.set(id, delivery);
-    this.#byEvent.set(ledgerKey(key, event.id), delivery);
+    this.#byEvent.set(`${ledgerId(key)}\u0000${event.id}`, delivery);
+    consumer.open += 1;
     this.#arm(delivery, this.#leaseMs);
     consumer.peer.sendDelivery(consumer.handle, id, attempt, event);
-    return true;
+  }
+
+  /** Claimed, but nobody here has credit for it any more (its members left meanwhile): back to pending at once, not counted. */
+  async giveBack(key: GroupKey, claimed: readonly Claimed[]): Promise<void> {
+    await Promise.all(claimed.map(({ delivery }) => this.#writer.write({ kind: 'release', delivery, uncount: true }).catch((error: unknown) => this.#log.error('could not release a claim', { delivery, error }))));
+    this.#events.ended(undefined, key, true);
   }
 
   /**
-   * Records what a consumer reports. A delivery not open here (a settle that outlived a restart of
-   * this gateway, or came through another gateway) is settled in the store if it is still the
-   * event's current delivery there. False when it is neither (settled, revoked, superseded).
+   * Records what a consumer reports. True once the store holds it; false when the delivery is not
+   * open on this peer (settled, revoked, superseded, or another's). Rejects when the store could not
+   * record it: the delivery stays open and the consumer may send the settle again.
    */
   async settle(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
     const delivery = this.#open.get(deliveryId);
-    if (delivery && delivery.consumer.peer !== peer) return false;
-    if (!delivery) {
-      if (settlement.outcome !== 'success' && settlement.outcome !== 'failed') return (await this.#ledger().release(deliveryId, {})) !== undefined;
-      const ended = await this.#ledger().settle(deliveryId, settlement.outcome, settlement.error);
-      if (ended && settlement.outcome === 'failed') this.#events.failed(ended.eventId, settlement.error ?? 'the handler failed', ended.attempts);
-      if (ended) this.#metrics.consumed(settlement.outcome);
-      return ended !== undefined;
+    if (!delivery) return this.#settleElsewhere(peer, deliveryId, settlement);
+    if (delivery.consumer.peer !== peer || delivery.settling) return false;
+    const decision = this.#decide(deliveryId, settlement, delivery.attempt, delivery.consumer);
+    delivery.settling = true;
+    let ended: DeliveryRef | undefined;
+    try {
+      ended = await this.#writer.write(decision.action);
+    } catch (error) {
+      delivery.settling = false;
+      if (delivery.expired) void this.#expire(delivery);
+      throw error;
     }
     this.#end(delivery);
-    switch (settlement.outcome) {
-      case 'release':
-        this.#metrics.consumed('released');
-        await this.#handBack(delivery, 'released', undefined, 0);
-        break;
-      case 'retry':
-        this.#metrics.consumed('retried');
-        await this.#handBack(delivery, 'retry', settlement.error, settlement.delayMs);
-        break;
-      default:
-        this.#metrics.consumed(settlement.outcome);
-        try {
-          await this.#ledger().settle(delivery.id, settlement.outcome, settlement.error);
-        } catch (error) {
-          // Not recorded: the lease in the store runs out and the event is delivered again then.
-          this.#events.pending(delivery.key, delivery.event, undefined, Date.now() + this.#leaseMs);
-          throw error;
-        }
-        if (settlement.outcome === 'failed') this.#events.failed(delivery.event.id, settlement.error ?? 'the handler failed', delivery.attempt);
+    if (!ended) {
+      // Not the store's current delivery any more (its lease ran out and another took it).
+      this.#events.ended(delivery.consumer, delivery.key, false);
+      return false;
     }
+    this.#recorded(decision, ended, delivery.consumer, delivery.key);
     return true;
+  }
+
+  /** A settle for a delivery not open here: the store's current delivery, from a connection that may consume its domain. */
+  async #settleElsewhere(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
+    const held = await this.#ledger().delivery(deliveryId);
+    if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return false;
+    const consumer = this.#consumers.all().find((member) => member.peer === peer && ledgerId(groupOf(member)) === ledgerId(held.key));
+    const decision = this.#decide(deliveryId, settlement, held.attempts, consumer);
+    const ended = await this.#writer.write(decision.action);
+    if (!ended) return false;
+    this.#recorded(decision, ended, undefined, held.key);
+    return true;
+  }
+
+  /** What a settlement of the delivery `id` (attempt `attempt`) writes, given its consumer's retry policy. */
+  #decide(id: string, settlement: Settlement, attempt: number, consumer: ConsumerRef | undefined): Decision {
+    const dead = (error: string): Decision => ({ action: { kind: 'dead', delivery: id, error }, metric: 'dead_lettered', failure: error });
+    const last = attempt >= this.maxAttempts(consumer);
+    switch (settlement.outcome) {
+      case 'success':
+        return { action: { kind: 'outcome', delivery: id, outcome: 'success' }, metric: 'success', failure: undefined };
+      case 'failed': {
+        const message = settlement.error ?? 'the handler failed';
+        const policy = consumer?.retry;
+        // Without a policy, v4's rule: a throw records failed.
+        if (!policy) return { action: { kind: 'outcome', delivery: id, outcome: 'failed', error: settlement.error }, metric: 'failed', failure: message };
+        if (attempt >= policy.attempts) return dead(message);
+        return { action: { kind: 'release', delivery: id, availableAt: Date.now() + retryDelay(policy, attempt), error: message }, metric: 'retried', failure: undefined };
+      }
+      case 'retry':
+        if (last) return dead(settlement.error ?? 'retry');
+        return { action: { kind: 'release', delivery: id, availableAt: Date.now() + settlement.delayMs, error: settlement.error }, metric: 'retried', failure: undefined };
+      case 'release':
+        if (last) return dead('released');
+        return { action: { kind: 'release', delivery: id }, metric: 'released', failure: undefined };
+    }
+  }
+
+  /** Metrics, the failure's waits and the group's next claim, once the store holds what a settle wrote. */
+  #recorded(decision: Decision, ended: DeliveryRef, consumer: ConsumerRef | undefined, key: GroupKey): void {
+    this.#metrics.consumed(decision.metric);
+    if (decision.metric === 'dead_lettered') {
+      const fields = { event: ended.eventId, domain: key.domain, group: key.group, attempts: ended.attempts, reason: decision.failure };
+      if (consumer) this.#note(consumer.peer, 'dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
+      else this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
+    }
+    if (decision.failure !== undefined) this.#events.failed(ended.eventId, decision.failure, ended.attempts);
+    this.#events.ended(consumer, key, true);
   }
 
   /**
    * Moves an open delivery's lease deadline to now + `ms` (default: one lease; at most
-   * MAX_EXTEND_LEASES). Returns the lease granted, or undefined when the delivery is not open on this peer.
+   * MAX_EXTEND_LEASES). Returns the lease granted, or undefined when the delivery is not open on this
+   * peer or no longer the store's current one.
    */
   async extend(peer: Peer, deliveryId: string, ms: number | undefined): Promise<number | undefined> {
-    const delivery = this.#open.get(deliveryId);
-    if (delivery?.consumer.peer !== peer) return undefined;
     const granted = Math.min(ms ?? this.#leaseMs, this.#leaseMs * MAX_EXTEND_LEASES);
-    this.#arm(delivery, granted);
-    await this.#ledger().extend(deliveryId, Date.now() + granted);
+    const delivery = this.#open.get(deliveryId);
+    if (!delivery) {
+      const held = await this.#ledger().delivery(deliveryId);
+      if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return undefined;
+      return (await this.#ledger().extend(deliveryId, Date.now() + granted)) ? granted : undefined;
+    }
+    if (delivery.consumer.peer !== peer) return undefined;
+    if (!(await this.#ledger().extend(deliveryId, Date.now() + granted))) {
+      if (this.#open.get(deliveryId) === delivery) {
+        this.#end(delivery);
+        this.#events.ended(delivery.consumer, delivery.key, false);
+      }
+      return undefined;
+    }
+    if (this.#open.get(deliveryId) === delivery) this.#arm(delivery, granted);
     return granted;
   }
 
   /** Ends the deliveries `match` selects (their consumer or connection is gone) and hands their events back. */
   async recall(match: (consumer: ConsumerRef) => boolean, reason: string): Promise<void> {
-    for (const delivery of [...this.#open.values()].filter((open) => match(open.consumer))) {
-      this.#end(delivery);
-      try {
-        await this.#handBack(delivery, reason, undefined, 0);
-      } catch (error) {
-        this.#log.error('could not hand back a delivery', { event: delivery.event.id, error });
-      }
-    }
+    const recalled = [...this.#open.values()].filter((open) => match(open.consumer) && !open.settling);
+    for (const delivery of recalled) this.#end(delivery);
+    await Promise.all(recalled.map((delivery) => this.#handBack(delivery, reason)));
   }
 
   /**
-   * Gateway stop: no delivery starts from now on; the open ones may still settle for up to
-   * `timeoutMs`, then the rest are released at once (not counted as attempts: nothing is lost, the
-   * next owner runs them), as is any other lease this instance still holds in the store.
+   * Gateway stop: the open deliveries may still settle for up to `timeoutMs`, then the rest are
+   * released at once (not counted as attempts: nothing is lost, the next owner runs them), as is
+   * any other lease this instance still holds in the store. The caller stops new claims first.
    */
   async drain(timeoutMs: number): Promise<void> {
-    this.#stopped = true;
     const deadline = Date.now() + timeoutMs;
     while (this.#open.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(1, deadline - Date.now()))));
-    for (const delivery of [...this.#open.values()]) {
+    this.#stopped = true;
+    const left = [...this.#open.values()];
+    for (const delivery of left) {
       this.#end(delivery);
       delivery.consumer.peer.sendRevoked?.(delivery.id);
-      await this.#ledger()
-        .release(delivery.id, { uncount: true })
-        .catch((error: unknown) => this.#log.error('could not release a lease', { event: delivery.event.id, error }));
     }
+    await Promise.all(
+      left.map((delivery) =>
+        this.#writer.write({ kind: 'release', delivery: delivery.id, uncount: true }).catch((error: unknown) => this.#log.error('could not release a lease', { event: delivery.event.id, error })),
+      ),
+    );
     await this.#ledger()
       .releaseOwner(this.owner)
       .catch((error: unknown) => this.#log.error('could not release the leases of this gateway', { error }));
   }
 
-  /** Stops the lease timers (gateway shutdown): no delivery expires or starts from now on. */
+  /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */
   stop(): void {
     this.#stopped = true;
     for (const delivery of this.#open.values()) clearTimeout(delivery.timer);
   }
 
-  /** An event whose last lease expired unsettled (its gateway died): failed as a dead letter. */
-  async deadLetter(key: GroupKey, event: StoredEvent, attempts: number, lastError: string | undefined, peer: Peer | undefined): Promise<void> {
-    const message = lastError ?? 'lease expired';
-    if (!(await this.#ledger().deadLetter(key, event.id, attempts, message))) return;
-    this.#metrics.consumed('dead_lettered');
-    const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, group: key.group, attempts, reason: message };
-    if (peer?.note) peer.note('dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
-    else this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
-    this.#events.failed(event.id, message, attempts);
+  /** Events a claim found out of attempts (their leases ran out on gateways that died): failed as dead letters by the claim. */
+  deadLettered(key: GroupKey, letters: readonly ClaimedDead[]): void {
+    for (const { event, attempts, lastError } of letters) {
+      this.#metrics.consumed('dead_lettered');
+      this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', {
+        event: event.id,
+        domain: event.domain,
+        name: event.name,
+        pid: event.pid,
+        group: key.group,
+        attempts,
+        reason: lastError,
+      });
+      this.#events.failed(event.id, lastError, attempts);
+    }
   }
 
   /** (Re)arms the lease timer of an open delivery. */
@@ -241,37 +305,48 @@ export class Leases {
     delivery.timer.unref?.();
   }
 
-  /** Ends a delivery: it is no longer open, its settle is refused from now on. */
+  /** Ends a delivery here: no longer open, its credit free, its settle refused from now on. */
   #end(delivery: Delivery): void {
     clearTimeout(delivery.timer);
     delivery.timer = undefined;
+    if (this.#open.get(delivery.id) !== delivery) return;
     this.#open.delete(delivery.id);
-    const key = ledgerKey(delivery.key, delivery.event.id);
+    delivery.consumer.open = Math.max(0, delivery.consumer.open - 1);
+    const key = `${ledgerId(delivery.key)}\u0000${delivery.event.id}`;
     if (this.#byEvent.get(key) === delivery) this.#byEvent.delete(key);
   }
 
-  /** The lease ran out: revoke the delivery and hand the event on (another consumer first). */
+  /** The lease ran out: revoke the delivery and hand the event back (a dead letter after the last attempt). */
   async #expire(delivery: Delivery): Promise<void> {
     if (this.#open.get(delivery.id) !== delivery || this.#stopped) return;
+    if (delivery.settling) {
+      delivery.expired = true;
+      return;
+    }
     this.#end(delivery);
     const { event, consumer, attempt } = delivery;
     this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
     consumer.peer.sendRevoked?.(delivery.id);
     this.#metrics.consumed('revoked');
-    try {
-      await this.#handBack(delivery, 'lease expired', undefined, 0);
-    } catch (error) {
-      this.#log.error('could not redeliver after a lease expired', { event: event.id, error });
-    }
+    await this.#handBack(delivery, 'lease expired');
   }
 
-  /** An ended, unsettled delivery: the event is pending again (after `delayMs`), or a dead letter after the last attempt. */
-  async #handBack(delivery: Delivery, reason: string, error: string | undefined, delayMs: number): Promise<void> {
+  /** An ended, unsettled delivery: pending again, or a dead letter after the last attempt. Store failures are logged: the lease in the store runs out by itself. */
+  async #handBack(delivery: Delivery, reason: string): Promise<void> {
     const { event, attempt, key, consumer } = delivery;
-    if (attempt >= this.#maxAttempts) return this.deadLetter(key, event, attempt, error ?? reason, consumer.peer);
-    const at = Date.now() + delayMs;
-    const released = await this.#ledger().release(delivery.id, { availableAt: delayMs > 0 ? at : undefined, error });
-    if (released) this.#events.pending(key, event, consumer, at);
+    const last = attempt >= this.maxAttempts(consumer);
+    try {
+      const ended = await this.#writer.write(last ? { kind: 'dead', delivery: delivery.id, error: reason } : { kind: 'release', delivery: delivery.id });
+      if (ended && last) {
+        this.#metrics.consumed('dead_lettered');
+        const fields = { event: event.id, domain: event.domain, name: event.name, pid: event.pid, group: key.group, attempts: attempt, reason };
+        this.#note(consumer.peer, 'dead letter', 'warn', 'event failed after its last delivery attempt; recorded as a dead letter', fields);
+        this.#events.failed(event.id, reason, attempt);
+      }
+    } catch (error) {
+      this.#log.error('could not hand a delivery back; its lease runs out in the store', { event: event.id, reason, error });
+    }
+    this.#events.ended(consumer, key, true);
   }
 
   /** A line a consumer can cause once per event: counted per condition on its connection when the peer can. */

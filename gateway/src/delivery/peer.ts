@@ -13,6 +13,8 @@ export interface Peer {
   sendDeleted(domain: string, pid: string, id: string | undefined): void;
   /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
   sendRevoked?(delivery: string): void;
+  /** Whether the peer's token may consume the domain: a settle of a delivery sent to another connection is taken only then. */
+  mayConsume?(domain: string): boolean;
   /** Logs a line this peer can cause once per event, counted per condition (Session.note); else the dispatcher logs it. */
   note?(condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void;
 }

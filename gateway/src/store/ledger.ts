@@ -1,21 +1,31 @@
 /**
- * The delivery ledger: which consumer group has handled which event, and who holds a lease on it
- * now. Both stores implement it (store/sqlite/ledger.ts, store/mysql/ledger.ts) on tables of the
- * gateway's own (`eventflow_group`, `eventflow_delivery`), created by init() beside v4's.
+ * The delivery ledger: the work queue of every consumer group. Both stores implement it
+ * (store/sqlite/ledger.ts, store/mysql/ledger.ts) on tables of the gateway's own
+ * (`eventflow_group`, `eventflow_delivery`), created by init() beside v4's.
  *
  * A group is (domain, name, group); `name` may be `*` (every name of the domain). The default
- * group (`group` = '') keeps v4's columns as its ledger: the claim is v4's guarded update on
+ * group (`group` = '') keeps v4's columns as its claim and outcome: the claim is v4's guarded
  * `event_published.consumed_spoke`, the outcome is `success`/`failed` there, so v4 spokes keep
  * competing with it. The default groups of (domain, name) and (domain, `*`) are one ledger per event
  * (v4 has one consumer claim per event); a named group has a ledger of its own per event.
  *
- * A group exists from its first registration (`ensureGroup`, which records the head as its
- * `createdPosition`) until `deleteGroup`. Every published event of its filter with a position above
- * `createdPosition` is in its backlog until it has an outcome for the group.
+ * **Rows are the queue.** Every published event of a group's filter after the group's
+ * `createdPosition` gets one row per ledger (`eventflow_delivery`), written by the first claim that
+ * reaches it (the group's `materialized` watermark moves forward in position order, so the rows up
+ * to it are complete). A claim then takes a page of the group's free rows (no outcome, no lease in
+ * force, no retry delay) in position order in one transaction: on MariaDB/MySQL with
+ * `FOR UPDATE SKIP LOCKED`, so that gateways claiming at once take different rows instead of
+ * queueing behind each other. An *ordered* group takes only the first unsettled row of each pid, so
+ * at most one delivery per (domain, pid) is open across all gateways, in position order.
+ *
+ * Every write that ends or moves a delivery (`apply`, `extend`) is guarded by its delivery id, which
+ * is unguessable (a hash of a secret per claim and the event id) and cleared when the delivery ends:
+ * what the store answers is what happened, so a gateway answers a settle only with what it recorded.
  *
  * Times are milliseconds since the epoch from the gateways' clocks (lease deadlines, retry delays):
  * gateways sharing a store are expected to keep their clocks in step (NTP).
  */
+import { createHash } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
 
 /** The default group's name. */
@@ -29,7 +39,13 @@ export interface GroupKey {
   group: string;
 }
 
-export interface GroupRecord extends GroupKey {
+/** What a group's members agree on, stored with the group. */
+export interface GroupOptions {
+  /** At most one open delivery per (domain, pid), in position order. */
+  ordered: boolean;
+}
+
+export interface GroupRecord extends GroupKey, GroupOptions {
   /** The head when the group was created: events above it are its backlog. */
   createdPosition: number;
   /** ISO-8601 UTC. */
@@ -38,38 +54,15 @@ export interface GroupRecord extends GroupKey {
 
 /** A group with the state of its ledger (metrics, the `groups` operation). */
 export interface GroupSummary extends GroupRecord {
-  /** Events of its backlog with no outcome and no lease (available now or after a retry delay). */
+  /** Events of its backlog with no outcome and no lease in force (available now or after a retry delay). */
   pending: number;
   /** Events under a lease that has not expired. */
   inFlight: number;
   /** Events that were delivered more than once (attempts > 1), outcome or not. */
   redelivered: number;
   deadLetters: number;
-  /** The position of the oldest event with no outcome, and its timestamp (for its age). */
+  /** The timestamp of the oldest event with no outcome (for its age). */
   oldestPendingAt: string | undefined;
-}
-
-/** An event of a group's backlog with no outcome for the group yet. */
-export interface Unsettled {
-  event: StoredEvent;
-  /** Deliveries made so far. */
-  attempts: number;
-  /** The lease's owner (a gateway instance), while a lease holds or held. */
-  owner: string | undefined;
-  /** Until when the lease holds (ms); undefined when there is no lease. */
-  deadline: number | undefined;
-  /** Not to be delivered before (ms), after a retry(ms). */
-  availableAt: number | undefined;
-  /** Claimed by a v4 spoke (default group): v4's business, never ours to deliver. */
-  foreign: boolean;
-  lastError: string | undefined;
-}
-
-/** A delivery that ended (settle, release, dead letter): what it was of. */
-export interface EndedDelivery {
-  key: GroupKey;
-  eventId: string;
-  attempts: number;
 }
 
 export interface LedgerDeadLetter {
@@ -94,57 +87,105 @@ export interface DeadLetterQuery {
 }
 
 export interface ClaimRequest {
-  key: GroupKey;
-  event: StoredEvent;
+  group: GroupRecord;
   /** The lease owner (this gateway instance). */
   owner: string;
   /** v4's `consumer` of the default group's claim (the gateway id). */
   consumer: string;
-  delivery: string;
+  /** Makes the claim's delivery ids (deliveryId); never leaves the gateway. */
+  secret: string;
   deadline: number;
   now: number;
+  /** Rows to claim at most. */
+  limit: number;
+  /** A row delivered this many times already is dead-lettered instead of claimed. */
+  maxAttempts: number;
+}
+
+export interface Claimed {
+  event: StoredEvent;
+  delivery: string;
+  /** This delivery's attempt number (1 for the first). */
+  attempt: number;
+}
+
+/** An event whose deliveries ran out (its gateways died or let its leases expire): recorded as a dead letter by the claim. */
+export interface ClaimedDead {
+  event: StoredEvent;
+  attempts: number;
+  lastError: string;
+}
+
+export interface ClaimResult {
+  claimed: Claimed[];
+  dead: ClaimedDead[];
+  /**
+   * Set when the claim took fewer rows than asked: the earliest time after `now` when a row of the
+   * group that is leased or delayed now becomes free (a lease deadline, a retry time).
+   */
+  nextDue: number | undefined;
+  /** The group is not in the store (deleted): the caller creates it again if it still has members. */
+  missing: boolean;
+}
+
+/** What ends or moves a delivery; each is applied only while `delivery` is the row's current delivery. */
+export type LedgerAction =
+  | { kind: 'outcome'; delivery: string; outcome: 'success' | 'failed'; error?: string | undefined }
+  /** `failed` for the group, and a dead letter with `error`. */
+  | { kind: 'dead'; delivery: string; error: string }
+  /**
+   * Pending again from `availableAt` (or now); `uncount` takes the attempt back (a shutdown hand-back:
+   * the handler never got to run). The delivery id stops being valid.
+   */
+  | { kind: 'release'; delivery: string; availableAt?: number | undefined; error?: string | undefined; uncount?: boolean };
+
+/** A delivery as the ledger holds it: which group's row, which event. */
+export interface DeliveryRef {
+  /** The row's ledger as a group key (the default group's key carries the event's name). */
+  key: GroupKey;
+  eventId: string;
+  attempts: number;
 }
 
 export interface DeliveryLedger {
-  /** The group, created now (createdPosition = head) if it did not exist. */
-  ensureGroup(key: GroupKey): Promise<GroupRecord>;
-  /** Removes the group and its ledger rows; false when it did not exist. */
+  /**
+   * The group, created now (createdPosition = head) if it did not exist. `options` given are stored
+   * (an explicit option replaces the stored one); absent ones keep what is stored (default false).
+   */
+  ensureGroup(key: GroupKey, options?: Partial<GroupOptions>): Promise<GroupRecord>;
+  /** The group as stored, or undefined. */
+  group(key: GroupKey): Promise<GroupRecord | undefined>;
+  /** Removes the group and its ledger rows (not the default group's v4 columns); false when it did not exist. */
   deleteGroup(key: GroupKey): Promise<boolean>;
-  /** Every group with its counts, ordered by domain, name, group. */
-  groups(now: number): Promise<GroupSummary[]>;
+  /** Groups with their counts, ordered by domain, name, group; `domains` limits them to those domains. */
+  groups(now: number, domains?: readonly string[]): Promise<GroupSummary[]>;
+  /** Groups recorded for the domain. */
+  countGroups(domain: string): Promise<number>;
   /** Whether any group takes events of (domain, name): its own groups and those of (domain, `*`). */
   consumed(domain: string, name: string): Promise<boolean>;
   /**
-   * Events of the group's backlog above `after` with no outcome for the group, in position order,
-   * at most `limit`; leased and delayed ones included (the caller tells them apart).
+   * In one transaction: the group's rows up to the head written (the watermark moved), then up to
+   * `limit` free rows leased to `owner` until `deadline` (attempt counted, v4's claim taken for the
+   * default group), in position order; an ordered group's only where no earlier row of the pid is
+   * unsettled. Rows at `maxAttempts` become dead letters instead.
    */
-  unsettled(group: GroupRecord, after: number, limit: number): Promise<Unsettled[]>;
-  /**
-   * Takes a lease on the event for the group (no outcome, no lease in force, no retry delay in
-   * force, and for the default group not claimed by a v4 spoke), counting an attempt. Returns the
-   * attempt number, or undefined when another took it first (across gateways: guarded updates).
-   */
-  claim(request: ClaimRequest): Promise<number | undefined>;
-  /** Moves the lease's deadline; false when `delivery` is not the event's current delivery. */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Applies each action in one transaction; per action, the delivery it ended, or undefined when it was not current. */
+  apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>>;
+  /** The current (open) delivery `delivery` and its domain, for a settle that did not come through the gateway holding it. */
+  delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined>;
+  /** Moves the lease's deadline; false when `delivery` is not the row's current delivery. */
   extend(delivery: string, deadline: number): Promise<boolean>;
-  /** Records the outcome of the current delivery `delivery`; undefined when it is not current (superseded, settled). */
-  settle(delivery: string, outcome: 'success' | 'failed', error: string | undefined): Promise<EndedDelivery | undefined>;
-  /**
-   * Ends the lease without an outcome: the event is pending again, from `availableAt` on.
-   * `uncount` takes back the attempt (a shutdown hand-back: the handler never got to run).
-   */
-  release(delivery: string, options: { availableAt?: number | undefined; error?: string | undefined; uncount?: boolean }): Promise<EndedDelivery | undefined>;
-  /** Releases every lease `owner` holds (a gateway stopping); returns how many. */
+  /** Releases every lease `owner` holds (a gateway stopping), attempts taken back; returns how many. */
   releaseOwner(owner: string): Promise<number>;
-  /** Records `failed` and a dead letter for the group; false when the event has an outcome already. */
-  deadLetter(key: GroupKey, eventId: string, attempts: number, lastError: string): Promise<boolean>;
-  /** The earliest lease deadline or retry time after `now` among events with no outcome. */
-  nextDue(now: number): Promise<number | undefined>;
   /** Dead letters, newest first. */
   deadLetters(query: DeadLetterQuery): Promise<LedgerDeadLetter[]>;
-  /** A dead letter back to pending with its attempts at 0 (a new cycle); false when there is no such dead letter. */
+  /**
+   * A dead letter of `key` (its domain included: the caller's right was checked on it) back to
+   * pending with its attempts at 0 (a new cycle); false when there is no such dead letter.
+   */
   requeue(key: GroupKey, eventId: string): Promise<boolean>;
-  /** Drops a dead letter from the list; the event keeps its failed outcome. */
+  /** Drops a dead letter of `key` from the list; the event keeps its failed outcome. False when there is none. */
   discard(key: GroupKey, eventId: string): Promise<boolean>;
 }
 
@@ -153,31 +194,32 @@ export function ledgerColumns(key: GroupKey): { gname: string; grp: string } {
   return key.group === DEFAULT_GROUP ? { gname: '', grp: '' } : { gname: key.name, grp: key.group };
 }
 
-/** The group a dead letter's columns name. */
+/** The group a ledger row's columns name (the default group's by the event's name). */
 export function keyOf(domain: string, gname: string, grp: string, eventName: string): GroupKey {
   return grp === DEFAULT_GROUP ? { domain, name: eventName, group: DEFAULT_GROUP } : { domain, name: gname, group: grp };
+}
+
+/**
+ * A delivery id: unguessable without the claim's secret, distinct per claim. The MySQL ledger
+ * computes the same in SQL (`LEFT(SHA2(CONCAT(secret, ':', event_id), 256), 32)`).
+ */
+export function deliveryId(secret: string, eventId: string): string {
+  return createHash('sha256').update(`${secret}:${eventId}`).digest('hex').slice(0, 32);
+}
+
+/** A text cut to at most `max` characters without splitting a surrogate pair. */
+export function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return text.slice(0, end);
 }
 
 /** SQL shared by both stores' ledgers (event_published as `p`, eventflow_delivery as `d`): v4's outcome columns unset. */
 export const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
 
 /**
- * SQL: 1 for an event of the default group claimed by a v4 spoke: v4's claim, set and not under a
- * lease of a gateway (a gateway's lease has a deadline; a released one clears the claim).
+ * SQL: the default group's row is ours to claim: v4's outcome unset, and v4's claim unset or under a
+ * lease of a gateway (a gateway's lease has a deadline; a released one clears the claim; a v4 spoke's
+ * claim has none).
  */
-export const foreign = (key: GroupKey): string =>
-  key.group === DEFAULT_GROUP ? 'CASE WHEN p.consumed_spoke IS NOT NULL AND d.deadline IS NULL THEN 1 ELSE 0 END' : '0';
-
-/** A row of eventflow_delivery with its event's name, as the stores read it (`T`: how the driver returns BIGINTs). */
-export interface LedgerRow<T> {
-  event_id: string;
-  domain: string;
-  gname: string;
-  grp: string;
-  name: string;
-  owner: string | null;
-  deadline: T | null;
-  available_at: T | null;
-  attempts: number;
-  outcome: string | null;
-}
+export const CLAIMABLE_V4 = `${UNSETTLED} AND (p.consumed_spoke IS NULL OR d.deadline IS NOT NULL)`;

@@ -130,6 +130,37 @@ export interface ConsumeOptions {
    * published after it was created (its first registration); members of one group compete.
    */
   group?: string;
+  /**
+   * Deliveries open to this consumer at once, 1 to MAX_CONSUME_CONCURRENCY (default
+   * DEFAULT_CONSUME_CONCURRENCY, 16): the gateway sends more only as handlers settle, so a slow worker
+   * is never flooded and a worker that joins takes its share at once. BullMQ's `concurrency` per
+   * worker; JetStream's MaxAckPending, per member rather than per consumer.
+   */
+  concurrency?: number;
+  /**
+   * The group delivers one event per process (domain, pid) at a time, in position order, across all
+   * its members and gateways; other processes in parallel. Stored with the group: a registration
+   * that says it (true or false) sets it for every member; one that leaves it out changes nothing.
+   */
+  ordered?: boolean;
+  /**
+   * What a thrown error leads to: the event is delivered again after a backoff, up to `attempts`
+   * deliveries in all (expired leases count too), then it is failed for the group and becomes a dead
+   * letter with the last error. Without it a throw records `failed` at once (eventflow v4's rule).
+   */
+  retry?: ConsumeRetry;
+}
+
+/** ConsumeOptions.retry: attempts in all, and the delay between them. */
+export interface ConsumeRetry {
+  /** Deliveries in all, the first included (1 to 100). */
+  attempts: number;
+  /** `exponential` (default): delayMs × 2^(attempt − 1) with jitter (half of it random), capped at maxDelayMs; `fixed`: delayMs. */
+  backoff?: 'exponential' | 'fixed';
+  /** Default 1,000 ms. */
+  delayMs?: number;
+  /** Default 60,000 ms. */
+  maxDelayMs?: number;
 }
 
 export interface Subscription {

@@ -4,7 +4,8 @@
  * handlers, leases, settles). Only applications that pass `consuming` bundle it.
  */
 import { assertFunction, assertSignal } from './arguments.js';
-import type { Consumer, ConsumeOptions } from './client-types.js';
+import type { Consumer, ConsumeOptions, ConsumeRetry } from './client-types.js';
+import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
 import { EventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
@@ -56,11 +57,16 @@ export class Consumers implements FeaturePart {
   /** Registers a consumer; resolves with its `remove` once the gateway has it. */
   async consume(domain: string, name: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
     const host = this.#host;
-    const { signal, group } = options;
+    const { signal, group, concurrency, ordered, retry } = options;
     assertRegistrable(host.closed(), domain, name, 'name');
     assertFunction(handler, 'handler');
     assertSignal(signal, 'options.signal');
     if (group !== undefined) assertIdentifier(group, 'options.group');
+    if (concurrency !== undefined) assertInteger(concurrency, 'options.concurrency', 1, MAX_CONSUME_CONCURRENCY);
+    if (ordered !== undefined && typeof ordered !== 'boolean') throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'options.ordered must be a boolean');
+    if (retry !== undefined) assertRetry(retry);
+    // Only what the application said: a gateway applies its defaults, and an older one refuses nothing it does not know.
+    const settings = { ...(group ? { group } : {}), ...(concurrency === undefined ? {} : { concurrency }), ...(ordered === undefined ? {} : { ordered }), ...(retry ? { retry } : {}) };
     const consumer = host.handle('c');
     const remove = async (): Promise<void> => {
       if (!this.#entries.delete(consumer)) return;
@@ -73,7 +79,7 @@ export class Consumers implements FeaturePart {
     const register = async (): Promise<void> => {
       try {
         const entry = this.#entries.get(consumer);
-        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...(group ? { group } : {}) });
+        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...settings });
         if (!result) return;
         if (entry) entry.after ??= result.head;
         // Removed while registering: take it back off the gateway.
@@ -103,6 +109,18 @@ export class Consumers implements FeaturePart {
     if (entry) entry.after = Math.max(entry.after ?? 0, position);
     return entry?.handler;
   }
+}
+
+function assertInteger(value: unknown, what: string, min: number, max: number): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be an integer from ${min} to ${max}`);
+}
+
+function assertRetry(retry: ConsumeRetry): void {
+  if (typeof retry !== 'object' || retry === null) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'options.retry must be an object: { attempts, backoff?, delayMs?, maxDelayMs? }');
+  assertInteger(retry.attempts, 'options.retry.attempts', 1, 100);
+  if (retry.backoff !== undefined && retry.backoff !== 'exponential' && retry.backoff !== 'fixed') throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', "options.retry.backoff must be 'exponential' or 'fixed'");
+  if (retry.delayMs !== undefined) assertInteger(retry.delayMs, 'options.retry.delayMs', 0, 86_400_000);
+  if (retry.maxDelayMs !== undefined) assertInteger(retry.maxDelayMs, 'options.retry.maxDelayMs', 0, 86_400_000);
 }
 
 /** Consumers for a client: `createBrowserClient(url, { features: [consuming] })` (createClient and createNodeClient have it). */

@@ -41,3 +41,11 @@ export const GATEWAY_MAX_IN_FLIGHT = 256;
 export const GATEWAY_MAX_PUBLISH_RATE = 1000;
 /** The gateway's EVENTFLOW_CONSUME_LEASE_MS, when its welcome does not announce `leaseMs`. */
 export const GATEWAY_LEASE_MS = 30_000;
+/**
+ * consume({ concurrency }): deliveries open to one consumer at once when it does not say (the
+ * gateway's default, which protects a worker from a backlog: BullMQ's `concurrency` per worker,
+ * JetStream's MaxAckPending per consumer).
+ */
+export const DEFAULT_CONSUME_CONCURRENCY = 16;
+/** The largest consume({ concurrency }) a gateway takes. */
+export const MAX_CONSUME_CONCURRENCY = 1000;

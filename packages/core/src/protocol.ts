@@ -15,6 +15,7 @@ import * as z from 'zod/mini';
 import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 import { namespacePatternProblem } from './namespace-pattern.js';
 import { catalogOperations } from './protocol-catalog.js';
+import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
 /** For servers' own checks of event data (the gateway's fast frame path). */
@@ -137,8 +138,24 @@ const pidPattern = z.string({ error: 'must be a string' }).check(
   z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }),
   z.refine((value: string) => !value.endsWith(' '), { error: 'must not end with a space' }),
 );
-/** A consumer group's name; absent (or '') for the default group of (domain, name). */
-const groupName = z.string().check(z.maxLength(64));
+/**
+ * A consumer group's name; absent (or '') for the default group of (domain, name). Otherwise an
+ * identifier: exact in every store (MySQL's ascii_bin would make 'a' and 'a ' one group).
+ */
+const groupName = z.union([z.literal(''), identifier]);
+/** The longest retry delay the gateway takes (a day). */
+const retryMs = z.int().check(z.nonnegative(), z.maximum(86_400_000));
+/**
+ * A consumer's retry policy for thrown errors (README › consumer options): up to `attempts`
+ * deliveries in all, `backoff` between them (exponential with jitter from `delayMs`, capped at
+ * `maxDelayMs`; or fixed), then a dead letter with the last error.
+ */
+const retryPolicy = z.strictObject({
+  attempts: z.int().check(z.minimum(1), z.maximum(100)),
+  backoff: z.optional(z.enum(['exponential', 'fixed'])),
+  delayMs: z.optional(retryMs),
+  maxDelayMs: z.optional(retryMs),
+});
 /** A consumer group: (domain, name, group); `group` '' is the default group. */
 const groupKey = z.strictObject({ domain: identifier, name: identifier, group: groupName });
 const groupSummary = z.object({
@@ -215,7 +232,19 @@ export const operations = {
      * group's backlog from the store, then live events (PROTOCOL.md › consume). `after` is accepted
      * for older clients and not needed: the delivery ledger says what is pending.
      */
-    params: z.strictObject({ consumer: handle, domain: identifier, name: identifier, after: z.optional(position), group: z.optional(groupName) }),
+    params: z.strictObject({
+      consumer: handle,
+      domain: identifier,
+      name: identifier,
+      after: z.optional(position),
+      group: z.optional(groupName),
+      /** Deliveries open to this consumer at once (its credit); the gateway's default when absent. */
+      concurrency: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_CONSUME_CONCURRENCY))),
+      /** The group delivers at most one event per (domain, pid) at a time, in position order; stored with the group (absent: unchanged). */
+      ordered: z.optional(z.boolean()),
+      /** What this consumer's thrown errors lead to; absent: the event is failed (v4's rule). */
+      retry: z.optional(retryPolicy),
+    }),
     result: registered,
   },
   removeConsumer: { params: z.strictObject({ consumer: handle }), result: empty },

@@ -74,11 +74,11 @@ export class MysqlCatalog implements Catalog {
          WHERE e.domain = ? AND e.pid = ? AND e.id IN (?)`,
         [domain, pid, ids],
       ),
-      // The page's ledger rows in one read of the primary key (event_id, gname, grp).
+      // The page's ledger rows in one read of the primary key (event_id, gname, grp); rows of the queue not yet delivered are left out.
       this.#select<DeliveryRow>(
         'read the event deliveries',
         `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
-         FROM eventflow_delivery d WHERE d.event_id IN (?) ORDER BY d.event_id, d.grp, d.gname`,
+         FROM eventflow_delivery d WHERE d.event_id IN (?) AND (d.attempts > 0 OR d.outcome IS NOT NULL) ORDER BY d.event_id, d.grp, d.gname`,
         [ids],
       ),
     ]);

@@ -1,18 +1,29 @@
-/** The MySQL/MariaDB delivery ledger (store/ledger.ts): consumer groups and leases on the gateway's own tables. */
+/**
+ * The MySQL/MariaDB delivery ledger (store/ledger.ts): consumer groups and their work queue on the
+ * gateway's own tables, shared by every gateway on the database.
+ *
+ * Its transactions run at READ COMMITTED on a pool of their own: a locking read then locks only the
+ * rows it returns (no gap locks behind which appends or other gateways would queue), and a plain
+ * read inside a transaction sees what is committed now. A claim takes its page with
+ * `FOR UPDATE SKIP LOCKED` (MariaDB 10.6+, MySQL 8): gateways claiming one group at once take
+ * different rows instead of waiting for each other's commits.
+ */
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import type { ClaimRequest, DeadLetterQuery, DeliveryLedger, EndedDelivery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter, Unsettled } from '../ledger.js';
-import { DEFAULT_GROUP, foreign, keyOf, ledgerColumns, UNSETTLED, type LedgerRow } from '../ledger.js';
-import { driverCode, run, transaction } from './db.js';
-import { FIRED, toStoredEvent, type EventRow } from './rows.js';
+import type { StoredEvent } from '@eventflow/core';
+import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
+import { CLAIMABLE_V4, cut, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { notOpen, openPool, run, transaction, type MysqlStoreOptions } from './db.js';
+import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 
 const ASCII = 'ENGINE=InnoDB DEFAULT CHARACTER SET ascii DEFAULT COLLATE ascii_bin';
 
-/** Not foreign keys on `event`: the ledger's reads join `event`, so rows of a deleted event are never seen. */
+/** Not foreign keys on `event`: the ledger's reads join `event`, so rows of a deleted event are never delivered. */
 const TABLES = [
   `CREATE TABLE IF NOT EXISTS eventflow_group (
   domain VARCHAR(64) NOT NULL, name VARCHAR(64) NOT NULL, grp VARCHAR(64) NOT NULL,
   created_position BIGINT UNSIGNED NOT NULL, created_at DATETIME(3) NOT NULL,
+  ordered TINYINT NOT NULL DEFAULT 0, materialized BIGINT UNSIGNED NULL,
   PRIMARY KEY (domain, name, grp)
 ) ${ASCII}`,
   `CREATE TABLE IF NOT EXISTS eventflow_delivery (
@@ -20,66 +31,140 @@ const TABLES = [
   delivery VARCHAR(96) NULL, owner VARCHAR(64) NULL, deadline BIGINT NULL, available_at BIGINT NULL,
   attempts INT UNSIGNED NOT NULL DEFAULT 0, outcome VARCHAR(16) NULL, last_error TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
   updated DATETIME(3) NOT NULL,
+  position BIGINT UNSIGNED NULL, pid VARCHAR(64) NULL, name VARCHAR(64) NULL,
   PRIMARY KEY (event_id, gname, grp),
   INDEX idx_delivery_id (delivery),
-  INDEX idx_delivery_owner (owner, outcome),
-  INDEX idx_delivery_group (domain, gname, grp, outcome)
+  INDEX idx_delivery_owner (owner, outcome)
 ) ${ASCII}`,
 ];
 
-type DeliveryRow = LedgerRow<number | string>;
+/** Columns the work engine added to tables that older gateways created. */
+const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
+  ['eventflow_group', 'ordered', 'ordered TINYINT NOT NULL DEFAULT 0'],
+  ['eventflow_group', 'materialized', 'materialized BIGINT UNSIGNED NULL'],
+  ['eventflow_delivery', 'position', 'position BIGINT UNSIGNED NULL'],
+  ['eventflow_delivery', 'pid', 'pid VARCHAR(64) NULL'],
+  ['eventflow_delivery', 'name', 'name VARCHAR(64) NULL'],
+];
 
-type UnsettledRow = EventRow & { attempts: number | null; owner: string | null; deadline: string | number | null; available_at: string | number | null; foreign_claim: number; last_error: string | null };
+/**
+ * The queue (a group's unsettled rows in position order), the first unsettled row of each pid
+ * (ordered groups), the counts of the `groups` listing, and deleting a group.
+ */
+const INDEXES: ReadonlyArray<readonly [name: string, columns: string]> = [
+  ['idx_delivery_queue', '(domain, gname, grp, outcome, position)'],
+  ['idx_delivery_pid', '(domain, gname, grp, pid, position)'],
+  ['idx_delivery_state', '(outcome, domain, gname, grp)'],
+  ['idx_delivery_attempts', '(attempts)'],
+];
+
+/** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
+const MATERIALIZE_SPAN = 20_000;
+/** Steps per claim at most: a group far behind catches up over several claims. */
+const MATERIALIZE_STEPS = 5;
+
+type GroupRow = { domain: string; name: string; grp: string; created_position: number | string; created_at: Date; ordered: number; materialized: number | string | null };
+type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
 
 const num = (value: string | number | null | undefined): number | undefined => (value === null || value === undefined ? undefined : Number(value));
 
-/** The backlog scope of a group and its parameters (gname, grp, domain, [name], after). */
-function scope(key: GroupKey, after: number): { sql: string; params: Params } {
+const toRecord = (row: GroupRow): GroupRecord => ({
+  domain: row.domain,
+  name: row.name,
+  group: row.grp,
+  createdPosition: Number(row.created_position),
+  createdAt: row.created_at.toISOString(),
+  ordered: Number(row.ordered) === 1,
+});
+
+/** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
+function rowScope(key: GroupKey): { sql: string; params: Params } {
   const { gname, grp } = ledgerColumns(key);
-  const name = key.name === '*' ? '' : 'AND e.name = ?';
-  const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
-  return {
-    sql: `FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-      LEFT JOIN eventflow_delivery d ON d.event_id = e.id AND d.gname = ? AND d.grp = ?
-      WHERE e.domain = ? ${name} AND x.position > ? AND ${FIRED} AND d.outcome IS NULL ${settled}`,
-    params: [gname, grp, key.domain, ...(key.name === '*' ? [] : [key.name]), after],
-  };
+  const named = key.group === DEFAULT_GROUP && key.name !== '*';
+  return { sql: `d.domain = ? AND d.gname = ? AND d.grp = ? ${named ? 'AND d.name = ?' : ''}`, params: [key.domain, gname, grp, ...(named ? [key.name] : [])] };
 }
 
-export class MysqlLedger implements DeliveryLedger {
-  readonly #pool: () => Pool;
+/** A JSON_TABLE of strings (ids) for joins: one prepared statement whatever the list's length. */
+const ID_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) j`;
 
-  constructor(pool: () => Pool) {
-    this.#pool = pool;
+export class MysqlLedger implements DeliveryLedger {
+  readonly #options: MysqlStoreOptions;
+  #pool: Pool | undefined;
+
+  constructor(options: MysqlStoreOptions) {
+    this.#options = options;
   }
 
-  static async createTables(pool: Pool): Promise<void> {
-    for (const ddl of TABLES) await pool.query(ddl);
+  /** Creates or upgrades the ledger's tables (safe to run again, and by several gateways at once), and opens its pool. */
+  async open(setup: Pool): Promise<void> {
+    for (const ddl of TABLES) await setup.query(ddl);
+    const columns = await select<{ table: string; column: string }>(
+      setup,
+      `SELECT TABLE_NAME AS \`table\`, COLUMN_NAME AS \`column\` FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('eventflow_group', 'eventflow_delivery')`,
+    );
+    for (const [table, column, ddl] of ADDED) {
+      if (columns.some((found) => found.table === table && found.column === column)) continue;
+      await ignoreDuplicate(setup.query(`ALTER TABLE ${table} ADD COLUMN ${ddl}`));
+      if (table === 'eventflow_delivery' && column === 'name') {
+        // Rows written before the queue columns existed: from their event.
+        await setup.query(
+          `UPDATE eventflow_delivery d JOIN event e ON e.id = d.event_id LEFT JOIN eventflow_position x ON x.event_id = e.id
+           SET d.position = x.position, d.pid = e.pid, d.name = e.name WHERE d.position IS NULL`,
+        );
+      }
+    }
+    const indexes = await select<{ name: string }>(setup, `SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'eventflow_delivery'`);
+    for (const [name, definition] of INDEXES) if (!indexes.some((index) => index.name === name)) await ignoreDuplicate(setup.query(`ALTER TABLE eventflow_delivery ADD INDEX ${name} ${definition}`));
+    if (indexes.some((index) => index.name === 'idx_delivery_group')) await setup.query(`ALTER TABLE eventflow_delivery DROP INDEX idx_delivery_group`).catch(() => undefined);
+    // A dead letter's reason is the handler's error, any text: not ASCII (tables of older gateways).
+    await setup.query(`ALTER TABLE eventflow_dead_letter MODIFY reason VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`);
+    this.#pool = openLedgerPool(this.#options);
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    await pool?.end();
   }
 
   #do<T>(what: string, work: (pool: Pool) => Promise<T>): Promise<T> {
-    return run(this.#pool(), what, work);
+    const pool = this.#pool;
+    if (pool === undefined) return Promise.reject(notOpen());
+    return run(pool, what, work);
   }
 
   #tx<T>(what: string, work: (conn: PoolConnection) => Promise<T>): Promise<T> {
     return this.#do(what, (pool) => transaction(pool, work));
   }
 
-  async ensureGroup(key: GroupKey): Promise<GroupRecord> {
+  async #groupRow(on: Pool | PoolConnection, key: GroupKey): Promise<(GroupRow & { head: number | string }) | undefined> {
+    const [row] = await select<GroupRow & { head: number | string }>(
+      on,
+      `SELECT g.*, (SELECT value FROM eventflow_sequence WHERE name = 'event') AS head FROM eventflow_group g WHERE g.domain = ? AND g.name = ? AND g.grp = ?`,
+      [key.domain, key.name, key.group],
+    );
+    return row;
+  }
+
+  async ensureGroup(key: GroupKey, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
     return this.#do('record the consumer group', async (pool) => {
+      const ordered = options.ordered === undefined ? 0 : Number(options.ordered);
       await affected(
         pool,
-        `INSERT IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at)
-         SELECT ?, ?, ?, value, UTC_TIMESTAMP(3) FROM eventflow_sequence WHERE name = 'event'`,
-        [key.domain, key.name, key.group],
+        `INSERT IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at, ordered)
+         SELECT ?, ?, ?, value, UTC_TIMESTAMP(3), ? FROM eventflow_sequence WHERE name = 'event'`,
+        [key.domain, key.name, key.group, ordered],
       );
-      const [row] = await select<{ domain: string; name: string; grp: string; createdPosition: number; createdAt: Date }>(
-        pool,
-        `SELECT domain, name, grp, created_position AS createdPosition, created_at AS createdAt FROM eventflow_group WHERE domain = ? AND name = ? AND grp = ?`,
-        [key.domain, key.name, key.group],
-      );
-      return toGroup(row ?? { domain: key.domain, name: key.name, grp: key.group, createdPosition: 0, createdAt: new Date() });
+      if (options.ordered !== undefined) await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ?`, [ordered, key.domain, key.name, key.group]);
+      const row = await this.#groupRow(pool, key);
+      if (!row) throw new Error('the group was not recorded (eventflow_sequence has no row)');
+      return toRecord(row);
     });
+  }
+
+  async group(key: GroupKey): Promise<GroupRecord | undefined> {
+    const row = await this.#do('read the consumer group', (pool) => this.#groupRow(pool, key));
+    return row && toRecord(row);
   }
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
@@ -90,42 +175,61 @@ export class MysqlLedger implements DeliveryLedger {
     });
   }
 
-  async groups(at: number): Promise<GroupSummary[]> {
+  async countGroups(domain: string): Promise<number> {
+    return this.#do('count the consumer groups', async (pool) => Number((await select<{ n: number }>(pool, `SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = ?`, [domain]))[0]?.n ?? 0));
+  }
+
+  async groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
     return this.#do('read the consumer groups', async (pool) => {
-      const rows = await select<{ domain: string; name: string; grp: string; createdPosition: number; createdAt: Date }>(
+      const only = domains === undefined ? '' : 'AND domain IN (?)';
+      const scope = domains === undefined ? [] : [[...domains]];
+      const v4Pending = `CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END`;
+      // Events after a group's watermark have no row yet: counted from the events (usually a short range).
+      const rows = await select<GroupRow & { later: number | string; laterFirst: number | string | null }>(
         pool,
-        `SELECT domain, name, grp, created_position AS createdPosition, created_at AS createdAt FROM eventflow_group ORDER BY domain, name, grp`,
+        `SELECT g.*,
+           (SELECT COUNT(*) FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
+             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED}))) AS later,
+           (SELECT MIN(x.position) FROM eventflow_position x JOIN event e ON e.id = x.event_id
+             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED}) AS laterFirst
+         FROM eventflow_group g WHERE 1 = 1 ${only.replace('domain', 'g.domain')} ORDER BY g.domain, g.name, g.grp`,
+        scope,
       );
-      const summaries: GroupSummary[] = [];
-      for (const row of rows) {
-        const group = toGroup(row);
-        const { sql, params } = scope(group, group.createdPosition);
-        const [open] = await select<{ open: number; inFlight: string | null; foreign_claim: string | null; oldest: Date | null }>(
-          pool,
-          `SELECT COUNT(*) AS open, SUM(CASE WHEN d.deadline > ? THEN 1 ELSE 0 END) AS inFlight,
-             SUM(${foreign(group)}) AS foreign_claim, MIN(e.timestamp) AS oldest ${sql}`,
-          [at, ...params],
-        );
-        const { gname, grp } = ledgerColumns(group);
-        const name = group.name === '*' ? '' : 'AND e.name = ?';
-        const [counts] = await select<{ redelivered: string | null; dead: string | null }>(
-          pool,
-          `SELECT SUM(CASE WHEN d.attempts > 1 THEN 1 ELSE 0 END) AS redelivered, SUM(CASE WHEN d.outcome = 'dead' THEN 1 ELSE 0 END) AS dead
-           FROM eventflow_delivery d JOIN event e ON e.id = d.event_id JOIN eventflow_position x ON x.event_id = e.id
-           WHERE d.domain = ? AND d.gname = ? AND d.grp = ? AND x.position > ? ${name}`,
-          [group.domain, gname, grp, group.createdPosition, ...(group.name === '*' ? [] : [group.name])],
-        );
-        const inFlight = Number(open?.inFlight ?? 0);
-        summaries.push({
-          ...group,
-          pending: Math.max(0, Number(open?.open ?? 0) - inFlight - Number(open?.foreign_claim ?? 0)),
-          inFlight,
-          redelivered: Number(counts?.redelivered ?? 0),
-          deadLetters: Number(counts?.dead ?? 0),
-          oldestPendingAt: open?.oldest ? open.oldest.toISOString() : undefined,
-        });
-      }
-      return summaries;
+      type Count = { domain: string; gname: string; grp: string; name: string | null; n: number | string; inFlight: number | string | null; oldest: number | string | null };
+      const open = await select<Count>(
+        pool,
+        `SELECT d.domain, d.gname, d.grp, d.name, SUM(${v4Pending}) AS n, SUM(CASE WHEN d.deadline > ? THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
+         FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id
+         WHERE d.outcome IS NULL ${only.replace('domain', 'd.domain')} GROUP BY d.domain, d.gname, d.grp, d.name`,
+        [at, ...scope],
+      );
+      const dead = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`, scope);
+      const again = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`, scope);
+      const sum = (counts: Count[], record: GroupRecord) => {
+        const { gname, grp } = ledgerColumns(record);
+        const mine = counts.filter((c) => c.domain === record.domain && c.gname === gname && c.grp === grp && (record.group !== DEFAULT_GROUP || record.name === '*' || c.name === record.name));
+        return {
+          n: mine.reduce((total, c) => total + Number(c.n), 0),
+          inFlight: mine.reduce((total, c) => total + Number(c.inFlight ?? 0), 0),
+          oldest: mine.reduce<number | undefined>((low, c) => (c.oldest === null ? low : Math.min(low ?? Infinity, Number(c.oldest))), undefined),
+        };
+      };
+      const records = rows.map((row) => ({ row, record: toRecord(row), unsettled: sum(open, toRecord(row)) }));
+      const oldestPositions = records.map(({ row, unsettled }) => unsettled.oldest ?? num(row.laterFirst)).filter((p): p is number => p !== undefined);
+      const stamps = new Map(
+        (oldestPositions.length === 0
+          ? []
+          : await select<{ position: number | string; timestamp: Date }>(pool, `SELECT x.position, e.timestamp FROM eventflow_position x JOIN event e ON e.id = x.event_id WHERE x.position IN (?)`, [[...new Set(oldestPositions)]])
+        ).map((stamp) => [Number(stamp.position), stamp.timestamp.toISOString()]),
+      );
+      return records.map(({ row, record, unsettled }) => ({
+        ...record,
+        pending: Math.max(0, unsettled.n - unsettled.inFlight) + Number(row.later),
+        inFlight: unsettled.inFlight,
+        redelivered: sum(again, record).n,
+        deadLetters: sum(dead, record).n,
+        oldestPendingAt: stamps.get(unsettled.oldest ?? num(row.laterFirst) ?? -1),
+      }));
     });
   }
 
@@ -133,169 +237,210 @@ export class MysqlLedger implements DeliveryLedger {
     return this.#do('read the consumer groups', async (pool) => (await select(pool, `SELECT 1 AS one FROM eventflow_group WHERE domain = ? AND name IN (?, '*') LIMIT 1`, [domain, name])).length > 0);
   }
 
-  async unsettled(group: GroupRecord, after: number, limit: number): Promise<Unsettled[]> {
-    const { sql, params } = scope(group, Math.max(after, group.createdPosition));
-    const rows = await this.#do('read the group backlog', (pool) =>
-      select<UnsettledRow>(
-        pool,
-        `SELECT e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data, x.position, d.attempts, d.owner, d.deadline, d.available_at, d.last_error,
-           ${foreign(group)} AS foreign_claim
-         ${sql} ORDER BY x.position LIMIT ?`,
-        [...params, Math.max(0, Math.floor(limit))],
-      ),
-    );
-    return rows.map(({ attempts, owner, deadline, available_at, foreign_claim, last_error, ...event }) => ({
-      event: toStoredEvent(event),
-      attempts: Number(attempts ?? 0),
-      owner: owner ?? undefined,
-      deadline: num(deadline),
-      availableAt: num(available_at),
-      foreign: Number(foreign_claim) === 1,
-      lastError: last_error ?? undefined,
-    }));
-  }
-
-  async claim({ key, event, owner, consumer, delivery, deadline, now }: ClaimRequest): Promise<number | undefined> {
+  /**
+   * Writes the group's rows for the events positioned since its watermark, in steps of
+   * MATERIALIZE_SPAN positions, each its own short transaction (INSERT IGNORE: several gateways may
+   * write the same rows; the watermark only moves forward). Positions commit in order (the sequence
+   * lock), so every position up to the head read is visible: the rows up to the watermark are complete.
+   */
+  async #materialize(pool: Pool, key: GroupKey, group: GroupRow & { head: number | string }): Promise<void> {
+    const head = Number(group.head);
     const { gname, grp } = ledgerColumns(key);
-    // The row first, outside the transaction: a FOR UPDATE on a missing row would take a gap lock,
-    // and two claims inserting into one gap deadlock each other.
-    await this.#do('claim the event for a consumer group', (pool) =>
-      affected(pool, `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, attempts, updated) VALUES (?, ?, ?, ?, 0, UTC_TIMESTAMP(3))`, [event.id, key.domain, gname, grp]),
-    );
-    try {
-      return await this.#tx('claim the event for a consumer group', async (conn) => {
-        const [row] = await select<DeliveryRow>(conn, `SELECT * FROM eventflow_delivery WHERE event_id = ? AND gname = ? AND grp = ? FOR UPDATE`, [event.id, gname, grp]);
-        if (row && (row.outcome !== null || (num(row.deadline) ?? 0) > now || (num(row.available_at) ?? 0) > now)) return undefined;
-        if (key.group === DEFAULT_GROUP) {
-          // v4's guarded claim. A lease that expired unreleased (its gateway died) is a gateway's
-          // claim, never a v4 spoke's (they claim only NULL): it is taken over.
-          const expired = row && row.deadline !== null ? 1 : 0;
-          const won = await affected(
-            conn,
-            `UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ?
-             WHERE event_id = ? AND success IS NULL AND failed IS NULL AND (consumed_spoke IS NULL OR ? = 1)`,
-            [consumer, event.id, expired],
-          );
-          if (won !== 1) return undefined;
-        }
-        if (row) {
-          await affected(
-            conn,
-            `UPDATE eventflow_delivery SET delivery = ?, owner = ?, deadline = ?, available_at = NULL, attempts = attempts + 1, updated = UTC_TIMESTAMP(3)
-             WHERE event_id = ? AND gname = ? AND grp = ?`,
-            [delivery, owner, deadline, event.id, gname, grp],
-          );
-          return Number(row.attempts) + 1;
-        }
+    const name = key.name === '*' ? '' : 'AND e.name = ?';
+    const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
+    let from = Number(group.materialized ?? group.created_position);
+    for (let step = 0; step < MATERIALIZE_STEPS && from < head; step++) {
+      const to = Math.min(head, from + MATERIALIZE_SPAN);
+      await transaction(pool, async (conn) => {
         await affected(
           conn,
-          `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, delivery, owner, deadline, attempts, updated) VALUES (?, ?, ?, ?, ?, ?, ?, 1, UTC_TIMESTAMP(3))`,
-          [event.id, key.domain, gname, grp, delivery, owner, deadline],
+          `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
+           SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
+           FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
+           WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}`,
+          [gname, grp, from, to, key.domain, ...(key.name === '*' ? [] : [key.name])],
         );
-        return 1;
+        await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [to, key.domain, key.name, key.group, to]);
       });
-    } catch (error) {
-      // Another gateway inserted the row first: it won the claim.
-      if (driverCode((error as { cause?: unknown }).cause) === 'ER_DUP_ENTRY') return undefined;
-      throw error;
+      from = to;
     }
+  }
+
+  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts }: ClaimRequest): Promise<ClaimResult> {
+    return this.#do('claim events for a consumer group', async (pool) => {
+      const group = await this.#groupRow(pool, key);
+      if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
+      await this.#materialize(pool, key, group);
+      const v4 = key.group === DEFAULT_GROUP;
+      const { gname, grp } = ledgerColumns(key);
+      const scope = rowScope(key);
+      const free = `d.outcome IS NULL AND d.position > ? AND (d.deadline IS NULL OR d.deadline <= ?) AND (d.available_at IS NULL OR d.available_at <= ?) ${v4 ? `AND ${CLAIMABLE_V4}` : ''}`;
+      const freeParams = [Number(group.created_position), now, now];
+      const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
+      type Candidate = { event_id: string; attempts: number; last_error: string | null };
+      return transaction(pool, async (conn) => {
+        let rows: Candidate[];
+        if (Number(group.ordered) !== 1) {
+          rows = await select<Candidate>(
+            conn,
+            `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
+            [...scope.params, ...freeParams, limit],
+          );
+        } else {
+          // The first unsettled row of each pid, read without locks (a locking read would lock the
+          // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
+          const sameName = v4 && key.name !== '*' ? 'AND o.name = d.name' : '';
+          const firsts = await select<{ event_id: string }>(
+            conn,
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free}
+               AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${sameName})
+             ORDER BY d.position LIMIT ?`,
+            [...scope.params, ...freeParams, limit],
+          );
+          rows =
+            firsts.length === 0
+              ? []
+              : await select<Candidate>(
+                  conn,
+                  `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join} JOIN ${ID_TABLE} ON d.event_id = j.id
+                   WHERE d.gname = ? AND d.grp = ? AND ${free} ORDER BY d.position FOR UPDATE SKIP LOCKED`,
+                  [JSON.stringify(firsts.map((row) => row.event_id)), gname, grp, ...freeParams],
+                );
+        }
+        const spent = rows.filter((row) => Number(row.attempts) >= maxAttempts);
+        const taken = rows.filter((row) => Number(row.attempts) < maxAttempts);
+        const ids = rows.map((row) => row.event_id);
+        const events = new Map(
+          (ids.length === 0 ? [] : await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e JOIN eventflow_position x ON x.event_id = e.id JOIN ${ID_TABLE} ON e.id = j.id`, [JSON.stringify(ids)])).map(
+            (row) => [row.id, toStoredEvent(row)],
+          ),
+        );
+        // Rows of events deleted behind the ledger (no foreign key): dropped.
+        const gone = ids.filter((id) => !events.has(id));
+        if (gone.length > 0) await affected(conn, `DELETE d FROM eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`, [JSON.stringify(gone), gname, grp]);
+        const dead: ClaimedDead[] = [];
+        const letters = spent.filter((row) => events.has(row.event_id)).map((row) => ({ id: row.event_id, error: row.last_error ?? 'lease expired', attempts: Number(row.attempts) }));
+        if (letters.length > 0) {
+          await deadLetters(conn, gname, grp, letters);
+          for (const letter of letters) dead.push({ event: events.get(letter.id) as StoredEvent, attempts: letter.attempts, lastError: letter.error });
+        }
+        const claiming = taken.filter((row) => events.has(row.event_id));
+        const claimed: Claimed[] = [];
+        if (claiming.length > 0) {
+          const list = JSON.stringify(claiming.map((row) => row.event_id));
+          await affected(
+            conn,
+            `UPDATE eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id
+             SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3)
+             WHERE d.gname = ? AND d.grp = ?`,
+            [list, secret, owner, deadline, gname, grp],
+          );
+          if (v4) await affected(conn, `UPDATE event_published p JOIN ${ID_TABLE} ON p.event_id = j.id SET p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?`, [list, consumer]);
+          for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
+        }
+        let nextDue: number | undefined;
+        if (rows.length < limit) {
+          const [due] = await select<{ next: number | string | null }>(
+            conn,
+            `SELECT MIN(CASE WHEN d.deadline > ? THEN d.deadline ELSE d.available_at END) AS next FROM eventflow_delivery d
+             WHERE ${scope.sql} AND d.outcome IS NULL AND (d.deadline > ? OR d.available_at > ?)`,
+            [now, ...scope.params, now, now],
+          );
+          nextDue = num(due?.next);
+        }
+        return { claimed, dead, nextDue, missing: false };
+      });
+    });
+  }
+
+  async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
+    if (actions.length === 0) return [];
+    return this.#tx('record the deliveries', async (conn) => {
+      const ids = JSON.stringify(actions.map((action) => action.delivery));
+      const rows = await select<RefRow>(
+        conn,
+        `SELECT d.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery FROM eventflow_delivery d JOIN ${ID_TABLE} ON d.delivery = j.id WHERE d.outcome IS NULL FOR UPDATE`,
+        [ids],
+      );
+      const current = new Map(rows.map((row) => [row.delivery, row]));
+      // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
+      const acting = new Map<string, LedgerAction>();
+      for (const action of actions) if (current.has(action.delivery) && !acting.has(action.delivery)) acting.set(action.delivery, action);
+      if (acting.size > 0) {
+        // Absent members are NULL (JSON_TABLE's NULL ON EMPTY).
+        const table = [...acting.values()].map((action) => ({
+          d: action.delivery,
+          k: action.kind,
+          ...(action.kind === 'release' ? {} : { o: action.kind === 'dead' ? 'dead' : action.outcome }),
+          ...(action.error === undefined ? {} : { e: action.error }),
+          ...(action.kind === 'release' && action.availableAt !== undefined ? { a: action.availableAt } : {}),
+          u: action.kind === 'release' && action.uncount ? 1 : 0,
+        }));
+        await affected(
+          conn,
+          `UPDATE eventflow_delivery d JOIN JSON_TABLE(?, '$[*]' COLUMNS (
+             dl VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$.d', k VARCHAR(16) PATH '$.k', o VARCHAR(16) PATH '$.o',
+             e LONGTEXT CHARACTER SET utf8mb4 PATH '$.e', a BIGINT PATH '$.a', u INT PATH '$.u')) j ON d.delivery = j.dl
+           SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
+             d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
+             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
+           WHERE d.outcome IS NULL`,
+          [JSON.stringify(table)],
+        );
+        const v4 = [...acting.values()].filter((action) => current.get(action.delivery)?.grp === DEFAULT_GROUP);
+        if (v4.length > 0) {
+          const kinds = v4.map((action) => ({ i: current.get(action.delivery)?.event_id, k: action.kind === 'outcome' ? action.outcome : action.kind === 'dead' ? 'failed' : 'release' }));
+          await affected(
+            conn,
+            `UPDATE event_published p JOIN JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.i', k VARCHAR(16) PATH '$.k')) j ON p.event_id = j.i
+             SET p.success = IF(j.k = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.k = 'failed', UTC_TIMESTAMP(), p.failed),
+               p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
+             WHERE ${UNSETTLED}`,
+            [JSON.stringify(kinds)],
+          );
+          const letters = v4.filter((action) => action.kind === 'dead');
+          if (letters.length > 0) {
+            await insertDeadLetters(
+              conn,
+              letters.map((action) => {
+                const row = current.get(action.delivery) as RefRow;
+                return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
+              }),
+            );
+          }
+        }
+      }
+      return actions.map((action) => {
+        const row = acting.get(action.delivery) === action ? current.get(action.delivery) : undefined;
+        if (!row) return undefined;
+        const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
+        return { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
+      });
+    });
+  }
+
+  async delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined> {
+    const [row] = await this.#do('read the delivery', (pool) =>
+      select<RefRow>(pool, `SELECT event_id, domain, gname, grp, name, attempts, delivery FROM eventflow_delivery WHERE delivery = ? AND outcome IS NULL`, [delivery]),
+    );
+    return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Number(row.attempts), domain: row.domain };
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {
     return this.#do('extend the lease', async (pool) => (await affected(pool, `UPDATE eventflow_delivery SET deadline = ? WHERE delivery = ? AND outcome IS NULL`, [deadline, delivery])) > 0);
   }
 
-  async #current(conn: PoolConnection, delivery: string): Promise<DeliveryRow | undefined> {
-    const [row] = await select<DeliveryRow>(
-      conn,
-      `SELECT d.*, e.name FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.delivery = ? AND d.outcome IS NULL FOR UPDATE`,
-      [delivery],
-    );
-    return row;
-  }
-
-  async settle(delivery: string, outcome: 'success' | 'failed', error: string | undefined): Promise<EndedDelivery | undefined> {
-    return this.#tx('record the outcome', async (conn) => {
-      const row = await this.#current(conn, delivery);
-      if (!row) return undefined;
-      await affected(conn, `UPDATE eventflow_delivery SET outcome = ?, last_error = ?, deadline = NULL, updated = UTC_TIMESTAMP(3) WHERE delivery = ? AND outcome IS NULL`, [outcome, error ?? null, delivery]);
-      const column = outcome === 'success' ? 'success' : 'failed';
-      if (row.grp === DEFAULT_GROUP) await affected(conn, `UPDATE event_published SET ${column} = UTC_TIMESTAMP() WHERE event_id = ? AND success IS NULL AND failed IS NULL`, [row.event_id]);
-      return ended(row);
-    });
-  }
-
-  async release(delivery: string, options: { availableAt?: number | undefined; error?: string | undefined; uncount?: boolean }): Promise<EndedDelivery | undefined> {
-    return this.#tx('release the lease', async (conn) => {
-      const row = await this.#current(conn, delivery);
-      if (!row) return undefined;
-      const uncount = options.uncount ? 1 : 0;
-      await affected(
-        conn,
-        `UPDATE eventflow_delivery SET deadline = NULL, available_at = ?, last_error = COALESCE(?, last_error), attempts = GREATEST(0, CAST(attempts AS SIGNED) - ?), updated = UTC_TIMESTAMP(3)
-         WHERE delivery = ? AND outcome IS NULL`,
-        [options.availableAt ?? null, options.error ?? null, uncount, delivery],
-      );
-      if (row.grp === DEFAULT_GROUP) await unclaim(conn, row.event_id);
-      return ended({ ...row, attempts: Math.max(0, Number(row.attempts) - uncount) });
-    });
-  }
-
   async releaseOwner(owner: string): Promise<number> {
     return this.#tx('release the leases', async (conn) => {
       const rows = await select<{ event_id: string; grp: string }>(conn, `SELECT event_id, grp FROM eventflow_delivery WHERE owner = ? AND outcome IS NULL AND deadline IS NOT NULL FOR UPDATE`, [owner]);
-      await affected(conn, `UPDATE eventflow_delivery SET deadline = NULL, attempts = GREATEST(0, CAST(attempts AS SIGNED) - 1) WHERE owner = ? AND outcome IS NULL AND deadline IS NOT NULL`, [owner]);
-      for (const row of rows) if (row.grp === DEFAULT_GROUP) await unclaim(conn, row.event_id);
-      return rows.length;
-    });
-  }
-
-  async deadLetter(key: GroupKey, eventId: string, attempts: number, lastError: string): Promise<boolean> {
-    const { gname, grp } = ledgerColumns(key);
-    return this.#tx('record the dead letter', async (conn) => {
-      if (key.group === DEFAULT_GROUP) {
-        if ((await affected(conn, `UPDATE event_published SET failed = UTC_TIMESTAMP() WHERE event_id = ? AND ${UNSETTLED.replace(/p\./g, '')}`, [eventId])) !== 1) return false;
-        const why = lastError.slice(0, 64);
-        await affected(
-          conn,
-          `INSERT INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (?, ?, ?, UTC_TIMESTAMP(3)) ON DUPLICATE KEY UPDATE attempts = ?, reason = ?, at = UTC_TIMESTAMP(3)`,
-          [eventId, attempts, why, attempts, why],
-        );
-      }
-      const [row] = await select<{ outcome: string | null }>(conn, `SELECT outcome FROM eventflow_delivery WHERE event_id = ? AND gname = ? AND grp = ? FOR UPDATE`, [eventId, gname, grp]);
-      if (row && row.outcome !== null) return key.group === DEFAULT_GROUP;
-      if (row) {
-        await affected(conn, `UPDATE eventflow_delivery SET outcome = 'dead', attempts = ?, last_error = ?, deadline = NULL, updated = UTC_TIMESTAMP(3) WHERE event_id = ? AND gname = ? AND grp = ?`, [
-          attempts,
-          lastError,
-          eventId,
-          gname,
-          grp,
-        ]);
-      } else {
-        await affected(conn, `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, attempts, outcome, last_error, updated) VALUES (?, ?, ?, ?, ?, 'dead', ?, UTC_TIMESTAMP(3))`, [
-          eventId,
-          key.domain,
-          gname,
-          grp,
-          attempts,
-          lastError,
-        ]);
-      }
-      return true;
-    });
-  }
-
-  async nextDue(at: number): Promise<number | undefined> {
-    return this.#do('read the next lease deadline', async (pool) => {
-      const [row] = await select<{ deadline: string | null; available: string | null }>(
-        pool,
-        `SELECT (SELECT MIN(deadline) FROM eventflow_delivery WHERE outcome IS NULL AND deadline > ?) AS deadline,
-           (SELECT MIN(available_at) FROM eventflow_delivery WHERE outcome IS NULL AND deadline IS NULL AND available_at > ?) AS available`,
-        [at, at],
+      await affected(
+        conn,
+        `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, attempts = GREATEST(0, CAST(attempts AS SIGNED) - 1) WHERE owner = ? AND outcome IS NULL AND deadline IS NOT NULL`,
+        [owner],
       );
-      const times = [num(row?.deadline), num(row?.available)].filter((time): time is number => time !== undefined);
-      return times.length ? Math.min(...times) : undefined;
+      const v4 = rows.filter((row) => row.grp === DEFAULT_GROUP).map((row) => row.event_id);
+      if (v4.length > 0) await affected(conn, `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id IN (?) AND success IS NULL AND failed IS NULL`, [v4]);
+      return rows.length;
     });
   }
 
@@ -326,8 +471,8 @@ export class MysqlLedger implements DeliveryLedger {
       const changed = await affected(
         conn,
         `UPDATE eventflow_delivery SET outcome = NULL, attempts = 0, deadline = NULL, available_at = NULL, delivery = NULL, owner = NULL, updated = UTC_TIMESTAMP(3)
-         WHERE event_id = ? AND gname = ? AND grp = ? AND outcome = 'dead'`,
-        [eventId, gname, grp],
+         WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead'`,
+        [eventId, gname, grp, key.domain],
       );
       if (changed === 0) return false;
       if (key.group === DEFAULT_GROUP) {
@@ -341,22 +486,53 @@ export class MysqlLedger implements DeliveryLedger {
   async discard(key: GroupKey, eventId: string): Promise<boolean> {
     const { gname, grp } = ledgerColumns(key);
     return this.#tx('discard the dead letter', async (conn) => {
-      const changed = await affected(conn, `UPDATE eventflow_delivery SET outcome = 'discarded', updated = UTC_TIMESTAMP(3) WHERE event_id = ? AND gname = ? AND grp = ? AND outcome = 'dead'`, [eventId, gname, grp]);
+      const changed = await affected(
+        conn,
+        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = UTC_TIMESTAMP(3) WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead'`,
+        [eventId, gname, grp, key.domain],
+      );
       if (changed > 0 && key.group === DEFAULT_GROUP) await affected(conn, `DELETE FROM eventflow_dead_letter WHERE event_id = ?`, [eventId]);
       return changed > 0;
     });
   }
 }
 
-/** The default group's v4 claim back to NULL (the lease being released is the claim). */
-async function unclaim(conn: PoolConnection, eventId: string): Promise<void> {
-  await affected(conn, `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = ? AND success IS NULL AND failed IS NULL`, [eventId]);
+/** Rows out of attempts, dead in the claim's transaction: failed for the group, a dead letter with the last error. */
+async function deadLetters(conn: PoolConnection, gname: string, grp: string, letters: ReadonlyArray<{ id: string; error: string; attempts: number }>): Promise<void> {
+  const list = JSON.stringify(letters.map((letter) => letter.id));
+  await affected(
+    conn,
+    `UPDATE eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id SET d.outcome = 'dead', d.last_error = COALESCE(d.last_error, 'lease expired'), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
+     WHERE d.gname = ? AND d.grp = ?`,
+    [list, gname, grp],
+  );
+  if (grp !== DEFAULT_GROUP) return;
+  await affected(conn, `UPDATE event_published p JOIN ${ID_TABLE} ON p.event_id = j.id SET p.failed = UTC_TIMESTAMP() WHERE ${UNSETTLED}`, [list]);
+  await insertDeadLetters(conn, letters);
 }
 
-function toGroup(row: { domain: string; name: string; grp: string; createdPosition: number; createdAt: Date }): GroupRecord {
-  return { domain: row.domain, name: row.name, group: row.grp, createdPosition: Number(row.createdPosition), createdAt: row.createdAt.toISOString() };
+/** The default group's dead-letter rows (v4-era listing, `EventStore.deadLetters`). */
+async function insertDeadLetters(conn: PoolConnection, letters: ReadonlyArray<{ id: string; error: string; attempts: number }>): Promise<void> {
+  await affected(
+    conn,
+    `INSERT INTO eventflow_dead_letter (event_id, attempts, reason, at)
+     SELECT j.i, j.n, j.r, UTC_TIMESTAMP(3) FROM JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) PATH '$.i', n INT PATH '$.n', r VARCHAR(64) CHARACTER SET utf8mb4 PATH '$.r')) j
+     ON DUPLICATE KEY UPDATE attempts = VALUES(attempts), reason = VALUES(reason), at = VALUES(at)`,
+    [JSON.stringify(letters.map((letter) => ({ i: letter.id, n: letter.attempts, r: cut(letter.error, 64) })))],
+  );
 }
 
-function ended(row: DeliveryRow): EndedDelivery {
-  return { key: keyOf(row.domain, row.gname, row.grp, row.name), eventId: row.event_id, attempts: Number(row.attempts) };
+/** An ALTER that another gateway starting at the same time made first. */
+async function ignoreDuplicate(statement: Promise<unknown>): Promise<void> {
+  await statement.catch((error: unknown) => {
+    const code = (error as { code?: unknown }).code;
+    if (code !== 'ER_DUP_FIELDNAME' && code !== 'ER_DUP_KEYNAME') throw error;
+  });
+}
+
+/** The ledger's own pool: the store's session set-up, and READ COMMITTED (see the header). */
+function openLedgerPool(options: MysqlStoreOptions): Pool {
+  const pool = openPool(options, 6, true);
+  pool.pool.on('connection', (conn) => conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (error) => error && conn.destroy()));
+  return pool;
 }

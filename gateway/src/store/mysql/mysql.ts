@@ -52,11 +52,12 @@ export class MysqlStore implements EventStore {
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests, turn) => this.appendBatch(requests, turn), { overlap: true });
-  readonly #ledger = new MysqlLedger(() => this.#pool);
+  readonly #ledger: MysqlLedger;
   readonly catalog = new MysqlCatalog(() => this.#pool, (domain, pid, after) => this.readEventlog(domain, pid, after));
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;
+    this.#ledger = new MysqlLedger(options);
   }
 
   async init(): Promise<void> {
@@ -69,7 +70,7 @@ export class MysqlStore implements EventStore {
     const claimer = openPool(this.#options, 4, false);
     try {
       await createSchema(pool);
-      await MysqlLedger.createTables(pool);
+      await this.#ledger.open(pool);
       this.#open = pool;
       this.#writer = writer;
       this.#claimer = claimer;
@@ -79,6 +80,7 @@ export class MysqlStore implements EventStore {
       this.#writer = undefined;
       this.#claimer = undefined;
       await pool.end().catch(() => undefined);
+      await this.#ledger.close().catch(() => undefined);
       await writer.end().catch(() => undefined);
       await claimer.end().catch(() => undefined);
       if (driverCode(error) !== 'ER_BAD_DB_ERROR') throw storeError(error, `open database "${database}" on ${host}:${port}`);
@@ -99,6 +101,7 @@ export class MysqlStore implements EventStore {
     this.#hubs.clear();
     await this.#positions.sweeping;
     await pool?.end();
+    await this.#ledger.close();
     await writer?.end();
     await claimer?.end();
   }

@@ -243,7 +243,7 @@ ${ASCII}`,
 (
   event_id ${eventId} NOT NULL,
   attempts INT UNSIGNED NOT NULL,
-  reason   VARCHAR(64)  NOT NULL,
+  reason   VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   at       DATETIME(3)  NOT NULL,
   PRIMARY KEY (event_id),
   INDEX idx_dead_letter_at (at),

@@ -35,10 +35,10 @@ function prepare(db: Database.Database) {
        FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN eventflow_dead_letter d ON d.event_id = e.id
        WHERE e.domain = @domain AND e.pid = @pid AND e.id IN (SELECT value FROM json_each(@ids))`,
     ),
-    // The page's ledger rows in one read of the primary key (event_id, gname, grp).
+    // The page's ledger rows in one read of the primary key (event_id, gname, grp); rows of the queue not yet delivered are left out.
     deliveries: db.prepare<[{ ids: string }], DeliveryRow>(
       `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
-       FROM eventflow_delivery d WHERE d.event_id IN (SELECT value FROM json_each(@ids)) ORDER BY d.event_id, d.grp, d.gname`,
+       FROM eventflow_delivery d WHERE d.event_id IN (SELECT value FROM json_each(@ids)) AND (d.attempts > 0 OR d.outcome IS NOT NULL) ORDER BY d.event_id, d.grp, d.gname`,
     ),
     children: db.prepare<[{ domain: string; pid: string }], Associations['children'][number]>(
       `SELECT c.event_id AS eventId, c.domain, c.cpid FROM event e JOIN event_cpid c ON c.event_id = e.id

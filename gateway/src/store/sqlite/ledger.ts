@@ -1,10 +1,15 @@
-/** The SQLite delivery ledger (store/ledger.ts): consumer groups and leases on the gateway's own tables. */
+/**
+ * The SQLite delivery ledger (store/ledger.ts): consumer groups and their work queue on the
+ * gateway's own tables. One process writes the file, so a claim is one IMMEDIATE transaction that
+ * writes the group's new rows, reads a page of free rows and leases them; `apply` ends a batch of
+ * deliveries in one transaction.
+ */
 import type Database from 'better-sqlite3';
-import type { ClaimRequest, DeadLetterQuery, DeliveryLedger, EndedDelivery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter, Unsettled } from '../ledger.js';
-import { DEFAULT_GROUP, foreign, keyOf, ledgerColumns, UNSETTLED, type LedgerRow } from '../ledger.js';
+import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
+import { CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { now, toStoredEvent, type EventRow } from './statements.js';
 
-export const LEDGER_SCHEMA = `
+const TABLES = `
 CREATE TABLE IF NOT EXISTS eventflow_group (
   domain TEXT NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL,
   created_position INTEGER NOT NULL, created_at TEXT NOT NULL,
@@ -16,26 +21,59 @@ CREATE TABLE IF NOT EXISTS eventflow_delivery (
   delivery TEXT NULL, owner TEXT NULL, deadline INTEGER NULL, available_at INTEGER NULL,
   attempts INTEGER NOT NULL DEFAULT 0, outcome TEXT NULL, last_error TEXT NULL, updated TEXT NOT NULL,
   PRIMARY KEY (event_id, gname, grp)
-);
+);`;
+
+/** Columns added by the work engine (schema version 2) to tables that older gateways created. */
+const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
+  ['eventflow_group', 'ordered', 'ordered INTEGER NOT NULL DEFAULT 0'],
+  ['eventflow_group', 'materialized', 'materialized INTEGER NULL'],
+  ['eventflow_delivery', 'position', 'position INTEGER NULL'],
+  ['eventflow_delivery', 'pid', 'pid TEXT NULL'],
+  ['eventflow_delivery', 'name', 'name TEXT NULL'],
+];
+
+/**
+ * Partial indexes: the queue and the per-pid order hold only unsettled rows, so neither a claim nor
+ * a count of what is pending grows with the group's history.
+ */
+const INDEXES = `
+DROP INDEX IF EXISTS idx_delivery_group;
 CREATE INDEX IF NOT EXISTS idx_delivery_id ON eventflow_delivery (delivery);
 CREATE INDEX IF NOT EXISTS idx_delivery_owner ON eventflow_delivery (owner, outcome);
-CREATE INDEX IF NOT EXISTS idx_delivery_group ON eventflow_delivery (domain, gname, grp, outcome);
+CREATE INDEX IF NOT EXISTS idx_delivery_groupkey ON eventflow_delivery (domain, gname, grp);
+CREATE INDEX IF NOT EXISTS idx_delivery_queue ON eventflow_delivery (domain, gname, grp, position) WHERE outcome IS NULL;
+CREATE INDEX IF NOT EXISTS idx_delivery_pid ON eventflow_delivery (domain, gname, grp, pid, position) WHERE outcome IS NULL;
+CREATE INDEX IF NOT EXISTS idx_delivery_dead ON eventflow_delivery (updated) WHERE outcome = 'dead';
+CREATE INDEX IF NOT EXISTS idx_delivery_redelivered ON eventflow_delivery (domain, gname, grp) WHERE attempts > 1;
 `;
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
+/** Events per claim whose rows are written at most (the watermark moves in steps: bounded transactions). */
+const MATERIALIZE_PAGE = 10_000;
 
-type DeliveryRow = LedgerRow<number>;
+type GroupRow = { domain: string; name: string; grp: string; created_position: number; created_at: string; ordered: number; materialized: number | null };
+type CandidateRow = EventRow & { attempts: number; last_error: string | null };
+type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number };
 
-type UnsettledRow = EventRow & { attempts: number | null; owner: string | null; deadline: number | null; available_at: number | null; foreign: number; last_error: string | null };
+const toRecord = (row: GroupRow): GroupRecord => ({
+  domain: row.domain,
+  name: row.name,
+  group: row.grp,
+  createdPosition: row.created_position,
+  createdAt: row.created_at,
+  ordered: row.ordered === 1,
+});
 
-/** The backlog scope of a group: its filter, and (default group) v4's outcome columns. */
-function scope(key: GroupKey): string {
+/** The group's filter on event rows `e` (and v4's outcome, default group), as SQL with named parameters. */
+function eventScope(key: GroupKey): string {
   const name = key.name === '*' ? '' : 'AND e.name = @name';
   const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
-  return `FROM event e JOIN event_published p ON p.event_id = e.id
-    LEFT JOIN eventflow_delivery d ON d.event_id = e.id AND d.gname = @gname AND d.grp = @grp
-    WHERE e.domain = @domain ${name} AND e.position > @after AND ${FIRED} AND d.outcome IS NULL ${settled}`;
+  return `FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = @domain ${name} AND ${FIRED} ${settled}`;
 }
+
+/** The rows of the group's ledger (`d`): the default group of a name takes only that name's rows of the shared ledger. */
+const rowScope = (key: GroupKey): string =>
+  `d.domain = @domain AND d.gname = @gname AND d.grp = @grp ${key.group === DEFAULT_GROUP && key.name !== '*' ? 'AND d.name = @name' : ''}`;
 
 export class SqliteLedger implements DeliveryLedger {
   readonly #db: Database.Database;
@@ -43,7 +81,20 @@ export class SqliteLedger implements DeliveryLedger {
 
   constructor(db: Database.Database) {
     this.#db = db;
-    db.transaction(() => db.exec(LEDGER_SCHEMA)).immediate();
+    db.transaction(() => {
+      db.exec(TABLES);
+      for (const [table, column, ddl] of ADDED) {
+        const columns = db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>;
+        if (columns.some((existing) => existing.name === column)) continue;
+        db.exec(`ALTER TABLE ${table} ADD COLUMN ${ddl}`);
+        // Rows written before the queue columns existed: from their event.
+        if (table === 'eventflow_delivery' && column === 'name') {
+          db.exec(`UPDATE eventflow_delivery SET position = (SELECT e.position FROM event e WHERE e.id = event_id),
+            pid = (SELECT e.pid FROM event e WHERE e.id = event_id), name = (SELECT e.name FROM event e WHERE e.id = event_id)`);
+        }
+      }
+      db.exec(INDEXES);
+    }).immediate();
   }
 
   #stmt(sql: string): Database.Statement {
@@ -73,19 +124,26 @@ export class SqliteLedger implements DeliveryLedger {
     return this.#wrapped.immediate(work) as T;
   }
 
-  async ensureGroup(key: GroupKey): Promise<GroupRecord> {
+  #groupRow(key: GroupKey): GroupRow | undefined {
+    return this.#get<GroupRow>(`SELECT * FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key);
+  }
+
+  async ensureGroup(key: GroupKey, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
     return this.#immediate(() => {
+      const ordered = options.ordered === undefined ? 0 : Number(options.ordered);
       this.#run(
-        `INSERT OR IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at)
-         VALUES (@domain, @name, @group, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event'), 0), @now)`,
-        { ...key, now: now() },
+        `INSERT OR IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at, ordered)
+         VALUES (@domain, @name, @group, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event'), 0), @now, @ordered)`,
+        { ...key, now: now(), ordered },
       );
-      return this.#get<GroupRecord>(
-        `SELECT domain, name, grp AS "group", created_position AS createdPosition, created_at AS createdAt
-         FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`,
-        key,
-      ) as GroupRecord;
+      if (options.ordered !== undefined) this.#run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+      return toRecord(this.#groupRow(key) as GroupRow);
     });
+  }
+
+  async group(key: GroupKey): Promise<GroupRecord | undefined> {
+    const row = this.#groupRow(key);
+    return row && toRecord(row);
   }
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
@@ -97,32 +155,49 @@ export class SqliteLedger implements DeliveryLedger {
     });
   }
 
-  async groups(at: number): Promise<GroupSummary[]> {
-    const groups = this.#all<GroupRecord>(
-      `SELECT domain, name, grp AS "group", created_position AS createdPosition, created_at AS createdAt FROM eventflow_group ORDER BY domain, name, grp`,
+  async countGroups(domain: string): Promise<number> {
+    return this.#get<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = @domain`, { domain })?.n ?? 0;
+  }
+
+  async groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
+    const only = domains === undefined ? '' : 'AND domain IN (SELECT value FROM json_each(@domains))';
+    const params = { now: at, domains: JSON.stringify(domains ?? []) };
+    const rows = this.#all<GroupRow>(`SELECT * FROM eventflow_group WHERE 1 = 1 ${only} ORDER BY domain, name, grp`, params);
+    type Count = { domain: string; gname: string; grp: string; name: string | null; n: number; inFlight: number; oldest: number | null };
+    // Per ledger and event name: the default groups of a domain share one ledger and take their own names of it.
+    const tally = (sql: string) => this.#all<Count>(sql, params);
+    const open = tally(
+      `SELECT domain, gname, grp, name, COUNT(*) AS n, SUM(CASE WHEN deadline > @now THEN 1 ELSE 0 END) AS inFlight, MIN(position) AS oldest
+       FROM eventflow_delivery WHERE outcome IS NULL ${only} GROUP BY domain, gname, grp, name`,
     );
-    return groups.map((group) => {
-      const params = { domain: group.domain, name: group.name, after: group.createdPosition, now: at, ...ledgerColumns(group) };
-      const open = this.#get<{ open: number; inFlight: number | null; foreign: number | null; oldest: string | null }>(
-        `SELECT COUNT(*) AS open, SUM(CASE WHEN d.deadline > @now THEN 1 ELSE 0 END) AS inFlight,
-           SUM(${foreign(group)}) AS "foreign", MIN(e.timestamp) AS oldest ${scope(group)}`,
-        params,
-      );
-      const name = group.name === '*' ? '' : 'AND e.name = @name';
-      const rows = this.#get<{ redelivered: number | null; dead: number | null }>(
-        `SELECT SUM(CASE WHEN d.attempts > 1 THEN 1 ELSE 0 END) AS redelivered, SUM(CASE WHEN d.outcome = 'dead' THEN 1 ELSE 0 END) AS dead
-         FROM eventflow_delivery d JOIN event e ON e.id = d.event_id
-         WHERE d.domain = @domain AND d.gname = @gname AND d.grp = @grp AND e.position > @after ${name}`,
-        params,
-      );
-      const inFlight = open?.inFlight ?? 0;
+    const dead = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`);
+    const redelivered = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`);
+    const sum = (counts: Count[], record: GroupRecord) => {
+      const { gname, grp } = ledgerColumns(record);
+      const mine = counts.filter((c) => c.domain === record.domain && c.gname === gname && c.grp === grp && (record.group !== DEFAULT_GROUP || record.name === '*' || c.name === record.name));
       return {
-        ...group,
-        pending: Math.max(0, (open?.open ?? 0) - inFlight - (open?.foreign ?? 0)),
-        inFlight,
-        redelivered: rows?.redelivered ?? 0,
-        deadLetters: rows?.dead ?? 0,
-        oldestPendingAt: open?.oldest ?? undefined,
+        n: mine.reduce((total, c) => total + c.n, 0),
+        inFlight: mine.reduce((total, c) => total + c.inFlight, 0),
+        oldest: mine.reduce<number | undefined>((low, c) => (c.oldest === null ? low : Math.min(low ?? Infinity, c.oldest)), undefined),
+      };
+    };
+    return rows.map((row) => {
+      const record = toRecord(row);
+      const unsettled = sum(open, record);
+      // Events after the watermark have no row yet: pending all the same.
+      const later = this.#get<{ n: number; first: number | null }>(
+        `SELECT COUNT(*) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after`,
+        { domain: record.domain, name: record.name, after: row.materialized ?? row.created_position },
+      );
+      const oldest = unsettled.oldest ?? later?.first ?? undefined;
+      const timestamp = oldest === undefined ? undefined : this.#get<{ timestamp: string }>(`SELECT timestamp FROM event WHERE position = @oldest`, { oldest })?.timestamp;
+      return {
+        ...record,
+        pending: unsettled.n - unsettled.inFlight + (later?.n ?? 0),
+        inFlight: unsettled.inFlight,
+        redelivered: sum(redelivered, record).n,
+        deadLetters: sum(dead, record).n,
+        oldestPendingAt: timestamp,
       };
     });
   }
@@ -131,98 +206,134 @@ export class SqliteLedger implements DeliveryLedger {
     return this.#get(`SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name IN (@name, '*') LIMIT 1`, { domain, name }) !== undefined;
   }
 
-  async unsettled(group: GroupRecord, after: number, limit: number): Promise<Unsettled[]> {
-    const rows = this.#all<UnsettledRow>(
-      `SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data,
-         d.attempts, d.owner, d.deadline, d.available_at, d.last_error,
-         ${foreign(group)} AS "foreign"
-       ${scope(group)} ORDER BY e.position LIMIT @limit`,
-      { domain: group.domain, name: group.name, after: Math.max(after, group.createdPosition), limit: Math.max(0, limit), ...ledgerColumns(group) },
+  /** Writes the group's rows for the events published since its watermark (up to MATERIALIZE_PAGE of them), and moves it. */
+  #materialize(group: GroupRow, key: GroupKey, updated: string): void {
+    const from = group.materialized ?? group.created_position;
+    const head = this.#get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0;
+    if (head <= from) return;
+    const params = { domain: key.domain, name: key.name, from, ...ledgerColumns(key), updated, skip: MATERIALIZE_PAGE - 1 };
+    const far = this.#get<{ position: number }>(`SELECT e.position FROM event e WHERE e.domain = @domain AND e.position > @from ORDER BY e.position LIMIT 1 OFFSET @skip`, params);
+    const to = far?.position ?? head;
+    this.#run(
+      `INSERT OR IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
+       SELECT e.id, e.domain, @gname, @grp, e.position, e.pid, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
+      { ...params, to },
     );
-    return rows.map(({ attempts, owner, deadline, available_at, foreign, last_error, ...event }) => ({
-      event: toStoredEvent(event),
-      attempts: attempts ?? 0,
-      owner: owner ?? undefined,
-      deadline: deadline ?? undefined,
-      availableAt: available_at ?? undefined,
-      foreign: foreign === 1,
-      lastError: last_error ?? undefined,
-    }));
+    this.#run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
   }
 
-  async claim({ key, event, owner, consumer, delivery, deadline, now: at }: ClaimRequest): Promise<number | undefined> {
-    const columns = ledgerColumns(key);
-    const params = { id: event.id, domain: key.domain, ...columns, owner, consumer, delivery, deadline, at, updated: now() };
+  async claim({ group: key, owner, consumer, secret, deadline, now: at, limit, maxAttempts }: ClaimRequest): Promise<ClaimResult> {
     return this.#immediate(() => {
-      const row = this.#get<DeliveryRow>(`SELECT * FROM eventflow_delivery WHERE event_id = @id AND gname = @gname AND grp = @grp`, params);
-      if (row && (row.outcome !== null || (row.deadline ?? 0) > at || (row.available_at ?? 0) > at)) return undefined;
-      if (key.group === DEFAULT_GROUP) {
-        // v4's guarded claim. A lease that expired unreleased (its gateway died) is a gateway's
-        // claim, never a v4 spoke's (they claim only NULL): it is taken over.
-        const expired = row?.deadline != null ? 1 : 0;
-        const won = this.#run(
-          `UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer
-           WHERE event_id = @id AND success IS NULL AND failed IS NULL AND (consumed_spoke IS NULL OR @expired = 1)`,
-          { ...params, expired },
-        );
-        if (won !== 1) return undefined;
-      }
-      if (row) {
+      const updated = now();
+      const group = this.#groupRow(key);
+      // Deleted (here or by another gateway): nothing to claim until it is created again.
+      if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
+      this.#materialize(group, key, updated);
+      const ordered = group.ordered === 1;
+      const v4 = key.group === DEFAULT_GROUP;
+      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, limit), owner, consumer, deadline, updated };
+      const candidates = this.#all<CandidateRow>(
+        `SELECT d.attempts, d.last_error, e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data
+         FROM eventflow_delivery d JOIN event e ON e.id = d.event_id ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}
+         WHERE ${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
+           AND (d.deadline IS NULL OR d.deadline <= @now) AND (d.available_at IS NULL OR d.available_at <= @now)
+           ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
+           ${ordered ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}
+         ORDER BY d.position LIMIT @limit`,
+        params,
+      );
+      const claimed: Claimed[] = [];
+      const dead: ClaimedDead[] = [];
+      for (const { attempts, last_error, ...row } of candidates) {
+        const event = toStoredEvent(row);
+        const one = { ...params, id: event.id };
+        if (attempts >= maxAttempts) {
+          const lastError = last_error ?? 'lease expired';
+          this.#dead(one, v4, lastError);
+          dead.push({ event, attempts, lastError });
+          continue;
+        }
+        const delivery = deliveryId(secret, event.id);
         this.#run(
           `UPDATE eventflow_delivery SET delivery = @delivery, owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated
            WHERE event_id = @id AND gname = @gname AND grp = @grp`,
-          params,
+          { ...one, delivery },
         );
-        return row.attempts + 1;
+        if (v4) this.#run(`UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer WHERE event_id = @id`, one);
+        claimed.push({ event, delivery, attempt: attempts + 1 });
       }
-      this.#run(
-        `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, delivery, owner, deadline, attempts, updated)
-         VALUES (@id, @domain, @gname, @grp, @delivery, @owner, @deadline, 1, @updated)`,
-        params,
-      );
-      return 1;
+      const nextDue =
+        candidates.length < limit
+          ? (this.#get<{ next: number | null }>(
+              `SELECT MIN(CASE WHEN d.deadline > @now THEN d.deadline ELSE d.available_at END) AS next FROM eventflow_delivery d
+               WHERE ${rowScope(key)} AND d.outcome IS NULL AND (d.deadline > @now OR d.available_at > @now)`,
+              params,
+            )?.next ?? undefined)
+          : undefined;
+      return { claimed, dead, nextDue, missing: false };
     });
+  }
+
+  /** The row dead: failed for the group, and (default group) v4's failed and the dead-letter row. */
+  #dead(params: { id: string; gname: string; grp: string; updated: string }, v4: boolean, error: string): void {
+    this.#run(`UPDATE eventflow_delivery SET outcome = 'dead', last_error = @error, deadline = NULL, delivery = NULL, updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
+      ...params,
+      error,
+    });
+    if (!v4) return;
+    this.#run(`UPDATE event_published SET failed = @updated WHERE event_id = @id AND ${UNSETTLED.replace(/p\./g, '')}`, params);
+    const attempts = this.#get<{ attempts: number }>(`SELECT attempts FROM eventflow_delivery WHERE event_id = @id AND gname = @gname AND grp = @grp`, params)?.attempts ?? 0;
+    this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { ...params, attempts, error });
+  }
+
+  async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
+    return this.#immediate(() => {
+      const updated = now();
+      return actions.map((action) => {
+        const row = this.#current(action.delivery);
+        if (!row) return undefined;
+        const params = { id: row.event_id, gname: row.gname, grp: row.grp, updated };
+        const v4 = row.grp === DEFAULT_GROUP;
+        let attempts = row.attempts;
+        switch (action.kind) {
+          case 'outcome':
+            this.#run(`UPDATE eventflow_delivery SET outcome = @outcome, last_error = @error, deadline = NULL, delivery = NULL, updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
+              ...params,
+              outcome: action.outcome,
+              error: action.error ?? null,
+            });
+            if (v4) this.#run(`UPDATE event_published SET ${action.outcome} = @updated WHERE event_id = @id AND ${UNSETTLED.replace(/p\./g, '')}`, params);
+            break;
+          case 'dead':
+            this.#dead(params, v4, action.error);
+            break;
+          case 'release': {
+            const uncount = action.uncount ? 1 : 0;
+            attempts = Math.max(0, attempts - uncount);
+            this.#run(
+              `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, available_at = @availableAt, last_error = COALESCE(@error, last_error),
+                 attempts = MAX(0, attempts - @uncount), updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`,
+              { ...params, availableAt: action.availableAt ?? null, error: action.error ?? null, uncount },
+            );
+            if (v4) this.#unclaim(row.event_id);
+          }
+        }
+        return { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts };
+      });
+    });
+  }
+
+  #current(delivery: string): RefRow | undefined {
+    return this.#get<RefRow>(`SELECT event_id, domain, gname, grp, name, attempts FROM eventflow_delivery WHERE delivery = @delivery AND outcome IS NULL`, { delivery });
+  }
+
+  async delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined> {
+    const row = this.#current(delivery);
+    return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: row.attempts, domain: row.domain };
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {
     return this.#run(`UPDATE eventflow_delivery SET deadline = @deadline WHERE delivery = @delivery AND outcome IS NULL`, { delivery, deadline }) > 0;
-  }
-
-  #current(delivery: string): DeliveryRow | undefined {
-    return this.#get<DeliveryRow>(
-      `SELECT d.*, e.name FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.delivery = @delivery AND d.outcome IS NULL`,
-      { delivery },
-    );
-  }
-
-  async settle(delivery: string, outcome: 'success' | 'failed', error: string | undefined): Promise<EndedDelivery | undefined> {
-    return this.#immediate(() => {
-      const row = this.#current(delivery);
-      if (!row) return undefined;
-      const updated = now();
-      this.#run(`UPDATE eventflow_delivery SET outcome = @outcome, last_error = @error, deadline = NULL, updated = @updated WHERE delivery = @delivery AND outcome IS NULL`, {
-        delivery,
-        outcome,
-        error: error ?? null,
-        updated,
-      });
-      if (row.grp === DEFAULT_GROUP) this.#run(`UPDATE event_published SET ${outcome} = @updated WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: row.event_id, updated });
-      return ended(row);
-    });
-  }
-
-  async release(delivery: string, options: { availableAt?: number | undefined; error?: string | undefined; uncount?: boolean }): Promise<EndedDelivery | undefined> {
-    return this.#immediate(() => {
-      const row = this.#current(delivery);
-      if (!row) return undefined;
-      this.#run(
-        `UPDATE eventflow_delivery SET deadline = NULL, available_at = @availableAt, last_error = COALESCE(@error, last_error),
-           attempts = MAX(0, attempts - @uncount), updated = @updated WHERE delivery = @delivery AND outcome IS NULL`,
-        { delivery, availableAt: options.availableAt ?? null, error: options.error ?? null, uncount: options.uncount ? 1 : 0, updated: now() },
-      );
-      if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
-      return ended({ ...row, attempts: options.uncount ? Math.max(0, row.attempts - 1) : row.attempts });
-    });
   }
 
   /** The default group's v4 claim back to NULL (the lease being released is the claim). */
@@ -232,41 +343,14 @@ export class SqliteLedger implements DeliveryLedger {
 
   async releaseOwner(owner: string): Promise<number> {
     return this.#immediate(() => {
-      const rows = this.#all<{ delivery: string }>(`SELECT delivery FROM eventflow_delivery WHERE owner = @owner AND outcome IS NULL AND deadline IS NOT NULL`, { owner });
-      for (const { delivery } of rows) {
-        const row = this.#current(delivery);
-        if (!row) continue;
-        this.#run(`UPDATE eventflow_delivery SET deadline = NULL, attempts = MAX(0, attempts - 1) WHERE delivery = @delivery`, { delivery });
-        if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
-      }
+      const rows = this.#all<{ event_id: string; grp: string }>(`SELECT event_id, grp FROM eventflow_delivery WHERE owner = @owner AND outcome IS NULL AND deadline IS NOT NULL`, { owner });
+      this.#run(
+        `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, attempts = MAX(0, attempts - 1) WHERE owner = @owner AND outcome IS NULL AND deadline IS NOT NULL`,
+        { owner },
+      );
+      for (const row of rows) if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
       return rows.length;
     });
-  }
-
-  async deadLetter(key: GroupKey, eventId: string, attempts: number, lastError: string): Promise<boolean> {
-    const params = { id: eventId, domain: key.domain, ...ledgerColumns(key), attempts, error: lastError, updated: now() };
-    return this.#immediate(() => {
-      if (key.group === DEFAULT_GROUP) {
-        if (this.#run(`UPDATE event_published SET failed = @updated WHERE event_id = @id AND success IS NULL AND failed IS NULL`, params) !== 1) return false;
-        this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, params);
-      }
-      const changed = this.#run(
-        `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, attempts, outcome, last_error, updated) VALUES (@id, @domain, @gname, @grp, @attempts, 'dead', @error, @updated)
-         ON CONFLICT (event_id, gname, grp) DO UPDATE SET outcome = 'dead', attempts = @attempts, last_error = @error, deadline = NULL, updated = @updated WHERE outcome IS NULL`,
-        params,
-      );
-      return changed > 0 || key.group === DEFAULT_GROUP;
-    });
-  }
-
-  async nextDue(at: number): Promise<number | undefined> {
-    const row = this.#get<{ next: number | null }>(
-      `SELECT MIN(t) AS next FROM (
-         SELECT MIN(deadline) AS t FROM eventflow_delivery WHERE outcome IS NULL AND deadline > @at
-         UNION ALL SELECT MIN(available_at) FROM eventflow_delivery WHERE outcome IS NULL AND deadline IS NULL AND available_at > @at)`,
-      { at },
-    );
-    return row?.next ?? undefined;
   }
 
   async deadLetters({ domain, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
@@ -281,11 +365,11 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async requeue(key: GroupKey, eventId: string): Promise<boolean> {
-    const params = { id: eventId, ...ledgerColumns(key), updated: now() };
+    const params = { id: eventId, domain: key.domain, ...ledgerColumns(key), updated: now() };
     return this.#immediate(() => {
       const changed = this.#run(
         `UPDATE eventflow_delivery SET outcome = NULL, attempts = 0, deadline = NULL, available_at = NULL, delivery = NULL, owner = NULL, updated = @updated
-         WHERE event_id = @id AND gname = @gname AND grp = @grp AND outcome = 'dead'`,
+         WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead'`,
         params,
       );
       if (changed === 0) return false;
@@ -298,15 +382,14 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async discard(key: GroupKey, eventId: string): Promise<boolean> {
-    const params = { id: eventId, ...ledgerColumns(key), updated: now() };
+    const params = { id: eventId, domain: key.domain, ...ledgerColumns(key), updated: now() };
     return this.#immediate(() => {
-      const changed = this.#run(`UPDATE eventflow_delivery SET outcome = 'discarded', updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp AND outcome = 'dead'`, params);
+      const changed = this.#run(
+        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead'`,
+        params,
+      );
       if (changed > 0 && key.group === DEFAULT_GROUP) this.#run(`DELETE FROM eventflow_dead_letter WHERE event_id = @id`, params);
       return changed > 0;
     });
   }
-}
-
-function ended(row: DeliveryRow): EndedDelivery {
-  return { key: keyOf(row.domain, row.gname, row.grp, row.name), eventId: row.event_id, attempts: row.attempts };
 }

@@ -1,7 +1,7 @@
 /** The SQLite store's tables: v4's, plus position, the schedule's due times, dead letters and state snapshots (see sqlite.ts). */
 import { SNAPSHOT_SCHEMA } from './snapshots.js';
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);

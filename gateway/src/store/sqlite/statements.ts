@@ -41,7 +41,10 @@ export function prepareStatements(db: Database.Database) {
     /** Changes when another connection commits to the file (this one's own commits leave it): recent.ts. */
     dataVersion: stmt<[], { data_version: number }>(`PRAGMA data_version`),
     schemaVersion: stmt<[], { value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`),
-    setSchemaVersion: stmt<[string]>(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`),
+    // Raised, never lowered: a gateway older than the file then refuses it (sqlite.ts).
+    setSchemaVersion: stmt<[string]>(
+      `INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
+    ),
     exists: stmt<[string], { one: number }>(`SELECT 1 AS one FROM event WHERE id = ?`),
 
     // An id already stored fails it with SQLITE_CONSTRAINT_UNIQUE: the unique index is the check (appends.ts).

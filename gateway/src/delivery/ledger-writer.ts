@@ -1,0 +1,56 @@
+/**
+ * Group commit for the ledger's writes: settles, releases and dead letters that arrive in one turn
+ * of the event loop, or while a batch is being written, go to the store together (`apply`: one
+ * transaction), as appends do (store/group-commit.ts). Each caller learns its own result, and only
+ * once the store has committed it: a settle is answered "recorded" only when it was.
+ */
+import { LEDGER_BATCH } from '../defaults.js';
+import type { DeliveryLedger, DeliveryRef, LedgerAction } from '../store/ledger.js';
+
+interface Pending {
+  readonly action: LedgerAction;
+  resolve(ended: DeliveryRef | undefined): void;
+  reject(error: unknown): void;
+}
+
+export class LedgerWriter {
+  readonly #ledger: () => DeliveryLedger;
+  #queue: Pending[] = [];
+  #writing = false;
+  #scheduled = false;
+
+  constructor(ledger: () => DeliveryLedger) {
+    this.#ledger = ledger;
+  }
+
+  /** The delivery the action ended or moved, or undefined when it was not current; rejects when the store failed. */
+  write(action: LedgerAction): Promise<DeliveryRef | undefined> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ action, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#writing || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // setImmediate, not a microtask: every settle frame read in this turn joins the batch.
+    setImmediate(() => void this.#flush());
+  }
+
+  async #flush(): Promise<void> {
+    this.#scheduled = false;
+    const batch = this.#queue.slice(0, LEDGER_BATCH);
+    this.#queue = this.#queue.slice(batch.length);
+    this.#writing = true;
+    try {
+      const results = await this.#ledger().apply(batch.map((pending) => pending.action));
+      batch.forEach((pending, i) => pending.resolve(results[i]));
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    } finally {
+      this.#writing = false;
+      this.#schedule();
+    }
+  }
+}
