@@ -23,6 +23,8 @@ import type { DeliveryLedger, GroupKey, GroupOptions, GroupRecord } from '../sto
 import { groupId, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
 import type { Leases } from './leases.js';
 
+/** Avoid hints kept per group at most. */
+const AVOID_MAX = 10_000;
 /** setTimeout cannot wait longer than 2^31-1 ms. */
 const MAX_TIMER = 2 ** 31 - 1;
 
@@ -43,6 +45,8 @@ class GroupBacklog {
   #failures = 0;
   /** Where the next member is looked for (turns between members with credit). */
   #turn = 0;
+  /** Event id → the member it last went to without an outcome: another is preferred for it. */
+  readonly #avoid = new Map<string, ConsumerRef>();
 
   constructor(key: GroupKey, backlog: Backlog) {
     this.key = key;
@@ -125,7 +129,9 @@ class GroupBacklog {
         if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
         const unsent = [];
         for (const claimed of result.claimed) {
-          const member = this.#next();
+          const stale = leases.supersede(this.key, claimed.event.id);
+          const member = this.#next(stale ?? this.#avoid.get(claimed.event.id));
+          this.#avoid.delete(claimed.event.id);
           if (member && !backlog.stopped) leases.open(member, this.key, claimed);
           else unsent.push(claimed);
         }
@@ -145,17 +151,28 @@ class GroupBacklog {
     }
   }
 
-  /** The next member with free credit, in turn. */
-  #next(): ConsumerRef | undefined {
+  /** The event ended unsettled with `consumer`: its next delivery goes to another member if one has credit. */
+  avoid(eventId: string, consumer: ConsumerRef): void {
+    // Bounded: a hint, not a ledger (a burst of expiries of a dead worker, say).
+    if (this.#avoid.size >= AVOID_MAX) this.#avoid.clear();
+    this.#avoid.set(eventId, consumer);
+  }
+
+  /** The next member with free credit, in turn; `avoid` only when no other has credit. */
+  #next(avoid: ConsumerRef | undefined): ConsumerRef | undefined {
     const members = this.#members();
+    let fallback: ConsumerRef | undefined;
     for (let i = 0; i < members.length; i++) {
       const member = members[(this.#turn + i) % members.length] as ConsumerRef;
-      if (member.open < member.concurrency) {
-        this.#turn = (this.#turn + i + 1) % members.length;
-        return member;
+      if (member.open >= member.concurrency) continue;
+      if (member === avoid) {
+        fallback = member;
+        continue;
       }
+      this.#turn = (this.#turn + i + 1) % members.length;
+      return member;
     }
-    return undefined;
+    return fallback;
   }
 
   /** One timer: the earliest time something of the group may be claimable again. */
@@ -208,7 +225,8 @@ export class Backlog {
   }
 
   /** A member's credit came free (`consumer`), and, with `pending`, the events of the key's ledger may hold something claimable. */
-  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean): void {
+  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean, unsettled?: string): void {
+    if (consumer && unsettled !== undefined) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.avoid(unsettled, consumer);
     if (pending) this.signalLedger(key);
     if (consumer) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.wake();
   }

@@ -55,9 +55,11 @@ export type Settlement = { outcome: 'success' | 'failed'; error?: string | undef
 export interface LeaseEvents {
   /**
    * A delivery of `consumer` ended (its credit is free again); `pending`: its event is pending again
-   * for the group, or a later event of its pid may now be taken (an ordered group).
+   * for the group, or a later event of its pid may now be taken (an ordered group). `unsettled`: the
+   * event it ended without an outcome (its lease ran out, its consumer left): another member is
+   * preferred for it.
    */
-  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean): void;
+  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean, unsettled?: string): void;
   /** A consume ended failed: the handler threw, or the event became a dead letter. */
   failed(eventId: string, message: string, attempt: number): void;
 }
@@ -123,6 +125,20 @@ export class Leases {
   /** Whether this gateway has the event open for the group's ledger. */
   isOpen(key: GroupKey, eventId: string): boolean {
     return this.#byEvent.has(`${ledgerId(key)}\u0000${eventId}`);
+  }
+
+  /**
+   * A claim took an event whose delivery is still open here: its lease ran out in the store before
+   * the timer here (they are one lease, measured twice). That delivery is revoked now, without a
+   * write (the claim moved the row on); returns its consumer, which the new delivery avoids.
+   */
+  supersede(key: GroupKey, eventId: string): ConsumerRef | undefined {
+    const delivery = this.#byEvent.get(`${ledgerId(key)}\u0000${eventId}`);
+    if (!delivery || delivery.settling) return undefined;
+    this.#end(delivery);
+    delivery.consumer.peer.sendRevoked?.(delivery.id);
+    this.#metrics.consumed('revoked');
+    return delivery.consumer;
   }
 
   /** A claimed event goes to `consumer` (which has credit for it): open from now on, and sent. */
@@ -346,7 +362,7 @@ export class Leases {
     } catch (error) {
       this.#log.error('could not hand a delivery back; its lease runs out in the store', { event: event.id, reason, error });
     }
-    this.#events.ended(consumer, key, true);
+    this.#events.ended(consumer, key, true, event.id);
   }
 
   /** A line a consumer can cause once per event: counted per condition on its connection when the peer can. */
