@@ -86,6 +86,7 @@ export const configSchema = z.object({
   EVENTFLOW_CONSUME_LEASE_MS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_LEASE_MS),
   /** Deliveries of one event; when the last one is not settled the event is marked failed and recorded as a dead letter. */
   EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS),
+  EVENTFLOW_MAX_GROUPS_PER_DOMAIN: positiveInt.default(configDefaults.EVENTFLOW_MAX_GROUPS_PER_DOMAIN),
   /**
    * readEventlogState stores a snapshot of the composed state when it folded this many events after
    * the latest one (store/snapshots.ts); 0: no snapshots (neither read nor stored), every read folds the whole eventlog.

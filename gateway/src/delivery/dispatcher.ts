@@ -12,7 +12,8 @@
  * so once a position is visible every lower one is too.
  */
 import type { StoredEvent } from '@eventflow/core';
-import { PUMP_PAGE } from '../defaults.js';
+import { EventflowError } from '@eventflow/core';
+import { configDefaults, PUMP_PAGE } from '../defaults.js';
 import type { Logger } from '../log.js';
 import { noMetrics, type GatewayMetrics } from '../metrics.js';
 import type { RouteTarget, Router } from '../router/router.js';
@@ -37,6 +38,8 @@ export interface DispatcherOptions extends LeaseOptions {
    */
   markOrphans?: boolean;
   metrics?: GatewayMetrics;
+  /** Consumer groups a domain may have (EVENTFLOW_MAX_GROUPS_PER_DOMAIN): a registration that would create one more is refused. */
+  maxGroupsPerDomain?: number;
 }
 
 /** What the gateway holds now; the one source of the registration gauges (metrics.ts). */
@@ -66,6 +69,7 @@ export class Dispatcher implements RouteTarget {
   readonly #pumps = new Map<string, { again: boolean; done: Promise<void> }>();
   #start = 0;
   readonly #markOrphans: boolean;
+  readonly #maxGroupsPerDomain: number;
   readonly #metrics: GatewayMetrics;
   /** The consumer id this gateway claims events with (v4's `consumed_spoke`). */
   readonly #claimant: string;
@@ -73,6 +77,7 @@ export class Dispatcher implements RouteTarget {
   constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
     this.#store = store;
     this.#markOrphans = options.markOrphans ?? router.kind === 'local';
+    this.#maxGroupsPerDomain = options.maxGroupsPerDomain ?? configDefaults.EVENTFLOW_MAX_GROUPS_PER_DOMAIN;
     this.#metrics = options.metrics ?? noMetrics;
     this.#claimant = consumerId;
     const interest = new Interest(router);
@@ -155,6 +160,16 @@ export class Dispatcher implements RouteTarget {
    * the store once this resolves; its backlog is then delivered (backlog.ts).
    */
   async addConsumer(peer: Peer, handle: string, domain: string, name: string, spec: ConsumerSpec, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
+    const ledger = this.#store.ledger();
+    const key = { domain, name, group: spec.group };
+    // A new group only while the domain has room (one more group is one more row per event for ever).
+    if (this.#consumers.members(key).length === 0 && !(await ledger.group(key)) && (await ledger.countGroups(domain)) >= this.#maxGroupsPerDomain) {
+      throw new EventflowError(
+        'E_EVENTFLOW_LIMIT_EXCEEDED',
+        `domain "${domain}" has ${this.#maxGroupsPerDomain} consumer groups already (EVENTFLOW_MAX_GROUPS_PER_DOMAIN); delete one (eventflow group-delete) or join an existing group`,
+        { details: { limit: 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', max: this.#maxGroupsPerDomain } },
+      );
+    }
     const consumer = this.#consumers.add(peer, handle, domain, name, spec);
     try {
       return await this.#backlog.join(consumer, options);

@@ -140,6 +140,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const dispatcher = new Dispatcher(store, router, id, log, {
     leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
     maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+    maxGroupsPerDomain: settings.EVENTFLOW_MAX_GROUPS_PER_DOMAIN,
     metrics,
   });
   await dispatcher.start();

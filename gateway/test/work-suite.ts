@@ -1,0 +1,176 @@
+/**
+ * The work engine's promises to consumers, run on both stores (work.test.ts: one gateway on
+ * SQLite; work.mysql.test.ts: two gateways on one MariaDB database, notified over NATS):
+ *  - credit: a member never has more than its `concurrency` open; a member that joins mid-backlog
+ *    gets a share at once;
+ *  - ordered groups: per pid one delivery at a time, in position order, across members (and
+ *    gateways); all handled;
+ *  - the retry policy: attempts and backoff as configured, then a dead letter with the last error;
+ *  - settles bound to their delivery: a connection whose token may not consume the row's domain,
+ *    or a delivery that is no longer current, is refused, and nothing is recorded.
+ */
+import { describe, expect, it } from 'vitest';
+import { isEventflowError, listDeadLetters, PROTOCOL_VERSION, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { connect } from '@eventflow/test-support/raw-socket';
+import { eventually, sleep } from '@eventflow/test-support/wait';
+
+export interface WorkCluster {
+  /** Client connected to gateway `gateway` (0 or 1; a one-gateway cluster has the one), optionally with a token. */
+  client(gateway?: number, token?: string): EventflowClient;
+  url(gateway: number): string;
+  /** The outcome columns of the default group for an event, or of the named group's ledger row. */
+  outcome(eventId: string, group?: string): Promise<string | undefined>;
+  /** A token allowed `rights` (action → domains), for a cluster started with `jwt`. */
+  token?(rights: Record<string, string[]>): Promise<string>;
+}
+
+export function describeWork(label: string, start: (options?: { jwt?: boolean }) => Promise<WorkCluster>, skip?: string): void {
+  describe.skipIf(skip !== undefined)(`work engine (${label})`, () => {
+    it('credit: never more than `concurrency` open per member; a member that joins mid-backlog takes a share within a second', async () => {
+      const cluster = await start();
+      const publisher = cluster.client(0);
+      const EVENTS = 300;
+      const open = [0, 0, 0];
+      const peak = [0, 0, 0];
+      const handled = [0, 0, 0];
+      let go!: () => void;
+      const gate = new Promise<void>((resolve) => (go = resolve));
+      const member = (index: number, gateway: number) =>
+        cluster.client(gateway).consume(
+          'credit',
+          'job',
+          async () => {
+            open[index] = (open[index] ?? 0) + 1;
+            peak[index] = Math.max(peak[index] ?? 0, open[index] ?? 0);
+            await gate;
+            await sleep(10);
+            open[index] = (open[index] ?? 0) - 1;
+            handled[index] = (handled[index] ?? 0) + 1;
+          },
+          { group: 'workers', concurrency: 5 },
+        );
+      await member(0, 0);
+      await member(1, 1);
+      for (let i = 0; i < EVENTS; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => publisher.publish({ domain: 'credit', name: 'job', pid: `p${i + k}` })));
+      // Both members full, the backlog waiting: nobody is sent more than its credit.
+      await eventually(() => open[0] === 5 && open[1] === 5, 10_000, 'both members at their credit');
+      go();
+      await eventually(() => (handled[0] ?? 0) + (handled[1] ?? 0) >= 60, 20_000, 'the first members to be working');
+      const joined = Date.now();
+      await member(2, 0);
+      await eventually(() => (handled[2] ?? 0) > 0, 5_000, 'the late member to get a share');
+      expect(Date.now() - joined).toBeLessThan(1_000);
+      await eventually(() => handled.reduce((a, b) => a + b, 0) === EVENTS, 30_000, 'every job handled');
+      expect(peak.every((value) => value <= 5)).toBe(true);
+      expect(handled.every((count) => count > 0)).toBe(true);
+    }, 60_000);
+
+    it('ordered: 50 pids × 20 events, random handler times, three members: per pid one at a time and in position order, all handled', async () => {
+      const cluster = await start();
+      const publisher = cluster.client(0);
+      const PIDS = 50;
+      const PER = 20;
+      const running = new Set<string>();
+      const violations: string[] = [];
+      const seen = new Map<string, number[]>();
+      const handler = async (event: StoredEvent): Promise<void> => {
+        if (running.has(event.pid)) violations.push(`${event.pid} ran twice at once`);
+        running.add(event.pid);
+        await sleep(Math.floor(Math.random() * 6));
+        const list = seen.get(event.pid) ?? [];
+        list.push((event.data as { n: number }).n);
+        seen.set(event.pid, list);
+        running.delete(event.pid);
+      };
+      for (const gateway of [0, 1, 1]) await cluster.client(gateway).consume('ordered', 'step', handler, { group: 'process', ordered: true, concurrency: 8 });
+      for (let n = 0; n < PER; n++) await Promise.all(Array.from({ length: PIDS }, (_, p) => publisher.publish({ domain: 'ordered', name: 'step', pid: `pid-${p}`, data: { n } })));
+      await eventually(() => [...seen.values()].reduce((total, list) => total + list.length, 0) >= PIDS * PER, 60_000, 'every event handled');
+      expect(violations).toEqual([]);
+      expect(seen.size).toBe(PIDS);
+      for (const [pid, list] of seen) expect(list, pid).toEqual(Array.from({ length: PER }, (_, n) => n));
+    }, 90_000);
+
+    it('retry: a throwing handler is delivered again after the configured backoff, then its event is a dead letter with the last error', async () => {
+      const cluster = await start();
+      const worker = cluster.client(0);
+      const attempts: Array<{ attempt: number; at: number }> = [];
+      await worker.consume(
+        'retries',
+        'charge',
+        (_event, { attempt }) => {
+          attempts.push({ attempt, at: Date.now() });
+          throw new Error(`Zahlung abgelehnt 💳 (${attempt})`);
+        },
+        { group: 'billing', retry: { attempts: 3, backoff: 'fixed', delayMs: 300 } },
+      );
+      const id = await cluster.client(0).publish({ domain: 'retries', name: 'charge', pid: 'p1' });
+      await eventually(async () => (await cluster.outcome(id, 'billing')) === 'dead', 15_000, 'the dead letter');
+      expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
+      for (let i = 1; i < attempts.length; i++) expect((attempts[i]?.at ?? 0) - (attempts[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(280);
+      const deadLetters = await listDeadLetters(worker, { domain: 'retries' });
+      expect(deadLetters).toMatchObject([{ eventId: id, group: 'billing', attempts: 3, lastError: 'Zahlung abgelehnt 💳 (3)' }]);
+      // No fourth delivery.
+      await sleep(600);
+      expect(attempts).toHaveLength(3);
+    });
+
+    it('retry with exponential backoff: the delays grow, jittered within [half, full] of delayMs × 2^(attempt-1)', async () => {
+      const cluster = await start();
+      const worker = cluster.client(0);
+      const at: number[] = [];
+      await worker.consume(
+        'backoff',
+        'charge',
+        () => {
+          at.push(Date.now());
+          throw new Error('later');
+        },
+        { group: 'billing', retry: { attempts: 4, delayMs: 200, maxDelayMs: 10_000 } },
+      );
+      const id = await cluster.client(0).publish({ domain: 'backoff', name: 'charge', pid: 'p1' });
+      await eventually(async () => (await cluster.outcome(id, 'billing')) === 'dead', 20_000, 'the dead letter');
+      const gaps = at.slice(1).map((time, i) => time - (at[i] ?? 0));
+      expect(gaps).toHaveLength(3);
+      gaps.forEach((gap, i) => {
+        const nominal = 200 * 2 ** i;
+        expect(gap).toBeGreaterThanOrEqual(nominal / 2 - 20);
+        expect(gap).toBeLessThan(nominal + 1_200);
+      });
+    });
+
+    it('a settle from a connection that may not consume the domain, or of a delivery no longer current, is refused and records nothing', async () => {
+      const cluster = await start({ jwt: true });
+      const token = cluster.token;
+      if (!token) throw new Error('this cluster cannot run with tokens');
+      const victimToken = await token({ consume: ['payroll'], publish: ['payroll'], subscribe: ['payroll'], read: ['payroll'] });
+      const attackerToken = await token({ consume: ['tenant'], publish: ['tenant'], subscribe: ['tenant'], read: ['tenant'] });
+      // The victim speaks the protocol itself, so that the test sees the delivery id it was sent.
+      const victim = await connect(cluster.url(0), { hello: false });
+      victim.send({ type: 'hello', protocol: PROTOCOL_VERSION, client: 'victim', token: victimToken });
+      await victim.next((frame) => frame.type === 'welcome');
+      expect((await victim.request('consume', { consumer: 'c1', domain: 'payroll', name: 'pay', group: 'bank' })).type).toBe('result');
+      const id = await cluster.client(0, victimToken).publish({ domain: 'payroll', name: 'pay', pid: 'ceo' });
+      const first = await victim.next((frame) => frame.type === 'delivery');
+      const delivery = first.delivery as string;
+      expect(delivery).toMatch(/^[0-9a-f]{32}$/);
+      // Guessing is hopeless (128 bits): the attacker is handed the real id, on both gateways.
+      for (const gateway of [0, 1]) {
+        const attacker = cluster.client(gateway, attackerToken);
+        const refused = await attacker.call('settle', { delivery, outcome: 'success' }).catch((error: unknown) => error);
+        expect(isEventflowError(refused, 'E_EVENTFLOW_UNKNOWN_DELIVERY'), String(refused)).toBe(true);
+      }
+      expect(await cluster.outcome(id, 'bank')).toBeUndefined();
+      // Handed back: the id is void, also for its holder; the event goes out again under a new id.
+      expect((await victim.request('settle', { delivery, outcome: 'release' })).type).toBe('result');
+      const second = await victim.next((frame) => frame.type === 'delivery');
+      expect(second.delivery).not.toBe(delivery);
+      const stale = await victim.request('settle', { delivery, outcome: 'success' });
+      expect(stale.code).toBe('E_EVENTFLOW_UNKNOWN_DELIVERY');
+      expect(await cluster.outcome(id, 'bank')).toBeUndefined();
+      expect((await victim.request('settle', { delivery: second.delivery, outcome: 'success' })).type).toBe('result');
+      expect(await cluster.outcome(id, 'bank')).toBe('success');
+      victim.ws.close();
+    });
+  });
+}
+
