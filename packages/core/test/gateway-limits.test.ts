@@ -65,10 +65,13 @@ describe('the client within the gateway limits', () => {
     // The handlers finish together, so that all their settles are due at once.
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    await consumer.consume('settles', 'job', async (event: StoredEvent) => {
+    // Two consumers with the largest credit, so that all 2,000 are open at once.
+    const handler = async (event: StoredEvent): Promise<void> => {
       runs.set(event.id, (runs.get(event.id) ?? 0) + 1);
       await gate;
-    });
+    };
+    await consumer.consume('settles', 'job', handler, { concurrency: 1000 });
+    await consumer.consume('settles', 'job', async (event: StoredEvent) => handler(event), { concurrency: 1000 });
     // Publishing stays within the in-flight limit even on a client that does not keep to it.
     for (let i = 0; i < N; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => publisher.publish({ domain: 'settles', name: 'job', pid: `p${(i + j) % 50}` })));
     await eventually(() => runs.size === N, 30_000, `${N} deliveries`, { every: 50 });
