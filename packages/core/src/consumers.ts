@@ -18,8 +18,8 @@ interface Entry {
   readonly domain: string;
   readonly name: string;
   readonly handler: DeliveryHandler;
-  /** Registers it on the current connection (again after each reconnect). */
-  readonly register: () => Promise<void>;
+  /** Registers it on the current connection (again after each reconnect); `paused`: with no credit (the client is closing). */
+  readonly register: (paused?: boolean) => Promise<void>;
   readonly remove: () => Promise<void>;
   /** The consumer's position: it catches up on unclaimed events after it when it registers again. */
   after?: number;
@@ -37,7 +37,7 @@ export class Consumers implements FeaturePart {
 
   opened(welcome: WelcomeFrame): void {
     this.#deliveries.opened(welcome);
-    for (const entry of this.#entries.values()) void entry.register();
+    for (const entry of this.#entries.values()) void entry.register(this.#host.closed());
   }
 
   lost(): void {
@@ -50,7 +50,12 @@ export class Consumers implements FeaturePart {
     else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
   }
 
-  drain(timeout: number): Promise<void> {
+  /**
+   * Closing: every consumer is registered again with no credit (concurrency 0), so that the gateway
+   * sends no more deliveries and those open may still settle; then the running handlers finish.
+   */
+  async drain(timeout: number): Promise<void> {
+    if (this.#host.isOpen()) await Promise.all([...this.#entries.values()].map((entry) => entry.register(true)));
     return this.#deliveries.drain(timeout);
   }
 
@@ -76,10 +81,10 @@ export class Consumers implements FeaturePart {
         if (error !== connectionLost) throw error;
       });
     };
-    const register = async (): Promise<void> => {
+    const register = async (paused = false): Promise<void> => {
       try {
         const entry = this.#entries.get(consumer);
-        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...settings });
+        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...settings, ...(paused ? { concurrency: 0 } : {}) });
         if (!result) return;
         if (entry) entry.after ??= result.head;
         // Removed while registering: take it back off the gateway.

@@ -238,8 +238,12 @@ export const operations = {
       name: identifier,
       after: z.optional(position),
       group: z.optional(groupName),
-      /** Deliveries open to this consumer at once (its credit); the gateway's default when absent. */
-      concurrency: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_CONSUME_CONCURRENCY))),
+      /**
+       * Deliveries open to this consumer at once (its credit); the gateway's default when absent. 0
+       * pauses it: no new deliveries, the open ones may still settle (a closing client registers its
+       * consumers again so).
+       */
+      concurrency: z.optional(z.int().check(z.minimum(0), z.maximum(MAX_CONSUME_CONCURRENCY))),
       /** The group delivers at most one event per (domain, pid) at a time, in position order; stored with the group (absent: unchanged). */
       ordered: z.optional(z.boolean()),
       /** What this consumer's thrown errors lead to; absent: the event is failed (v4's rule). */
