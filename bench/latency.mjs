@@ -22,7 +22,13 @@ const SUBSCRIBERS = Number(process.env.BENCH_LATENCY_SUBSCRIBERS ?? 100);
 const RATE = 1000;
 const WARMUP_MS = 1_000;
 const DURATION_MS = Number(process.env.BENCH_LATENCY_MS ?? 5_000);
-const TARGET_P99 = 2;
+/**
+ * p99 against the same run's ceiling (issue 22: the ceiling's own p99 moves from machine to machine,
+ * 2.28 ms on one quiet 2-core machine, so an absolute 2 ms could not be met by any server there).
+ * The former absolute target is printed as a reference.
+ */
+const TARGET_P99_RATIO = 1.2;
+const REFERENCE_P99 = 2;
 /** eventflow v4.8 (hub + two spokes, MariaDB) on its own workload, measured by hand earlier (issue 17); not this workload, not this run. */
 const V4 = { p50: 1.5, p99: 5.9 };
 const DOMAIN = 'lat';
@@ -120,13 +126,14 @@ console.table(
   ].map(([name, r]) => ({ server: name, samples: r.samples ?? '', delivered: r.delivered ?? '', 'of': r.expected ?? '', p50: r.p50, p90: r.p90 ?? '', p99: r.p99, 'p99.9': r.p999 ?? '', max: r.max ?? '', 'server cpu µs/event': r.serverCpuUsPerEvent ?? '' })),
 );
 const complete = gateway.delivered === gateway.expected && !gateway.errors && !gateway.bad;
-console.log(`gateway p99 ${gateway.p99} ms (target <= ${TARGET_P99} ms embedded: ${gateway.p99 <= TARGET_P99 ? 'meets' : 'BELOW'} target)`);
+const p99Ratio = gateway.p99 / baseline.p99;
+console.log(`gateway p99 ${gateway.p99} ms, ${p99Ratio.toFixed(2)}x the ceiling's ${baseline.p99} ms (target <= ${TARGET_P99_RATIO}x: ${p99Ratio <= TARGET_P99_RATIO ? 'meets' : 'BELOW'} target; the former absolute ${REFERENCE_P99} ms: ${gateway.p99 <= REFERENCE_P99 ? 'within' : 'above'})`);
 console.log(`reference (its own workload, not this one, not this run): eventflow v4.8 on this machine's MariaDB measured p50 ${V4.p50} ms, p99 ${V4.p99} ms`);
 if (!complete) console.log(`gateway: ${gateway.delivered} of ${gateway.expected} deliveries, ${gateway.errors} publish errors (first: ${gateway.firstError}), ${gateway.bad} bad frames (first: ${gateway.firstBad})`);
 writeResult('latency', {
   subscribers: SUBSCRIBERS, rate: RATE, durationMs: DURATION_MS, gateway, baseline, v4Reference: V4,
   summary: [
-    { measure: `gateway p50 / p99 ms, ${RATE}/s, ${SUBSCRIBERS} subscribers`, value: `${gateway.p50} / ${gateway.p99}`, baseline: `ceiling ${baseline.p50} / ${baseline.p99}`, ratio: `p99 ${(gateway.p99 / baseline.p99).toFixed(1)}x`, target: `p99 <= ${TARGET_P99}`, meets: complete && gateway.p99 <= TARGET_P99, note: complete ? '' : 'incomplete, see output' },
+    { measure: `gateway p50 / p99 ms, ${RATE}/s, ${SUBSCRIBERS} subscribers`, value: `${gateway.p50} / ${gateway.p99}`, baseline: `ceiling ${baseline.p50} / ${baseline.p99}`, ratio: `p99 ${p99Ratio.toFixed(2)}x`, target: `p99 <= ${TARGET_P99_RATIO}x the ceiling's`, meets: complete && p99Ratio <= TARGET_P99_RATIO, note: [complete ? '' : 'incomplete, see output', `former absolute target p99 ${REFERENCE_P99} ms: ${gateway.p99 <= REFERENCE_P99 ? 'within' : 'above'}`].filter(Boolean).join('; ') },
     { measure: 'server CPU µs per event (100 deliveries)', value: gateway.serverCpuUsPerEvent, baseline: `ceiling ${baseline.serverCpuUsPerEvent}`, ratio: `${(gateway.serverCpuUsPerEvent / baseline.serverCpuUsPerEvent).toFixed(1)}x`, target: '' },
   ],
 });

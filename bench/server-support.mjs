@@ -15,7 +15,9 @@
 //   relay: the naive relay (kept as a labelled reference row): `client.send(string)` per client,
 //          so ws converts and frames the same frame once per subscriber.
 //   idle:  accepts connections and does nothing with them.
-import { fork } from 'node:child_process';
+// spawnGateway() below starts the gateway's bin instead, as an operator does (bench/work.mjs; the
+// schema of publish-throughput's SQLite floor).
+import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 
 const self = fileURLToPath(import.meta.url);
+const gatewayBin = fileURLToPath(new URL('../gateway/bin/eventflow-gateway.js', import.meta.url));
 
 /** Forks the server; resolves with { port, memory(), stop() } once it listens. BENCH_CPU_PROF=dir profiles it. */
 export async function startServer(kind, { gatewayConfig = {}, exposeGc = false } = {}) {
@@ -71,6 +74,52 @@ export async function startServer(kind, { gatewayConfig = {}, exposeGc = false }
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * `node gateway/bin/eventflow-gateway.js` (what an operator runs: the bundle, or dist/ when the
+ * bundle is older than the last build) in a process of its own, on 127.0.0.1 and a free port, with
+ * `env` over the defaults; resolves with { url, pid, stop() } once its banner printed the `clients:`
+ * line. BENCH_CPU_PROF=dir profiles it.
+ */
+export function spawnGateway(env, timeoutMs = 30_000) {
+  const childEnv = { ...process.env, EVENTFLOW_HOST: '127.0.0.1', EVENTFLOW_PORT: '0', EVENTFLOW_LOG_LEVEL: 'warn', ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) };
+  delete childEnv.NODE_OPTIONS;
+  const execArgv = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...execArgv, gatewayBin], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (chunk) => {
+    err += chunk;
+    process.stderr.write(chunk);
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`gateway: no "clients:" line within ${timeoutMs} ms\n${out}\n${err}`));
+    }, timeoutMs);
+    const onData = (chunk) => {
+      out += chunk;
+      const match = /clients:\s+(ws:\/\/\S+)/.exec(out);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout.off('data', onData);
+      child.stdout.resume();
+      resolve({ url: match[1], pid: child.pid, stop });
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited (${code ?? signal}) before listening\n${out}\n${err}`));
+    });
+  });
 }
 
 async function serve() {

@@ -25,7 +25,13 @@ const gatewayBin = fileURLToPath(new URL('../gateway/bin/eventflow-gateway.js', 
 // What the bin runs must be current: the bundle is rebuilt when a build of dist/ is newer (the bin's rule).
 execFileSync(process.execPath, [fileURLToPath(new URL('../scripts/bundle-gateway.mjs', import.meta.url)), '--if-stale'], { stdio: 'inherit' });
 const TIMEOUT_MS = 15_000;
-const TARGET_MS = 300;
+/**
+ * The gateway's start against the same run's empty Node server (issue 22: an absolute bound in ms
+ * does not hold from one machine to the next; the floor moves with the machine as the gateway does).
+ * 300 ms was the absolute target before; it is printed as a reference.
+ */
+const TARGET_RATIO = 2.5;
+const REFERENCE_MS = 300;
 printEnvironment('start');
 
 const FLOOR = "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', function () { console.log('  clients:   ws://127.0.0.1:' + this.address().port + '/'); })";
@@ -128,11 +134,12 @@ console.table([
   { process: 'reference: gateway/dist/main.js, unbundled', ...u },
   { process: 'baseline: node -e empty http server', ...f },
 ]);
-console.log(`gateway start median ${g.medianMs} ms (target <= ${TARGET_MS} ms: ${g.medianMs <= TARGET_MS ? 'meets' : 'BELOW'} target), ${(g.medianMs / f.medianMs).toFixed(1)}x the floor; RSS ${g.medianRssMb} MB (floor ${f.medianRssMb} MB)`);
+const ratio = g.medianMs / f.medianMs;
+console.log(`gateway start median ${g.medianMs} ms, ${ratio.toFixed(2)}x the floor (target <= ${TARGET_RATIO}x: ${ratio <= TARGET_RATIO ? 'meets' : 'BELOW'} target; the former absolute ${REFERENCE_MS} ms: ${g.medianMs <= REFERENCE_MS ? 'within' : 'above'}); RSS ${g.medianRssMb} MB (floor ${f.medianRssMb} MB)`);
 writeResult('start', {
   runs: RUNS, gateway: g, unbundled: u, floor: f,
   summary: [
-    { measure: 'gateway start → listening ms, SQLite (median)', value: `${g.medianMs} (${g.minMs}–${g.maxMs})`, baseline: `node -e http server ${f.medianMs}`, ratio: `${(g.medianMs / f.medianMs).toFixed(1)}x`, target: `<= ${TARGET_MS}`, meets: g.medianMs <= TARGET_MS },
+    { measure: 'gateway start → listening ms, SQLite (median)', value: `${g.medianMs} (${g.minMs}–${g.maxMs})`, baseline: `node -e http server ${f.medianMs}`, ratio: `${ratio.toFixed(2)}x`, target: `<= ${TARGET_RATIO}x the baseline`, meets: ratio <= TARGET_RATIO, note: `former absolute target ${REFERENCE_MS} ms: ${g.medianMs <= REFERENCE_MS ? 'within' : 'above'}` },
     { measure: 'reference: unbundled gateway/dist/main.js start ms (median)', value: `${u.medianMs} (${u.minMs}–${u.maxMs})`, baseline: `bundle ${g.medianMs}`, ratio: `${(u.medianMs / g.medianMs).toFixed(1)}x`, target: '' },
     { measure: 'gateway RSS MB at start', value: g.medianRssMb, baseline: `node -e http server ${f.medianRssMb}`, ratio: `${(g.medianRssMb / f.medianRssMb).toFixed(1)}x`, target: '' },
   ],
