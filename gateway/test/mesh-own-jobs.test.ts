@@ -9,7 +9,7 @@
  * routed its job meets the job's claim in flight (a store slow to claim); the second is a deployment's shape:
  * our hub in its own process, 100 jobs, a default and a named group.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { HubRouter } from '../src/v4/mesh-router.js';
@@ -23,6 +23,13 @@ const fixture = useHubFixture();
 
 const JOBS = 100;
 
+/** Hub processes still running: a test that timed out never reached its own stop. */
+const hubs = new Set<Running>();
+afterEach(() => {
+  for (const hub of hubs) hub.proc.kill('SIGKILL');
+  hubs.clear();
+});
+
 interface Setup {
   f: HubFixture;
   hub: Running;
@@ -34,11 +41,12 @@ interface Setup {
 async function start(): Promise<Setup> {
   const f = await fixture.setup();
   const hub = gatewayCli(['hub'], { ...(f.env() as Record<string, string | number>), EVENTFLOW_HUB_INTERNAL_IP: '127.0.0.1', EVENTFLOW_LOG_LEVEL: 'warn' });
-  const setup: Setup = { f, hub, gateway: undefined as unknown as Gateway, clients: [] };
+  hubs.add(hub);
+  let gateway: Gateway | undefined;
   try {
     await hub.printed('listening:', 30_000);
     const hubId = /eventflow hub (\S+)/.exec(hub.stdout())?.[1];
-    setup.gateway = await startGateway({
+    gateway = await startGateway({
       ...f.env(),
       EVENTFLOW_PORT: 0,
       EVENTFLOW_STORE: 'mysql',
@@ -46,20 +54,21 @@ async function start(): Promise<Setup> {
       EVENTFLOW_MESH_POLL_MS: 200,
       EVENTFLOW_LOG_LEVEL: 'silent',
     });
-    const router = setup.gateway.router as HubRouter;
+    const router = gateway.router as HubRouter;
     await eventually(() => hubId !== undefined && router.connected.includes(hubId), 10_000, 'the gateway connected to the hub');
-    return setup;
+    return { f, hub, gateway, clients: [] };
   } catch (error) {
-    await stop(setup);
+    await stop({ hub, gateway, clients: [] });
     throw error;
   }
 }
 
-async function stop(setup: Setup): Promise<void> {
-  await Promise.allSettled(setup.clients.map((client) => client.close()));
-  await setup.gateway?.close();
-  setup.hub.proc.kill('SIGTERM');
-  await finished(setup.hub, 10_000);
+async function stop({ hub, gateway, clients }: Pick<Setup, 'hub' | 'clients'> & { gateway: Gateway | undefined }): Promise<void> {
+  await Promise.allSettled(clients.map((client) => client.close()));
+  await gateway?.close();
+  hub.proc.kill('SIGTERM');
+  await finished(hub, 10_000);
+  hubs.delete(hub);
 }
 
 /**
