@@ -46,6 +46,7 @@ const integration = [
   'gateway/test/mesh.test.ts',
   'gateway/test/nats.test.ts',
   'gateway/test/mesh-v4-mix.test.ts',
+  'gateway/test/mesh-own-jobs.test.ts',
   'gateway/test/certificates.test.ts',
   'gateway/test/fuzz.test.ts',
   'gateway/test/chaos/**/*.test.ts',

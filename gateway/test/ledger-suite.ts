@@ -84,6 +84,34 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(ids(await claim(store, billing, { now: now + 40_000 }))).toEqual([]);
     });
 
+    it("v4's consumer claim is taken back only under the owner's lease in force, never before its claim or after it ends", async () => {
+      const store = await open();
+      const group = await store.ledger().ensureGroup(fallback);
+      const event = await publish(store);
+      const now = Date.now();
+      const retake = (owner = 'gw-1', at = now) => store.retakeConsumerClaim(event.id, 'GW', { owner, now: at });
+      // Not claimed by the gateway yet (its claim may be in flight): left for that claim, which then wins.
+      expect(await retake()).toBe(false);
+      const [first] = (await claim(store, group, { now })).claimed;
+      expect(first).toMatchObject({ attempt: 1 });
+      // Held: nothing to take back.
+      expect(await retake()).toBe(false);
+      // A hub's lease sweep cleared the claim of the open delivery: its owner takes it back, no one else does.
+      await store.releaseConsumerClaim(event.id);
+      expect(await retake('gw-2')).toBe(false);
+      expect(await retake('gw-1', now + 10_000)).toBe(false);
+      expect(await retake()).toBe(true);
+      expect(await store.claimForConsumer(event.id, 'spoke')).toBe(false);
+      // The delivery ended without an outcome: the claim is free for the next claim, not taken by a late retake.
+      expect(await store.ledger().apply([{ kind: 'release', delivery: first?.delivery as string }])).toMatchObject([{ attempts: 1 }]);
+      expect(await retake()).toBe(false);
+      const [second] = (await claim(store, group, { now })).claimed;
+      expect(second).toMatchObject({ attempt: 2 });
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: second?.delivery as string, outcome: 'success' }])).toMatchObject([{ attempts: 2 }]);
+      await store.releaseConsumerClaim(event.id);
+      expect(await retake()).toBe(false);
+    });
+
     it('a settle counts only for the current delivery; release and retry delays make it pending again; a released id is void', async () => {
       const store = await open();
       const group = await store.ledger().ensureGroup(named);

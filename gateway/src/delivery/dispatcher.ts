@@ -241,13 +241,15 @@ export class Dispatcher implements RouteTarget {
    * claim and sent it again, eventflow-v4.md §11 A1) is pending again for the default groups here, which share
    * v4's claim columns with v4 spokes; not for subscribers or waits, which have it, nor for named groups, whose
    * ledger no v4 peer touches. The ledger's guarded claim keeps it to one consumer across the mesh, and a
-   * delivery of it still open here keeps it, taking v4's claim column back from the hub.
+   * delivery of it still open here keeps it, taking v4's claim column back from the hub under its lease only:
+   * the hub also routes this gateway's own publishes back here, often while the claim is still in flight, and
+   * a claim written then would beat the gateway's own and strand the event (store.retakeConsumerClaim).
    */
   async routeAnnounced(event: StoredEvent): Promise<void> {
     if (event.position > (this.#cursors.get(event.domain) ?? this.#start)) return this.route(event);
     for (const key of this.#consumers.groupsFor(event.domain, event.name)) {
       if (key.group !== DEFAULT_GROUP) continue;
-      if (this.#leases.isOpen(key, event.id)) await this.#store.claimForConsumer(event.id, this.#claimant);
+      if (this.#leases.isOpen(key, event.id)) await this.#store.retakeConsumerClaim(event.id, this.#claimant, { owner: this.#leases.owner, now: Date.now() });
       else this.#backlog.signalLedger(key);
     }
   }

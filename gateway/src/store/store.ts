@@ -202,6 +202,15 @@ export interface EventStore {
    * hub may hand back a claim a slow v4 spoke then settles); true when this consumer won.
    */
   claimForConsumer(eventId: string, consumer: string): Promise<boolean>;
+  /**
+   * claimForConsumer for an event whose delivery this gateway instance holds: consumed_spoke NULL → set with
+   * `consumer` only while `lease.owner` holds a lease in force on the event for the default group (the
+   * delivery ledger's row: that owner, a deadline after `lease.now`, no outcome) and the event has no outcome,
+   * checked and set atomically. A hub that took v4's claim back (its lease sweep) from an event still being
+   * handled here gets it back; an event whose claim here is still being decided, or whose delivery ended, is
+   * left alone: a gateway sets v4's claim only under its lease, so its own claim never loses to it.
+   */
+  retakeConsumerClaim(eventId: string, consumer: string, lease: { owner: string; now: number }): Promise<boolean>;
   /** Clears the consumer claim so that the event can be delivered again (lease expired, consumer gone). */
   releaseConsumerClaim(eventId: string): Promise<void>;
   /** Records the outcome once: a second outcome for the same event is ignored. */

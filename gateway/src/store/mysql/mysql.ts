@@ -359,6 +359,22 @@ export class MysqlStore implements EventStore {
     return (await this.#exec('claim the event for a consumer', sql, [consumer, eventId])) === 1;
   }
 
+  async retakeConsumerClaim(eventId: string, consumer: string, lease: { owner: string; now: number }): Promise<boolean> {
+    // The lease row first, locked, then v4's row: the ledger's order (claim, settle, release), so no deadlock with
+    // them, and a release committing meanwhile (its lease ended, v4's claim cleared) is seen, whatever the isolation.
+    const work = async (conn: PoolConnection): Promise<boolean> => {
+      const held = await select<{ one: number }>(
+        conn,
+        `SELECT 1 AS one FROM eventflow_delivery WHERE event_id = ? AND gname = '' AND grp = '' AND owner = ? AND outcome IS NULL AND deadline > ? FOR UPDATE`,
+        [eventId, lease.owner, lease.now],
+      );
+      if (held.length === 0) return false;
+      const sql = `UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id = ? AND consumed_spoke IS NULL AND ${UNSETTLED}`;
+      return (await affected(conn, sql, [consumer, eventId])) === 1;
+    };
+    return this.#do('take the consumer claim back', () => this.#transaction(work));
+  }
+
   async releaseConsumerClaim(eventId: string): Promise<void> {
     const sql = `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = ? AND ${UNSETTLED}`;
     await this.#exec('release the consumer claim', sql, [eventId]);

@@ -33,6 +33,8 @@ export class SqliteStore implements EventStore {
   #open: { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } | undefined;
   #checkpointer: Checkpointer | undefined;
   #ledger: SqliteLedger | undefined;
+  /** retakeConsumerClaim's statement, prepared on first use (per open database). */
+  #retake: Database.Statement<[{ id: string; now: string; consumer: string; owner: string; at: number }]> | undefined;
   #catalog: SqliteCatalog | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
   /** What the last batches published, for the reads that follow them. */
@@ -88,6 +90,7 @@ export class SqliteStore implements EventStore {
     await this.#orphans?.written.catch(() => undefined);
     const open = this.#open;
     this.#open = undefined;
+    this.#retake = undefined;
     this.#catalog = undefined;
     this.#recent.forget();
     const checkpointer = this.#checkpointer;
@@ -286,6 +289,17 @@ export class SqliteStore implements EventStore {
 
   async claimForConsumer(eventId: string, consumer: string): Promise<boolean> {
     return this.#s.claimForConsumer.run({ id: eventId, now: now(), consumer }).changes === 1;
+  }
+
+  async retakeConsumerClaim(eventId: string, consumer: string, lease: { owner: string; now: number }): Promise<boolean> {
+    // One statement: atomic under SQLite's single writer. Prepared here, not with the others: the ledger's tables
+    // are created after them (SqliteLedger).
+    this.#retake ??= this.#store.db.prepare<[{ id: string; now: string; consumer: string; owner: string; at: number }]>(
+      `UPDATE event_published SET consumed_spoke = @now, consumer = @consumer
+       WHERE event_id = @id AND consumed_spoke IS NULL AND success IS NULL AND failed IS NULL
+         AND EXISTS (SELECT 1 FROM eventflow_delivery d WHERE d.event_id = @id AND d.gname = '' AND d.grp = '' AND d.owner = @owner AND d.outcome IS NULL AND d.deadline > @at)`,
+    );
+    return this.#retake.run({ id: eventId, now: now(), consumer, owner: lease.owner, at: lease.now }).changes === 1;
   }
 
   async releaseConsumerClaim(eventId: string): Promise<void> {
