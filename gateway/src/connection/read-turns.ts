@@ -29,13 +29,6 @@ export class ReadTurns {
     this.#atOnce = atOnce;
   }
 
-  /** Reads waiting for a turn, all connections together. */
-  get waiting(): number {
-    let count = 0;
-    for (const queue of this.#waiting.values()) count += queue.length;
-    return count;
-  }
-
   /** Resolves, in a later turn of the event loop, once `owner` may read a page; call `done` when it has. */
   take(owner: object): Promise<Done> {
     return new Promise((resolve) => {
