@@ -2,12 +2,13 @@
  * What operator operations cost and show a token (issue 23): `listScheduled` reads only the domains
  * the token may read (in the store's query, with a row budget per request), `cancelScheduled` acts
  * only on the stored row's domain and answers a foreign id as an unknown one, `groups` and
- * `deadLetters` need `consume` on each domain listed, and one connection creates at most
+ * `deadLetters` need `consume` on each domain listed, `listDomains` costs a connection that may read
+ * nothing no store read, and one connection creates at most
  * EVENTFLOW_MAX_GROUPS_PER_CONNECTION consumer groups.
  */
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cancelScheduled, isEventflowError, listDeadLetters, listGroups, listScheduled, type StoredEvent } from '@eventflow/core';
+import { cancelScheduled, isEventflowError, listDeadLetters, listDomains, listGroups, listScheduled, type StoredEvent } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
@@ -152,5 +153,25 @@ describe('consumer groups per connection', () => {
     expect((await h.gateway.store.ledger().groups(Date.now())).map((group) => group.group)).toEqual(['g1', 'g2', 'g3']);
     // Another connection has its own count.
     await h.client().consume('jobs', 'run', () => undefined, { group: 'g4' });
+  });
+});
+
+describe('listDomains', () => {
+  it('costs a connection that may read nothing no read of the store (it counts every event)', async () => {
+    h = await startHarness({ ...jwt, EVENTFLOW_AUTH_ANONYMOUS: 'publish' });
+    const admin = h.client({ token: await token({ publish: ['*'], read: ['*'] }) });
+    await admin.publish({ domain: 'tenant-a', name: 'n', pid: 'p' });
+    const catalog = h.gateway.store.catalog;
+    const domains = catalog.domains.bind(catalog);
+    let reads = 0;
+    catalog.domains = () => {
+      reads++;
+      return domains();
+    };
+    const anonymous = h.client();
+    expect(await listDomains(anonymous)).toEqual({ domains: [], actions: ['publish'] });
+    expect(reads).toBe(0);
+    expect((await listDomains(admin)).domains.map((row) => row.domain)).toEqual(['tenant-a']);
+    expect(reads).toBe(1);
   });
 });
