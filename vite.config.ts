@@ -61,6 +61,8 @@ const integration = [
   'gateway/test/availability.test.ts',
   'gateway/test/bad-input.test.ts',
   'gateway/test/http-fuzz.test.ts',
+  // A million rows read by replays while another client is timed: seconds of CPU.
+  'gateway/test/replay-fairness.test.ts',
 ];
 const nodeTests = ['packages/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts'];
 /** Built apps (the demo, the console) in Chromium against a real gateway. */

@@ -236,4 +236,11 @@ describe('demo dashboard end to end', () => {
     expect(pageErrors).toEqual([]);
     await screenshot('05-caught-up');
   });
+
+  it('runs under its Content-Security-Policy and framing headers: every step above, and no violation reported', async () => {
+    const response = await page.goto(gateway!.gateway.httpUrl, { waitUntil: 'load' });
+    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    await page.locator(`${sel.connection}[data-state="open"]`).waitFor();
+    expect(pageLog.filter((line) => /content security policy/i.test(line))).toEqual([]);
+  });
 });

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { EventflowError } from '@eventflow/core';
 import { actions, type Action } from './connection/auth.js';
-import { parseAllowedOrigins } from './connection/limits.js';
+import { parseAllowedHosts, parseAllowedOrigins } from './connection/limits.js';
 import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
 import { describeConfigIssue, expected } from './config-issues.js';
@@ -80,6 +80,18 @@ export const configSchema = z.object({
   /** Requests one connection may have unanswered; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
   EVENTFLOW_MAX_IN_FLIGHT: positiveInt.default(configDefaults.EVENTFLOW_MAX_IN_FLIGHT),
   /**
+   * Rows per second (burst one second's worth) that one connection's subscription replays may read
+   * from the store without sending them (a pattern subscription's pages of other domains); past it
+   * its replays pause until the budget is back, and still complete. 0 = unlimited.
+   */
+  EVENTFLOW_MAX_SCAN_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_SCAN_RATE),
+  /**
+   * Consumer groups (distinct domain, name, group) one connection may register consumers in over its
+   * life; one more `consume` is refused with E_EVENTFLOW_LIMIT_EXCEEDED. Groups are durable: this
+   * bounds how many one connection can create.
+   */
+  EVENTFLOW_MAX_GROUPS_PER_CONNECTION: positiveInt.default(configDefaults.EVENTFLOW_MAX_GROUPS_PER_CONNECTION),
+  /**
    * How long a consumer has to settle a delivery (or `extend` it) before it is revoked and the event
    * goes to a consumer again, another one if there is one.
    */
@@ -134,6 +146,21 @@ export const configSchema = z.object({
     })
     .optional(),
   /**
+   * Comma-separated host names the HTTP routes (/healthz, /readyz, /metrics, the console, the demo)
+   * answer in the `Host` header (any port; `*` = any). Unset: loopback names, IP addresses and
+   * EVENTFLOW_HOST. Others get 421: a page of another site that has its name resolve to this
+   * gateway (DNS rebinding) must not read it. WebSocket upgrades are checked by their Origin instead.
+   */
+  EVENTFLOW_ALLOWED_HOSTS: z
+    .string()
+    .transform((value, context) => {
+      const parsed = parseAllowedHosts(value);
+      if ('hosts' in parsed) return parsed.hosts;
+      context.addIssue({ code: 'custom', message: parsed.problem });
+      return z.NEVER;
+    })
+    .optional(),
+  /**
    * `none`: no authentication, every connection may do everything (keep the gateway on loopback or
    * behind a trusted proxy). `jwt`: connections present a JWT in `hello`; its `eventflow` claim
    * lists the domains allowed per action (see README "Authentication").
@@ -178,6 +205,13 @@ export const configSchema = z.object({
    * gateway or turn it `off`. They hold counts and latencies only, no event data or ids.
    */
   EVENTFLOW_METRICS: z.enum(['on', 'off']).default(configDefaults.EVENTFLOW_METRICS),
+  /**
+   * `on`: the consumer group gauges carry `domain`, `name` and `group` labels (the
+   * METRICS_GROUP_SERIES groups with the most pending events; the rest summed under empty labels).
+   * `off`: one series per gauge over all groups, naming no domain or group: /metrics answers anyone
+   * who reaches the port, and those names are tenants'.
+   */
+  EVENTFLOW_METRICS_GROUP_LABELS: z.enum(['on', 'off']).default(configDefaults.EVENTFLOW_METRICS_GROUP_LABELS),
   /** How long /readyz waits for the store's answer before it reports the store not ready. */
   EVENTFLOW_READY_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_READY_TIMEOUT_MS),
   /** The gateway's identity in event_published (publisher, hub, consumer); generated when unset. */

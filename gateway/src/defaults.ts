@@ -33,6 +33,8 @@ export const configDefaults = {
   EVENTFLOW_HANDSHAKE_TIMEOUT_MS: 10_000,
   EVENTFLOW_MAX_SUBSCRIPTIONS: 1000,
   EVENTFLOW_MAX_IN_FLIGHT: 256,
+  EVENTFLOW_MAX_SCAN_RATE: 50_000,
+  EVENTFLOW_MAX_GROUPS_PER_CONNECTION: 100,
   EVENTFLOW_CONSUME_LEASE_MS: 30_000,
   EVENTFLOW_CONSUME_MAX_ATTEMPTS: 5,
   EVENTFLOW_MAX_GROUPS_PER_DOMAIN: 256,
@@ -48,6 +50,7 @@ export const configDefaults = {
   EVENTFLOW_JWT_MAX_LIFETIME_S: 86_400,
   EVENTFLOW_LOG_LEVEL: 'info',
   EVENTFLOW_METRICS: 'on',
+  EVENTFLOW_METRICS_GROUP_LABELS: 'off',
   EVENTFLOW_READY_TIMEOUT_MS: 2_000,
   EVENTFLOW_SNAPSHOT_EVERY: 100,
 } as const;
@@ -60,6 +63,18 @@ export const CLOSE_GRACE_MS = 1_000;
 /** Subscription replay pages: large enough to be quick, small enough to bound memory per subscription. */
 export const REPLAY_PAGE = 500;
 
+/**
+ * Replay pages read at once, gateway-wide (connection/read-turns.ts): on SQLite each takes a turn of
+ * the event loop anyway; on MySQL this leaves the rest of the pool to requests.
+ */
+export const REPLAY_READS_AT_ONCE = 2;
+
+/**
+ * Rows one listing request (listScheduled) reads at most; past it, the answer ends early with a
+ * `next` cursor from which the client reads on.
+ */
+export const LIST_SCAN_ROWS = 5_000;
+
 /** How long a replay waits for a client that takes none of its buffered frames before cutting it off (4008). */
 export const REPLAY_STALL_MS = 30_000;
 
@@ -68,6 +83,14 @@ export const REPLAY_DRAIN_POLL_MS = 5;
 
 /** While a condition repeats, one summary line per this long at most (condition-log.ts). */
 export const SUMMARY_EVERY_MS = 60_000;
+
+// ── metrics ──
+
+/**
+ * With EVENTFLOW_METRICS_GROUP_LABELS=on: the consumer groups with a series of their own per gauge
+ * (the most pending first); the others are summed into one series with empty labels.
+ */
+export const METRICS_GROUP_SERIES = 50;
 
 // ── delivery ──
 

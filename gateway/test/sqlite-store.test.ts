@@ -191,7 +191,7 @@ describe('SqliteStore', () => {
         for (const outcome of await Promise.all(batch)) if (outcome) appended.push(outcome.event.id);
       } else if (roll === 6 && appended.length > 0) await writer.delete(anEvent());
       else if (roll === 7) await writer.claimDueScheduled(new Date());
-      else if (roll === 8 && appended.length > 0) await writer.catalog.cancelScheduled(anEvent());
+      else if (roll === 8 && appended.length > 0) await writer.catalog.cancelScheduled(anEvent(), pick(['a', 'b']));
       else if (roll === 9 && appended.length > 0) await writer.append(newEvent({ id: anEvent() }), { publisher: 's' }).catch(() => undefined);
       const head = await reference.head();
       for (const store of [one, two]) {
@@ -211,7 +211,7 @@ describe('SqliteStore', () => {
     const later = await store.append(newEvent(), { publisher: 's', scheduledAt: new Date(Date.now() + 60_000) });
     const child = await store.append(newEvent({ rid: later.event.id }), { publisher: 's' });
     expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([child.event]);
-    expect(await store.catalog.cancelScheduled(later.event.id)).toBe(true);
+    expect(await store.catalog.cancelScheduled(later.event.id, later.event.domain)).toBe(true);
     expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([{ ...child.event, rid: null }]);
   });
 });

@@ -107,14 +107,37 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
       const page = await store.catalog.scheduled({ limit: 1, after: { due: all[0]!.due, id: all[0]!.id } });
       expect(page.map((s) => s.id)).toEqual([all[1]?.id]);
       expect((await store.catalog.scheduled({ domain: 'billing', limit: 10 })).map((s) => s.id)).toEqual([c.id]);
-      expect(await store.catalog.cancelScheduled(a.id)).toBe(true);
+      // Only in the domain named: the caller's right was checked on that one.
+      expect(await store.catalog.cancelScheduled(c.id, 'orders')).toBe(false);
+      expect(await store.read(c.id)).toBeDefined();
+      expect(await store.catalog.cancelScheduled(a.id, a.domain)).toBe(true);
       expect(await store.read(a.id)).toBeUndefined();
-      expect(await store.catalog.cancelScheduled(a.id)).toBe(false);
+      expect(await store.catalog.cancelScheduled(a.id, a.domain)).toBe(false);
       await store.claimDueScheduled(new Date(Date.now() + 200_000));
-      expect(await store.catalog.cancelScheduled(b.id)).toBe(false);
+      expect(await store.catalog.cancelScheduled(b.id, b.domain)).toBe(false);
       expect(await store.read(b.id)).toBeDefined();
       const { event: plain } = await store.append(event({}));
-      expect(await store.catalog.cancelScheduled(plain.id)).toBe(false);
+      expect(await store.catalog.cancelScheduled(plain.id, plain.domain)).toBe(false);
+    });
+
+    it('lists scheduled events only of domains matching the patterns given, each character but `*` taken literally', async () => {
+      const store = await open();
+      const due = new Date(Date.now() + 60_000);
+      const domains = ['a_b', 'axb', 'a%b', 'a[b', 'A_B', '?', 'a!b'];
+      const ids = new Map<string, string>();
+      for (const domain of domains) ids.set(domain, (await store.append(event({ domain, pid: 'p' }), { publisher: 'g', scheduledAt: due })).event.id);
+      const listed = async (patterns: string[]): Promise<string[]> =>
+        (await store.catalog.scheduled({ domains: patterns, limit: 100 })).map((row) => row.domain).sort();
+      expect(await listed(['a_b'])).toEqual(['a_b']);
+      expect(await listed(['a%b'])).toEqual(['a%b']);
+      expect(await listed(['a[b'])).toEqual(['a[b']);
+      expect(await listed(['a!b'])).toEqual(['a!b']);
+      expect(await listed(['?'])).toEqual(['?']);
+      expect(await listed(['a*b'])).toEqual(['a!b', 'a%b', 'a[b', 'a_b', 'axb']);
+      expect(await listed(['A*', '?'])).toEqual(['?', 'A_B']);
+      expect(await listed(['é*', 'ä'])).toEqual([]);
+      expect(await listed([])).toEqual([]);
+      expect((await store.catalog.scheduled({ limit: 100 })).length).toBe(domains.length);
     });
 
     it('finds where the last N published events of a subscription begin', async () => {

@@ -4,6 +4,7 @@
  * cancellation of a scheduled event.
  */
 import { isEventflowError } from '@eventflow/core';
+import { LIST_SCAN_ROWS } from '../defaults.js';
 import { actions } from './auth.js';
 import type { Operations } from './operations.js';
 import type { Session } from './session.js';
@@ -20,12 +21,16 @@ const readable = (session: Session, domain: string): boolean => session.may('rea
 
 export const catalogOperations: CatalogOperations = {
   async listDomains(session) {
+    // Reading the domains counts every event of the store: a connection that may read none of them
+    // (an anonymous one, before its token) is answered without that work.
+    const actionsAnywhere = actions.filter((action) => session.may(action));
+    if (!session.may('read')) return { domains: [], actions: actionsAnywhere };
     const domains = await session.context.store.catalog.domains();
     return {
       domains: domains
         .filter(({ domain }) => readable(session, domain))
         .map((summary) => ({ ...summary, actions: actions.filter((action) => session.may(action, summary.domain)) })),
-      actions: actions.filter((action) => session.may(action)),
+      actions: actionsAnywhere,
     };
   },
 
@@ -53,15 +58,23 @@ export const catalogOperations: CatalogOperations = {
   async listScheduled(session, { domain, after, limit = DEFAULT_SCHEDULED_PAGE }) {
     const { catalog } = session.context.store;
     if (domain !== undefined) session.recheck('listScheduled', 'read', domain);
-    // Without a domain the store lists every domain's: pages are read until `limit` readable ones are found.
+    // Without a domain, the store reads only the domains the token may read (its patterns, in SQL).
+    const domains = domain === undefined ? session.patterns('read') : undefined;
+    if (domains?.length === 0) return { scheduled: [] };
+    // Every row is checked again here (the outbound rule); pages are read until `limit` readable
+    // ones are found, at most LIST_SCAN_ROWS rows per request: past it, the answer ends early with
+    // the cursor of the last row read, so a client pages on and no request reads without bound.
     const found: ScheduledSummary[] = [];
     let cursor = after;
+    let read = 0;
     for (;;) {
-      const page = await catalog.scheduled({ domain, after: cursor, limit: limit + 1 });
+      const page = await catalog.scheduled({ domain, domains, after: cursor, limit: limit + 1 });
+      read += page.length;
       found.push(...page.filter((row) => readable(session, row.domain)));
       const last = page.at(-1);
       if (found.length > limit || page.length <= limit || last === undefined) break;
       cursor = { due: last.due, id: last.id };
+      if (read >= LIST_SCAN_ROWS) return { scheduled: found, next: cursor };
     }
     const scheduled = found.slice(0, limit);
     const lastShown = scheduled.at(-1);
@@ -71,13 +84,15 @@ export const catalogOperations: CatalogOperations = {
 
   async cancelScheduled(session, { id }) {
     // Forbidden is answered as `delete` answers it (visibility.ts); an id that names nothing cancels nothing.
+    let domain: string;
     try {
-      await session.eventFor('cancelScheduled', 'schedule', id);
+      ({ domain } = await session.eventFor('cancelScheduled', 'schedule', id));
     } catch (error) {
       if (isEventflowError(error, 'E_EVENTFLOW_EVENT_NOT_FOUND')) return { cancelled: false };
       throw error;
     }
-    return { cancelled: await session.context.store.catalog.cancelScheduled(id) };
+    // The store deletes only a row of the domain the right was checked on, in the deleting statement.
+    return { cancelled: await session.context.store.catalog.cancelScheduled(id, domain) };
   },
 
   async gatewayStats(session) {

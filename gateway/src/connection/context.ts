@@ -6,6 +6,7 @@ import type { Router } from '../router/router.js';
 import type { EventStore } from '../store/store.js';
 import type { Authenticator } from './auth.js';
 import type { ConnectionLimits } from './limits.js';
+import type { ReadTurns } from './read-turns.js';
 import type { Admitted } from '../server/admission.js';
 
 /** What every connection of a gateway shares (server/gateway.ts makes it). */
@@ -22,6 +23,10 @@ export interface SessionContext {
   readonly maxBufferedBytes: number;
   /** Live events parked while replays run, per connection (EVENTFLOW_MAX_PARKED_BYTES); beyond, they are re-read from the store. */
   readonly maxParkedBytes: number;
+  /** Rows per second a connection's replays may read without sending them (EVENTFLOW_MAX_SCAN_RATE; 0: no bound). */
+  readonly maxScanRate: number;
+  /** The gateway's turns for replay reads, shared by every connection (read-turns.ts). */
+  readonly readTurns: ReadTurns;
   readonly handshakeTimeout: number;
   /**
    * EVENTFLOW_AUTH_TIMEOUT_MS when it applies (jwt without anonymous rights), else 0: a connection

@@ -1,7 +1,7 @@
 /**
- * What one connection may use of the gateway, and which browser pages may open a connection at
- * all: the per-connection limits (registrations, requests in flight, publish rate) and the
- * `Origin` check of WebSocket upgrades. A breached limit is answered with a coded error frame for
+ * What one connection may use of the gateway, and which browser pages may reach it at all: the
+ * per-connection limits (registrations, requests in flight, publish rate), the `Origin` check of
+ * WebSocket upgrades and the `Host` check of HTTP requests. A breached limit is answered with a coded error frame for
  * that request; the connection stays open and nothing is done or stored.
  */
 import { EventflowError } from '@eventflow/core';
@@ -18,6 +18,8 @@ export interface ConnectionLimits {
   readonly maxDataKeys: number;
   /** Nesting depth of one event's data (EVENTFLOW_MAX_DATA_DEPTH, data-shape.ts). */
   readonly maxDataDepth: number;
+  /** Consumer groups one connection may register consumers in over its life (EVENTFLOW_MAX_GROUPS_PER_CONNECTION). */
+  readonly maxGroups: number;
 }
 
 /** `E_EVENTFLOW_LIMIT_EXCEEDED`, naming the variable that sets the limit and its value. */
@@ -138,4 +140,50 @@ function sameAsBrowsersSend(origin: string): boolean {
   } catch {
     return false;
   }
+}
+
+// ── Host ──
+
+/**
+ * A `Host` header's name without its port, lowercase: `[::1]` stays bracketed. Undefined when the
+ * header is not a host[:port] at all.
+ */
+export function hostName(header: string): string | undefined {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]/@]+)(?::\d*)?$/.exec(header.trim());
+  return match?.[1]?.toLowerCase().replace(/\.$/, '');
+}
+
+/** An IPv4 or a bracketed IPv6 literal: a name no DNS answer can stand behind. */
+function isAddress(name: string): boolean {
+  if (name.startsWith('[')) return true;
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(name);
+}
+
+/**
+ * Whether an HTTP request with this `Host` header may be answered. DNS rebinding makes a page of
+ * another site reach the gateway under that site's name, so the name is what is checked: by default
+ * loopback names, IP addresses (a page at an address cannot be rebound) and the configured
+ * EVENTFLOW_HOST; with `allowed`, those names only (`*`: any). No header (HTTP/1.0, not a browser): allowed.
+ */
+export function hostAllowed(header: string | undefined, allowed: readonly string[] | undefined, listenHost: string): boolean {
+  if (header === undefined) return true;
+  const name = hostName(header);
+  if (name === undefined) return false;
+  if (allowed !== undefined) return allowed.includes('*') || allowed.includes(name);
+  return LOOPBACK_HOSTS.has(name) || name.endsWith('.localhost') || isAddress(name) || name === listenHost.toLowerCase();
+}
+
+/** EVENTFLOW_ALLOWED_HOSTS: comma-separated host names (no scheme, port or path), or `*`. */
+export function parseAllowedHosts(value: string): { hosts: string[] } | { problem: string } {
+  const hosts = value
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== '');
+  if (hosts.length === 0) return { problem: 'lists no host; leave it unset for the default, or use * to allow any' };
+  for (const host of hosts) {
+    if (host !== '*' && hostName(host) !== host) {
+      return { problem: `"${host}" is not a host name: write it without scheme, port or path (e.g. gateway.example.com, [::1]), or *` };
+    }
+  }
+  return { hosts };
 }

@@ -1,7 +1,9 @@
 /**
  * The operations on consumer groups and dead letters (the console's and the CLI's): list groups and
- * dead letters for the domains the connection may consume; delete a group, requeue or discard a
- * dead letter behind the `manage` right of the domain (auth.ts rules).
+ * dead letters for the domains the connection may consume (its `consume` right on each, checked as
+ * the answer is made: holding `read` or `subscribe` there is not enough, a dead letter carries the
+ * handler's error text); delete a group, requeue or discard a dead letter behind the `manage` right
+ * of the domain (auth.ts rules).
  */
 import type { Operation } from './operations.js';
 import type { GroupKey } from '../store/ledger.js';
@@ -19,8 +21,9 @@ const DEFAULT_PAGE = 100;
 export const manageOperations: ManageOperations = {
   async groups(session, { domain }) {
     const { store, dispatcher } = session.context;
+    if (domain !== undefined && !session.may('consume', domain)) return { groups: [] };
     const all = await store.ledger().groups(Date.now());
-    const visible = all.filter((group) => (domain === undefined || group.domain === domain) && session.knows('consume', group.domain));
+    const visible = all.filter((group) => (domain === undefined || group.domain === domain) && session.may('consume', group.domain));
     return { groups: visible.map(({ oldestPendingAt, ...group }) => ({ ...group, members: dispatcher.members(group), ...(oldestPendingAt ? { oldestPendingAt } : {}) })) };
   },
 
@@ -32,8 +35,9 @@ export const manageOperations: ManageOperations = {
   },
 
   async deadLetters(session, { domain, limit, offset }) {
+    if (domain !== undefined && !session.may('consume', domain)) return { deadLetters: [] };
     const letters = await session.context.store.ledger().deadLetters({ domain, limit: limit ?? DEFAULT_PAGE, offset: offset ?? 0 });
-    return { deadLetters: letters.filter((letter) => session.knows('consume', letter.domain)) };
+    return { deadLetters: letters.filter((letter) => session.may('consume', letter.domain)) };
   },
 
   async requeueDeadLetter(session, { eventId, ...key }) {

@@ -2,6 +2,12 @@
  * A connection's subscription replays: the published events after a position, read in pages and
  * sent at the client's pace, while live events of the replaying subscriptions are parked (within
  * EVENTFLOW_MAX_PARKED_BYTES) and sent after the replay without duplicates.
+ *
+ * What a replay may cost: each page waits for a turn of the event loop (read-turns.ts), so other
+ * connections are answered between pages; and the rows a replay reads without sending them (a
+ * pattern subscription's pages of other domains) are charged to the connection's scan budget
+ * (EVENTFLOW_MAX_SCAN_RATE): past it, the connection's replays pause until it is back. Rows that
+ * are sent need no budget: the client's pace holds them back (#drained).
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { ConditionLevel } from '../condition-log.js';
@@ -9,6 +15,8 @@ import { REPLAY_DRAIN_POLL_MS, REPLAY_PAGE, REPLAY_STALL_MS } from '../defaults.
 import type { LogFields } from '../log.js';
 import type { EventStore } from '../store/store.js';
 import { encodeEvent } from './encode.js';
+import { TokenBucket } from './limits.js';
+import type { ReadTurns } from './read-turns.js';
 
 /** One subscription of a connection, as its Session keeps it. */
 export interface SubscriptionState {
@@ -28,6 +36,10 @@ export interface ReplayConnection {
   readonly store: Pick<EventStore, 'readPublishedAfter' | 'readPublishedSince'>;
   readonly maxBufferedBytes: number;
   readonly maxParkedBytes: number;
+  /** Rows per second the connection's replays may read without sending them (EVENTFLOW_MAX_SCAN_RATE); 0: no bound. */
+  readonly maxScanRate: number;
+  /** The gateway's turns for replay reads (read-turns.ts). */
+  readonly turns: ReadTurns;
   /** Bytes sent and not yet taken by the client. */
   bufferedAmount(): number;
   /** The connection is being closed: nothing more is sent. */
@@ -55,6 +67,8 @@ export class Replays {
    */
   running = 0;
   #parkedBytes = 0;
+  /** Rows read and not sent (EVENTFLOW_MAX_SCAN_RATE); made by the first replay that skips a row. */
+  #scanBudget: TokenBucket | undefined;
 
   constructor(connection: ReplayConnection) {
     this.#connection = connection;
@@ -113,14 +127,24 @@ export class Replays {
     let caughtUp = false;
     try {
       for (;;) {
-        const page = await source.read(last);
+        const done = await connection.turns.take(this);
+        let page: StoredEvent[];
+        try {
+          if (gone()) return;
+          page = await source.read(last);
+        } finally {
+          done();
+        }
+        let skipped = 0;
         for (const event of page) {
           if (connection.bufferedAmount() > connection.maxBufferedBytes / 4) await this.#drained();
           if (gone()) return;
           const frame = source.frame(event);
           if (frame !== undefined) connection.sendFrame(frame);
+          else skipped++;
           last = event.position;
         }
+        if (skipped > 0) await this.#spendScan(skipped);
         if (gone()) return;
         if (page.length === REPLAY_PAGE) continue;
         if (!state.overflowed) {
@@ -147,6 +171,19 @@ export class Replays {
       const frame = event.position > last ? source.frame(event) : undefined;
       if (frame !== undefined) connection.sendFrame(frame);
     }
+  }
+
+  /**
+   * Charges `rows` read and not sent to the connection's scan budget, and waits while it is in debt:
+   * the replay goes on at the budget's rate and still completes.
+   */
+  async #spendScan(rows: number): Promise<void> {
+    const rate = this.#connection.maxScanRate;
+    if (rate <= 0) return;
+    const wait = (this.#scanBudget ??= new TokenBucket(rate)).spend(rows);
+    if (wait <= 0) return;
+    this.#connection.note('scan budget', 'info', 'replays read more rows without sending them than EVENTFLOW_MAX_SCAN_RATE allows; they go on at that rate', { limit: rate, waitMs: wait });
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 
   /** Forgets a subscription's parked events and gives their bytes back to the connection's budget. */

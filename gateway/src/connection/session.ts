@@ -18,6 +18,7 @@ import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handsha
 import type { Operation, Operations } from './operations.js';
 import { Outbound } from './outbound.js';
 import { RequestLimits, type Registration } from './request-limits.js';
+import { limitExceeded } from './limits.js';
 import { Replays, type SubscriptionState } from './replay.js';
 import { ConnectionRights } from './rights.js';
 import { PatternSubscriptions } from './pattern-subscriptions.js';
@@ -69,6 +70,12 @@ export class Session implements Peer {
   #consumersMade: Map<string, ConsumerState> | undefined;
   /** Handles of the waits registered and not finished yet. */
   #waitsMade: Set<string> | undefined;
+  /**
+   * The consumer groups (domain, name, group) this connection has registered consumers in, over its
+   * life (EVENTFLOW_MAX_GROUPS_PER_CONNECTION): groups are durable, so removing the consumer does
+   * not give the slot back.
+   */
+  #groupsJoined: Set<string> | undefined;
   /** Requests in flight, the publish rate, the registration limit. */
   readonly #limits: RequestLimits;
   #replaysMade: Replays | undefined;
@@ -161,6 +168,8 @@ export class Session implements Peer {
       store: this.context.store,
       maxBufferedBytes: this.context.maxBufferedBytes,
       maxParkedBytes: this.context.maxParkedBytes,
+      maxScanRate: this.context.maxScanRate,
+      turns: this.context.readTurns,
       bufferedAmount: () => this.#transport.bufferedAmount,
       closing: () => this.#closing,
       sendFrame: (frame) => this.#out.frame(frame),
@@ -232,6 +241,15 @@ export class Session implements Peer {
   /** Whether the connection's rights allow `action` on `domain` now (on some domain without one). */
   may(action: Action, domain?: string): boolean {
     return domain === undefined ? allowsAny(this.#rights.current, action) : allows(this.#rights.current, action, domain);
+  }
+
+  /**
+   * The domain patterns the connection's rights allow `action` on now (glob.ts), for a store read to
+   * select by; undefined when they allow it on every domain (a `*` grant).
+   */
+  patterns(action: Action): readonly string[] | undefined {
+    const grants = this.#rights.current.grants[action] ?? [];
+    return grants.some((pattern) => pattern.source === '*') ? undefined : grants.map((pattern) => pattern.source);
   }
 
   /** Replaces the connection's rights with those of `token`; throws E_EVENTFLOW_UNAUTHORIZED (keeping the old rights) when it is not valid. */
@@ -390,22 +408,43 @@ export class Session implements Peer {
     if (existing !== undefined && (existing.domain !== domain || existing.name !== name || existing.group !== group)) {
       throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${handle}" already names another consumer on this connection; use a new handle`);
     }
+    const joined = this.#joinGroup(streamKey(streamKey(domain, name), group));
     this.#consumers.set(handle, { domain, name, group });
+    const undo = (): void => {
+      if (existing === undefined) this.#consumers.delete(handle);
+      if (joined) this.#groupsJoined?.delete(joined);
+    };
     const head = await this.context.store.head();
     try {
       this.recheck('consume', 'consume', domain);
     } catch (error) {
-      if (existing === undefined) this.#consumers.delete(handle);
+      undo();
       throw error;
     }
     try {
       const spec = { group, concurrency: options.concurrency, retry: options.retry };
       await this.context.dispatcher.addConsumer(this, handle, domain, name, spec, options.ordered === undefined ? {} : { ordered: options.ordered });
     } catch (error) {
-      if (existing === undefined) this.#consumers.delete(handle);
+      undo();
       throw error;
     }
     return head;
+  }
+
+  /**
+   * Counts a group this connection registers a consumer in; returns its key when it is new here
+   * (taken back if the registration fails), undefined when the connection joined it before. Throws
+   * E_EVENTFLOW_LIMIT_EXCEEDED past EVENTFLOW_MAX_GROUPS_PER_CONNECTION, before anything is stored.
+   */
+  #joinGroup(key: string): string | undefined {
+    const joined = (this.#groupsJoined ??= new Set());
+    if (joined.has(key)) return undefined;
+    const { maxGroups } = this.context.limits;
+    if (joined.size >= maxGroups) {
+      throw limitExceeded('EVENTFLOW_MAX_GROUPS_PER_CONNECTION', maxGroups, 'consume: this connection has registered consumers in as many consumer groups as allowed; use a connection per worker, or fewer groups');
+    }
+    joined.add(key);
+    return key;
   }
 
   /** Unregisters consumer `handle`; its open deliveries go to other consumers. */

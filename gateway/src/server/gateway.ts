@@ -27,7 +27,8 @@ import { hubConnections } from '../readiness.js';
 import { LocalRouter } from '../router/local.js';
 import type { Router } from '../router/router.js';
 import { Scheduler } from '../delivery/scheduler.js';
-import { SCHEDULER_POLL_MS } from '../defaults.js';
+import { REPLAY_READS_AT_ONCE, SCHEDULER_POLL_MS } from '../defaults.js';
+import { ReadTurns } from '../connection/read-turns.js';
 import { Session } from '../connection/session.js';
 import { listenFailed, storeUnavailable } from '../startup-failure.js';
 import { SqliteStore } from '../store/sqlite/sqlite.js';
@@ -134,7 +135,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
   const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
-  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()));
+  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()), { labelled: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on' });
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
   const dispatcher = new Dispatcher(store, router, id, log, {
@@ -183,6 +184,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     },
     maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
     maxParkedBytes: settings.EVENTFLOW_MAX_PARKED_BYTES,
+    maxScanRate: settings.EVENTFLOW_MAX_SCAN_RATE,
+    readTurns: new ReadTurns(REPLAY_READS_AT_ONCE),
     handshakeTimeout: settings.EVENTFLOW_HANDSHAKE_TIMEOUT_MS,
     limits: {
       maxSubscriptions: settings.EVENTFLOW_MAX_SUBSCRIPTIONS,
@@ -190,6 +193,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       maxPublishRate: settings.EVENTFLOW_MAX_PUBLISH_RATE,
       maxDataKeys: settings.EVENTFLOW_MAX_DATA_KEYS,
       maxDataDepth: settings.EVENTFLOW_MAX_DATA_DEPTH,
+      maxGroups: settings.EVENTFLOW_MAX_GROUPS_PER_CONNECTION,
     },
     // Anonymous rights make anonymous connections intended: then only their number is bounded.
     authTimeout: settings.EVENTFLOW_AUTH === 'jwt' && settings.EVENTFLOW_AUTH_ANONYMOUS.length === 0 ? settings.EVENTFLOW_AUTH_TIMEOUT_MS : 0,
@@ -230,6 +234,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     router: givenRouter,
     prometheus,
     readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+    allowedHosts: settings.EVENTFLOW_ALLOWED_HOSTS,
+    listenHost: settings.EVENTFLOW_HOST,
     closing: () => closing !== undefined,
   });
   // Every handler runs behind a guard (http-guard.ts): nothing a request carries can end the process.

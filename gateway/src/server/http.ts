@@ -1,7 +1,8 @@
 /**
  * The gateway's HTTP routes: `/healthz`, `/readyz`, `/metrics` (EVENTFLOW_METRICS), the console
  * and the demo dashboard when built (sites.ts), a plain answer at `/` otherwise, 404 for the rest. WebSocket
- * upgrades are not requests: gateway.ts takes them.
+ * upgrades are not requests: gateway.ts takes them. Every route answers only a `Host` the gateway
+ * is known by (EVENTFLOW_ALLOWED_HOSTS, connection/limits.ts): 421 for others.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log.js';
@@ -9,6 +10,8 @@ import type { PrometheusMetrics } from '../metrics.js';
 import { checkReadiness } from '../readiness.js';
 import type { Router } from '../router/router.js';
 import type { EventStore } from '../store/store.js';
+import { hostAllowed } from '../connection/limits.js';
+import { ConditionLog } from '../condition-log.js';
 import { answerPlain, requestPath } from './http-guard.js';
 import { serveSite, type Sites } from './sites.js';
 
@@ -20,6 +23,9 @@ export interface HttpRoutes {
   readonly router: Router;
   readonly prometheus: PrometheusMetrics | undefined;
   readonly readyTimeoutMs: number;
+  /** EVENTFLOW_ALLOWED_HOSTS (undefined: the default) and EVENTFLOW_HOST. */
+  readonly allowedHosts: readonly string[] | undefined;
+  readonly listenHost: string;
   /** Whether the gateway is shutting down (then /readyz answers 503). */
   closing(): boolean;
 }
@@ -31,6 +37,8 @@ export function httpHandler(routes: HttpRoutes): HttpHandler {
   let nextHttpRequest = 1;
   /** The last /readyz status (a gateway starts ready: a first 503 or degraded is logged, a first ready is not). */
   let was = 'ready';
+  // A page retrying in a loop: one line, then counts.
+  const refusals = new ConditionLog(log);
 
   return function handleHttp(request, response, sites) {
     // The path only: a query string may carry a token.
@@ -39,6 +47,11 @@ export function httpHandler(routes: HttpRoutes): HttpHandler {
     if (pathname === undefined) {
       requestLog.debug('http request refused: the target is not a URL', { method: request.method });
       answerPlain(response, 400, 'bad request: the request-target is not a valid URL\n');
+      return;
+    }
+    if (!hostAllowed(request.headers.host, routes.allowedHosts, routes.listenHost)) {
+      refusals.note('host refused', 'warn', 'http request refused: Host not allowed (see EVENTFLOW_ALLOWED_HOSTS)', { host: request.headers.host, remote: request.socket.remoteAddress });
+      answerPlain(response, 421, 'misdirected request: this gateway does not answer to this Host name; add it to EVENTFLOW_ALLOWED_HOSTS if it is the gateway\'s\n');
       return;
     }
     requestLog.debug('http request', { method: request.method, path: pathname });

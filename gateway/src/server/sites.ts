@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { packageRoot } from '../package-root.js';
-import { serveStatic } from './static.js';
+import { serveStatic, SITE_HEADERS } from './static.js';
 
 /** gateway/console, from src/, dist/ and bundle/ alike. */
 export const bundledConsoleDir = fileURLToPath(new URL('console/', packageRoot));
@@ -39,7 +39,7 @@ export function serveSite(sites: Sites, pathname: string, request: IncomingMessa
   if (sites.console && sites.demo) {
     if (pathname === CONSOLE_MOUNT) {
       // The build's asset URLs are relative: the page must be at a path ending in '/'.
-      response.writeHead(308, { location: `${CONSOLE_MOUNT}/` }).end();
+      response.writeHead(308, { ...SITE_HEADERS, location: `${CONSOLE_MOUNT}/` }).end();
       return true;
     }
     if (pathname.startsWith(`${CONSOLE_MOUNT}/`)) {

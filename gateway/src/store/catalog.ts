@@ -107,6 +107,12 @@ export interface ScheduledSummary {
 
 export interface ScheduledQuery {
   domain?: string | undefined;
+  /**
+   * Only domains matching one of these token patterns (`*`: any run of characters, every other
+   * character itself; connection/glob.ts); undefined: every domain. The connection's rights, pushed
+   * into the query so that rows it may not see are not read one page at a time.
+   */
+  domains?: readonly string[] | undefined;
   /** The cursor: the last (due, id) of the previous page. */
   after?: { due: string; id: string } | undefined;
   limit: number;
@@ -124,8 +130,12 @@ export interface Catalog {
   associations(domain: string, pid: string): Promise<Associations>;
   /** Scheduled events not fired yet, soonest first. */
   scheduled(query: ScheduledQuery): Promise<ScheduledSummary[]>;
-  /** Deletes a scheduled event that has not fired; false when there is none (fired, cancelled, never scheduled). */
-  cancelScheduled(id: string): Promise<boolean>;
+  /**
+   * Deletes the scheduled event `id` of `domain` that has not fired; false when there is none
+   * (fired, cancelled, never scheduled, or of another domain). `domain` is the one the caller's
+   * right was checked on, matched in the deleting statement itself.
+   */
+  cancelScheduled(id: string, domain: string): Promise<boolean>;
   /**
    * The position after which the newest `count` published events of (domain, name) lie (`*`: any
    * name), 0 when there are fewer: where a subscription "from the last N" replays from.
@@ -147,6 +157,22 @@ export const PROCESS_SUMMARY = `SELECT e.pid AS pid,
          MAX(p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) AS pending,
          MAX(s.event_id IS NOT NULL AND s.executed IS NULL) AS scheduled
        FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id`;
+
+/**
+ * Token patterns (glob.ts) as SQL LIKE patterns with `!` as the escape character: `*` → `%`, and
+ * `%`, `_`, `!` escaped. Patterns with characters outside ASCII are left out: domains are ASCII,
+ * so they match nothing (and an ASCII column would turn them into `?`, which might).
+ */
+export function likePatterns(patterns: readonly string[]): string[] {
+  return patterns.filter(isAscii).map((pattern) => pattern.replace(/[!%_]/g, '!$&').replaceAll('*', '%'));
+}
+
+/** The same as SQLite GLOB patterns (case-sensitive, unlike its LIKE): `*` stays, `[` and `?` are bracketed. */
+export function globPatterns(patterns: readonly string[]): string[] {
+  return patterns.filter(isAscii).map((pattern) => pattern.replace(/[[?]/g, '[$&]'));
+}
+
+const isAscii = (text: string): boolean => /^[\x00-\x7f]*$/.test(text);
 
 /** `prefix` as a half-open range [low, high) of pids: ids are printable ASCII, 0x7f sorts after all of them. */
 export function prefixRange(prefix: string | undefined): { low: string; high: string } {

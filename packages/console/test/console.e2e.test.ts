@@ -303,6 +303,14 @@ describe('the console end to end', () => {
     await screenshot('20-narrow-work', narrow);
     await narrow.close();
   });
+
+  it('runs under its Content-Security-Policy and framing headers: every view above, and no violation reported', async () => {
+    const response = await page.goto(gateway!.gateway.httpUrl, { waitUntil: 'load' });
+    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(response?.headers()['x-frame-options']).toBe('DENY');
+    await page.locator('[data-testid="connection-state"][data-state="open"]').waitFor();
+    expect(pageLog.filter((line) => /content security policy/i.test(line))).toEqual([]);
+  });
 });
 
 afterAll(() => {

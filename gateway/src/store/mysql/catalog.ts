@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { likePatterns, PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';
@@ -112,23 +112,27 @@ export class MysqlCatalog implements Catalog {
     return { children, entities };
   }
 
-  async scheduled({ domain, after, limit }: ScheduledQuery): Promise<ScheduledSummary[]> {
+  async scheduled({ domain, domains, after, limit }: ScheduledQuery): Promise<ScheduledSummary[]> {
     const afterDue = after ? new Date(after.due) : new Date(0);
+    // The connection's patterns as LIKE patterns in one JSON parameter (one prepared statement for any number of them).
+    const patterns = domains === undefined ? null : JSON.stringify(likePatterns(domains));
     const rows = await this.#select<Omit<ScheduledSummary, 'due' | 'timestamp'> & { due: Date; timestamp: Date }>(
       'list the scheduled events',
       `SELECT e.id, e.domain, e.name, e.pid, ${DUE} AS due, e.timestamp
        FROM event_scheduled s JOIN event e ON e.id = s.event_id LEFT JOIN eventflow_schedule d ON d.event_id = s.event_id
-       WHERE s.executed IS NULL AND (? IS NULL OR e.domain = ?) AND (${DUE} > ? OR (${DUE} = ? AND e.id > ?))
+       WHERE s.executed IS NULL AND (? IS NULL OR e.domain = ?)
+         AND (? IS NULL OR EXISTS (SELECT 1 FROM JSON_TABLE(?, '$[*]' COLUMNS (p VARCHAR(1024) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) g WHERE e.domain LIKE g.p ESCAPE '!'))
+         AND (${DUE} > ? OR (${DUE} = ? AND e.id > ?))
        ORDER BY ${DUE}, e.id LIMIT ?`,
-      [domain ?? null, domain ?? null, afterDue, afterDue, after?.id ?? '', limit],
+      [domain ?? null, domain ?? null, patterns, patterns, afterDue, afterDue, after?.id ?? '', limit],
     );
     return rows.map((row) => ({ id: row.id, domain: row.domain, name: row.name, pid: row.pid, due: isoNow(row.due), timestamp: isoNow(row.timestamp) }));
   }
 
-  async cancelScheduled(id: string): Promise<boolean> {
-    // The guard and the delete in one statement: a firing that claimed the row first wins.
-    const sql = `DELETE e FROM event e JOIN event_scheduled s ON s.event_id = e.id WHERE e.id = ? AND s.executed IS NULL`;
-    return (await exec(this.#pool(), 'cancel the scheduled event', sql, [id])) > 0;
+  async cancelScheduled(id: string, domain: string): Promise<boolean> {
+    // The guards and the delete in one statement: a firing that claimed the row first wins, and only the domain the right was checked on.
+    const sql = `DELETE e FROM event e JOIN event_scheduled s ON s.event_id = e.id WHERE e.id = ? AND e.domain = ? AND s.executed IS NULL`;
+    return (await exec(this.#pool(), 'cancel the scheduled event', sql, [id, domain])) > 0;
   }
 
   async positionBeforeLast(domain: string, name: string, count: number): Promise<Position> {

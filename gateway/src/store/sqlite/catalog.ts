@@ -2,7 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
 import { toStoredEvent, type EventRow } from './statements.js';
-import { PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { globPatterns, PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
@@ -48,14 +48,16 @@ function prepare(db: Database.Database) {
       `SELECT x.event_id AS eventId, x.eid FROM event e JOIN event_eid x ON x.event_id = e.id
        WHERE e.domain = @domain AND e.pid = @pid ORDER BY e.position, x.eid`,
     ),
-    scheduled: db.prepare<[{ domain: string | null; afterDue: string; afterId: string; limit: number }], ScheduledSummary>(
+    // `patterns`: a JSON array of GLOB patterns (catalog.ts globPatterns), or NULL for every domain.
+    scheduled: db.prepare<[{ domain: string | null; patterns: string | null; afterDue: string; afterId: string; limit: number }], ScheduledSummary>(
       `SELECT e.id, e.domain, e.name, e.pid, s.scheduled AS due, e.timestamp FROM event_scheduled s JOIN event e ON e.id = s.event_id
        WHERE s.executed IS NULL AND (@domain IS NULL OR e.domain = @domain)
+         AND (@patterns IS NULL OR EXISTS (SELECT 1 FROM json_each(@patterns) g WHERE e.domain GLOB g.value))
          AND (s.scheduled > @afterDue OR (s.scheduled = @afterDue AND e.id > @afterId))
        ORDER BY s.scheduled, e.id LIMIT @limit`,
     ),
-    cancel: db.prepare<[{ id: string }]>(
-      `DELETE FROM event WHERE id = @id AND EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = event.id AND s.executed IS NULL)`,
+    cancel: db.prepare<[{ id: string; domain: string }]>(
+      `DELETE FROM event WHERE id = @id AND domain = @domain AND EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = event.id AND s.executed IS NULL)`,
     ),
     lastAny: db.prepare<[{ domain: string; skip: number }], { position: number }>(
       `SELECT e.position FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = @domain AND ${FIRED}
@@ -117,13 +119,14 @@ export class SqliteCatalog implements Catalog {
     return { children: this.#s.children.all({ domain, pid }), entities: this.#s.entities.all({ domain, pid }) };
   }
 
-  async scheduled({ domain, after, limit }: ScheduledQuery): Promise<ScheduledSummary[]> {
-    return this.#s.scheduled.all({ domain: domain ?? null, afterDue: after?.due ?? '', afterId: after?.id ?? '', limit });
+  async scheduled({ domain, domains, after, limit }: ScheduledQuery): Promise<ScheduledSummary[]> {
+    const patterns = domains === undefined ? null : JSON.stringify(globPatterns(domains));
+    return this.#s.scheduled.all({ domain: domain ?? null, patterns, afterDue: after?.due ?? '', afterId: after?.id ?? '', limit });
   }
 
-  async cancelScheduled(id: string): Promise<boolean> {
+  async cancelScheduled(id: string, domain: string): Promise<boolean> {
     this.#deleting();
-    return this.#s.cancel.run({ id }).changes > 0;
+    return this.#s.cancel.run({ id, domain }).changes > 0;
   }
 
   async positionBeforeLast(domain: string, name: string, count: number): Promise<Position> {
