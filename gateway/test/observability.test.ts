@@ -125,8 +125,10 @@ describe('/metrics', () => {
     expect(moved('eventflow_errors_total{code="E_EVENTFLOW_UNKNOWN_DELIVERY"}')).toBe(1);
     // One append per write; the router handed 4 published events on.
     expect(moved('eventflow_store_operation_seconds_count{operation="append"}')).toBe(5);
-    // Three settles, and the fourth (of a delivery no longer open here) looked up in the ledger.
-    expect(moved('eventflow_store_operation_seconds_count{operation="ledger.settle"}')).toBe(4);
+    // Three settles, one after the other (each its own batch of ledger writes), and the fourth (of a
+    // delivery no longer open here) looked up in the ledger.
+    expect(moved('eventflow_store_operation_seconds_count{operation="ledger.apply"}')).toBe(3);
+    expect(moved('eventflow_store_operation_seconds_count{operation="ledger.delivery"}')).toBe(1);
     expect(moved('eventflow_store_operation_seconds_count{operation="markOrphans"}')).toBe(1);
     expect(moved('eventflow_router_publish_seconds_count{router="local"}')).toBe(4);
     expect(after.get('eventflow_router_publish_seconds_bucket{le="+Inf",router="local"}')).toBe(after.get('eventflow_router_publish_seconds_count{router="local"}'));
