@@ -17,12 +17,19 @@
  * the group resumes after the store failed: no pass has to finish first, and no restart is needed.
  */
 import { randomBytes } from 'node:crypto';
+import type { StoredEvent } from '@eventflow/core';
 import type { Logger } from '../log.js';
 import { CLAIM_BATCH, GROUP_POLL_MS } from '../defaults.js';
 import type { DeliveryLedger, GroupKey, GroupOptions, GroupRecord } from '../store/ledger.js';
 import { groupId, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
 import type { Leases } from './leases.js';
 
+/** Claims of one group under way at once, at most. */
+const MAX_CLAIMS = 3;
+/** A claim made while another is under way takes at least this many events. */
+const MIN_OVERLAPPING_CLAIM = 16;
+/** Events routed here kept at hand for the claims that follow (not read from the store again). */
+const RECENT_EVENTS = 4_096;
 /** Avoid hints kept per group at most. */
 const AVOID_MAX = 10_000;
 /** setTimeout cannot wait longer than 2^31-1 ms. */
@@ -33,12 +40,15 @@ class GroupBacklog {
   readonly key: GroupKey;
   readonly #backlog: Backlog;
   #record: Promise<GroupRecord> | undefined;
-  /** A claim is being made (or about to be). */
-  #claiming = false;
+  /** Claims under way, and the credit they were made for. */
+  #inFlight = 0;
+  #reserved = 0;
   /** The last claim took less than it asked for: nothing more until something changes (or the timer). */
   #drained = false;
-  /** Signalled since the claim under way read the store: it may have missed what changed. */
+  /** Signalled since the claims under way read the store: they may have missed what changed. */
   #dirty = false;
+  /** The newest position of an event of the group routed here. */
+  #routedUpTo: number | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Infinity;
   /** Store failures in a row: the retry timer backs off. */
@@ -68,6 +78,12 @@ class GroupBacklog {
     this.#record = undefined;
   }
 
+  /** An event of the group was routed here (at `position`). */
+  routed(position: number): void {
+    this.#routedUpTo = Math.max(this.#routedUpTo ?? 0, position);
+    this.signal();
+  }
+
   /** Something may be claimable now. */
   signal(): void {
     this.#drained = false;
@@ -75,12 +91,21 @@ class GroupBacklog {
     this.wake();
   }
 
-  /** Claims if members have free credit and the backlog may hold something (a claim under way goes on while both hold). */
+  /**
+   * Claims while members have credit no claim is made for yet and the backlog may hold something:
+   * up to MAX_CLAIMS claims at once (each its own transaction: on MariaDB they overlap their round
+   * trips, and SKIP LOCKED keeps them on different rows).
+   */
   wake(): void {
-    if (this.#claiming || this.#drained || this.#backlog.stopped || this.#free() <= 0) return;
-    this.#claiming = true;
-    // A microtask: the routes of one pump page (or the settles of one batch) make one claim.
-    queueMicrotask(() => void this.#claim());
+    while (!this.#drained && !this.#backlog.stopped && this.#inFlight < MAX_CLAIMS) {
+      const limit = Math.min(CLAIM_BATCH, this.#free() - this.#reserved);
+      // A small claim while another is under way waits for it: it would cost a transaction for a few events.
+      if (limit <= 0 || (this.#inFlight > 0 && limit < MIN_OVERLAPPING_CLAIM)) return;
+      this.#inFlight += 1;
+      this.#reserved += limit;
+      this.#dirty = false;
+      void this.#claim(limit);
+    }
   }
 
   stop(): void {
@@ -99,47 +124,47 @@ class GroupBacklog {
     return this.#backlog.consumers.members(this.key);
   }
 
-  async #claim(): Promise<void> {
+  async #claim(limit: number): Promise<void> {
     const backlog = this.#backlog;
+    // A microtask later: the routes of one pump page (or the settles of one batch) make one claim.
+    await Promise.resolve();
     try {
-      while (!backlog.stopped) {
-        const limit = Math.min(CLAIM_BATCH, this.#free());
-        if (limit <= 0 || this.#drained) break;
-        this.#dirty = false;
-        this.#record ??= backlog.ledger().ensureGroup(this.key);
-        const record = await this.#record;
-        const leases = backlog.leases;
-        const maxAttempts = Math.max(...this.#members().map((member) => leases.maxAttempts(member)), leases.maxAttempts(undefined));
-        const now = Date.now();
-        const result = await backlog.ledger().claim({
-          group: record,
-          owner: leases.owner,
-          consumer: leases.consumerId,
-          secret: randomBytes(16).toString('hex'),
-          deadline: now + leases.leaseMs,
-          now,
-          limit,
-          maxAttempts,
-        });
-        this.#failures = 0;
-        if (result.missing) {
-          this.#record = undefined;
-          continue;
-        }
-        if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
-        const unsent = [];
-        for (const claimed of result.claimed) {
-          const stale = leases.supersede(this.key, claimed.event.id);
-          const member = this.#next(stale ?? this.#avoid.get(claimed.event.id));
-          this.#avoid.delete(claimed.event.id);
-          if (member && !backlog.stopped) leases.open(member, this.key, claimed);
-          else unsent.push(claimed);
-        }
-        if (unsent.length > 0) void leases.giveBack(this.key, unsent);
-        if (result.claimed.length + result.dead.length < limit) {
-          this.#drained = !this.#dirty;
-          this.#arm(Math.min(result.nextDue ?? Infinity, Date.now() + GROUP_POLL_MS));
-        }
+      this.#record ??= backlog.ledger().ensureGroup(this.key);
+      const record = await this.#record;
+      const leases = backlog.leases;
+      const maxAttempts = Math.max(...this.#members().map((member) => leases.maxAttempts(member)), leases.maxAttempts(undefined));
+      const now = Date.now();
+      const result = await backlog.ledger().claim({
+        group: record,
+        owner: leases.owner,
+        consumer: leases.consumerId,
+        secret: randomBytes(16).toString('hex'),
+        deadline: now + leases.leaseMs,
+        now,
+        limit,
+        maxAttempts,
+        upTo: this.#routedUpTo,
+        known: backlog.known,
+      });
+      this.#failures = 0;
+      if (result.missing) {
+        this.#record = undefined;
+        this.#dirty = true;
+      }
+      if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
+      const unsent = [];
+      for (const claimed of result.claimed) {
+        const stale = leases.supersede(this.key, claimed.event.id);
+        const member = this.#next(stale ?? this.#avoid.get(claimed.event.id));
+        this.#avoid.delete(claimed.event.id);
+        if (member && !backlog.stopped) leases.open(member, this.key, claimed);
+        else unsent.push(claimed);
+      }
+      if (unsent.length > 0) void leases.giveBack(this.key, unsent);
+      if (result.claimed.length + result.dead.length < limit && !result.missing) {
+        // Drained, unless something changed while it was being read.
+        if (!this.#dirty) this.#drained = true;
+        this.#arm(Math.min(result.nextDue ?? Infinity, Date.now() + GROUP_POLL_MS));
       }
     } catch (error) {
       this.#failures += 1;
@@ -147,8 +172,10 @@ class GroupBacklog {
       this.#drained = true;
       this.#arm(Date.now() + Math.min(GROUP_POLL_MS, 50 * 2 ** Math.min(this.#failures, 5)));
     } finally {
-      this.#claiming = false;
+      this.#inFlight -= 1;
+      this.#reserved -= limit;
     }
+    this.wake();
   }
 
   /** The event ended unsettled with `consumer`: its next delivery goes to another member if one has credit. */
@@ -197,6 +224,7 @@ export class Backlog {
   readonly leases: Leases;
   readonly #log: Logger;
   readonly #groups = new Map<string, GroupBacklog>();
+  readonly #recent = new Map<string, StoredEvent>();
   #stopped = false;
   /** When the last claim failure was logged (one line per GROUP_POLL_MS while the store fails). */
   #loggedAt = 0;
@@ -218,11 +246,18 @@ export class Backlog {
   }
 
   /** An event was routed: each group here that takes it claims (it is in their backlog from now on). True when a group here takes it. */
-  route(domain: string, name: string): boolean {
-    const keys = this.consumers.groupsFor(domain, name);
-    for (const key of keys) this.#groups.get(groupId(key))?.signal();
-    return keys.length > 0;
+  route(event: StoredEvent): boolean {
+    const keys = this.consumers.groupsFor(event.domain, event.name);
+    if (keys.length === 0) return false;
+    // Kept at hand for the claims that follow (bounded; a Map iterates oldest first).
+    if (this.#recent.size >= RECENT_EVENTS) this.#recent.delete(this.#recent.keys().next().value as string);
+    this.#recent.set(event.id, event);
+    for (const key of keys) this.#groups.get(groupId(key))?.routed(event.position);
+    return true;
   }
+
+  /** A recently routed event, for a claim (ClaimRequest.known). */
+  readonly known = (id: string): StoredEvent | undefined => this.#recent.get(id);
 
   /** A member's credit came free (`consumer`), and, with `pending`, the events of the key's ledger may hold something claimable. */
   ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean, unsettled?: string): void {

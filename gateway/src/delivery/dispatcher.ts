@@ -278,7 +278,7 @@ export class Dispatcher implements RouteTarget {
     const subscribed = this.#fanOut.send(event) || this.#patternIndex.wants(event);
     const waited = this.#waits.match(event);
     // The groups here claim it from their backlog in the store (one claim for the page's events).
-    const consumed = this.#backlog.route(event.domain, event.name);
+    const consumed = this.#backlog.route(event);
     return subscribed || waited || consumed;
   }
 

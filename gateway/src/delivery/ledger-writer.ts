@@ -7,6 +7,9 @@
 import { LEDGER_BATCH } from '../defaults.js';
 import type { DeliveryLedger, DeliveryRef, LedgerAction } from '../store/ledger.js';
 
+/** Batches written at once, at most. */
+const MAX_WRITING = 2;
+
 interface Pending {
   readonly action: LedgerAction;
   resolve(ended: DeliveryRef | undefined): void;
@@ -16,7 +19,8 @@ interface Pending {
 export class LedgerWriter {
   readonly #ledger: () => DeliveryLedger;
   #queue: Pending[] = [];
-  #writing = false;
+  /** Batches being written (two may overlap: on MariaDB one's round trips overlap the other's commit). */
+  #writing = 0;
   #scheduled = false;
 
   constructor(ledger: () => DeliveryLedger) {
@@ -32,7 +36,7 @@ export class LedgerWriter {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#writing || this.#queue.length === 0) return;
+    if (this.#scheduled || this.#writing >= MAX_WRITING || this.#queue.length === 0) return;
     this.#scheduled = true;
     // setImmediate, not a microtask: every settle frame read in this turn joins the batch.
     setImmediate(() => void this.#flush());
@@ -42,14 +46,15 @@ export class LedgerWriter {
     this.#scheduled = false;
     const batch = this.#queue.slice(0, LEDGER_BATCH);
     this.#queue = this.#queue.slice(batch.length);
-    this.#writing = true;
+    if (batch.length === 0) return;
+    this.#writing += 1;
     try {
       const results = await this.#ledger().apply(batch.map((pending) => pending.action));
       batch.forEach((pending, i) => pending.resolve(results[i]));
     } catch (error) {
       for (const pending of batch) pending.reject(error);
     } finally {
-      this.#writing = false;
+      this.#writing -= 1;
       this.#schedule();
     }
   }

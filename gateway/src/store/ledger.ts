@@ -100,6 +100,14 @@ export interface ClaimRequest {
   limit: number;
   /** A row delivered this many times already is dead-lettered instead of claimed. */
   maxAttempts: number;
+  /**
+   * The newest position routed here for the group: every position up to it is committed, and the
+   * group's rows up to it are written first. Undefined: up to the store's head (a claim not caused by
+   * a route: a member joined, a timer).
+   */
+  upTo?: number | undefined;
+  /** Events the caller has at hand (just routed): not read from the store again. */
+  known?: ((id: string) => StoredEvent | undefined) | undefined;
 }
 
 export interface Claimed {

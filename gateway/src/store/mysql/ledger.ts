@@ -12,7 +12,7 @@ import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { CLAIMABLE_V4, cut, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
-import { notOpen, openPool, run, transaction, type MysqlStoreOptions } from './db.js';
+import { ATTEMPTS, driverCode, notOpen, openPool, run, type MysqlStoreOptions } from './db.js';
 import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 
@@ -66,6 +66,24 @@ const MATERIALIZE_STEPS = 5;
 type GroupRow = { domain: string; name: string; grp: string; created_position: number | string; created_at: Date; ordered: number; materialized: number | string | null };
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
 
+/** How long a gateway goes by the group row it read (its `ordered`, the watermark in the store). */
+const GROUP_READ_MS = 1_000;
+
+/** A group as the claims of this gateway know it. */
+interface CachedGroup {
+  created: number;
+  ordered: boolean;
+  /** Every event of the group's filter up to this position has its row. */
+  materialized: number;
+  /** The store's head when the row was read. */
+  head: number;
+  readAt: number;
+  /** When the watermark was last written to the store. */
+  persistedAt: number;
+}
+
+const groupId = (key: GroupKey): string => `${key.domain}\u0000${key.name}\u0000${key.group}`;
+
 const num = (value: string | number | null | undefined): number | undefined => (value === null || value === undefined ? undefined : Number(value));
 
 const toRecord = (row: GroupRow): GroupRecord => ({
@@ -90,6 +108,9 @@ const ID_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(96) CHARACTER SET asc
 export class MysqlLedger implements DeliveryLedger {
   readonly #options: MysqlStoreOptions;
   #pool: Pool | undefined;
+  /** Connections with autocommit off: a transaction opens with its first statement (no BEGIN round trip). */
+  #writer: Pool | undefined;
+  readonly #groups = new Map<string, CachedGroup>();
 
   constructor(options: MysqlStoreOptions) {
     this.#options = options;
@@ -118,13 +139,37 @@ export class MysqlLedger implements DeliveryLedger {
     if (indexes.some((index) => index.name === 'idx_delivery_group')) await setup.query(`ALTER TABLE eventflow_delivery DROP INDEX idx_delivery_group`).catch(() => undefined);
     // A dead letter's reason is the handler's error, any text: not ASCII (tables of older gateways).
     await setup.query(`ALTER TABLE eventflow_dead_letter MODIFY reason VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`);
-    this.#pool = openLedgerPool(this.#options);
+    this.#pool = openLedgerPool(this.#options, true);
+    this.#writer = openLedgerPool(this.#options, false);
   }
 
   async close(): Promise<void> {
-    const pool = this.#pool;
+    const pools = [this.#pool, this.#writer];
     this.#pool = undefined;
-    await pool?.end();
+    this.#writer = undefined;
+    this.#groups.clear();
+    await Promise.all(pools.map((pool) => pool?.end()));
+  }
+
+  /**
+   * `work` in one transaction on a writer connection (autocommit off), run again on a deadlock.
+   * COMMIT is sent as the last statement; a failure rolls back (or drops the connection).
+   */
+  async #transaction<T>(work: (conn: PoolConnection) => Promise<T>): Promise<T> {
+    const writer = this.#writer;
+    if (writer === undefined) throw notOpen();
+    for (let attempt = 1; ; attempt += 1) {
+      const conn = await writer.getConnection();
+      try {
+        const result = await work(conn);
+        await conn.query('COMMIT');
+        conn.release();
+        return result;
+      } catch (error) {
+        await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+        if (driverCode(error) !== 'ER_LOCK_DEADLOCK' || attempt >= ATTEMPTS) throw error;
+      }
+    }
   }
 
   #do<T>(what: string, work: (pool: Pool) => Promise<T>): Promise<T> {
@@ -134,7 +179,7 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   #tx<T>(what: string, work: (conn: PoolConnection) => Promise<T>): Promise<T> {
-    return this.#do(what, (pool) => transaction(pool, work));
+    return this.#do(what, () => this.#transaction(work));
   }
 
   async #groupRow(on: Pool | PoolConnection, key: GroupKey): Promise<(GroupRow & { head: number | string }) | undefined> {
@@ -156,6 +201,7 @@ export class MysqlLedger implements DeliveryLedger {
         [key.domain, key.name, key.group, ordered],
       );
       if (options.ordered !== undefined) await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ?`, [ordered, key.domain, key.name, key.group]);
+      this.#groups.delete(groupId(key));
       const row = await this.#groupRow(pool, key);
       if (!row) throw new Error('the group was not recorded (eventflow_sequence has no row)');
       return toRecord(row);
@@ -168,6 +214,7 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
+    this.#groups.delete(groupId(key));
     return this.#tx('delete the consumer group', async (conn) => {
       const deleted = (await affected(conn, `DELETE FROM eventflow_group WHERE domain = ? AND name = ? AND grp = ?`, [key.domain, key.name, key.group])) > 0;
       if (deleted && key.group !== DEFAULT_GROUP) await affected(conn, `DELETE FROM eventflow_delivery WHERE domain = ? AND gname = ? AND grp = ?`, [key.domain, key.name, key.group]);
@@ -184,14 +231,16 @@ export class MysqlLedger implements DeliveryLedger {
       const only = domains === undefined ? '' : 'AND domain IN (?)';
       const scope = domains === undefined ? [] : [[...domains]];
       const v4Pending = `CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END`;
-      // Events after a group's watermark have no row yet: counted from the events (usually a short range).
+      // Events after a group's watermark in the store may have no row yet: counted from the events (a
+      // short range while the group has members; the stored watermark lags a claim's by up to a second).
+      const NO_ROW = `NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = IF(g.grp = '', '', g.name) AND r.grp = g.grp)`;
       const rows = await select<GroupRow & { later: number | string; laterFirst: number | string | null }>(
         pool,
         `SELECT g.*,
            (SELECT COUNT(*) FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED}))) AS later,
+             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED})) AND ${NO_ROW}) AS later,
            (SELECT MIN(x.position) FROM eventflow_position x JOIN event e ON e.id = x.event_id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED}) AS laterFirst
+             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND ${NO_ROW}) AS laterFirst
          FROM eventflow_group g WHERE 1 = 1 ${only.replace('domain', 'g.domain')} ORDER BY g.domain, g.name, g.grp`,
         scope,
       );
@@ -238,49 +287,84 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   /**
-   * Writes the group's rows for the events positioned since its watermark, in steps of
-   * MATERIALIZE_SPAN positions, each its own short transaction (INSERT IGNORE: several gateways may
-   * write the same rows; the watermark only moves forward). Positions commit in order (the sequence
-   * lock), so every position up to the head read is visible: the rows up to the watermark are complete.
+   * The group as this gateway last read it, and how far its rows are written (the watermark: every
+   * event of the group's filter up to it has its row). Read again at least every GROUP_READ_MS, so
+   * that `ordered` set by another gateway's member applies here within that time.
    */
-  async #materialize(pool: Pool, key: GroupKey, group: GroupRow & { head: number | string }): Promise<void> {
-    const head = Number(group.head);
+  async #cached(pool: Pool, key: GroupKey, now: number): Promise<CachedGroup | undefined> {
+    const id = groupId(key);
+    const cached = this.#groups.get(id);
+    if (cached && now - cached.readAt < GROUP_READ_MS) return cached;
+    const row = await this.#groupRow(pool, key);
+    if (!row) {
+      this.#groups.delete(id);
+      return undefined;
+    }
+    const fresh: CachedGroup = {
+      created: Number(row.created_position),
+      ordered: Number(row.ordered) === 1,
+      // Another gateway may have written further: the higher of the two.
+      materialized: Math.max(cached?.materialized ?? 0, Number(row.materialized ?? row.created_position)),
+      head: Number(row.head),
+      readAt: now,
+      persistedAt: cached?.persistedAt ?? now,
+    };
+    this.#groups.set(id, fresh);
+    return fresh;
+  }
+
+  /**
+   * In the claim's transaction: the group's rows for the events positioned after its watermark up to
+   * `to`, in one statement per MATERIALIZE_SPAN positions (INSERT IGNORE: several gateways may write
+   * the same rows). Positions commit in order (the sequence lock), so every position up to `to` (the
+   * head read, or a routed event's) is visible: the rows up to the watermark are complete. The
+   * watermark in the store moves at most once per GROUP_READ_MS (a later claim writes the same rows
+   * again, ignored, should this gateway stop before).
+   */
+  async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<void> {
     const { gname, grp } = ledgerColumns(key);
     const name = key.name === '*' ? '' : 'AND e.name = ?';
     const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
-    let from = Number(group.materialized ?? group.created_position);
-    for (let step = 0; step < MATERIALIZE_STEPS && from < head; step++) {
-      const to = Math.min(head, from + MATERIALIZE_SPAN);
-      await transaction(pool, async (conn) => {
-        await affected(
-          conn,
-          `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
-           SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
-           FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-           WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}`,
-          [gname, grp, from, to, key.domain, ...(key.name === '*' ? [] : [key.name])],
-        );
-        await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [to, key.domain, key.name, key.group, to]);
-      });
-      from = to;
+    for (let step = 0; step < MATERIALIZE_STEPS && group.materialized < to; step++) {
+      const end = Math.min(to, group.materialized + MATERIALIZE_SPAN);
+      await affected(
+        conn,
+        `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
+         SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
+         FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
+         WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}`,
+        [gname, grp, group.materialized, end, key.domain, ...(key.name === '*' ? [] : [key.name])],
+      );
+      group.materialized = end;
+    }
+    if (now - group.persistedAt >= GROUP_READ_MS) {
+      group.persistedAt = now;
+      await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [
+        group.materialized,
+        key.domain,
+        key.name,
+        key.group,
+        group.materialized,
+      ]);
     }
   }
 
-  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts }: ClaimRequest): Promise<ClaimResult> {
+  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
-      const group = await this.#groupRow(pool, key);
+      const group = await this.#cached(pool, key, now);
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
-      await this.#materialize(pool, key, group);
+      const to = Math.max(upTo ?? 0, group.head);
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
       const scope = rowScope(key);
       const free = `d.outcome IS NULL AND d.position > ? AND (d.deadline IS NULL OR d.deadline <= ?) AND (d.available_at IS NULL OR d.available_at <= ?) ${v4 ? `AND ${CLAIMABLE_V4}` : ''}`;
-      const freeParams = [Number(group.created_position), now, now];
+      const freeParams = [group.created, now, now];
       const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
       type Candidate = { event_id: string; attempts: number; last_error: string | null };
-      return transaction(pool, async (conn) => {
+      return this.#transaction(async (conn) => {
+        if (group.materialized < to) await this.#materialize(conn, key, group, to, now);
         let rows: Candidate[];
-        if (Number(group.ordered) !== 1) {
+        if (!group.ordered) {
           rows = await select<Candidate>(
             conn,
             `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
@@ -307,24 +391,31 @@ export class MysqlLedger implements DeliveryLedger {
                   [JSON.stringify(firsts.map((row) => row.event_id)), gname, grp, ...freeParams],
                 );
         }
-        const spent = rows.filter((row) => Number(row.attempts) >= maxAttempts);
-        const taken = rows.filter((row) => Number(row.attempts) < maxAttempts);
         const ids = rows.map((row) => row.event_id);
-        const events = new Map(
-          (ids.length === 0 ? [] : await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e JOIN eventflow_position x ON x.event_id = e.id JOIN ${ID_TABLE} ON e.id = j.id`, [JSON.stringify(ids)])).map(
-            (row) => [row.id, toStoredEvent(row)],
-          ),
-        );
+        const events = new Map<string, StoredEvent>();
+        const missing: string[] = [];
+        for (const id of ids) {
+          const event = known?.(id);
+          if (event) events.set(id, event);
+          else missing.push(id);
+        }
+        if (missing.length > 0) {
+          for (const row of await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e JOIN eventflow_position x ON x.event_id = e.id JOIN ${ID_TABLE} ON e.id = j.id`, [JSON.stringify(missing)])) {
+            events.set(row.id, toStoredEvent(row));
+          }
+        }
         // Rows of events deleted behind the ledger (no foreign key): dropped.
         const gone = ids.filter((id) => !events.has(id));
         if (gone.length > 0) await affected(conn, `DELETE d FROM eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`, [JSON.stringify(gone), gname, grp]);
         const dead: ClaimedDead[] = [];
-        const letters = spent.filter((row) => events.has(row.event_id)).map((row) => ({ id: row.event_id, error: row.last_error ?? 'lease expired', attempts: Number(row.attempts) }));
+        const letters = rows
+          .filter((row) => Number(row.attempts) >= maxAttempts && events.has(row.event_id))
+          .map((row) => ({ id: row.event_id, error: row.last_error ?? 'lease expired', attempts: Number(row.attempts) }));
         if (letters.length > 0) {
           await deadLetters(conn, gname, grp, letters);
           for (const letter of letters) dead.push({ event: events.get(letter.id) as StoredEvent, attempts: letter.attempts, lastError: letter.error });
         }
-        const claiming = taken.filter((row) => events.has(row.event_id));
+        const claiming = rows.filter((row) => Number(row.attempts) < maxAttempts && events.has(row.event_id));
         const claimed: Claimed[] = [];
         if (claiming.length > 0) {
           const list = JSON.stringify(claiming.map((row) => row.event_id));
@@ -530,9 +621,9 @@ async function ignoreDuplicate(statement: Promise<unknown>): Promise<void> {
   });
 }
 
-/** The ledger's own pool: the store's session set-up, and READ COMMITTED (see the header). */
-function openLedgerPool(options: MysqlStoreOptions): Pool {
-  const pool = openPool(options, 6, true);
+/** A pool of the ledger's own: the store's session set-up, and READ COMMITTED (see the header). */
+function openLedgerPool(options: MysqlStoreOptions, autocommit: boolean): Pool {
+  const pool = openPool(options, 6, autocommit);
   pool.pool.on('connection', (conn) => conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (error) => error && conn.destroy()));
   return pool;
 }

@@ -5,6 +5,7 @@
  * deliveries in one transaction.
  */
 import type Database from 'better-sqlite3';
+import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { now, toStoredEvent, type EventRow } from './statements.js';
@@ -38,8 +39,9 @@ const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]
  */
 const INDEXES = `
 DROP INDEX IF EXISTS idx_delivery_group;
-CREATE INDEX IF NOT EXISTS idx_delivery_id ON eventflow_delivery (delivery);
-CREATE INDEX IF NOT EXISTS idx_delivery_owner ON eventflow_delivery (owner, outcome);
+DROP INDEX IF EXISTS idx_delivery_id;
+DROP INDEX IF EXISTS idx_delivery_owner;
+CREATE INDEX IF NOT EXISTS idx_delivery_open ON eventflow_delivery (delivery) WHERE outcome IS NULL AND delivery IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_groupkey ON eventflow_delivery (domain, gname, grp);
 CREATE INDEX IF NOT EXISTS idx_delivery_queue ON eventflow_delivery (domain, gname, grp, position) WHERE outcome IS NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_pid ON eventflow_delivery (domain, gname, grp, pid, position) WHERE outcome IS NULL;
@@ -81,6 +83,7 @@ export class SqliteLedger implements DeliveryLedger {
 
   constructor(db: Database.Database) {
     this.#db = db;
+    db.function('eventflow_delivery_id', { deterministic: true }, (secret: unknown, eventId: unknown) => deliveryId(String(secret), String(eventId)));
     db.transaction(() => {
       db.exec(TABLES);
       for (const [table, column, ddl] of ADDED) {
@@ -222,48 +225,59 @@ export class SqliteLedger implements DeliveryLedger {
     this.#run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
   }
 
-  async claim({ group: key, owner, consumer, secret, deadline, now: at, limit, maxAttempts }: ClaimRequest): Promise<ClaimResult> {
+  async claim({ group: key, owner, consumer, secret, deadline, now: at, limit, maxAttempts, known }: ClaimRequest): Promise<ClaimResult> {
     return this.#immediate(() => {
       const updated = now();
       const group = this.#groupRow(key);
       // Deleted (here or by another gateway): nothing to claim until it is created again.
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       this.#materialize(group, key, updated);
-      const ordered = group.ordered === 1;
       const v4 = key.group === DEFAULT_GROUP;
-      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, limit), owner, consumer, deadline, updated };
-      const candidates = this.#all<CandidateRow>(
-        `SELECT d.attempts, d.last_error, e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data
-         FROM eventflow_delivery d JOIN event e ON e.id = d.event_id ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}
+      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, limit), owner, consumer, deadline, updated, secret, max: maxAttempts };
+      // The page: free rows in position order (an ordered group's first unsettled row of each pid only).
+      const page = `SELECT d.rowid FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}
          WHERE ${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
            AND (d.deadline IS NULL OR d.deadline <= @now) AND (d.available_at IS NULL OR d.available_at <= @now)
            ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
-           ${ordered ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}
-         ORDER BY d.position LIMIT @limit`,
+           ${group.ordered === 1 ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}
+         ORDER BY d.position LIMIT @limit`;
+      // Rows out of attempts first (their gateways let the leases run out): dead letters, not deliveries.
+      const spent = this.#all<{ event_id: string; attempts: number; last_error: string | null; position: number }>(
+        `UPDATE eventflow_delivery SET outcome = 'dead', last_error = COALESCE(last_error, 'lease expired'), deadline = NULL, delivery = NULL, updated = @updated
+         WHERE rowid IN (${page}) AND attempts >= @max RETURNING event_id, attempts, last_error, position`,
         params,
       );
+      if (spent.length > 0 && v4) {
+        const ids = JSON.stringify(spent.map((row) => row.event_id));
+        this.#run(`UPDATE event_published SET failed = @updated WHERE event_id IN (SELECT value FROM json_each(@ids)) AND success IS NULL AND failed IS NULL`, { ids, updated });
+        for (const row of spent) this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error: row.last_error, updated });
+      }
+      const taken = this.#all<{ event_id: string; attempts: number; delivery: string; position: number }>(
+        `UPDATE eventflow_delivery SET delivery = eventflow_delivery_id(@secret, event_id), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated
+         WHERE rowid IN (${page}) RETURNING event_id, attempts, delivery, position`,
+        { ...params, limit: Math.max(0, limit - spent.length) },
+      );
+      taken.sort((a, b) => a.position - b.position);
+      if (taken.length > 0 && v4) {
+        this.#run(`UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer WHERE event_id IN (SELECT value FROM json_each(@ids))`, {
+          ids: JSON.stringify(taken.map((row) => row.event_id)),
+          updated,
+          consumer,
+        });
+      }
+      const events = this.#events([...spent, ...taken].map((row) => row.event_id), known);
       const claimed: Claimed[] = [];
+      for (const row of taken) {
+        const event = events.get(row.event_id);
+        if (event) claimed.push({ event, delivery: row.delivery, attempt: row.attempts });
+      }
       const dead: ClaimedDead[] = [];
-      for (const { attempts, last_error, ...row } of candidates) {
-        const event = toStoredEvent(row);
-        const one = { ...params, id: event.id };
-        if (attempts >= maxAttempts) {
-          const lastError = last_error ?? 'lease expired';
-          this.#dead(one, v4, lastError);
-          dead.push({ event, attempts, lastError });
-          continue;
-        }
-        const delivery = deliveryId(secret, event.id);
-        this.#run(
-          `UPDATE eventflow_delivery SET delivery = @delivery, owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated
-           WHERE event_id = @id AND gname = @gname AND grp = @grp`,
-          { ...one, delivery },
-        );
-        if (v4) this.#run(`UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer WHERE event_id = @id`, one);
-        claimed.push({ event, delivery, attempt: attempts + 1 });
+      for (const row of spent) {
+        const event = events.get(row.event_id);
+        if (event) dead.push({ event, attempts: row.attempts, lastError: row.last_error ?? 'lease expired' });
       }
       const nextDue =
-        candidates.length < limit
+        spent.length + taken.length < limit
           ? (this.#get<{ next: number | null }>(
               `SELECT MIN(CASE WHEN d.deadline > @now THEN d.deadline ELSE d.available_at END) AS next FROM eventflow_delivery d
                WHERE ${rowScope(key)} AND d.outcome IS NULL AND (d.deadline > @now OR d.available_at > @now)`,
@@ -274,51 +288,76 @@ export class SqliteLedger implements DeliveryLedger {
     });
   }
 
-  /** The row dead: failed for the group, and (default group) v4's failed and the dead-letter row. */
-  #dead(params: { id: string; gname: string; grp: string; updated: string }, v4: boolean, error: string): void {
-    this.#run(`UPDATE eventflow_delivery SET outcome = 'dead', last_error = @error, deadline = NULL, delivery = NULL, updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
-      ...params,
-      error,
-    });
-    if (!v4) return;
-    this.#run(`UPDATE event_published SET failed = @updated WHERE event_id = @id AND ${UNSETTLED.replace(/p\./g, '')}`, params);
-    const attempts = this.#get<{ attempts: number }>(`SELECT attempts FROM eventflow_delivery WHERE event_id = @id AND gname = @gname AND grp = @grp`, params)?.attempts ?? 0;
-    this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { ...params, attempts, error });
+  /** The events of `ids`: those at hand, the rest read in one statement. */
+  #events(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
+    const events = new Map<string, StoredEvent>();
+    const missing: string[] = [];
+    for (const id of ids) {
+      const event = known?.(id);
+      if (event) events.set(id, event);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      for (const row of this.#all<EventRow>(`SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
+        events.set(row.id, toStoredEvent(row));
+      }
+    }
+    return events;
   }
 
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
     return this.#immediate(() => {
       const updated = now();
-      return actions.map((action) => {
-        const row = this.#current(action.delivery);
-        if (!row) return undefined;
-        const params = { id: row.event_id, gname: row.gname, grp: row.grp, updated };
-        const v4 = row.grp === DEFAULT_GROUP;
-        let attempts = row.attempts;
-        switch (action.kind) {
-          case 'outcome':
-            this.#run(`UPDATE eventflow_delivery SET outcome = @outcome, last_error = @error, deadline = NULL, delivery = NULL, updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
-              ...params,
-              outcome: action.outcome,
-              error: action.error ?? null,
-            });
-            if (v4) this.#run(`UPDATE event_published SET ${action.outcome} = @updated WHERE event_id = @id AND ${UNSETTLED.replace(/p\./g, '')}`, params);
-            break;
-          case 'dead':
-            this.#dead(params, v4, action.error);
-            break;
-          case 'release': {
-            const uncount = action.uncount ? 1 : 0;
-            attempts = Math.max(0, attempts - uncount);
-            this.#run(
-              `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, available_at = @availableAt, last_error = COALESCE(@error, last_error),
-                 attempts = MAX(0, attempts - @uncount), updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`,
-              { ...params, availableAt: action.availableAt ?? null, error: action.error ?? null, uncount },
-            );
-            if (v4) this.#unclaim(row.event_id);
-          }
+      // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
+      const first = new Map<string, LedgerAction>();
+      for (const action of actions) if (!first.has(action.delivery)) first.set(action.delivery, action);
+      const ended = new Map<string, RefRow>();
+      // Outcomes and dead letters in one statement. A settled row keeps its delivery id (its outcome
+      // makes the id void), so that the statement can say which deliveries it ended.
+      const outcomes = [...first.values()].filter((action) => action.kind !== 'release');
+      if (outcomes.length > 0) {
+        const rows = JSON.stringify(outcomes.map((action) => ({ d: action.delivery, o: action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : null, e: action.error ?? null })));
+        for (const row of this.#all<RefRow & { delivery: string }>(
+          `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated
+           FROM (SELECT json_extract(value, '$.d') AS dl, json_extract(value, '$.o') AS o, json_extract(value, '$.e') AS e FROM json_each(@rows)) AS j
+           WHERE d.delivery = j.dl AND d.outcome IS NULL
+           RETURNING delivery, event_id, domain, gname, grp, name, attempts`,
+          { rows, updated },
+        )) {
+          ended.set(row.delivery, row);
         }
-        return { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts };
+        const v4 = outcomes.filter((action) => ended.get(action.delivery)?.grp === DEFAULT_GROUP);
+        for (const column of ['success', 'failed'] as const) {
+          const ids = v4.filter((action) => (column === 'success' ? action.kind === 'outcome' && action.outcome === 'success' : !(action.kind === 'outcome' && action.outcome === 'success')));
+          if (ids.length === 0) continue;
+          this.#run(`UPDATE event_published SET ${column} = @updated WHERE event_id IN (SELECT value FROM json_each(@ids)) AND success IS NULL AND failed IS NULL`, {
+            updated,
+            ids: JSON.stringify(ids.map((action) => ended.get(action.delivery)?.event_id)),
+          });
+        }
+        for (const action of v4) {
+          if (action.kind !== 'dead') continue;
+          const row = ended.get(action.delivery) as RefRow;
+          this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error: action.error, updated });
+        }
+      }
+      // Releases (rarer) one by one: the delivery id is voided, so the row is read first.
+      for (const action of first.values()) {
+        if (action.kind !== 'release') continue;
+        const row = this.#current(action.delivery);
+        if (!row) continue;
+        const uncount = action.uncount ? 1 : 0;
+        this.#run(
+          `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, available_at = @availableAt, last_error = COALESCE(@error, last_error),
+             attempts = MAX(0, attempts - @uncount), updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`,
+          { id: row.event_id, gname: row.gname, grp: row.grp, availableAt: action.availableAt ?? null, error: action.error ?? null, uncount, updated },
+        );
+        if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
+        ended.set(action.delivery, { ...row, attempts: Math.max(0, row.attempts - uncount) });
+      }
+      return actions.map((action) => {
+        const row = first.get(action.delivery) === action ? ended.get(action.delivery) : undefined;
+        return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: row.attempts };
       });
     });
   }
