@@ -52,7 +52,10 @@ const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]
  * (ordered groups), the counts of the `groups` listing, and deleting a group.
  */
 const INDEXES: ReadonlyArray<readonly [name: string, columns: string]> = [
-  ['idx_delivery_queue', '(domain, gname, grp, outcome, position)'],
+  // `deadline` before `position`: a claim's locking read ranges over the rows with no lease (NULL)
+  // only. InnoDB keeps the lock of every row a locking read examines, SKIP LOCKED or not, matching or
+  // not: a range over leased rows would hold the rows that settles are writing until the claim commits.
+  ['idx_delivery_queue', '(domain, gname, grp, outcome, deadline, position)'],
   ['idx_delivery_pid', '(domain, gname, grp, pid, position)'],
   ['idx_delivery_state', '(outcome, domain, gname, grp)'],
   ['idx_delivery_attempts', '(attempts)'],
@@ -365,11 +368,35 @@ export class MysqlLedger implements DeliveryLedger {
         if (group.materialized < to) await this.#materialize(conn, key, group, to, now);
         let rows: Candidate[];
         if (!group.ordered) {
-          rows = await select<Candidate>(
+          // Leases that ran out first (their gateways died or stalled): looked for without locks (a
+          // locking read of the range `deadline <= now` also locks the first lease in force past it, an
+          // open delivery whose settle would then wait for this claim), then locked by key. Then rows with
+          // no lease, in position order: the index's range of NULL deadlines, which examines no lease.
+          const v4Free = v4 ? `AND ${CLAIMABLE_V4}` : '';
+          const expired = await select<{ event_id: string }>(
             conn,
-            `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
-            [...scope.params, ...freeParams, limit],
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline <= ? AND d.position > ? ${v4Free} ORDER BY d.deadline LIMIT ?`,
+            [...scope.params, now, group.created, limit],
           );
+          rows =
+            expired.length === 0
+              ? []
+              : await select<Candidate>(
+                  conn,
+                  `SELECT d.event_id, d.attempts, d.last_error FROM ${ID_TABLE} JOIN eventflow_delivery d ON d.event_id = j.id AND d.gname = ? AND d.grp = ? ${join}
+                   WHERE d.outcome IS NULL AND d.deadline <= ? ${v4Free} FOR UPDATE SKIP LOCKED`,
+                  [JSON.stringify(expired.map((row) => row.event_id)), gname, grp, now],
+                );
+          if (rows.length < limit) {
+            const more = await select<Candidate>(
+              conn,
+              `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join}
+               WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline IS NULL AND d.position > ? AND (d.available_at IS NULL OR d.available_at <= ?) ${v4Free}
+               ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
+              [...scope.params, group.created, now, limit - rows.length],
+            );
+            rows = [...rows, ...more];
+          }
         } else {
           // The first unsettled row of each pid, read without locks (a locking read would lock the
           // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
@@ -386,8 +413,8 @@ export class MysqlLedger implements DeliveryLedger {
               ? []
               : await select<Candidate>(
                   conn,
-                  `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join} JOIN ${ID_TABLE} ON d.event_id = j.id
-                   WHERE d.gname = ? AND d.grp = ? AND ${free} ORDER BY d.position FOR UPDATE SKIP LOCKED`,
+                  `SELECT d.event_id, d.attempts, d.last_error FROM ${ID_TABLE} JOIN eventflow_delivery d ON d.event_id = j.id AND d.gname = ? AND d.grp = ? ${join}
+                   WHERE ${free} ORDER BY d.position FOR UPDATE SKIP LOCKED`,
                   [JSON.stringify(firsts.map((row) => row.event_id)), gname, grp, ...freeParams],
                 );
         }
@@ -400,13 +427,13 @@ export class MysqlLedger implements DeliveryLedger {
           else missing.push(id);
         }
         if (missing.length > 0) {
-          for (const row of await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e JOIN eventflow_position x ON x.event_id = e.id JOIN ${ID_TABLE} ON e.id = j.id`, [JSON.stringify(missing)])) {
+          for (const row of await select<EventRow>(conn, `SELECT ${COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN event e FORCE INDEX (PRIMARY) ON e.id = j.id JOIN eventflow_position x ON x.event_id = e.id`, [JSON.stringify(missing)])) {
             events.set(row.id, toStoredEvent(row));
           }
         }
         // Rows of events deleted behind the ledger (no foreign key): dropped.
         const gone = ids.filter((id) => !events.has(id));
-        if (gone.length > 0) await affected(conn, `DELETE d FROM eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`, [JSON.stringify(gone), gname, grp]);
+        if (gone.length > 0) await affected(conn, `DELETE d FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`, [JSON.stringify(gone), gname, grp]);
         const dead: ClaimedDead[] = [];
         const letters = rows
           .filter((row) => Number(row.attempts) >= maxAttempts && events.has(row.event_id))
@@ -421,12 +448,12 @@ export class MysqlLedger implements DeliveryLedger {
           const list = JSON.stringify(claiming.map((row) => row.event_id));
           await affected(
             conn,
-            `UPDATE eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id
+            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id
              SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3)
              WHERE d.gname = ? AND d.grp = ?`,
             [list, secret, owner, deadline, gname, grp],
           );
-          if (v4) await affected(conn, `UPDATE event_published p JOIN ${ID_TABLE} ON p.event_id = j.id SET p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?`, [list, consumer]);
+          if (v4) await affected(conn, `UPDATE ${ID_TABLE} STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.id SET p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?`, [list, consumer]);
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
@@ -450,7 +477,10 @@ export class MysqlLedger implements DeliveryLedger {
       const ids = JSON.stringify(actions.map((action) => action.delivery));
       const rows = await select<RefRow>(
         conn,
-        `SELECT d.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery FROM eventflow_delivery d JOIN ${ID_TABLE} ON d.delivery = j.id WHERE d.outcome IS NULL FOR UPDATE`,
+        // The JSON table first, then the delivery index: a locking read keeps the lock of every row it
+        // examines, so a plan through another index (say outcome's) would lock every open delivery.
+        `SELECT d.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id
+         WHERE d.outcome IS NULL FOR UPDATE`,
         [ids],
       );
       const current = new Map(rows.map((row) => [row.delivery, row]));
@@ -469,9 +499,9 @@ export class MysqlLedger implements DeliveryLedger {
         }));
         await affected(
           conn,
-          `UPDATE eventflow_delivery d JOIN JSON_TABLE(?, '$[*]' COLUMNS (
+          `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (
              dl VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$.d', k VARCHAR(16) PATH '$.k', o VARCHAR(16) PATH '$.o',
-             e LONGTEXT CHARACTER SET utf8mb4 PATH '$.e', a BIGINT PATH '$.a', u INT PATH '$.u')) j ON d.delivery = j.dl
+             e LONGTEXT CHARACTER SET utf8mb4 PATH '$.e', a BIGINT PATH '$.a', u INT PATH '$.u')) j STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.dl
            SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
              d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
              d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
@@ -483,7 +513,7 @@ export class MysqlLedger implements DeliveryLedger {
           const kinds = v4.map((action) => ({ i: current.get(action.delivery)?.event_id, k: action.kind === 'outcome' ? action.outcome : action.kind === 'dead' ? 'failed' : 'release' }));
           await affected(
             conn,
-            `UPDATE event_published p JOIN JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.i', k VARCHAR(16) PATH '$.k')) j ON p.event_id = j.i
+            `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.i', k VARCHAR(16) PATH '$.k')) j STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.i
              SET p.success = IF(j.k = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.k = 'failed', UTC_TIMESTAMP(), p.failed),
                p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
              WHERE ${UNSETTLED}`,
@@ -593,12 +623,12 @@ async function deadLetters(conn: PoolConnection, gname: string, grp: string, let
   const list = JSON.stringify(letters.map((letter) => letter.id));
   await affected(
     conn,
-    `UPDATE eventflow_delivery d JOIN ${ID_TABLE} ON d.event_id = j.id SET d.outcome = 'dead', d.last_error = COALESCE(d.last_error, 'lease expired'), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
+    `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id SET d.outcome = 'dead', d.last_error = COALESCE(d.last_error, 'lease expired'), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
      WHERE d.gname = ? AND d.grp = ?`,
     [list, gname, grp],
   );
   if (grp !== DEFAULT_GROUP) return;
-  await affected(conn, `UPDATE event_published p JOIN ${ID_TABLE} ON p.event_id = j.id SET p.failed = UTC_TIMESTAMP() WHERE ${UNSETTLED}`, [list]);
+  await affected(conn, `UPDATE ${ID_TABLE} STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.id SET p.failed = UTC_TIMESTAMP() WHERE ${UNSETTLED}`, [list]);
   await insertDeadLetters(conn, letters);
 }
 
