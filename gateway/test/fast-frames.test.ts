@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { operations, requestFrame } from '@eventflow/core/protocol';
-import { acceptRequest, acceptWrite } from '../src/connection/fast-frames.js';
+import { acceptRequest, acceptSettle, acceptWrite } from '../src/connection/fast-frames.js';
 import { badIdentifiers, createGenerator, mulberry32 } from './fuzz-support.js';
 
 const random = mulberry32(0xfa57);
@@ -105,6 +105,40 @@ describe('fast frame path', () => {
     // Both verdicts were exercised many times.
     expect(accepted).toBeGreaterThan(5_000);
     expect(refusedByZod).toBeGreaterThan(5_000);
+  });
+
+  it('accepts only settle params that zod accepts, with the same value; accepts every plainly valid one', () => {
+    let accepted = 0;
+    let refusedByZod = 0;
+    const text = (): unknown => pick(['', 'x', 'ü📦', 'a'.repeat(4096), 'a'.repeat(4097), 'a'.repeat(128), 'a'.repeat(129), 5, null, {}, []]);
+    for (let i = 0; i < 20_000; i++) {
+      const valid: Record<string, unknown> = { delivery: pick(['d', 'a'.repeat(32), 'a'.repeat(64)]), outcome: pick(['success', 'failed', 'release', 'retry']) };
+      if (random() < 0.3) valid.delayMs = pick([0, 1, 86_400_000, int(1e6)]);
+      if (random() < 0.3) valid.error = random() < 0.5 ? { message: 'boom' } : { message: 'boom', code: 'E_X' };
+      const params: Record<string, unknown> = structuredClone(valid);
+      const plain = i % 4 === 0;
+      if (!plain) {
+        const roll = int(7);
+        if (roll === 0) params.delivery = pick(['', 'a'.repeat(65), 5, null, ['d']]);
+        else if (roll === 1) params.outcome = pick(['Success', 'dead', '', 1, null]);
+        else if (roll === 2) params.delayMs = pick([-1, 1.5, 86_400_001, '5', null, 2 ** 53]);
+        else if (roll === 3) params.error = pick([null, 'boom', [], {}, { message: text() }, { message: 'x', code: text() }, { message: 'x', extra: 1 }, { code: 'x' }]);
+        else if (roll === 4) params[pick(['extra', 'Delivery', '__proto__', 'ms'])] = 1;
+        else if (roll === 5) delete params[pick(['delivery', 'outcome'])];
+        else params.error = { message: text() };
+      }
+      const parsed: unknown = JSON.parse(JSON.stringify(params));
+      const zod = operations.settle.params.safeParse(parsed);
+      const fast = acceptSettle(parsed);
+      if (fast !== undefined) {
+        accepted++;
+        expect(zod.success, `fast path accepted what zod refuses: ${JSON.stringify(parsed)}`).toBe(true);
+        expect(fast).toEqual(zod.data);
+      } else if (!zod.success) refusedByZod++;
+      if (plain) expect(fast, `fast path passed a valid settle to zod: ${JSON.stringify(parsed)}`).toBeDefined();
+    }
+    expect(accepted).toBeGreaterThan(5_000);
+    expect(refusedByZod).toBeGreaterThan(2_000);
   });
 
   it('accepts only request envelopes that zod accepts, with the same value', () => {

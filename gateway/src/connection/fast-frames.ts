@@ -52,6 +52,36 @@ export function acceptWrite(params: unknown, op: 'publish' | 'persist'): { event
   return params as { event: EventInput; expectedVersion?: number; requireConsumer?: boolean };
 }
 
+const SETTLE_OUTCOMES = new Set(['success', 'failed', 'release', 'retry']);
+/** settle's `delayMs`: an integer from 0 to a day. */
+const MAX_DELAY_MS = 86_400_000;
+
+/** `settle` params, as many as there are deliveries; undefined: let zod decide. */
+export function acceptSettle(params: unknown): { delivery: string; outcome: 'success' | 'failed' | 'release' | 'retry'; delayMs?: number; error?: { message: string; code?: string } } | undefined {
+  if (!isRecord(params)) return undefined;
+  let required = 0;
+  for (const key in params) {
+    const value = params[key];
+    if (key === 'delivery') {
+      if (typeof value !== 'string' || value.length === 0 || value.length > 64) return undefined;
+      required++;
+    } else if (key === 'outcome') {
+      if (typeof value !== 'string' || !SETTLE_OUTCOMES.has(value)) return undefined;
+      required++;
+    } else if (key === 'delayMs') {
+      if (!isCount(value) || value > MAX_DELAY_MS) return undefined;
+    } else if (key === 'error') {
+      if (!isRecord(value)) return undefined;
+      for (const field in value) {
+        const text = value[field];
+        if (field === 'message' ? typeof text !== 'string' || text.length > 4096 : field !== 'code' || typeof text !== 'string' || text.length > 128) return undefined;
+      }
+      if (typeof value.message !== 'string') return undefined;
+    } else return undefined;
+  }
+  return required === 2 ? (params as { delivery: string; outcome: 'success' | 'failed' | 'release' | 'retry' }) : undefined;
+}
+
 function acceptEvent(event: unknown): event is EventInput {
   if (!isRecord(event)) return false;
   let required = 0;

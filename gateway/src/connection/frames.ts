@@ -8,7 +8,7 @@ import { clientFrame, describeIssues, isOperationName, operations } from '@event
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
-import { acceptRequest, acceptWrite } from './fast-frames.js';
+import { acceptRequest, acceptSettle, acceptWrite } from './fast-frames.js';
 import type { ConnectionLimits } from './limits.js';
 
 /** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
@@ -81,6 +81,9 @@ export function readParams<O extends OperationName>(id: number, op: O, params: u
   if (shape) return refused(id, shape.code, shape.message, shape.details);
   if (op === 'publish' || op === 'persist') {
     const fast = acceptWrite(params, op);
+    if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
+  } else if (op === 'settle') {
+    const fast = acceptSettle(params);
     if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
   }
   let parsed;

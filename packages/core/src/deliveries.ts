@@ -24,15 +24,44 @@ export type DeliveryHandler = (event: StoredEvent, context: DeliveryContext) => 
 type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
 type Failure = { message: string; code?: string | undefined };
 
-interface Lease {
-  /** The handler's signal: aborted when the delivery is lost (connection dropped, or revoked). */
-  readonly handler: AbortController;
-  /** Aborted when the delivery is gone for good (revoked): no settle then. */
-  readonly gone: AbortController;
+/**
+ * A delivery being handled. Its handler's AbortSignal is made only if the handler reads it (most
+ * never do: a controller per delivery was a measurable share of a worker's time).
+ */
+class Lease {
+  #controller: AbortController | undefined;
+  #reason: unknown;
+  #lost = false;
+  /** Gone for good (revoked): no settle then. */
+  gone = false;
   /** When the gateway revokes it unless extended (as far as the client knows). */
   deadline: number;
   /** The running handler, then its settle. */
   run?: Promise<void>;
+
+  constructor(deadline: number) {
+    this.deadline = deadline;
+  }
+
+  /** The handler's signal: aborted when the delivery is lost (connection dropped, or revoked). */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lost) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  lose(reason?: unknown): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+  }
 }
 
 export class Deliveries {
@@ -59,20 +88,20 @@ export class Deliveries {
   /** The connection dropped: the gateway hands its open deliveries to other consumers. */
   lost(): void {
     const lost = new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', 'connection lost; the event will be redelivered');
-    for (const lease of this.#leases.values()) lease.handler.abort(lost);
+    for (const lease of this.#leases.values()) lease.lose(lost);
   }
 
   /** The gateway took the delivery back (its lease expired). */
   revoked(delivery: string): void {
     const lease = this.#leases.get(delivery);
-    lease?.handler.abort();
-    lease?.gone.abort();
+    if (!lease) return;
+    lease.lose(new DOMException('This operation was aborted', 'AbortError'));
+    lease.gone = true;
   }
 
   /** Runs `handler` for a delivery; without one (consumer removed, client closing) the event is released at once. */
   run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined): void {
-    const lease: Lease = { handler: new AbortController(), gone: new AbortController(), deadline: Date.now() + this.#leaseMs };
-    const { signal } = lease.handler;
+    const lease = new Lease(Date.now() + this.#leaseMs);
     const extend = async (ms?: number): Promise<{ ms: number }> => {
       const granted = await this.#send('extend', { delivery, ms });
       lease.deadline = Date.now() + granted.ms;
@@ -92,22 +121,30 @@ export class Deliveries {
         retryMs = ms;
       };
       try {
-        await handler(event, { attempt, signal, extend, retry });
+        await handler(event, {
+          attempt,
+          get signal() {
+            return lease.signal;
+          },
+          extend,
+          retry,
+        });
       } catch (cause) {
         error = describeFailure(cause);
       }
       // A handler that gave up because its delivery was lost has no outcome to report.
-      if (error && signal.aborted) return;
+      if (error && lease.lost) return;
       if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', retryReason, retryMs);
       else await this.#settle(delivery, lease, error ? 'failed' : 'success', error);
     })().finally(() => this.#leases.get(delivery) === lease && this.#leases.delete(delivery));
   }
 
   async #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release' | 'retry', error?: Failure, delayMs?: number): Promise<void> {
-    const { signal } = lease.gone;
-    for (let left; !signal.aborted && (left = lease.deadline - Date.now()) > 0; ) {
+    // Revoked meanwhile: the answer (E_EVENTFLOW_UNKNOWN_DELIVERY) ends it, and nothing is sent again.
+    for (let left; !lease.gone && (left = lease.deadline - Date.now()) > 0; ) {
+      const params = error === undefined && delayMs === undefined ? { delivery, outcome } : { delivery, outcome, error, delayMs };
       try {
-        return void (await this.#send('settle', { delivery, outcome, error, delayMs }, { timeout: left, signal }));
+        return void (await this.#send('settle', params, { timeout: left }));
       } catch (cause) {
         // Lost with its connection: sent again (it waits for the next one in the send window).
         if (cause === connectionLost) continue;
@@ -122,7 +159,7 @@ export class Deliveries {
   async drain(timeout: number): Promise<void> {
     const deadline = Date.now() + timeout;
     for (;;) {
-      const live = [...this.#leases.values()].filter(({ handler }) => !handler.signal.aborted).map(({ run }) => run);
+      const live = [...this.#leases.values()].filter((lease) => !lease.lost).map(({ run }) => run);
       const left = deadline - Date.now();
       if (!live.length || left <= 0) return;
       let timer: ReturnType<typeof setTimeout> | undefined;

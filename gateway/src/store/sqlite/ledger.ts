@@ -43,7 +43,8 @@ DROP INDEX IF EXISTS idx_delivery_id;
 DROP INDEX IF EXISTS idx_delivery_owner;
 CREATE INDEX IF NOT EXISTS idx_delivery_open ON eventflow_delivery (delivery) WHERE outcome IS NULL AND delivery IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_groupkey ON eventflow_delivery (domain, gname, grp);
-CREATE INDEX IF NOT EXISTS idx_delivery_queue ON eventflow_delivery (domain, gname, grp, position) WHERE outcome IS NULL;
+DROP INDEX IF EXISTS idx_delivery_queue;
+CREATE INDEX IF NOT EXISTS idx_delivery_free ON eventflow_delivery (domain, gname, grp, deadline, position) WHERE outcome IS NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_pid ON eventflow_delivery (domain, gname, grp, pid, position) WHERE outcome IS NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_dead ON eventflow_delivery (updated) WHERE outcome = 'dead';
 CREATE INDEX IF NOT EXISTS idx_delivery_redelivered ON eventflow_delivery (domain, gname, grp) WHERE attempts > 1;
@@ -234,29 +235,38 @@ export class SqliteLedger implements DeliveryLedger {
       this.#materialize(group, key, updated);
       const v4 = key.group === DEFAULT_GROUP;
       const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, limit), owner, consumer, deadline, updated, secret, max: maxAttempts };
-      // The page: free rows in position order (an ordered group's first unsettled row of each pid only).
-      const page = `SELECT d.rowid FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}
-         WHERE ${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
-           AND (d.deadline IS NULL OR d.deadline <= @now) AND (d.available_at IS NULL OR d.available_at <= @now)
+      // The page: leases that ran out (their gateways died or stalled), then rows with no lease in
+      // position order (an ordered group's first unsettled row of each pid only). The index ranges
+      // over deadlines: the expired ones, then the NULLs.
+      const filter = `${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
            ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
-           ${group.ordered === 1 ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}
-         ORDER BY d.position LIMIT @limit`;
-      // Rows out of attempts first (their gateways let the leases run out): dead letters, not deliveries.
-      const spent = this.#all<{ event_id: string; attempts: number; last_error: string | null; position: number }>(
-        `UPDATE eventflow_delivery SET outcome = 'dead', last_error = COALESCE(last_error, 'lease expired'), deadline = NULL, delivery = NULL, updated = @updated
-         WHERE rowid IN (${page}) AND attempts >= @max RETURNING event_id, attempts, last_error, position`,
+           ${group.ordered === 1 ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}`;
+      const from = `FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}`;
+      const page = `SELECT rowid FROM (
+           SELECT * FROM (SELECT d.rowid, 0 AS k, d.deadline AS o ${from} WHERE ${filter} AND d.deadline <= @now ORDER BY d.deadline LIMIT @limit)
+           UNION ALL SELECT * FROM (SELECT d.rowid, 1 AS k, d.position AS o ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT @limit)
+         ) ORDER BY k, o LIMIT @limit`;
+      const all = this.#all<{ event_id: string; attempts: number; delivery: string; position: number; last_error: string | null }>(
+        `UPDATE eventflow_delivery SET delivery = eventflow_delivery_id(@secret, event_id), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated
+         WHERE rowid IN (${page}) RETURNING event_id, attempts, delivery, position, last_error`,
         params,
       );
-      if (spent.length > 0 && v4) {
-        const ids = JSON.stringify(spent.map((row) => row.event_id));
-        this.#run(`UPDATE event_published SET failed = @updated WHERE event_id IN (SELECT value FROM json_each(@ids)) AND success IS NULL AND failed IS NULL`, { ids, updated });
-        for (const row of spent) this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error: row.last_error, updated });
+      // Out of attempts (a lease that ran out on the last one, say): a dead letter, not a delivery.
+      // Rare, so taken back here rather than looked for by every claim.
+      const spent = all.filter((row) => row.attempts - 1 >= maxAttempts).map((row) => ({ ...row, attempts: row.attempts - 1 }));
+      const taken = spent.length === 0 ? all : all.filter((row) => row.attempts - 1 < maxAttempts);
+      for (const row of spent) {
+        const error = row.last_error ?? 'lease expired';
+        this.#run(`UPDATE eventflow_delivery SET outcome = 'dead', attempts = @attempts, last_error = @error, deadline = NULL, owner = NULL, updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
+          ...params,
+          id: row.event_id,
+          attempts: row.attempts,
+          error,
+        });
+        if (!v4) continue;
+        this.#run(`UPDATE event_published SET failed = @updated WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: row.event_id, updated });
+        this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error, updated });
       }
-      const taken = this.#all<{ event_id: string; attempts: number; delivery: string; position: number }>(
-        `UPDATE eventflow_delivery SET delivery = eventflow_delivery_id(@secret, event_id), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated
-         WHERE rowid IN (${page}) RETURNING event_id, attempts, delivery, position`,
-        { ...params, limit: Math.max(0, limit - spent.length) },
-      );
       taken.sort((a, b) => a.position - b.position);
       if (taken.length > 0 && v4) {
         this.#run(`UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer WHERE event_id IN (SELECT value FROM json_each(@ids))`, {
