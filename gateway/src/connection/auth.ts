@@ -202,6 +202,7 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   consume: { kind: 'domain', action: 'consume', domain: param },
   removeConsumer: { kind: 'own', action: 'consume' },
   settle: { kind: 'own', action: 'consume' },
+  settleMany: { kind: 'own', action: 'consume' },
   extend: { kind: 'own', action: 'consume' },
   delete: { kind: 'byEvent', action: 'delete' },
   deleteEventlog: { kind: 'domain', action: 'delete', domain: param },

@@ -82,6 +82,16 @@ export function acceptSettle(params: unknown): { delivery: string; outcome: 'suc
   return required === 2 ? (params as { delivery: string; outcome: 'success' | 'failed' | 'release' | 'retry' }) : undefined;
 }
 
+/** `settleMany` params; undefined: let zod decide. */
+export function acceptSettleMany(params: unknown, max: number): { settles: Array<NonNullable<ReturnType<typeof acceptSettle>>> } | undefined {
+  if (!isRecord(params)) return undefined;
+  for (const key in params) if (key !== 'settles') return undefined;
+  const { settles } = params;
+  if (!Array.isArray(settles) || settles.length === 0 || settles.length > max) return undefined;
+  for (const settle of settles) if (acceptSettle(settle) === undefined) return undefined;
+  return params as { settles: Array<NonNullable<ReturnType<typeof acceptSettle>>> };
+}
+
 function acceptEvent(event: unknown): event is EventInput {
   if (!isRecord(event)) return false;
   let required = 0;

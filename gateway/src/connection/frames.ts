@@ -8,7 +8,8 @@ import { clientFrame, describeIssues, isOperationName, operations } from '@event
 import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
-import { acceptRequest, acceptSettle, acceptWrite } from './fast-frames.js';
+import { MAX_SETTLE_BATCH } from '@eventflow/core';
+import { acceptRequest, acceptSettle, acceptSettleMany, acceptWrite } from './fast-frames.js';
 import type { ConnectionLimits } from './limits.js';
 
 /** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
@@ -82,8 +83,8 @@ export function readParams<O extends OperationName>(id: number, op: O, params: u
   if (op === 'publish' || op === 'persist') {
     const fast = acceptWrite(params, op);
     if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
-  } else if (op === 'settle') {
-    const fast = acceptSettle(params);
+  } else if (op === 'settle' || op === 'settleMany') {
+    const fast = op === 'settle' ? acceptSettle(params) : acceptSettleMany(params, MAX_SETTLE_BATCH);
     if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
   }
   let parsed;

@@ -45,6 +45,14 @@ async function withKnownRid(session: Session, event: NewEvent, rid: string, acti
   return event;
 }
 
+/** One settle: recorded, or E_EVENTFLOW_UNKNOWN_DELIVERY; a store failure rejects with its own code (the delivery stays open). */
+async function settleOne(session: Session, { delivery, outcome, error, delayMs }: Params<'settle'>, request: RequestScope): Promise<void> {
+  if (error) request.log.debug('consumer reported a failure', { delivery, outcome, reason: error });
+  const message = error?.message;
+  const settlement = outcome === 'retry' ? { outcome, delayMs: delayMs ?? 0, error: message } : outcome === 'release' ? { outcome } : { outcome, error: message };
+  if (!(await session.context.dispatcher.settle(session, delivery, settlement))) throw unknownDelivery(delivery);
+}
+
 /** Settled, recalled (its consumer or connection went away), revoked (lease expired), or another connection's. */
 const unknownDelivery = (delivery: string): EventflowError =>
   new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
@@ -115,14 +123,24 @@ export const operations: Operations = {
     return {};
   },
 
-  async settle(session, { delivery, outcome, error, delayMs }, request) {
-    if (error) request.log.debug('consumer reported a failure', { delivery, outcome, reason: error });
-    const message = error?.message;
-    const settlement = outcome === 'retry' ? { outcome, delayMs: delayMs ?? 0, error: message } : outcome === 'release' ? { outcome } : { outcome, error: message };
-    if (!(await session.context.dispatcher.settle(session, delivery, settlement))) {
-      throw unknownDelivery(delivery);
-    }
+  async settle(session, params, request) {
+    await settleOne(session, params, request);
     return {};
+  },
+
+  // Each settle is recorded (or refused) on its own; their ledger writes go to the store together.
+  async settleMany(session, { settles }, request) {
+    const refused: Array<{ index: number; code: string; message: string }> = [];
+    await Promise.all(
+      settles.map((params, index) =>
+        settleOne(session, params, request).catch((error: unknown) => {
+          const coded = isEventflowError(error) ? error : undefined;
+          if (!coded) request.log.error('a settle of settleMany failed', { delivery: params.delivery, error });
+          refused.push({ index, code: coded?.code ?? 'E_EVENTFLOW_INTERNAL', message: coded?.message ?? 'the settle failed; see the gateway log' });
+        }),
+      ),
+    );
+    return { refused: refused.sort((a, b) => a.index - b.index) };
   },
 
   async extend(session, { delivery, ms }) {

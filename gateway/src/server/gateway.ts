@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { generatePid, type Transport } from '@eventflow/core';
+import { generatePid, MAX_SETTLE_BATCH, type Transport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
@@ -181,6 +181,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       maxReceiveRate: settings.EVENTFLOW_MAX_RECEIVE_RATE,
       leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
       maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+      maxSettleBatch: MAX_SETTLE_BATCH,
     },
     maxBufferedBytes: settings.EVENTFLOW_MAX_BUFFERED_BYTES,
     maxParkedBytes: settings.EVENTFLOW_MAX_PARKED_BYTES,

@@ -49,3 +49,5 @@ export const GATEWAY_LEASE_MS = 30_000;
 export const DEFAULT_CONSUME_CONCURRENCY = 16;
 /** The largest consume({ concurrency }) a gateway takes. */
 export const MAX_CONSUME_CONCURRENCY = 1000;
+/** Settles in one settleMany request, at most (a gateway announces its own in welcome.limits.maxSettleBatch). */
+export const MAX_SETTLE_BATCH = 256;

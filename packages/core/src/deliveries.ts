@@ -8,7 +8,7 @@
  * gateway on the same store, it is sent all the same: the lease is in the store.
  */
 import { GATEWAY_LEASE_MS } from './defaults.js';
-import { EventflowError, isEventflowError } from './errors.js';
+import { EventflowError, isEventflowError, type ErrorCode } from './errors.js';
 import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
 
@@ -64,12 +64,34 @@ class Lease {
   }
 }
 
+/** A settle waiting to be sent, or sent again. */
+interface QueuedSettle {
+  readonly params: SettleParams;
+  readonly lease: Lease;
+  /** Not before (a store failure's retry). */
+  readonly after?: number;
+  /** The settle is over: recorded, refused, or given up. */
+  done(): void;
+}
+
+type SettleParams = Params<'settle'>;
+
+/** After the store failed a settle, it is sent again this much later (within the lease). */
+const STORE_RETRY_MS = 200;
+
+/** Runs `task` in a later macrotask: setImmediate where there is one (Node), else a 0 ms timer. */
+const later = (task: () => void): void => void (typeof setImmediate === 'function' ? setImmediate(task) : setTimeout(task, 0));
+
 export class Deliveries {
   readonly #send: Send;
   readonly #onError: (error: unknown) => void;
   /** Deliveries whose handler or settle is running, by id. */
   readonly #leases = new Map<string, Lease>();
   #leaseMs = GATEWAY_LEASE_MS;
+  /** settleMany's limit as the gateway announced it; 0: one settle per request (an older gateway). */
+  #maxBatch = 0;
+  #queue: QueuedSettle[] = [];
+  #scheduled = false;
 
   constructor(send: Send, onError: (error: unknown) => void) {
     this.#send = send;
@@ -83,6 +105,7 @@ export class Deliveries {
    */
   opened({ limits }: WelcomeFrame): void {
     this.#leaseMs = limits.leaseMs ?? GATEWAY_LEASE_MS;
+    this.#maxBatch = limits.maxSettleBatch ?? 0;
   }
 
   /** The connection dropped: the gateway hands its open deliveries to other consumers. */
@@ -139,20 +162,73 @@ export class Deliveries {
     })().finally(() => this.#leases.get(delivery) === lease && this.#leases.delete(delivery));
   }
 
-  async #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release' | 'retry', error?: Failure, delayMs?: number): Promise<void> {
-    // Revoked meanwhile: the answer (E_EVENTFLOW_UNKNOWN_DELIVERY) ends it, and nothing is sent again.
-    for (let left; !lease.gone && (left = lease.deadline - Date.now()) > 0; ) {
-      const params = error === undefined && delayMs === undefined ? { delivery, outcome } : { delivery, outcome, error, delayMs };
-      try {
-        return void (await this.#send('settle', params, { timeout: left }));
-      } catch (cause) {
-        // Lost with its connection: sent again (it waits for the next one in the send window).
-        if (cause === connectionLost) continue;
-        // Gone (unknown delivery, lease over, client closed): the gateway decides the event's fate.
-        if (!isEventflowError(cause) || !settleEnds.test(cause.code)) this.#onError(cause);
-        return;
-      }
+  /**
+   * Reports a delivery's outcome, until the gateway has it or the lease is over. With a gateway that
+   * takes settleMany, the settles of the handlers that finished in one turn go in one request.
+   */
+  #settle(delivery: string, lease: Lease, outcome: 'success' | 'failed' | 'release' | 'retry', error?: Failure, delayMs?: number): Promise<void> {
+    const params: SettleParams = error === undefined && delayMs === undefined ? { delivery, outcome } : { delivery, outcome, error, delayMs };
+    return new Promise((done) => {
+      this.#queue.push({ params, lease, done });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // A macrotask later: every delivery frame read in this turn has had its handler run by then.
+    later(() => {
+      this.#scheduled = false;
+      void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const now = Date.now();
+    // Revoked or past its lease meanwhile: the gateway decides the event's fate, nothing is sent.
+    const due = this.#queue.filter((item) => (item.lease.gone || item.lease.deadline <= now ? (item.done(), false) : true));
+    this.#queue = [];
+    if (this.#maxBatch === 0) {
+      await Promise.all(due.map((item) => this.#send('settle', item.params, { timeout: item.lease.deadline - now }).then(() => [], (cause: unknown) => this.#failed([item], cause)).then((again) => this.#answered([item], again))));
+      return;
     }
+    for (let start = 0; start < due.length; start += this.#maxBatch) {
+      const batch = due.slice(start, start + this.#maxBatch);
+      const timeout = Math.min(...batch.map((item) => item.lease.deadline - now));
+      void this.#send('settleMany', { settles: batch.map((item) => item.params) }, { timeout }).then(
+        ({ refused }) => {
+          const again: QueuedSettle[] = [];
+          const byIndex = new Map(refused.map((refusal) => [refusal.index, refusal]));
+          batch.forEach((item, index) => {
+            const refusal = byIndex.get(index);
+            if (refusal) again.push(...this.#failed([item], new EventflowError(refusal.code as ErrorCode, refusal.message)));
+          });
+          this.#answered(batch, again);
+        },
+        (cause: unknown) => this.#answered(batch, this.#failed(batch, cause)),
+      );
+    }
+  }
+
+  /** What a failed settle leads to: sent again (lost with its connection, or the store failed: within the lease), or reported. Returns those to send again. */
+  #failed(items: QueuedSettle[], cause: unknown): QueuedSettle[] {
+    if (cause === connectionLost) return items;
+    if (isEventflowError(cause, 'E_EVENTFLOW_STORE_FAILED')) return items.map((item) => ({ ...item, after: Date.now() + STORE_RETRY_MS }));
+    // Gone (unknown delivery, lease over, client closed): the gateway decides the event's fate.
+    if (!isEventflowError(cause) || !settleEnds.test(cause.code)) this.#onError(cause);
+    return [];
+  }
+
+  /** The batch was answered: each item done, except those to send again (a store failure waits a little first). */
+  #answered(batch: QueuedSettle[], again: QueuedSettle[]): void {
+    for (const item of batch) if (!again.some((retry) => retry.params === item.params)) item.done();
+    for (const item of again) {
+      const wait = (item.after ?? 0) - Date.now();
+      if (wait > 0) setTimeout(() => (this.#queue.push(item), this.#schedule()), wait);
+      else this.#queue.push(item);
+    }
+    this.#schedule();
   }
 
   /** Waits up to `timeout` ms for handlers whose delivery is still ours; lost ones are redelivered elsewhere anyway. */

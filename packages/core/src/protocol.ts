@@ -15,7 +15,7 @@ import * as z from 'zod/mini';
 import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 import { namespacePatternProblem } from './namespace-pattern.js';
 import { catalogOperations } from './protocol-catalog.js';
-import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
+import { MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
 /** For servers' own checks of event data (the gateway's fast frame path). */
@@ -187,6 +187,18 @@ const deadLetter = z.object({
 });
 const deadLetterKey = z.strictObject({ eventId: identifier, domain: identifier, name: identifier, group: groupName });
 
+/** A consumer's report on one delivery: the `settle` operation's params, and each of `settleMany`'s. */
+const settleParams = z.strictObject({
+  delivery: handle,
+  /**
+   * `release` hands the event back for another consumer (e.g. this one is shutting down);
+   * `retry` delivers it again after `delayMs`, counted as an attempt (NATS nak-with-delay).
+   */
+  outcome: z.enum(['success', 'failed', 'release', 'retry']),
+  delayMs: z.optional(z.int().check(z.nonnegative(), z.maximum(86_400_000))),
+  error: z.optional(z.strictObject({ message: z.string().check(z.maxLength(4096)), code: z.optional(z.string().check(z.maxLength(128))) })),
+});
+
 /** Every request operation: its params and its result. */
 export const operations = {
   publish: {
@@ -252,20 +264,15 @@ export const operations = {
     result: registered,
   },
   removeConsumer: { params: z.strictObject({ consumer: handle }), result: empty },
-  settle: {
-    params: z.strictObject({
-      delivery: handle,
-      /**
-       * `release` hands the event back for another consumer (e.g. this one is shutting down);
-       * `retry` delivers it again after `delayMs`, counted as an attempt (NATS nak-with-delay).
-       */
-      outcome: z.enum(['success', 'failed', 'release', 'retry']),
-      delayMs: z.optional(z.int().check(z.nonnegative(), z.maximum(86_400_000))),
-      error: z.optional(
-        z.strictObject({ message: z.string().check(z.maxLength(4096)), code: z.optional(z.string().check(z.maxLength(128))) }),
-      ),
-    }),
-    result: empty,
+  settle: { params: settleParams, result: empty },
+  /**
+   * Several settles in one request (what a worker's handlers finished in one turn), each recorded or
+   * refused on its own: `refused` lists those that were not, by index, with the code and message a
+   * `settle` of it would have had. A gateway that takes it announces `limits.maxSettleBatch`.
+   */
+  settleMany: {
+    params: z.strictObject({ settles: z.array(settleParams).check(z.minLength(1), z.maxLength(MAX_SETTLE_BATCH)) }),
+    result: z.object({ refused: z.array(z.object({ index: count(), code: z.string(), message: z.string() })) }),
   },
   /**
    * Pushes an open delivery's lease deadline to now + `ms` (default: the gateway's lease; capped at
@@ -422,6 +429,8 @@ export const welcomeFrame = z.object({
     leaseMs: z.optional(z.int().check(z.positive())),
     /** EVENTFLOW_CONSUME_MAX_ATTEMPTS: deliveries of an event before it is a dead letter. */
     maxAttempts: z.optional(z.int().check(z.positive())),
+    /** Settles one `settleMany` may carry; absent: the gateway has no settleMany (older ones). */
+    maxSettleBatch: z.optional(z.int().check(z.positive())),
   }),
 });
 
