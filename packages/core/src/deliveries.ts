@@ -80,7 +80,8 @@ type SettleParams = Params<'settle'>;
 const STORE_RETRY_MS = 200;
 
 /** Runs `task` in a later macrotask: setImmediate where there is one (Node), else a 0 ms timer. */
-const later = (task: () => void): void => void (typeof setImmediate === 'function' ? setImmediate(task) : setTimeout(task, 0));
+const immediate = (globalThis as { setImmediate?: (task: () => void) => unknown }).setImmediate;
+const later = (task: () => void): void => void (immediate ? immediate(task) : setTimeout(task, 0));
 
 export class Deliveries {
   readonly #send: Send;
