@@ -44,6 +44,7 @@ const integration = [
   'gateway/test/hub.test.ts',
   'gateway/test/mesh.test.ts',
   'gateway/test/nats.test.ts',
+  'gateway/test/nats-faults.test.ts',
   'gateway/test/mesh-v4-mix.test.ts',
   'gateway/test/certificates.test.ts',
   'gateway/test/fuzz.test.ts',
