@@ -22,7 +22,12 @@ export interface PrivateMariadb {
   readonly port: number;
   readonly user: string;
   readonly password: string;
+  /** Stops the server and removes its folder. */
   stop(): Promise<void>;
+  /** Kills the server (SIGKILL: no shutdown, InnoDB recovers at the next start); `start` brings it back, same port and data. */
+  kill(): Promise<void>;
+  /** Starts the killed server again; resolves once it answers queries. */
+  start(): Promise<void>;
 }
 
 async function freePort(): Promise<number> {
@@ -39,6 +44,7 @@ async function freePort(): Promise<number> {
 /** Starts a server with `args` (e.g. `--sql-mode=…`); resolves once it answers queries. */
 export async function startPrivateMariadb(args: readonly string[] = [], timeoutMs = 60_000): Promise<PrivateMariadb> {
   if (unavailable !== undefined || mariadbd === undefined || installDb === undefined) throw new Error(unavailable);
+  const daemon = mariadbd;
   const dir = mkdtempSync(join(tmpdir(), 'eventflow-mariadb-'));
   const datadir = join(dir, 'data');
   const install = spawnSync(installDb, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
@@ -47,43 +53,56 @@ export async function startPrivateMariadb(args: readonly string[] = [], timeoutM
     throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
   }
   const port = await freePort();
-  const server: ChildProcess = spawn(
-    mariadbd,
-    [
-      '--no-defaults',
-      `--datadir=${datadir}`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--socket=${join(dir, 'mariadb.sock')}`,
-      `--pid-file=${join(dir, 'mariadb.pid')}`,
-      `--log-error=${join(dir, 'error.log')}`,
-      '--user=root',
-      '--skip-log-bin',
-      '--innodb-buffer-pool-size=16M',
-      '--innodb-log-file-size=16M',
-      ...args,
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (server.exitCode === null) server.kill('SIGTERM');
+  const options = { host: '127.0.0.1', port, user: 'root', password: '' };
+  let server: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+
+  const launch = async (): Promise<void> => {
+    const started: ChildProcess = spawn(
+      daemon,
+      [
+        '--no-defaults',
+        `--datadir=${datadir}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(dir, 'mariadb.sock')}`,
+        `--pid-file=${join(dir, 'mariadb.pid')}`,
+        `--log-error=${join(dir, 'error.log')}`,
+        '--user=root',
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=16M',
+        '--innodb-log-file-size=16M',
+        ...args,
+      ],
+      { stdio: 'ignore' },
+    );
+    server = started;
+    exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const connection = await createConnection({ ...options, connectTimeout: 2_000 });
+        await connection.end();
+        return;
+      } catch (error) {
+        if (started.exitCode !== null || Date.now() > deadline) throw new Error(`the private mariadbd did not start: ${String(error)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  };
+  const halt = async (signal: NodeJS.Signals): Promise<void> => {
+    if (server !== undefined && server.exitCode === null && server.signalCode === null) server.kill(signal);
     await exited;
+  };
+  const stop = async (): Promise<void> => {
+    await halt('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   };
-  const options = { host: '127.0.0.1', port, user: 'root', password: '' };
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const connection = await createConnection({ ...options, connectTimeout: 2_000 });
-      await connection.end();
-      return { ...options, stop };
-    } catch (error) {
-      if (server.exitCode !== null || Date.now() > deadline) {
-        await stop();
-        throw new Error(`the private mariadbd did not start: ${String(error)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+  try {
+    await launch();
+  } catch (error) {
+    await stop();
+    throw error;
   }
+  return { ...options, stop, kill: () => halt('SIGKILL'), start: launch };
 }
