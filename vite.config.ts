@@ -46,6 +46,7 @@ const integration = [
   'gateway/test/nats.test.ts',
   'gateway/test/nats-faults.test.ts',
   'gateway/test/store-outage.test.ts',
+  'gateway/test/disk-full.test.ts',
   'gateway/test/mesh-v4-mix.test.ts',
   'gateway/test/certificates.test.ts',
   'gateway/test/fuzz.test.ts',
