@@ -28,7 +28,7 @@ export function writeFailed(cause: unknown, what: string, id: string, stored: fa
 }
 
 /** The driver's code of an error (or of the error it wraps): SQLITE_FULL, ECONNREFUSED, ER_… */
-export function driverCode(error: unknown): string | undefined {
+function driverCode(error: unknown): string | undefined {
   const own = (error as { code?: unknown } | null)?.code;
   if (typeof own === 'string' && !own.startsWith('E_EVENTFLOW_')) return own;
   const cause = error instanceof Error ? (error.cause as { code?: unknown } | null | undefined)?.code : undefined;
@@ -37,22 +37,15 @@ export function driverCode(error: unknown): string | undefined {
 
 /** Whether the store's writes work, as its writes found out; see the header. */
 export class WriteHealth {
-  #failure: unknown;
   #failing = false;
   #checking: Promise<void> | undefined;
 
-  failed(error: unknown): void {
+  failed(): void {
     this.#failing = true;
-    this.#failure = error;
   }
 
   succeeded(): void {
     this.#failing = false;
-    this.#failure = undefined;
-  }
-
-  get failing(): boolean {
-    return this.#failing;
   }
 
   /**
@@ -66,16 +59,11 @@ export class WriteHealth {
       .then(
         () => this.succeeded(),
         (error: unknown) => {
-          this.failed(error);
-          throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the store cannot write', { cause: error });
+          this.failed();
+          throw error instanceof EventflowError ? error : new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the store cannot write', { cause: error });
         },
       )
       .finally(() => (this.#checking = undefined));
     return this.#checking;
-  }
-
-  /** The last failure, for a caller that reports it. */
-  get failure(): unknown {
-    return this.#failure;
   }
 }

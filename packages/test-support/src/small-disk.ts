@@ -4,7 +4,7 @@
  * `smallDiskUnavailable` says why none can be mounted here; the tests skip with that reason printed.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,7 +12,7 @@ export interface SmallDisk {
   readonly dir: string;
   /** Bytes a file can still take. */
   available(): number;
-  /** Fills the disk with a file of its own until `leave` bytes are free. */
+  /** Fills the disk with a file of its own until `leave` bytes are free (or none, if something else wrote meanwhile). */
   fill(leave: number): void;
   /** Removes that file. */
   free(): void;
@@ -61,7 +61,16 @@ export function mountSmallDisk(megabytes: number): SmallDisk {
     dir,
     available,
     fill(leave) {
-      writeFileSync(filler, Buffer.alloc(Math.max(0, available() - leave)));
+      // In chunks, and no further than the disk allows: whatever writes there meanwhile takes space too.
+      const chunk = Buffer.alloc(64 * 1024);
+      const fd = openSync(filler, 'a');
+      try {
+        for (let left = available() - leave; left > 0; left -= chunk.length) writeSync(fd, chunk, 0, Math.min(chunk.length, left));
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'ENOSPC') throw error;
+      } finally {
+        closeSync(fd);
+      }
     },
     free() {
       rmSync(filler, { force: true });

@@ -202,7 +202,7 @@ export class MysqlStore implements EventStore {
       // The database's state (unreachable, shut down, read-only, full): what a retry of the same appends may get past.
       // Sent, a COMMIT may have committed whatever its answer: whether the events were stored is unknown.
       if (released || isStoreStateError(code)) {
-        this.#writes.failed(cause);
+        this.#writes.failed();
         const stored = released ? 'unknown' : false;
         for (const append of valid) outcomes[append.index] = { ok: false, error: writeFailed(cause, 'the MySQL store could not append the event', append.event.id, stored) };
         return outcomes;

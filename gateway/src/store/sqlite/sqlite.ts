@@ -204,7 +204,7 @@ export class SqliteStore implements EventStore {
    * the database file can take its pages (checkpointer.ts).
    */
   #afterFailedWrite(prepared: readonly PreparedAppend[], headBefore: number, error: unknown): AppendOutcome[] {
-    this.#writes.failed(error);
+    this.#writes.failed();
     this.#recent.forget();
     void this.#checkpointer?.truncate();
     const s = this.#s;
