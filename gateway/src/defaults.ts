@@ -126,3 +126,15 @@ export const NATS_FIRST_CONNECT_WAIT_MS = 2_000;
 
 /** Between attempts to reach NATS again (nats.js adds up to 100 ms jitter). */
 export const NATS_RECONNECT_WAIT_MS = 500;
+
+/**
+ * nats.js sends a PING this often and drops the connection as stale when NATS_MAX_PINGS_OUT are
+ * unanswered at the next one: a link that stops carrying bytes without closing (a partition) is
+ * noticed within (NATS_MAX_PINGS_OUT + 1) × NATS_PING_INTERVAL_MS (3 s), then reported degraded and
+ * reconnected. nats.js's own default (2 min × 2) left such a link "ready" for minutes.
+ */
+export const NATS_PING_INTERVAL_MS = 1_000;
+export const NATS_MAX_PINGS_OUT = 2;
+
+/** A (re)connect attempt that has no answer (INFO, PONG) within this is abandoned and tried again (nats.js: 20 s). */
+export const NATS_CONNECT_TIMEOUT_MS = 5_000;

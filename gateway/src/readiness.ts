@@ -1,7 +1,8 @@
 /**
  * `/readyz`: whether this gateway can do its work now, as opposed to `/healthz` (the process is up).
- * Ready when the store answers a cheap query (its head position) within a deadline and the router
- * is ready: the local router always is; the hub router needs at least one hub connection, since
+ * Ready when the store answers a cheap query (its head position) within a deadline, can write
+ * (after an append failed because of the store, a write that stores nothing must succeed first:
+ * a full disk is not ready while reads still work), and the router is ready: the local router always is; the hub router needs at least one hub connection, since
  * without one no published event reaches the mesh. The NATS router without NATS is ready but
  * degraded: its gateway still does everything for its own clients, and a 503 from every gateway
  * while NATS is down would take them all out of a load balancer.
@@ -51,7 +52,11 @@ async function checkStore(store: EventStore, timeoutMs: number): Promise<Check> 
     timer = setTimeout(() => resolve({ ready: false, kind: store.kind, reason: `no answer within ${timeoutMs} ms` }), timeoutMs);
   });
   const query = store.head().then(
-    (): Check => ({ ready: true, kind: store.kind }),
+    () =>
+      (store.checkWrites?.() ?? Promise.resolve()).then(
+        (): Check => ({ ready: true, kind: store.kind }),
+        (error: unknown): Check => ({ ready: false, kind: store.kind, reason: `writes fail: ${errorCode(error)}` }),
+      ),
     (error: unknown): Check => ({ ready: false, kind: store.kind, reason: errorCode(error) }),
   );
   try {

@@ -5,8 +5,9 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
-import { escapeToken, Subjects, unescapeToken } from '../src/router/nats/subjects.js';
+import { escapeToken, isPositionPayload, Subjects, unescapeToken } from '../src/router/nats/subjects.js';
 import { natsConnectionOptions } from '../src/router/nats/join.js';
+import { Coalescer } from '../src/router/nats/coalesce.js';
 
 /** A valid NATS subject token: no `.`, no whitespace, not a wildcard, not empty. */
 const validToken = (token: string): boolean => token.length > 0 && !/[.\s*>]/.test(token);
@@ -30,6 +31,40 @@ describe('NATS subjects', () => {
     expect(subjects.interest('orders', '*')).toBe('eventflow.prod.event.orders.*');
     expect(subjects.event('orders', '*')).toBe('eventflow.prod.event.orders._2A');
     expect(subjects.event('a.b', 'c d')).toBe('eventflow.prod.event.a_2Eb.c_20d');
+  });
+});
+
+describe('what arrives over NATS', () => {
+  it('takes only the payloads gateways send: a position on event subjects', () => {
+    const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+    for (const good of ['1', '42', '9007199254740991']) expect(isPositionPayload(bytes(good)), good).toBe(true);
+    for (const bad of ['', '0', '007', '-1', '1.5', '1e9', ' 1', 'abc', '9007199254740993', '12345678901234567']) expect(isPositionPayload(bytes(bad)), bad).toBe(false);
+  });
+
+  it('coalesces the work asked for per key: any burst while a run is in flight is one more run', async () => {
+    const runs: string[] = [];
+    const finish = new Map<string, () => void>();
+    const coalescer = new Coalescer(() => undefined);
+    const work = (key: string) => () => {
+      runs.push(key);
+      return new Promise<void>((resolve) => finish.set(key, resolve));
+    };
+    const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    coalescer.ask('a', work('a'));
+    for (let i = 0; i < 10_000; i++) coalescer.ask('a', work('a'));
+    coalescer.ask('b', work('b'));
+    expect(runs).toEqual(['a', 'b']);
+    finish.get('a')?.();
+    await settled();
+    expect(runs).toEqual(['a', 'b', 'a']);
+    finish.get('a')?.();
+    finish.get('b')?.();
+    await settled();
+    // Nothing was asked for during the second run of 'a' nor the run of 'b'.
+    expect(runs).toEqual(['a', 'b', 'a']);
+    coalescer.ask('a', work('a'));
+    expect(runs).toEqual(['a', 'b', 'a', 'a']);
+    expect(coalescer.runs).toBe(4);
   });
 });
 
@@ -86,6 +121,9 @@ describe('NATS settings', () => {
       name: 'G1',
       noEcho: true,
       maxReconnectAttempts: -1,
+      // A silent link is found within seconds, not nats.js's default minutes.
+      pingInterval: 1_000,
+      maxPingOut: 2,
       user: 'gateway',
       pass: 'pw',
       tls: { caFile: ca },

@@ -4,74 +4,19 @@
  * stops and restarts it.
  */
 import { describe, expect, it } from 'vitest';
-import { createClient, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { createClient, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import type { NatsRouter } from '../src/router/nats/router.js';
 import { eventually, fence, FENCE_PID, isFence, sleep } from '@eventflow/test-support/wait';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
-import { natsServerUnavailable, natsUnavailable, natsUrl, startPrivateNats, uniqueSubjectPrefix } from '@eventflow/test-support/nats';
+import { natsServerUnavailable, natsUnavailable, startPrivateNats, uniqueSubjectPrefix } from '@eventflow/test-support/nats';
+import { metric, natsGatewaySettings, readyz, startCluster as startNatsCluster, type Cluster } from './nats-support.js';
 
 const databases = useTestDatabases();
 const unavailable = mysqlUnavailable ?? natsUnavailable;
 if (unavailable !== undefined) console.warn(`Skipping the NATS router tests: ${unavailable}`);
 
-interface Cluster {
-  db: TestDatabase;
-  gateways: Gateway[];
-  client(gateway: Gateway): EventflowClient;
-}
-
-/** A gateway on the test database `db`, routing over the NATS at `servers`. */
-function natsGatewaySettings(db: TestDatabase, servers: string, prefix: string): Record<string, string | number> {
-  return {
-    EVENTFLOW_PORT: 0,
-    EVENTFLOW_STORE: 'mysql',
-    EVENTFLOW_MYSQL_HOST: db.options.host,
-    EVENTFLOW_MYSQL_PORT: db.options.port,
-    EVENTFLOW_MYSQL_USER: db.options.user,
-    EVENTFLOW_MYSQL_PASSWORD: db.options.password,
-    EVENTFLOW_MYSQL_DATABASE: db.options.database,
-    EVENTFLOW_ROUTER: 'nats',
-    EVENTFLOW_NATS_SERVERS: servers,
-    EVENTFLOW_NATS_SUBJECT_PREFIX: prefix,
-    EVENTFLOW_LOG_LEVEL: 'silent',
-  };
-}
-
-/** `count` gateways on one fresh database and one subject prefix, each connected to NATS. */
-async function startCluster(count: number, servers = natsUrl, extra: Record<string, string | number> = {}): Promise<Cluster> {
-  const db = await databases.fresh();
-  const prefix = uniqueSubjectPrefix();
-  const gateways: Gateway[] = [];
-  for (let i = 0; i < count; i++) {
-    const gateway = await startGateway({ ...natsGatewaySettings(db, servers, prefix), ...extra });
-    databases.onCleanup(() => gateway.close());
-    gateways.push(gateway);
-  }
-  for (const gateway of gateways) await eventually(() => (gateway.router as NatsRouter).connected, 10_000, 'gateway connected to NATS');
-  return {
-    db,
-    gateways,
-    client(gateway) {
-      const client = createClient(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
-      // Registered after the gateways: cleanups run in reverse, so clients close first.
-      databases.onCleanup(() => client.close());
-      return client;
-    },
-  };
-}
-
-async function readyz(gateway: Gateway): Promise<{ status: number; body: { status: string; checks: { router: { ready: boolean; degraded?: boolean; kind: string; reason?: string } } } }> {
-  const response = await fetch(`${gateway.httpUrl}readyz`);
-  return { status: response.status, body: (await response.json()) as never };
-}
-
-/** The eventflow_router_degraded gauge of /metrics. */
-async function routerDegraded(gateway: Gateway): Promise<number | undefined> {
-  const text = await (await fetch(`${gateway.httpUrl}metrics`)).text();
-  const line = text.split('\n').find((row) => row.startsWith('eventflow_router_degraded '));
-  return line === undefined ? undefined : Number(line.split(' ')[1]);
-}
+const startCluster = (count: number, servers?: string, extra?: Record<string, string | number>): Promise<Cluster> => startNatsCluster(databases, count, servers, extra);
+const routerDegraded = (gateway: Gateway): Promise<number | undefined> => metric(gateway, 'eventflow_router_degraded');
 
 describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
   it('clients on gateways A and C receive, once and in order, what a client on gateway B publishes', async () => {

@@ -30,6 +30,8 @@ export class Scheduler {
   #stopped = true;
   /** After a failed run the timer waits for the poll, so that an unclaimable due row cannot spin. */
   #backoffUntil = 0;
+  #rescanning = false;
+  #rescanAgain = false;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -48,9 +50,24 @@ export class Scheduler {
     this.#setTimer(at.getTime());
   }
 
-  /** Another process scheduled an event (the NATS router says so): read the next due time now, not at the next poll. */
+  /**
+   * Another process scheduled an event (the NATS router says so): read the next due time now, not
+   * at the next poll. Coalesced: a rescan asked for while one reads is one more read after it,
+   * however many were asked for, so that a flood of notifications is never a query each.
+   */
   rescan(): void {
-    void this.#arm();
+    if (this.#rescanning) {
+      this.#rescanAgain = true;
+      return;
+    }
+    this.#rescanning = true;
+    void (async () => {
+      do {
+        this.#rescanAgain = false;
+        await this.#arm();
+      } while (this.#rescanAgain && !this.#stopped);
+      this.#rescanning = false;
+    })();
   }
 
   async stop(): Promise<void> {

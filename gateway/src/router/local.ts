@@ -34,8 +34,8 @@ export class LocalRouter implements Router {
   readonly #direct = new Set<Promise<void>>();
 
   /**
-   * Told of the events a batch claimed (not those claimed on append), before they are routed here:
-   * the NATS router announces them.
+   * Told of the events of a batch (not those claimed on append), once it has claimed them and
+   * before they are routed here: the NATS router announces them.
    */
   readonly #onClaimed: ((events: readonly StoredEvent[]) => void) | undefined;
 
@@ -79,12 +79,15 @@ export class LocalRouter implements Router {
   }
 
   async #route(target: RouteTarget, { events }: Batch): Promise<void> {
-    const won = new Set(await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId));
-    const claimedNow = events.filter((candidate) => won.has(candidate.id));
-    if (claimedNow.length > 0) this.#onClaimed?.(claimedNow);
+    await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId);
+    // Notified whether or not this batch won the claim: an append can commit, claim included, and
+    // still be answered as failed (the commit's fate unknown, store/write-health.ts), and then only
+    // the retry that finds it stored comes here. A notification only makes the dispatcher read
+    // after its cursor, so one for an event routed already costs a read and delivers nothing twice.
+    this.#onClaimed?.(events);
     // One notification per domain: the newest event of the domain routed in this batch.
     const newest = new Map<string, StoredEvent>();
-    for (const event of claimedNow) {
+    for (const event of events) {
       const known = newest.get(event.domain);
       if (known === undefined || known.position < event.position) newest.set(event.domain, event);
     }

@@ -102,6 +102,14 @@ export interface EventStore {
   head(): Promise<Position>;
 
   /**
+   * Resolves when writes work (`/readyz`, readiness.ts): at once unless the last append failed
+   * because of the store (no space, I/O, connection lost: write-health.ts); then once a write that
+   * stores nothing succeeds, and rejects (coded) while it fails. Optional: a store without it is
+   * ready when it reads.
+   */
+  checkWrites?(): Promise<void>;
+
+  /**
    * Stores an event, and its published/scheduled rows, all or nothing.
    * A retry is matched on id + domain/name/pid/rid/data (data compared as JSON, key order aside)
    * and returns the stored event with `created: false`; the AppendOptions of a retry are ignored,
@@ -110,6 +118,9 @@ export interface EventStore {
    * Throws E_EVENTFLOW_DUPLICATE_ID when the id exists with other content, and
    * E_EVENTFLOW_REFERENCE_NOT_FOUND when `rid` names no stored event, and (after those checks)
    * E_EVENTFLOW_VERSION_CONFLICT when `expectedVersion` is not the eventlog's current count.
+   * A failure of the store itself (no space, I/O, connection lost) is E_EVENTFLOW_STORE_FAILED
+   * with `details.stored` (`false`, or `'unknown'` when the store cannot tell whether the commit
+   * happened) and `details.retryable: true` (write-health.ts): the same append again is the fix.
    */
   append(event: NewEvent, options?: AppendOptions): Promise<AppendResult>;
   /**

@@ -44,7 +44,7 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_CONSUMER_FAILED:
     "A consumer handler threw; the event was marked failed. See `cause`. From request(): the requested event's consume ended failed (the handler threw, or it became a dead letter after its last attempt); details carry the handler's message (error) and the attempt. Fix the cause and publish again, or requeue the dead letter.",
   E_EVENTFLOW_STORE_FAILED:
-    'The gateway could not read or write its store. Check the gateway logs and its database.',
+    "The gateway could not read or write its store. Check the gateway logs and its database (its disk, its server). On a write (publish, persist, schedule), details.stored says what became of the event: false (not stored) or 'unknown' (the store failed while committing, so it may be stored); with details.retryable the clients have already sent the same request again, with the same event id, until their timeout. Send it again with the SAME id (the store answers a retry of a stored event with that event): never under a new id, which would store it twice.",
   E_EVENTFLOW_INTERNAL: 'Unexpected gateway failure. Check the gateway logs; the connection stays usable.',
   E_EVENTFLOW_CONFIG: 'A configuration value is invalid; the message names the variable. Fix it and restart.',
   E_EVENTFLOW_LISTEN_FAILED:

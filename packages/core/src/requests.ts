@@ -4,9 +4,17 @@
  * carry a client-generated id, so the gateway stores them once; reads and deletes are safe to
  * repeat. Registrations are not resent: they fail with `connectionLost` and their owner
  * re-registers them with the state it keeps.
+ *
+ * A write the gateway answers E_EVENTFLOW_STORE_FAILED with `details.retryable` (its store failed;
+ * `details.stored` false or 'unknown') is sent again, the same frame with the same event id, after
+ * a backoff and until its timeout: the store's same-id idempotency answers it with the stored
+ * event if an earlier attempt did commit, so an application never has a reason to publish again
+ * under a new id (which would store the event twice). Out of time, it fails with the store's error,
+ * `stored: 'unknown'` if any attempt left it unknown.
  */
 import { EventflowError, isCodeShaped } from './errors.js';
-import { GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
+import { DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
+import { backoffDelay } from './backoff.js';
 import type { ErrorFrame, OperationName, Params, Result, ResultFrame } from './protocol.js';
 
 export interface RequestOptions {
@@ -53,6 +61,9 @@ interface Pending {
   readonly resend: boolean;
   /** Whether the client was connected at some moment since the call (else a timeout is E_EVENTFLOW_OFFLINE). */
   connected?: boolean;
+  /** A write's last retryable store failure (see the header), and how many there were. */
+  failed?: EventflowError;
+  failures?: number;
   settle: Settle;
 }
 
@@ -101,11 +112,12 @@ export class RequestManager {
       const timer = setTimeout(
         () =>
           settle(
-            new EventflowError(
-              request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
-              `${op}: ${request.connected ? 'no answer from the gateway within' : 'not connected to the gateway during the whole'} ${timeout} ms`,
-              { details: { op, timeout } },
-            ),
+            request.failed ??
+              new EventflowError(
+                request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
+                `${op}: ${request.connected ? 'no answer from the gateway within' : 'not connected to the gateway during the whole'} ${timeout} ms`,
+                { details: { op, timeout } },
+              ),
           ),
         timeout,
       );
@@ -154,6 +166,16 @@ export class RequestManager {
       this.#tokens = Math.min(this.#tokens, 1 - (Number(frame.details?.retryAfterMs ?? 1000) * this.#rate) / 1000);
       // Back in its place: what is pending and not on the wire, in call order (the map's).
       this.#unsent = new Map([...this.#pending].filter(([id]) => !this.#onWire.has(id)));
+    } else if (request?.write && frame.code === 'E_EVENTFLOW_STORE_FAILED' && frame.details?.retryable === true) {
+      // Sent again with the same event id until its timeout (see the header).
+      const stored = request.failed?.details?.stored === 'unknown' ? 'unknown' : frame.details.stored;
+      const failures = (request.failures = (request.failures ?? 0) + 1);
+      request.failed = new EventflowError(frame.code, frame.message, { details: { ...frame.details, stored, attempts: failures } });
+      setTimeout(() => {
+        if (this.#pending.get(id) !== request || this.#onWire.has(id) || this.#unsent.has(id)) return;
+        this.#unsent.set(id, request);
+        this.#pump();
+      }, backoffDelay(failures - 1, { minDelay: DEFAULT_RETRY_MIN_DELAY, maxDelay: DEFAULT_RETRY_MAX_DELAY }));
     } else request?.settle(errorFromFrame(frame));
     this.#pump();
   }

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { EventflowError } from '@eventflow/core';
 import { credsAuthenticator, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { GatewayConfig } from '../../config.js';
-import { NATS_RECONNECT_WAIT_MS } from '../../defaults.js';
+import { NATS_CONNECT_TIMEOUT_MS, NATS_MAX_PINGS_OUT, NATS_PING_INTERVAL_MS, NATS_RECONNECT_WAIT_MS } from '../../defaults.js';
 import type { Logger } from '../../log.js';
 import type { EventStore } from '../../store/store.js';
 import { NatsRouter } from './router.js';
@@ -38,6 +38,10 @@ export function natsConnectionOptions(config: GatewayConfig, name: string): Node
     noEcho: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: NATS_RECONNECT_WAIT_MS,
+    // A silent link (no close, no bytes) is found by pings, not by TCP, which can take minutes.
+    pingInterval: NATS_PING_INTERVAL_MS,
+    maxPingOut: NATS_MAX_PINGS_OUT,
+    timeout: NATS_CONNECT_TIMEOUT_MS,
     ...(config.EVENTFLOW_NATS_TOKEN !== undefined && { token: config.EVENTFLOW_NATS_TOKEN }),
     ...(config.EVENTFLOW_NATS_USER !== undefined && { user: config.EVENTFLOW_NATS_USER, pass: config.EVENTFLOW_NATS_PASSWORD }),
     ...(config.EVENTFLOW_NATS_CREDS_FILE !== undefined && { authenticator: credsAuthenticator(readSetting('EVENTFLOW_NATS_CREDS_FILE', config.EVENTFLOW_NATS_CREDS_FILE)) }),

@@ -14,15 +14,24 @@
  * - a (re)connect: this gateway pulls every domain it is interested in, and asks every gateway to
  *   do the same (`resync`), for what was published while announcements could not get through.
  * While NATS is unreachable the gateway serves its own clients as before and reports `/readyz` degraded.
+ * A link that stops carrying bytes without closing is found by nats.js's pings (join.ts) and
+ * handled the same way: degraded, reconnected, resynced.
+ *
+ * Any client of the NATS server can publish on our subjects. A message is only a wake-up, so one
+ * that is not what a gateway sends (headers, a payload other than a position, or any payload on
+ * `resync` / `scheduled`) is dropped, and the pulls it asks for are coalesced per domain
+ * (coalesce.ts; the scheduler coalesces its rescans): however many messages arrive, the store is
+ * read at most twice per domain at a time, and nothing is queued per message.
  */
 import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
-import { connect, type NatsConnection, type NodeConnectionOptions, type Subscription } from '@nats-io/transport-node';
+import { connect, type Msg, type NatsConnection, type NodeConnectionOptions, type Subscription } from '@nats-io/transport-node';
 import { NATS_FIRST_CONNECT_WAIT_MS } from '../../defaults.js';
 import type { Logger } from '../../log.js';
 import type { EventStore } from '../../store/store.js';
 import { LocalRouter } from '../local.js';
 import type { RouterStatus, RouteTarget, Router } from '../router.js';
-import { Subjects } from './subjects.js';
+import { Coalescer } from './coalesce.js';
+import { isPositionPayload, Subjects } from './subjects.js';
 
 export interface NatsRouterOptions {
   store: EventStore;
@@ -33,6 +42,16 @@ export interface NatsRouterOptions {
   connection: NodeConnectionOptions;
   /** EVENTFLOW_NATS_SUBJECT_PREFIX. */
   prefix: string;
+}
+
+/** What arrived over NATS, for tests and diagnostics. */
+export interface NatsRouterCounts {
+  /** Messages taken as wake-ups. */
+  readonly accepted: number;
+  /** Messages dropped: not what a gateway sends. */
+  readonly ignored: number;
+  /** Pulls of a domain (store reads) the messages, new interests and resyncs started. */
+  readonly pulls: number;
 }
 
 interface Interest {
@@ -59,12 +78,20 @@ export class NatsRouter implements Router {
   #attempt = 0;
   #retry: ReturnType<typeof setTimeout> | undefined;
   #firstConnect: Promise<void> | undefined;
+  #accepted = 0;
+  #ignored = 0;
+  readonly #pulls: Coalescer;
 
   constructor(options: NatsRouterOptions) {
     this.#options = options;
     this.#subjects = new Subjects(options.prefix);
     this.#local = new LocalRouter(options.store, options.id, (events) => this.#announce(events));
     this.claimsOnAppend = this.#local.claimsOnAppend;
+    this.#pulls = new Coalescer((domain, error) => this.#options.log.error('could not route events announced over NATS', { domain, error }));
+  }
+
+  get counts(): NatsRouterCounts {
+    return { accepted: this.#accepted, ignored: this.#ignored, pulls: this.#pulls.runs };
   }
 
   /** Whether this gateway holds a NATS connection now. */
@@ -144,8 +171,8 @@ export class NatsRouter implements Router {
     }
     this.#attempt = 0;
     this.#connection = connection;
-    connection.subscribe(this.#subjects.resync, { callback: () => this.#resync() });
-    connection.subscribe(this.#subjects.scheduled, { callback: () => this.#rescanScheduled() });
+    connection.subscribe(this.#subjects.resync, { callback: (_, message) => void (this.#accept(message, false) && this.#resync()) });
+    connection.subscribe(this.#subjects.scheduled, { callback: (_, message) => void (this.#accept(message, false) && this.#rescanScheduled()) });
     for (const interest of this.#interests.values()) this.#subscribe(connection, interest, false);
     void this.#watch(connection);
     void connection.closed().then((error) => {
@@ -177,7 +204,11 @@ export class NatsRouter implements Router {
   async #watch(connection: NatsConnection): Promise<void> {
     for await (const status of connection.status()) {
       if (this.#connection !== connection) return;
-      if (status.type === 'disconnect') {
+      if (status.type === 'staleConnection') {
+        // nats.js closes it and reconnects; until then nothing gets through either way.
+        this.#ready = false;
+        this.#options.log.warn('NATS link silent (pings unanswered); reconnecting (serving this gateway\'s clients meanwhile)', { server: connection.getServer() });
+      } else if (status.type === 'disconnect') {
         this.#ready = false;
         this.#options.log.warn('NATS connection lost; reconnecting (serving this gateway\'s clients meanwhile)', { server: status.server });
       } else if (status.type === 'reconnect') {
@@ -191,7 +222,7 @@ export class NatsRouter implements Router {
 
   #subscribe(connection: NatsConnection, interest: Interest, isNew: boolean): void {
     const { domain, name } = interest;
-    interest.subscription = connection.subscribe(this.#subjects.interest(domain, name), { callback: () => this.#pull(domain) });
+    interest.subscription = connection.subscribe(this.#subjects.interest(domain, name), { callback: (_, message) => void (this.#accept(message, true) && this.#pull(domain)) });
     // Events announced before the server had the subscription reached nobody here.
     if (isNew) void connection.flush().then(() => this.#pull(domain), () => undefined);
   }
@@ -224,8 +255,18 @@ export class NatsRouter implements Router {
     for (const listener of this.#scheduledListeners) listener();
   }
 
+  /** Whether `message` is a gateway's (see isPositionPayload): `position` on event subjects, nothing on the others. */
+  #accept(message: Msg | undefined, position: boolean): boolean {
+    const ok = message !== undefined && message.headers === undefined && (position ? isPositionPayload(message.data) : message.data.length === 0);
+    if (ok) this.#accepted += 1;
+    else this.#ignored += 1;
+    return ok;
+  }
+
+  /** Reads the domain's new events: now, or once after the read in flight (coalesce.ts). */
   #pull(domain: string): void {
-    this.#target?.route({ domain }).catch((error: unknown) => this.#options.log.error('could not route events announced over NATS', { domain, error }));
+    const target = this.#target;
+    if (target) this.#pulls.ask(domain, () => target.route({ domain }));
   }
 }
 

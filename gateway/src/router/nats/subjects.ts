@@ -57,3 +57,14 @@ export class Subjects {
     return `${this.#prefix}.scheduled`;
   }
 }
+
+/**
+ * Whether a message is one a gateway sends: no headers, and on an event subject a position
+ * (decimal digits, no leading zero, a safe integer), on `resync` and `scheduled` nothing. Anything
+ * else on our subjects comes from some other client of the server and is dropped unread.
+ */
+export function isPositionPayload(data: Uint8Array): boolean {
+  if (data.length === 0 || data.length > 16 || data[0] === 0x30) return false;
+  for (const byte of data) if (byte < 0x30 || byte > 0x39) return false;
+  return Number.isSafeInteger(Number(Buffer.from(data.buffer, data.byteOffset, data.length).toString('latin1')));
+}

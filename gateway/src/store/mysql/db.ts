@@ -29,6 +29,34 @@ export function driverCode(error: unknown): string | undefined {
   return typeof (error as { code?: unknown } | null)?.code === 'string' ? (error as { code: string }).code : undefined;
 }
 
+/**
+ * Server errors of the database's state rather than of the statements: a retry of the same work may succeed once it
+ * has passed (write-health.ts). Every error that is not the server's (ER_…) is the connection's.
+ */
+const STATE_ERRORS = new Set([
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_LOCK_DEADLOCK',
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_SERVER_SHUTDOWN',
+  'ER_QUERY_INTERRUPTED',
+  'ER_CONNECTION_KILLED',
+  'ER_OPTION_PREVENTS_STATEMENT',
+  'ER_READ_ONLY_MODE',
+  'ER_RECORD_FILE_FULL',
+  'ER_DISK_FULL',
+  'ER_OUTOFMEMORY',
+  'ER_OUT_OF_RESOURCES',
+  'ER_ERROR_ON_WRITE',
+  'ER_CANT_LOCK',
+  'ER_LOCK_OR_ACTIVE_TRANSACTION',
+  'ER_TOO_MANY_CONCURRENT_TRXS',
+]);
+
+export function isStoreStateError(code: string | undefined): boolean {
+  return code !== undefined && (!code.startsWith('ER_') || STATE_ERRORS.has(code));
+}
+
 /** Wraps a driver error. The message names the driver code only: SQL text and values stay in `cause`. */
 export function storeError(error: unknown, what: string): EventflowError {
   if (error instanceof EventflowError) return error;

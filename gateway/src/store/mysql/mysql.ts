@@ -15,7 +15,8 @@ import { createSchema, lockSequence } from './schema.js';
 import { GroupCommit, type BatchTurn } from '../group-commit.js';
 import { affected, select, type Params } from './statements.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { driverCode, exec, notOpen, openPool, run, storeError, transaction, utcNow, validDate, type MysqlStoreOptions } from './db.js';
+import { driverCode, exec, isStoreStateError, notOpen, openPool, run, storeError, transaction, utcNow, validDate, type MysqlStoreOptions } from './db.js';
+import { WriteHealth, writeFailed } from '../write-health.js';
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { Positions, setPosition } from './positions.js';
 import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
@@ -52,6 +53,8 @@ export class MysqlStore implements EventStore {
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
   readonly #group = new GroupCommit((requests, turn) => this.appendBatch(requests, turn), { overlap: true });
+  /** Whether appends work (/readyz): see ../write-health.ts. */
+  readonly #writes = new WriteHealth();
   readonly #ledger: MysqlLedger;
   readonly catalog = new MysqlCatalog(() => this.#pool, (domain, pid, after) => this.readEventlog(domain, pid, after));
 
@@ -149,6 +152,23 @@ export class MysqlStore implements EventStore {
     return this.#group.append(event, options);
   }
 
+  checkWrites(): Promise<void> {
+    // A statement that needs a writable database (read-only refuses it) and the sequence row, committed; it changes nothing.
+    return this.#writes.check(() =>
+      this.#do('check that writes work', async () => {
+        const conn = await (this.#writer ?? this.#pool).getConnection();
+        try {
+          await conn.query(`UPDATE eventflow_sequence SET value = value WHERE name = 'event'`);
+          await conn.query('COMMIT');
+          conn.release();
+        } catch (error) {
+          conn.destroy();
+          throw error;
+        }
+      }),
+    );
+  }
+
   /**
    * `turn` (from the group commit) is released as the batch's COMMIT is sent: the next batch may then start, and its
    * sequence lock waits for this commit (appends.ts), so positions stay in arrival order. Nothing is written for this
@@ -166,7 +186,6 @@ export class MysqlStore implements EventStore {
       }
     });
     if (valid.length === 0) return outcomes;
-    for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
     // A v4 spoke may insert the same id, or delete a rid, between our checks and our inserts: a second attempt sees it.
     const retryOn = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
     let released = false;
@@ -175,14 +194,25 @@ export class MysqlStore implements EventStore {
       turn?.release();
     };
     try {
+      for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
       const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
       const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
+      this.#writes.succeeded();
     } catch (error) {
-      // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:
-      // each append alone, so that only the one that causes it fails. A connection error would only fail each again.
       const cause = error instanceof EventflowError ? error.cause : error;
-      if (valid.length === 1 || released || !driverCode(cause)?.startsWith('ER_')) {
+      const code = driverCode(cause);
+      // The database's state (unreachable, shut down, read-only, full): what a retry of the same appends may get past.
+      // Sent, a COMMIT may have committed whatever its answer: whether the events were stored is unknown.
+      if (released || isStoreStateError(code)) {
+        this.#writes.failed();
+        const stored = released ? 'unknown' : false;
+        for (const append of valid) outcomes[append.index] = { ok: false, error: writeFailed(cause, 'the MySQL store could not append the event', append.event.id, stored) };
+        return outcomes;
+      }
+      // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:
+      // each append alone, so that only the one that causes it fails.
+      if (valid.length === 1 || !code?.startsWith('ER_')) {
         for (const append of valid) outcomes[append.index] = { ok: false, error: storeError(error, 'append the event') };
         return outcomes;
       }

@@ -5,6 +5,20 @@
  * latency (bench/README.md › latency). A PASSIVE checkpoint from a second connection copies the
  * same committed pages without blocking writers, so durability is unchanged: only where the copy
  * happens moves. The store turns its own auto-checkpoint off only once this worker is running.
+ *
+ * The WAL is bounded. SQLite starts writing a WAL from its beginning again only when a write
+ * transaction begins with every frame checkpointed; under steady writes a checkpoint from another
+ * connection always ends behind the latest commit, so the WAL grew by every commit until writes
+ * paused (9.8 MB after 500 publishes), and on a full disk it kept the space freed next to it
+ * (issue 22). So once the WAL holds more than WAL_LIMIT_FRAMES, the worker starts it over with a
+ * RESTART checkpoint that does not wait for the gateway's writes (tried again 10 ms later when one
+ * is in progress; a write waits for it while it runs, for the frames copied since the PASSIVE one),
+ * and the gateway's next commit cuts the file back to `journal_size_limit`. The store's own
+ * automatic checkpoint stays on at 2 × that (SQLite's default) as a backstop, should the worker
+ * fall behind: it then finds most pages copied already. A WAL that could outgrow the free space
+ * would hold it for good: its pages cannot be copied into a database file that cannot grow. After a
+ * failed write (`truncate()`: no space, I/O) the worker truncates the WAL to nothing, which gives
+ * its space back to the database file, at every tick until it can.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -12,26 +26,76 @@ import { Worker } from 'node:worker_threads';
 /** How often the worker checkpoints; PASSIVE on an up-to-date WAL costs next to nothing. */
 const INTERVAL_MS = 200;
 
+/**
+ * Frames (pages) the WAL may hold before the worker starts it over; the store's own automatic
+ * checkpoint stays on at twice that, SQLite's default of 1,000 pages, as the backstop.
+ */
+export const WAL_LIMIT_FRAMES = 500;
+
+/** After a restart the gateway's writes kept from happening, the next attempt. */
+const RETRY_MS = 10;
+
 // An eval worker is CommonJS and resolves nothing relative to this file, hence the resolved path.
 const source = `
 const { workerData, parentPort } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { timeout: 5000 });
-const timer = setInterval(() => {
-  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch (error) { parentPort.postMessage(String(error)); }
-}, workerData.intervalMs);
-parentPort.on('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
+/** Requests to truncate, answered once a TRUNCATE checkpoint has run (ok: it completed). */
+const waiting = [];
+let reported = false;
+let timer;
+/** Patient: waits (busy handler) for the gateway's write in progress; otherwise gives up at once. PASSIVE never waits. */
+const checkpoint = (mode, patient) => {
+  if (patient) return db.pragma('wal_checkpoint(' + mode + ')')[0];
+  db.pragma('busy_timeout = 0');
+  try { return db.pragma('wal_checkpoint(' + mode + ')')[0]; } finally { db.pragma('busy_timeout = 5000'); }
+};
+const tick = () => {
+  clearTimeout(timer);
+  let soon = false;
+  try {
+    if (waiting.length > 0) {
+      const done = checkpoint('TRUNCATE', true).busy === 0;
+      for (const id of waiting.splice(0)) parentPort.postMessage({ truncated: id, ok: done });
+    } else if (checkpoint('PASSIVE', true).log > workerData.limitFrames) {
+      // Start the WAL over (the next commit cuts the file to journal_size_limit); while the gateway is writing, again in a moment.
+      soon = checkpoint('RESTART', false).busy !== 0;
+    }
+    reported = false;
+  } catch (error) {
+    // No space to grow the database file, say: tried again at the next tick.
+    for (const id of waiting.splice(0)) parentPort.postMessage({ truncated: id, ok: false });
+    if (!reported) parentPort.postMessage({ failed: String(error) });
+    reported = true;
+  }
+  timer = setTimeout(tick, soon ? workerData.retryMs : workerData.intervalMs);
+};
+timer = setTimeout(tick, workerData.intervalMs);
+parentPort.on('message', (message) => {
+  if (message === 'stop') { clearTimeout(timer); db.close(); parentPort.close(); return; }
+  waiting.push(message.truncate);
+  timer = setTimeout(tick, 0);
+});
 parentPort.postMessage('ready');
 `;
 
 export interface Checkpointer {
+  /**
+   * Checkpoints and truncates the WAL now (its frames copied to the database file, the file cut to
+   * nothing); resolves with whether that completed. For after a failed write, and before a check
+   * that writes work again.
+   */
+  truncate(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
-/** Starts the worker; resolves once its connection is open, rejects when it cannot start. */
+/** Starts the worker; resolves once its connection is open, rejects when it cannot start. `onError`: the worker died. */
 export function startCheckpointer(path: string, onError: (message: string) => void): Promise<Checkpointer> {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS } });
+  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, retryMs: RETRY_MS, limitFrames: WAL_LIMIT_FRAMES } });
+  let next = 0;
+  const answers = new Map<number, (ok: boolean) => void>();
+  let stopped = false;
   return new Promise((resolve, reject) => {
     worker.once('error', reject);
     worker.once('message', (first: unknown) => {
@@ -39,10 +103,30 @@ export function startCheckpointer(path: string, onError: (message: string) => vo
       worker.off('error', reject);
       // Only now: until it is ready the gateway's start may be all that keeps the process alive.
       worker.unref();
-      worker.on('error', (error) => onError(String(error)));
-      worker.on('message', (message: unknown) => onError(String(message)));
+      const gone = (why: string): void => {
+        for (const answer of answers.values()) answer(false);
+        answers.clear();
+        if (!stopped) onError(why);
+      };
+      worker.on('error', (error) => gone(String(error)));
+      worker.on('exit', (code) => gone(`the checkpoint worker exited (${code})`));
+      worker.on('message', (message: { truncated?: number; ok?: boolean }) => {
+        // A failed checkpoint ({ failed }) is tried again by the worker; the store learns of a full disk from its writes.
+        if (message.truncated === undefined) return;
+        answers.get(message.truncated)?.(message.ok === true);
+        answers.delete(message.truncated);
+      });
       resolve({
+        truncate() {
+          if (stopped) return Promise.resolve(false);
+          const id = next++;
+          return new Promise<boolean>((done) => {
+            answers.set(id, done);
+            worker.postMessage({ truncate: id });
+          });
+        },
         async stop() {
+          stopped = true;
           // Held until it has closed its connection, so that the database is never left half-closed.
           worker.ref();
           const exited = new Promise((done) => worker.once('exit', done));
@@ -51,6 +135,8 @@ export function startCheckpointer(path: string, onError: (message: string) => vo
           await Promise.race([exited, new Promise((done) => (timer = setTimeout(done, 1_000)))]);
           clearTimeout(timer);
           await worker.terminate();
+          for (const answer of answers.values()) answer(false);
+          answers.clear();
         },
       });
     });

@@ -14,13 +14,19 @@ import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
 import { SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
-import { asError, insertOne, isRowError, prepareAppend } from './appends.js';
+import { asError, insertOne, isRowError, prepareAppend, type PreparedAppend } from './appends.js';
 import { SqliteSnapshots } from './snapshots.js';
 import type { SnapshotRead } from '../snapshots.js';
 import type { DeliveryLedger } from '../ledger.js';
 import { SqliteLedger } from './ledger.js';
 import { SqliteCatalog } from './catalog.js';
 import { RecentPublished } from './recent.js';
+import { WriteHealth, writeFailed } from '../write-health.js';
+import { isSameEvent } from '../same-event.js';
+import { WAL_LIMIT_FRAMES } from './checkpointer.js';
+
+/** What the write check writes (then deletes) while writes fail: a few publishes' worth of pages. */
+const WRITE_CHECK_BYTES = 64 * 1024;
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -41,6 +47,8 @@ export class SqliteStore implements EventStore {
   readonly #recent = new RecentPublished();
   /** Orphans to mark in the next turn (markOrphans). */
   #orphans: { ids: string[]; written: Promise<void> } | undefined;
+  /** Whether appends work (/readyz): see ../write-health.ts. */
+  readonly #writes = new WriteHealth();
 
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
@@ -55,6 +63,8 @@ export class SqliteStore implements EventStore {
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
+      // A WAL that grew (steady writes, see checkpointer.ts) is cut back to this when it starts over.
+      db.pragma(`journal_size_limit = ${WAL_LIMIT_FRAMES * Number(db.pragma('page_size', { simple: true }))}`);
       db.pragma('foreign_keys = ON');
       // IMMEDIATE so that two gateways initialising one file at once do not interleave.
       db.transaction(() => db.exec(SCHEMA)).immediate();
@@ -76,9 +86,13 @@ export class SqliteStore implements EventStore {
     }
     if (this.#path === ':memory:') return;
     try {
-      // A checkpoint failure is not fatal: SQLite checkpoints again inside the next commits.
-      this.#checkpointer = await startCheckpointer(this.#path, () => this.#open?.db.pragma('wal_autocheckpoint = 1000'));
-      this.#open.db.pragma('wal_autocheckpoint = 0');
+      // The worker gone: SQLite checkpoints again inside the next commits.
+      this.#checkpointer = await startCheckpointer(this.#path, () => {
+        this.#checkpointer = undefined;
+        this.#open?.db.pragma('wal_autocheckpoint = 1000');
+      });
+      // Only a backstop: the worker starts the WAL over at WAL_LIMIT_FRAMES (checkpointer.ts).
+      this.#open.db.pragma(`wal_autocheckpoint = ${2 * WAL_LIMIT_FRAMES}`);
     } catch {
       // Without a worker the automatic checkpoint stays on: slower tail, same data.
     }
@@ -125,6 +139,17 @@ export class SqliteStore implements EventStore {
     return this.#s.head.get()?.seq ?? 0;
   }
 
+  checkWrites(): Promise<void> {
+    return this.#writes.check(async () => {
+      // The WAL's space back first (a full disk); then a write the size of a few publishes, taken
+      // back: rewriting a page in place could succeed where a publish cannot.
+      await this.#checkpointer?.truncate();
+      const { db } = this.#store;
+      db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES ('write_check', zeroblob(${WRITE_CHECK_BYTES}))`).run();
+      db.prepare(`DELETE FROM meta WHERE key = 'write_check'`).run();
+    });
+  }
+
   append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
     return this.#group.append(event, options);
   }
@@ -132,6 +157,8 @@ export class SqliteStore implements EventStore {
   async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     const s = this.#s;
     const prepared = requests.map(prepareAppend);
+    // One writer per file: an event above this after a failed commit was stored by this batch.
+    const headBefore = s.head.get()?.seq ?? 0;
     // One IMMEDIATE transaction: the write lock is taken up front, so no check can go stale
     // before its insert, and the whole batch costs one commit.
     const run = this.#store.db.transaction(() => {
@@ -156,16 +183,46 @@ export class SqliteStore implements EventStore {
     try {
       const { outcomes, before, after, version, published } = run.immediate();
       this.#recent.committed(before, after, version, published);
+      this.#writes.succeeded();
       return outcomes;
     } catch (error) {
-      // The batch was rolled back whole. An error of one row (a constraint, a value too big): each
-      // request alone, so that only the one that causes it fails. Anything else (the database
-      // busy or broken) would fail each of them again, after as long a wait: it fails them all.
-      if (requests.length === 1 || !isRowError(error)) return requests.map(() => ({ ok: false, error: asError(error) }));
-      const outcomes: AppendOutcome[] = [];
-      for (const request of requests) outcomes.push(...(await this.appendBatch([request])));
-      return outcomes;
+      // An error of one row (a constraint, a value too big): the batch was rolled back whole; each
+      // request alone, so that only the one that causes it fails.
+      if (isRowError(error)) {
+        if (requests.length === 1) return [{ ok: false, error: asError(error) }];
+        const outcomes: AppendOutcome[] = [];
+        for (const request of requests) outcomes.push(...(await this.appendBatch([request])));
+        return outcomes;
+      }
+      // Anything else is the database's state (full, I/O, busy): it would fail each of them again.
+      return this.#afterFailedWrite(prepared, headBefore, error);
     }
+  }
+
+  /**
+   * A batch failed with the database (no space, I/O, busy). A COMMIT can report an error after
+   * the commit itself succeeded (a failed automatic checkpoint after it, say), so what the batch
+   * stored is read back: each request is answered as committed, or as not stored (retryable).
+   * Writes are failing until one succeeds (/readyz), and the WAL gives its space back as soon as
+   * the database file can take its pages (checkpointer.ts).
+   */
+  #afterFailedWrite(prepared: readonly PreparedAppend[], headBefore: number, error: unknown): AppendOutcome[] {
+    this.#writes.failed();
+    this.#recent.forget();
+    void this.#checkpointer?.truncate();
+    const s = this.#s;
+    return prepared.map((append): AppendOutcome => {
+      if (!append.ok) return append;
+      let stored: StoredEvent | undefined;
+      try {
+        const row = s.read.get({ id: append.event.id });
+        stored = row === undefined ? undefined : toStoredEvent(row);
+      } catch {
+        return { ok: false, error: writeFailed(error, 'the SQLite store could not write', append.event.id, 'unknown') };
+      }
+      if (stored !== undefined && stored.position > headBefore && isSameEvent(stored, append.event)) return { ok: true, result: { event: stored, created: true } };
+      return { ok: false, error: writeFailed(error, 'the SQLite store could not write', append.event.id, false) };
+    });
   }
 
   async read(id: string): Promise<StoredEvent | undefined> {

@@ -1,0 +1,72 @@
+/**
+ * A write the gateway answers E_EVENTFLOW_STORE_FAILED with `details.retryable` (its store failed;
+ * the event stored or not, or unknown) is sent again, the same frame with the same event id, until
+ * its timeout; then it fails with the store's error. Against the request manager, a fake gateway
+ * answering by hand (the real store outages are in gateway/test/store-outage.test.ts and
+ * disk-full.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { isEventflowError, type EventflowError } from '@eventflow/core';
+import { RequestManager } from '../src/requests.js';
+import { eventually } from '@eventflow/test-support/wait';
+
+interface Sent {
+  id: number;
+  op: string;
+  params: unknown;
+}
+
+function manager(timeout = 5_000): { requests: RequestManager; sent: Sent[] } {
+  const sent: Sent[] = [];
+  const requests = new RequestManager((frame) => {
+    sent.push(JSON.parse(frame) as Sent);
+    return true;
+  }, timeout);
+  requests.open({ maxPublishRate: 0 });
+  return { requests, sent };
+}
+
+const event = { id: 'e1', domain: 'orders', name: 'placed', pid: 'p1' };
+const storeFailed = (id: number, stored: false | 'unknown', retryable = true) =>
+  ({ type: 'error', id, code: 'E_EVENTFLOW_STORE_FAILED', message: 'the store failed', details: { id: 'e1', stored, ...(retryable && { retryable }) } }) as const;
+
+describe('writes the store failed', () => {
+  it('are sent again, unchanged, until the store takes them', async () => {
+    const { requests, sent } = manager();
+    const published = requests.request('publish', { event });
+    expect(sent).toHaveLength(1);
+    requests.settle(storeFailed(sent[0]!.id, 'unknown'));
+    await eventually(() => sent.length === 2, 2_000, 'the first retry');
+    requests.settle(storeFailed(sent[1]!.id, false));
+    await eventually(() => sent.length === 3, 2_000, 'the second retry');
+    // The same frame each time: the same request id and, above all, the same event id.
+    expect(sent[1]).toEqual(sent[0]);
+    expect(sent[2]).toEqual(sent[0]);
+    requests.settle({ type: 'result', id: sent[2]!.id, result: { id: 'e1', position: 7, timestamp: '2025-06-01T10:00:00.000Z' } });
+    await expect(published).resolves.toMatchObject({ id: 'e1', position: 7 });
+  });
+
+  it('out of time, fail with the store error, unknown if any attempt was', async () => {
+    const { requests, sent } = manager(400);
+    const published = requests.request('publish', { event });
+    requests.settle(storeFailed(sent[0]!.id, 'unknown'));
+    await eventually(() => sent.length === 2, 2_000, 'the retry');
+    requests.settle(storeFailed(sent[1]!.id, false));
+    const error = (await published.catch((failure: unknown) => failure)) as EventflowError;
+    expect(isEventflowError(error, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
+    expect(error.details).toMatchObject({ id: 'e1', stored: 'unknown', retryable: true });
+    expect(Number(error.details?.attempts)).toBeGreaterThanOrEqual(2);
+  });
+
+  it('are not sent again when the failure is not retryable, nor when the request is not a write', async () => {
+    const { requests, sent } = manager();
+    const published = requests.request('publish', { event });
+    requests.settle(storeFailed(sent[0]!.id, false, false));
+    await expect(published).rejects.toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED' });
+    const read = requests.request('read', { id: 'e1' });
+    requests.settle(storeFailed(sent[1]!.id, false));
+    await expect(read).rejects.toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED' });
+    // Failed at once, so never sent again: the promise is settled and the request forgotten.
+    expect(sent.map((frame) => frame.op)).toEqual(['publish', 'read']);
+  });
+});
