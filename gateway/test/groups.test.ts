@@ -6,7 +6,7 @@
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, deleteGroup, discardDeadLetter, isEventflowError, listDeadLetters, listGroups, requeueDeadLetter, type StoredEvent } from '@eventflow/core';
-import { runCli } from '../../packages/node/src/commands.js';
+import { runCli } from '@eventflow/node/commands';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 

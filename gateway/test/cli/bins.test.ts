@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gatewayUsage, hubUsage } from '../../src/cli-args.js';
-import { usage as cliUsage } from '../../../packages/node/src/commands.js';
+import { usage as cliUsage } from '@eventflow/node/commands';
 import { finished, gateway, repoRoot, run } from './support.js';
 
 const version = (path: string): string => (JSON.parse(readFileSync(join(repoRoot, path), 'utf8')) as { version: string }).version;
