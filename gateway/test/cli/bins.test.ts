@@ -1,5 +1,5 @@
 /**
- * The bins by name, as a new user runs them: `npx eventflow` and `npx eventflow-gateway` from the
+ * The bins by name, as a new user runs them: `npx --no-install eventflow` and `npx --no-install eventflow-gateway` from the
  * repository (linked by npm to the committed shims in packages/node/bin and gateway/bin, which run
  * dist/ when built and the sources otherwise), --help, --version, and usage errors (exit 2).
  */
