@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { generatePid, type Transport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, unknownConfigVariables, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
 import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
@@ -61,6 +61,8 @@ export interface GatewayDependencies {
   logDestination?: LogDestination;
   /** Called with a start-up failure before it is logged: the bin prints its line for a person first. */
   onStartFailure?: (error: unknown) => void;
+  /** Called with each line about the configuration that does not stop the start (an unknown EVENTFLOW_* variable), before it is logged. */
+  onConfigWarning?: (line: string) => void;
 }
 
 /** Environment-style settings: typed keys, or raw strings as they come from process.env. */
@@ -82,6 +84,10 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   }
   const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL, {}, dependencies.logDestination)).child({ gateway: id });
+  for (const line of unknownConfigVariables(config)) {
+    dependencies.onConfigWarning?.(line);
+    log.warn(`configuration: ${line}`);
+  }
   const undo: Array<() => void> = [];
   try {
     return await start(id, settings, config, dependencies, log, undo);
