@@ -79,7 +79,7 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(await store.ledger().deadLetter(fallback, event.id, 3, 'lease expired')).toBe(true);
       const letters = await store.ledger().deadLetters({ domain: 'orders', limit: 10, offset: 0 });
       expect(letters).toHaveLength(2);
-      expect(letters.find((letter) => letter.group === 'billing')).toMatchObject({ eventId: event.id, attempts: 5, lastError: 'card declined', groupName: 'created' });
+      expect(letters.find((letter) => letter.group === 'billing')).toMatchObject({ eventId: event.id, attempts: 5, lastError: 'card declined', consumes: 'created' });
       expect(await store.ledger().deadLetters({ domain: 'nothing', limit: 10, offset: 0 })).toEqual([]);
       expect(await store.deadLetters()).toMatchObject([{ eventId: event.id, attempts: 3 }]);
       const summary = (await store.ledger().groups(Date.now())).find((group) => group.group === 'billing');
