@@ -11,6 +11,7 @@ export const manageUsage = `  groups [domain]                            Print t
   dead-letters [domain]                      Print dead letters as JSON lines, newest first (--limit, --offset)
   dead-letter-requeue <event-id> <domain> <name> [group]  Deliver a dead letter again, with a new attempt cycle
   dead-letter-discard <event-id> <domain> <name> [group]  Drop a dead letter from the list
+                                             (<name>: the dead letter's "consumes", the name its group consumes)
 `;
 
 export const manageCommands = {
