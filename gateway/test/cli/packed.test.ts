@@ -35,7 +35,7 @@ describe('the packed packages', () => {
     }
   });
 
-  it('made by npm run pack and installed from their tarballs outside the repository as the README says: the bins run from node_modules/.bin, the gateway starts with jwt, the CLI mints a token and is let in with it, the console is served', async (context) => {
+  it('made by npm run pack and installed from their tarballs outside the repository as the README says: the bins run from node_modules/.bin, their typings resolve under node10 and node16, the gateway starts with jwt, the CLI mints a token and is let in with it, the console is served', async (context) => {
     await buildOnce();
     // The README's step: `npm run pack` (scripts/pack.mjs) builds what the packages carry and packs them.
     const packed = join(dir, 'packed');
@@ -68,6 +68,32 @@ describe('the packed packages', () => {
     expect((await exec(bin('eventflow'), ['--version'], { cwd: app })).stdout).toBe(`eventflow ${versions('packages/node')}\n`);
     expect((await exec('npx', ['--no-install', 'eventflow-gateway', '--version'], { cwd: app })).stdout).toBe(`eventflow-gateway ${versions('gateway')}\n`);
     expect((await exec(bin('eventflow-gateway'), ['--help'], { cwd: app })).stdout).toBe(gatewayUsage);
+
+    // Typings of every entry point, subpaths included, for TypeScript users on each resolution: node10 reads
+    // the top-level "types" and "typesVersions", node16 the "exports".
+    writeFileSync(
+      join(app, 'check.ts'),
+      [
+        "import { createClient, type EventMap } from '@eventflow/core';",
+        "import { operations } from '@eventflow/core/protocol';",
+        "import { createNodeClient, routeConsumers } from '@eventflow/node';",
+        "import { runCli } from '@eventflow/node/commands';",
+        "import { createBrowserClient } from '@eventflow/browser';",
+        "import { useEventlogState } from '@eventflow/browser/react';",
+        "import { createOutbox } from '@eventflow/browser/outbox';",
+        "import { consuming } from '@eventflow/browser/work';",
+        "import { startGateway } from '@eventflow/gateway';",
+        "type Events = { orders: { placed: { sku: string } } } & EventMap;",
+        "export const client = createNodeClient<Events>('ws://127.0.0.1:8080/');",
+        "export const known: boolean = 'publish' in operations;",
+        'export { createClient, routeConsumers, runCli, createBrowserClient, useEventlogState, createOutbox, consuming, startGateway };',
+      ].join('\n'),
+    );
+    for (const [resolution, module] of [['node10', 'esnext'], ['node16', 'node16']] as const) {
+      const tsc = ['--noEmit', '--strict', '--skipLibCheck', '--moduleResolution', resolution, '--module', module, '--target', 'es2022', '--types', 'node', '--typeRoots', join(repoRoot, 'node_modules/@types'), 'check.ts'];
+      const checked = await exec(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), ...tsc], { cwd: app }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+      expect(checked.stdout, `moduleResolution ${resolution}`).toBe('');
+    }
 
     // The gateway package carries its start-up bundle (its prepack makes it), which the installed bin runs.
     expect(existsSync(join(app, 'node_modules/@eventflow/gateway/bundle/main.mjs'))).toBe(true);
