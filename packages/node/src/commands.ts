@@ -155,7 +155,7 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
       ...(token === undefined ? {} : { token }),
       onError: (error) => {
         if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') lastConnectionError = error;
-        else if (error instanceof EventflowError && (error.code === 'E_EVENTFLOW_UNAUTHORIZED' || error.code === 'E_EVENTFLOW_PROTOCOL_VERSION')) refused.abort(error);
+        else if (isRefusal(error)) refused.abort(error);
         else stderr.write(`${formatError(error)}\n`);
       },
     });
@@ -163,6 +163,7 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
       await client.ready(AbortSignal.any([AbortSignal.timeout(timeout), refused.signal]));
     } catch (cause) {
       if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
+      if (isRefusal(cause)) throw withTokenHint(cause, token);
       const why = lastConnectionError instanceof Error ? `: ${lastConnectionError.message}` : '';
       throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href} within ${timeout} ms${why}`, { cause });
     }
@@ -365,6 +366,10 @@ function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
+
+/** The gateway refused the handshake: retrying with the same token or client cannot succeed. */
+const isRefusal = (error: unknown): error is EventflowError =>
+  error instanceof EventflowError && (error.code === 'E_EVENTFLOW_UNAUTHORIZED' || error.code === 'E_EVENTFLOW_PROTOCOL_VERSION');
 
 /** A refusal by the gateway, with what to do about the token the CLI sent (or did not send). */
 function withTokenHint(error: unknown, token: string | undefined): unknown {

@@ -107,6 +107,26 @@ describe('the CLI on a gateway with EVENTFLOW_AUTH=jwt', () => {
     expect(run.stderr.split('\n')[0]).toMatch(/^E_EVENTFLOW_UNAUTHORIZED: .*the token from --token or EVENTFLOW_TOKEN was refused/);
   });
 
+  it('tail ends, exit 1, when its token runs out: the reconnect is refused, and retrying cannot help', async () => {
+    // Rights end after EVENTFLOW_JWT_MAX_LIFETIME_S (1 s here): the gateway closes with 4401, the same token is refused at the reconnect.
+    const short = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_JWT_MAX_LIFETIME_S: 1 });
+    try {
+      const token = (await cli(['token', '--sub', 'ops', '--allow', 'orders:subscribe'], { EVENTFLOW_JWT_SECRET: SECRET })).stdout.trim();
+      const out = { stdout: '', stderr: '' };
+      const code = await runCli(['tail', 'orders', '--url', short.gateway.url, '--token', token], {
+        stdout: { write: (chunk: string) => (out.stdout += chunk) },
+        stderr: { write: (chunk: string) => (out.stderr += chunk) },
+        env: {},
+        signal: new AbortController().signal, // never aborted: only the refusal ends it
+      });
+      expect(code).toBe(1);
+      expect(out.stderr).toMatch(/^tailing orders › \*/);
+      expect(out.stderr.trim().split('\n').at(-1)).toMatch(/^E_EVENTFLOW_UNAUTHORIZED: .*the token from --token or EVENTFLOW_TOKEN was refused/);
+    } finally {
+      await short.stop();
+    }
+  });
+
   it('a token without the right names the grant to ask for', async () => {
     const run = await cli(['publish', 'orders', 'placed', 'o2'], { EVENTFLOW_TOKEN: await mint('orders:read') });
     expect(run.code).toBe(1);
