@@ -41,6 +41,9 @@ describe('the packed packages', () => {
     const packed = join(dir, 'packed');
     const { stdout: packOutput } = await exec(process.execPath, [join(repoRoot, 'scripts/pack.mjs'), '--out', packed], { cwd: repoRoot, timeout: 240_000 });
     const tarball = (name: string): string => join(packed, `eventflow-${name}-${versions(name === 'gateway' ? 'gateway' : `packages/${name}`)}.tgz`);
+    // The build says what it does and how long each step took (scripts/build-if-stale.mjs, as npm start runs it).
+    expect(packOutput).toMatch(/^build: TypeScript \(tsc -b: packages\/\*\/dist, gateway\/dist\) \(.+\) …$/m);
+    expect(packOutput).toMatch(/^build: TypeScript \(tsc -b: packages\/\*\/dist, gateway\/dist\): done in \d+\.\d s$/m);
     // Each printed install line names core's tarball beside the package's, so npm never asks the registry for @eventflow/core.
     expect(packOutput).toContain(`npm install ${tarball('core')} ${tarball('node')} `);
     expect(packOutput).toContain(`npm install ${tarball('core')} ${tarball('gateway')} `);
