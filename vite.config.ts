@@ -22,6 +22,7 @@ const alias = [
   { find: /^@eventflow\/core$/, replacement: source('./packages/core/src/index.ts') },
   { find: /^@eventflow\/core\/protocol$/, replacement: source('./packages/core/src/protocol.ts') },
   { find: /^@eventflow\/node$/, replacement: source('./packages/node/src/index.ts') },
+  { find: /^@eventflow\/node\/commands$/, replacement: source('./packages/node/src/commands.ts') },
   { find: /^@eventflow\/browser\/react$/, replacement: source('./packages/browser/src/react.ts') },
   { find: /^@eventflow\/browser\/outbox$/, replacement: source('./packages/browser/src/outbox.ts') },
   { find: /^@eventflow\/browser\/work$/, replacement: source('./packages/browser/src/work.ts') },
@@ -29,6 +30,7 @@ const alias = [
   { find: /^@eventflow\/gateway$/, replacement: source('./gateway/src/index.ts') },
   { find: /^@eventflow\/test-support\/(.+)$/, replacement: source('./packages/test-support/src/$1.ts') },
   { find: /^@eventflow\/bench\/v4-compose$/, replacement: source('./bench/v4-compose.mjs') },
+  { find: /^@eventflow\/bench\/chromium$/, replacement: source('./bench/chromium.mjs') },
 ];
 
 /**

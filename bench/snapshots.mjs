@@ -5,7 +5,7 @@
 // latest snapshot plus the events after it) and one with EVENTFLOW_SNAPSHOT_EVERY=0 (snapshots off:
 // the full fold of the eventlog, what every read cost before). Both answers must be identical
 // (JSON text, key order included) before anything is timed. Target: >= 50x faster.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNodeClient } from '@eventflow/node';
@@ -46,10 +46,13 @@ for (let start = 0; start < N; start += 1000) {
 await store.close();
 console.log(`${N} events written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
+// One gateway per SQLite file (a second one on a held file does not start): each gets a copy.
+const fullPath = join(dir, 'snapshots-full.db');
+copyFileSync(path, fullPath);
 // The full fold's answer is one large frame: give both gateways room for it.
-const common = { EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_MAX_BUFFERED_BYTES: 256 * 1024 * 1024 };
-const withSnapshots = await startServer('gateway', { gatewayConfig: { ...common, EVENTFLOW_SNAPSHOT_EVERY: 100 } });
-const fullFold = await startServer('gateway', { gatewayConfig: { ...common, EVENTFLOW_SNAPSHOT_EVERY: 0 } });
+const common = { EVENTFLOW_MAX_BUFFERED_BYTES: 256 * 1024 * 1024 };
+const withSnapshots = await startServer('gateway', { gatewayConfig: { ...common, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_SNAPSHOT_EVERY: 100 } });
+const fullFold = await startServer('gateway', { gatewayConfig: { ...common, EVENTFLOW_SQLITE_PATH: fullPath, EVENTFLOW_SNAPSHOT_EVERY: 0 } });
 const a = createNodeClient(withSnapshots.url);
 const b = createNodeClient(fullFold.url);
 try {
@@ -57,7 +60,12 @@ try {
   const firstStarted = performance.now();
   await a.readEventlogState('orders', 'long');
   const firstMs = performance.now() - firstStarted;
-  for (let i = 0; i < AFTER; i++) await a.publish({ domain: 'orders', name: 'updated', pid: 'long', data: eventData(N + i) });
+  for (let i = 0; i < AFTER; i++) {
+    // The same events (ids and data) into both copies.
+    const event = { id: `after-${i}`, domain: 'orders', name: 'updated', pid: 'long', data: eventData(N + i) };
+    await a.publish(event);
+    await b.publish(event);
+  }
 
   const snapshotState = JSON.stringify(await a.readEventlogState('orders', 'long'));
   const fullState = JSON.stringify(await b.readEventlogState('orders', 'long'));

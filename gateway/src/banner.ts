@@ -2,8 +2,24 @@
  * The plain-text lines the gateway bin prints once it listens (stdout, beside the JSON log on
  * stderr): every URL a person needs and what the gateway runs on.
  */
+import { existsSync } from 'node:fs';
+import { packageRoot } from './package-root.js';
 import type { Gateway } from './server/gateway.js';
-import { consolePath, currentSites } from './server/sites.js';
+import { bundledConsoleDir, consolePath, currentSites } from './server/sites.js';
+
+/** In a checkout of the repository (not an installed package), a missing build is built by `npm run build`. */
+const inRepository = (): boolean => existsSync(new URL('../tsconfig.build.json', packageRoot));
+
+/** Why nothing is served at `/`, in the words of what to change. */
+function nothingServed(demoDir: string | undefined, consoleDir: string | undefined, httpUrl: string): string {
+  const reasons: string[] = [];
+  if (demoDir !== undefined) reasons.push(`EVENTFLOW_DEMO_DIR=${demoDir} does not exist`);
+  if (consoleDir === 'off') reasons.push('the console is off (EVENTFLOW_CONSOLE_DIR=off)');
+  else if (consoleDir !== undefined) reasons.push(`EVENTFLOW_CONSOLE_DIR=${consoleDir} does not exist`);
+  else if (inRepository()) reasons.push('the console is not built (npm run build)');
+  else reasons.push(`the console build is missing from this install (${bundledConsoleDir}); reinstall @eventflow/gateway`);
+  return `none: ${reasons.join('; ')}; ${httpUrl} says how to connect`;
+}
 
 export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | 'httpUrl'>): string {
   const { config, httpUrl } = gateway;
@@ -15,7 +31,7 @@ export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | '
       ? `${httpUrl}${consoleUrl ? ` (console: ${consoleUrl})` : ''}`
       : consoleUrl
         ? `${consoleUrl} (the console)`
-        : `not built (npm run build), ${httpUrl} says how to connect`;
+        : nothingServed(config.EVENTFLOW_DEMO_DIR, config.EVENTFLOW_CONSOLE_DIR, httpUrl);
   const store =
     config.EVENTFLOW_STORE === 'mysql'
       ? `mysql ${config.EVENTFLOW_MYSQL_USER}@${config.EVENTFLOW_MYSQL_HOST}:${config.EVENTFLOW_MYSQL_PORT}, database ${config.EVENTFLOW_MYSQL_DATABASE}`

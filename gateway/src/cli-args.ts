@@ -27,7 +27,8 @@ Options:
   -v, --version  Print the version
 
 Exit codes: 0 stopped cleanly, 1 failed while running or stopping, 2 bad command line,
-3 invalid configuration, 4 cannot listen on the address, 5 the store cannot be opened or reached.
+3 invalid configuration, 4 cannot listen on the address, 5 the store cannot be opened or reached,
+6 another gateway holds the SQLite file.
 `;
 
 export const hubUsage = `Usage: eventflow-gateway hub [--help]

@@ -21,3 +21,46 @@ export const expected = {
   positiveInt: 'expected a positive integer',
   nonNegativeInt: 'expected an integer of 0 or more',
 } as const;
+
+/**
+ * EVENTFLOW_* names in `values` that nothing reads: a typo (`EVENTFLOW_PROT=9000`) would otherwise be
+ * ignored silently and the default used. One line each, with the closest known name when one is
+ * close. `known` holds whole names, `families` the prefixes of names that others read and check
+ * (v4's hub, spoke and certificate settings, the test suites').
+ */
+export function unknownVariables(values: Readonly<Record<string, unknown>>, known: ReadonlySet<string>, families: readonly string[]): string[] {
+  const lines: string[] = [];
+  for (const name of Object.keys(values).sort()) {
+    if (!name.startsWith('EVENTFLOW_') || known.has(name) || families.some((family) => name.startsWith(family))) continue;
+    const closest = closestName(name, known);
+    lines.push(`${name} is not a variable of eventflow and is ignored${closest ? `; did you mean ${closest}?` : ''}`);
+  }
+  return lines;
+}
+
+/** The known name nearest to `name` (transpositions count once), if it is near enough to be a typo. */
+function closestName(name: string, known: ReadonlySet<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const distance = editDistance(name, candidate);
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  const tail = name.length - 'EVENTFLOW_'.length;
+  return bestDistance <= Math.max(2, Math.floor(tail / 4)) ? best : undefined;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const row = rows[i] as number[];
+      const above = rows[i - 1] as number[];
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min((above[j] as number) + 1, (row[j - 1] as number) + 1, (above[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j] as number, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+    }
+  }
+  return (rows[a.length] as number[])[b.length] as number;
+}

@@ -8,8 +8,8 @@ import { actions, type Action } from './connection/auth.js';
 import { parseAllowedHosts, parseAllowedOrigins } from './connection/limits.js';
 import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
-import { describeConfigIssue, expected } from './config-issues.js';
-import { readV4Environment } from './v4-env.js';
+import { describeConfigIssue, expected, unknownVariables } from './config-issues.js';
+import { readV4Environment, unsupported, v4Aliases } from './v4-env.js';
 import { configDefaults } from './defaults.js';
 
 const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
@@ -278,4 +278,19 @@ export function parseConfig(values: Record<string, string | number | undefined>)
   const problems = [...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))];
   if (problems.length > 0 || !parsed.success) throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid gateway configuration: ${problems.join('; ')}`);
   return parsed.data;
+}
+
+/**
+ * EVENTFLOW_* names read by someone other than the gateway's schema: v4's spellings (aliases and the
+ * settings refused as unsupported), and the clients' and CLI's (EVENTFLOW_URL, EVENTFLOW_TOKEN), so
+ * that one environment can serve a gateway and the tools beside it.
+ */
+const alsoKnown = [...v4Aliases.map(([, theirs]) => theirs), ...unsupported.map(({ name }) => name), 'EVENTFLOW_URL', 'EVENTFLOW_TOKEN'];
+/** Families that their own parts read and check when loaded: v4's hub, spoke and certificate settings (eventflow-v4.md §1.4), the test suites'. */
+const families = ['EVENTFLOW_HUB_', 'EVENTFLOW_SPOKE_', 'EVENTFLOW_CERT_', 'EVENTFLOW_TEST_'];
+const knownNames = new Set([...Object.keys(configSchema.shape), ...alsoKnown]);
+
+/** One line per EVENTFLOW_* variable in `values` that nothing reads (a typo), naming the closest known one. */
+export function unknownConfigVariables(values: Readonly<Record<string, unknown>>): string[] {
+  return unknownVariables(values, knownNames, families);
 }

@@ -42,7 +42,10 @@ async function runGateway(): Promise<void> {
   const starting = startGateway(
     { ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}), ...process.env },
     // The line for a person comes first on stderr, before the JSON log line with the details.
-    { onStartFailure: (error) => process.stderr.write(`${explainStartupFailure(error, 'gateway').line}\n`) },
+    {
+      onStartFailure: (error) => process.stderr.write(`${explainStartupFailure(error, 'gateway').line}\n`),
+      onConfigWarning: (line) => process.stderr.write(`eventflow gateway: ${line}\n`),
+    },
   );
   // A signal during start-up closes the gateway as soon as it is up.
   signals.stopWith(() => starting.then((gateway) => gateway.close(), () => undefined));

@@ -19,6 +19,8 @@ export const exitCodes = {
   listen: 4,
   /** E_EVENTFLOW_STORE_UNAVAILABLE: the database cannot be opened or reached. */
   store: 5,
+  /** E_EVENTFLOW_STORE_LOCKED: another gateway holds the SQLite file. */
+  storeLocked: 6,
 } as const;
 
 export type StoreTarget =
@@ -48,7 +50,7 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 
 /** A store's open/connect failure as E_EVENTFLOW_STORE_UNAVAILABLE, saying what to check and which variable to set. */
 export function storeUnavailable(error: unknown, target: StoreTarget): EventflowError {
-  if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_STORE_UNAVAILABLE') return error;
+  if (error instanceof EventflowError && (error.code === 'E_EVENTFLOW_STORE_UNAVAILABLE' || error.code === 'E_EVENTFLOW_STORE_LOCKED')) return error;
   return new EventflowError('E_EVENTFLOW_STORE_UNAVAILABLE', target.kind === 'sqlite' ? sqliteProblem(error, target.path) : mysqlProblem(error, target), { cause: error });
 }
 
@@ -121,7 +123,15 @@ export interface StartupFailure {
 export function explainStartupFailure(error: unknown, what: 'gateway' | 'hub'): StartupFailure {
   const code = codeOf(error);
   const exitCode =
-    code === 'E_EVENTFLOW_CONFIG' ? exitCodes.config : code === 'E_EVENTFLOW_LISTEN_FAILED' ? exitCodes.listen : code === 'E_EVENTFLOW_STORE_UNAVAILABLE' ? exitCodes.store : exitCodes.failed;
+    code === 'E_EVENTFLOW_CONFIG'
+      ? exitCodes.config
+      : code === 'E_EVENTFLOW_LISTEN_FAILED'
+        ? exitCodes.listen
+        : code === 'E_EVENTFLOW_STORE_UNAVAILABLE'
+          ? exitCodes.store
+          : code === 'E_EVENTFLOW_STORE_LOCKED'
+            ? exitCodes.storeLocked
+            : exitCodes.failed;
   const reason = exitCode === exitCodes.failed ? `${messageOf(error)}${code ? ` (${code})` : ''}` : `${messageOf(error)} (${code})`;
   return { line: `eventflow ${what} cannot start: ${reason}`, exitCode };
 }

@@ -14,7 +14,7 @@ export const v4Aliases = [
 ] as const;
 
 /** v4 variables we do not implement, with the values that mean what we do anyway. */
-const unsupported: ReadonlyArray<{ name: string; accepted: readonly string[]; why: string }> = [
+export const unsupported: ReadonlyArray<{ name: string; accepted: readonly string[]; why: string }> = [
   { name: 'EVENTFLOW_MYSQL_SOCKET_PATH', accepted: [], why: 'connecting through a socket file is not supported; unset it and set EVENTFLOW_MYSQL_HOST and EVENTFLOW_MYSQL_PORT' },
   { name: 'EVENTFLOW_MYSQL_SSL', accepted: [], why: 'TLS to MySQL is not supported yet; unset it (and connect over a trusted network or a tunnel)' },
   { name: 'EVENTFLOW_MYSQL_TIMEZONE', accepted: ['Z', '+00:00'], why: "dates are always written and read as UTC ('Z', as v4's default); unset it" },

@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
 import { parseConfig, startGateway, type Gateway } from '../src/index.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
@@ -56,7 +57,9 @@ describe('HTTP', () => {
 describe('scheduling', () => {
   it('fires a scheduled event exactly once even with two gateways on one database', async () => {
     h = await startHarness();
-    const second = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: h.dbPath, EVENTFLOW_LOG_LEVEL: 'silent' });
+    // A gateway refuses a SQLite file another one holds (EVENTFLOW_SQLITE_PATH); given the store, the
+    // second one shares it, as gateways share a MySQL database, which is what the scheduler's guard is for.
+    const second = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent' }, { store: new SqliteStore({ path: h.dbPath }) });
     extra.push(second);
     const seen: StoredEvent[] = [];
     const onFirst = h.client();

@@ -6,7 +6,7 @@
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, deleteGroup, discardDeadLetter, isEventflowError, listDeadLetters, listGroups, requeueDeadLetter, type StoredEvent } from '@eventflow/core';
-import { runCli } from '../../packages/node/src/commands.js';
+import { runCli } from '@eventflow/node/commands';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
@@ -57,7 +57,7 @@ describe('consumer groups', () => {
     const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
     await eventually(async () => (await listDeadLetters(client)).length === 1, 5_000, 'a dead letter');
     const [letter] = await listDeadLetters(client, { domain: 'jobs' });
-    expect(letter).toMatchObject({ eventId: id, domain: 'jobs', groupName: 'run', group: 'billing', attempts: 2, lastError: 'ledger service down' });
+    expect(letter).toMatchObject({ eventId: id, domain: 'jobs', consumes: 'run', group: 'billing', attempts: 2, lastError: 'ledger service down' });
     const [group] = await listGroups(client, 'jobs');
     expect(group).toMatchObject({ domain: 'jobs', name: 'run', group: 'billing', members: 1, deadLetters: 1, pending: 0, inFlight: 0 });
     healed = true;

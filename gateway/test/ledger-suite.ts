@@ -196,7 +196,7 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       await store.ledger().apply([{ kind: 'dead', delivery: v4Delivery?.delivery as string, error: 'Zahlung 🚫 abgelehnt' }]);
       const letters = await store.ledger().deadLetters({ domain: 'orders', limit: 10, offset: 0 });
       expect(letters).toHaveLength(2);
-      expect(letters.find((letter) => letter.group === 'billing')).toMatchObject({ eventId: event.id, attempts: 1, lastError: 'card declined', groupName: 'created' });
+      expect(letters.find((letter) => letter.group === 'billing')).toMatchObject({ eventId: event.id, attempts: 1, lastError: 'card declined', consumes: 'created' });
       expect(await store.ledger().deadLetters({ domain: 'nothing', limit: 10, offset: 0 })).toEqual([]);
       expect(await store.deadLetters()).toMatchObject([{ eventId: event.id, attempts: 1, reason: 'Zahlung 🚫 abgelehnt' }]);
       const summary = (await store.ledger().groups(Date.now())).find((group) => group.group === 'billing');

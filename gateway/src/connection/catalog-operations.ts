@@ -6,8 +6,7 @@
 import { isEventflowError } from '@eventflow/core';
 import { LIST_SCAN_ROWS } from '../defaults.js';
 import { actions } from './auth.js';
-import type { Operations } from './operations.js';
-import type { Session } from './session.js';
+import type { Connection, Operations } from './operation.js';
 import type { ScheduledSummary } from '../store/catalog.js';
 
 type CatalogOperations = Pick<Operations, 'listDomains' | 'listProcesses' | 'readTimeline' | 'listScheduled' | 'cancelScheduled' | 'gatewayStats'>;
@@ -17,7 +16,7 @@ const DEFAULT_TIMELINE_PAGE = 1000;
 const DEFAULT_SCHEDULED_PAGE = 100;
 
 /** Whether the connection may read the events of `domain` (their existence included). */
-const readable = (session: Session, domain: string): boolean => session.may('read', domain);
+const readable = (session: Connection, domain: string): boolean => session.may('read', domain);
 
 export const catalogOperations: CatalogOperations = {
   async listDomains(session) {

@@ -5,7 +5,7 @@
  * handler's error text); delete a group, requeue or discard a dead letter behind the `manage` right
  * of the domain (auth.ts rules).
  */
-import type { Operation } from './operations.js';
+import type { Operation } from './operation.js';
 import type { GroupKey } from '../store/ledger.js';
 
 type ManageOperations = {

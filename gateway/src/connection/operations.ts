@@ -1,11 +1,12 @@
 /**
  * What the gateway does for each request operation of the protocol. An operation reads and writes
- * the store and registers through the Session's methods; it never changes the Session's state.
+ * the store and registers through its connection's methods (the Connection of operation.ts, which
+ * the Session implements); it never changes the connection's state.
  */
-import { DEFAULT_CONSUME_CONCURRENCY, EventflowError, generateEventId, isEventflowError, type EventInput, type OperationName, type Result, type StoredEvent } from '@eventflow/core';
+import { DEFAULT_CONSUME_CONCURRENCY, EventflowError, generateEventId, isEventflowError, type EventInput, type StoredEvent } from '@eventflow/core';
 import type { RequestScope } from './context.js';
 import type { Params } from './frames.js';
-import type { Session } from './session.js';
+import type { Connection, Operations } from './operation.js';
 import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
 import { readEventlogState, snapshotsOf } from '../store/snapshots.js';
@@ -29,7 +30,7 @@ function appended(event: StoredEvent): { id: string; position: number; timestamp
  * is answered by the store (a retry, or E_EVENTFLOW_DUPLICATE_ID) before any `rid` is looked at,
  * so the order of the checks cannot tell a foreign `rid` from an unknown one either.
  */
-function appendable(session: Session, input: EventInput, action: 'publish' | 'schedule'): NewEvent | Promise<NewEvent> {
+function appendable(session: Connection, input: EventInput, action: 'publish' | 'schedule'): NewEvent | Promise<NewEvent> {
   const event = toNewEvent(input);
   // Without authentication every connection may know of every event: no lookup (nor promise) on the publish path.
   const { rid } = event;
@@ -37,7 +38,7 @@ function appendable(session: Session, input: EventInput, action: 'publish' | 'sc
   return withKnownRid(session, event, rid, action);
 }
 
-async function withKnownRid(session: Session, event: NewEvent, rid: string, action: 'publish' | 'schedule'): Promise<NewEvent> {
+async function withKnownRid(session: Connection, event: NewEvent, rid: string, action: 'publish' | 'schedule'): Promise<NewEvent> {
   const { store } = session.context;
   const referenced = await store.read(rid);
   if (referenced === undefined || session.knows(action, referenced.domain)) return event;
@@ -46,7 +47,7 @@ async function withKnownRid(session: Session, event: NewEvent, rid: string, acti
 }
 
 /** One settle: recorded, or E_EVENTFLOW_UNKNOWN_DELIVERY; a store failure rejects with its own code (the delivery stays open). */
-async function settleOne(session: Session, { delivery, outcome, error, delayMs }: Params<'settle'>, request: RequestScope): Promise<void> {
+async function settleOne(session: Connection, { delivery, outcome, error, delayMs }: Params<'settle'>, request: RequestScope): Promise<void> {
   if (error) request.log.debug('consumer reported a failure', { delivery, outcome, reason: error });
   const message = error?.message;
   const settlement = outcome === 'retry' ? { outcome, delayMs: delayMs ?? 0, error: message } : outcome === 'release' ? { outcome } : { outcome, error: message };
@@ -57,8 +58,7 @@ async function settleOne(session: Session, { delivery, outcome, error, delayMs }
 const unknownDelivery = (delivery: string): EventflowError =>
   new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
 
-export type Operation<O extends OperationName> = (session: Session, params: Params<O>, request: RequestScope) => Promise<Result<O>>;
-export type Operations = { [O in OperationName]: Operation<O> };
+export type { Operation, Operations } from './operation.js';
 
 export const operations: Operations = {
   async publish(session, { event, expectedVersion, requireConsumer }, request) {

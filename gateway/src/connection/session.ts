@@ -1,13 +1,13 @@
 /**
  * One client connection: the handshake, the requests (read by frames.ts, checked and run here),
- * and the connection's registrations. The Session is the one owner of its subscriptions,
- * consumers and waits: operations.ts registers and removes them through its methods, which also
- * update the dispatcher. Bad input gets an error frame; the connection stays open and nothing is
- * stored. So does a request beyond the connection's limits (limits.ts): requests in flight,
- * subscriptions + consumers + waits (registration-limit.ts), and the publish rate.
+ * its rights, and what it sends. The Session is the one owner of its subscriptions, consumers and
+ * waits, which it keeps in a Registrations (registrations.ts): operations register and remove them
+ * through its methods (the Connection interface of operation.ts), which also update the dispatcher.
+ * Bad input gets an error frame; the connection stays open and nothing is stored. So does a request
+ * beyond the connection's limits (limits.ts): requests in flight, subscriptions + consumers + waits
+ * (request-limits.ts), and the publish rate.
  */
-import { EventflowError, streamKey, type OperationName, type StoredEvent, type Transport } from '@eventflow/core';
-import type { Peer } from '../delivery/dispatcher.js';
+import { EventflowError, type OperationName, type StoredEvent, type Transport } from '@eventflow/core';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
 import { allows, allowsAny, denied, refusalOf, type Action, type Authorization } from './auth.js';
@@ -15,43 +15,18 @@ import { requestScope, type SessionContext } from './context.js';
 import { encodeEvent } from './encode.js';
 import { readFrame, readParams } from './frames.js';
 import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handshake.js';
-import type { Operation, Operations } from './operations.js';
+import type { Connection, Operation, Operations } from './operation.js';
 import { Outbound } from './outbound.js';
-import { RequestLimits, type Registration } from './request-limits.js';
-import { limitExceeded } from './limits.js';
-import { Replays, type SubscriptionState } from './replay.js';
+import { Registrations, type ConsumeOptions, type RegistrationHost } from './registrations.js';
+import { RequestLimits } from './request-limits.js';
 import { ConnectionRights } from './rights.js';
-import { PatternSubscriptions } from './pattern-subscriptions.js';
 import type { PatternFilter } from '../delivery/patterns.js';
-import type { RetryPolicy } from '../delivery/retry-policy.js';
 import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
 
 export { BINARY_FRAME } from './frames.js';
 export type { SessionContext } from './context.js';
 
-/** A consumer of this connection: what its handle consumes. */
-interface ConsumerState {
-  readonly domain: string;
-  readonly name: string;
-  readonly group: string;
-}
-
-/** A consumer's registration options, with the gateway's defaults applied (operations.ts). */
-export interface ConsumeOptions {
-  group: string;
-  concurrency: number;
-  /** Stored with the group when given. */
-  ordered: boolean | undefined;
-  retry: RetryPolicy | undefined;
-}
-
-/** A subscription of this connection: its (domain, name) and its replay state (replay.ts). */
-interface Subscription extends SubscriptionState {
-  readonly domain: string;
-  readonly name: string;
-}
-
-export class Session implements Peer {
+export class Session implements Connection, RegistrationHost {
   readonly id: string;
   readonly context: SessionContext;
   readonly #transport: Transport;
@@ -61,28 +36,14 @@ export class Session implements Peer {
   readonly #conditions: ConditionLog;
   /** The one write path (outbound.ts). */
   readonly #out: Outbound;
-  // The registrations and their helpers are made on first use: most connections hold one kind or
-  // none, and an empty Map or a helper with its callbacks is a few hundred bytes per connection
-  // (bench/idle-memory.mjs). Reads that must not create go through the `…Made` fields.
-  /** streamKey(domain, name) → the subscription. */
-  #subscriptionsMade: Map<string, Subscription> | undefined;
-  /** Consumer handle → what it consumes, so that a handle cannot stand for two consumers. */
-  #consumersMade: Map<string, ConsumerState> | undefined;
-  /** Handles of the waits registered and not finished yet. */
-  #waitsMade: Set<string> | undefined;
   /**
-   * The consumer groups (domain, name, group) this connection has registered consumers in, over its
-   * life (EVENTFLOW_MAX_GROUPS_PER_CONNECTION): groups are durable, so removing the consumer does
-   * not give the slot back.
+   * Subscriptions, pattern subscriptions, consumers and waits (registrations.ts), made on the first
+   * registration: most connections hold few or none (bench/idle-memory.mjs). Reads that must not
+   * create go through this field.
    */
-  #groupsJoined: Set<string> | undefined;
+  #registrationsMade: Registrations | undefined;
   /** Requests in flight, the publish rate, the registration limit. */
   readonly #limits: RequestLimits;
-  #replaysMade: Replays | undefined;
-  /** Handle → pattern subscription (pattern-subscriptions.ts). */
-  #patternsMade: PatternSubscriptions | undefined;
-  /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
-  #afterResult: Array<() => void> | undefined;
   /** The outbound rule for results (keepReadable), made once rather than per request. */
   readonly #mayRead = (domain: string): boolean => this.#mayReceive('read', domain);
   #greeted = false;
@@ -124,8 +85,8 @@ export class Session implements Peer {
     });
     this.#limits = new RequestLimits(
       context.limits,
-      (registration) => this.#holds(registration),
-      () => (this.#subscriptionsMade?.size ?? 0) + (this.#patternsMade?.size ?? 0) + (this.#consumersMade?.size ?? 0) + (this.#waitsMade?.size ?? 0),
+      (registration) => this.#registrationsMade?.holds(registration) ?? false,
+      () => this.#registrationsMade?.count ?? 0,
     );
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     if (context.authTimeout && !this.#rights.current.authenticated) {
@@ -151,41 +112,26 @@ export class Session implements Peer {
     });
   }
 
-  get #subscriptions(): Map<string, Subscription> {
-    return (this.#subscriptionsMade ??= new Map());
+  get #registrations(): Registrations {
+    return (this.#registrationsMade ??= new Registrations(this));
   }
 
-  get #consumers(): Map<string, ConsumerState> {
-    return (this.#consumersMade ??= new Map());
+  // ── what the registrations need of their connection (RegistrationHost) ──
+
+  get closing(): boolean {
+    return this.#closing;
   }
 
-  get #waits(): Set<string> {
-    return (this.#waitsMade ??= new Set());
+  get bufferedAmount(): number {
+    return this.#transport.bufferedAmount;
   }
 
-  get #replays(): Replays {
-    return (this.#replaysMade ??= new Replays({
-      store: this.context.store,
-      maxBufferedBytes: this.context.maxBufferedBytes,
-      maxParkedBytes: this.context.maxParkedBytes,
-      maxScanRate: this.context.maxScanRate,
-      turns: this.context.readTurns,
-      bufferedAmount: () => this.#transport.bufferedAmount,
-      closing: () => this.#closing,
-      sendFrame: (frame) => this.#out.frame(frame),
-      close: (code, reason) => this.close(code, reason),
-      note: (condition, level, message, fields) => this.#conditions.note(condition, level, message, fields),
-    }));
+  receives(action: Action, domain: string): boolean {
+    return this.#mayReceive(action, domain);
   }
 
-  get #patterns(): PatternSubscriptions {
-    return (this.#patternsMade ??= new PatternSubscriptions({
-      replays: this.#replays,
-      readPublishedSince: (after, limit) => this.context.store.readPublishedSince(after, limit),
-      mayReceive: (domain) => this.#mayReceive('subscribe', domain),
-      closing: () => this.#closing,
-      sendFrame: (frame) => this.#out.frame(frame),
-    }));
+  sendFrame(frame: string): void {
+    this.#out.frame(frame);
   }
 
   /**
@@ -257,12 +203,8 @@ export class Session implements Peer {
     const auth = await this.context.auth.verify(token);
     if (this.#closing) return;
     this.#grant(auth);
-    // Narrower rights: registrations they no longer cover are dropped, so that nothing of those
-    // domains is matched for this connection any more (the outbound rule already stops it leaving).
-    for (const handle of this.context.dispatcher.cancelWaitsWhere(this, (domain) => !allows(auth, 'subscribe', domain))) this.#waits.delete(handle);
-    for (const { domain, name } of [...(this.#subscriptionsMade?.values() ?? [])]) if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
-    for (const [handle, { domain }] of [...(this.#consumersMade ?? [])]) if (!allows(auth, 'consume', domain)) await this.removeConsumer(handle);
-    for (const [handle, { pattern }] of this.#patternsMade?.handles() ?? []) if (!allows(auth, 'wildcard', pattern)) this.unsubscribePattern(handle);
+    // Narrower rights: registrations they no longer cover are dropped (registrations.ts).
+    await this.#registrations.narrow(auth);
   }
 
   #expire(): void {
@@ -300,26 +242,21 @@ export class Session implements Peer {
     if (!this.#mayReceive('subscribe', event.domain)) return;
     // Fan-out calls this once per subscribed connection: the common case (no replay running on
     // this connection) looks nothing up and sends the frame encoded for the previous connection.
-    if (!this.#replaysMade || this.#replaysMade.running === 0) {
+    if (!this.#registrationsMade?.replaying) {
       this.#out.sharedEvent(encodeEvent(event, names));
       return;
     }
-    const now: string[] = [];
-    for (const name of names) {
-      const subscription = this.#subscriptions.get(streamKey(event.domain, name));
-      if (subscription?.parked) this.#replays.park(subscription, event, names);
-      else now.push(name);
-    }
+    const now = this.#registrationsMade.parkReplaying(event, names);
     if (now.length > 0) this.#out.sharedEvent(encodeEvent(event, now));
   }
 
   /** Live events parked by running replays, in bytes (bounded by EVENTFLOW_MAX_PARKED_BYTES). */
   get parkedBytes(): number {
-    return this.#replaysMade?.parkedBytes ?? 0;
+    return this.#registrationsMade?.parkedBytes ?? 0;
   }
 
   sendMatched(event: StoredEvent, handles: string[]): void {
-    if (this.#mayReceive('subscribe', event.domain)) this.#patterns.send(event, handles);
+    if (this.#mayReceive('subscribe', event.domain)) this.#registrations.sendMatched(event, handles);
   }
 
   /** Whether this connection's token may consume the domain now (a settle of a delivery another connection was sent). */
@@ -338,12 +275,12 @@ export class Session implements Peer {
   }
 
   sendWaited(wait: string, event: StoredEvent): void {
-    this.#waitsMade?.delete(wait);
+    this.#registrationsMade?.waitEnded(wait);
     if (this.#mayReceive('subscribe', event.domain)) this.#out.send({ type: 'waited', wait, event });
   }
 
   sendWaitFailed(wait: string, domain: string, message: string, details: Record<string, unknown>): void {
-    this.#waitsMade?.delete(wait);
+    this.#registrationsMade?.waitEnded(wait);
     if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'waitFailed', wait, code: 'E_EVENTFLOW_CONSUMER_FAILED', message, details });
   }
 
@@ -351,125 +288,43 @@ export class Session implements Peer {
     if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'deleted', domain, pid, ...(id === undefined ? {} : { id }) });
   }
 
-  // ── registrations: only these methods change them, here and in the dispatcher ──
+  // ── registrations: kept by registrations.ts, which alone changes them, there and in the dispatcher ──
 
   /** Subscribes (domain, name); with `after` below the head, the events after it are replayed once the result is sent. Returns the head. */
-  async subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
-    const key = streamKey(domain, name);
-    const head = await this.context.store.head();
-    this.recheck('subscribe', 'subscribe', domain);
-    if (this.#subscriptions.has(key) || after === undefined || after >= head) {
-      if (!this.#subscriptions.has(key)) this.#subscriptions.set(key, { parked: undefined, parkedBytes: 0, overflowed: false, domain, name });
-      this.context.dispatcher.subscribe(this, domain, name);
-      return head;
-    }
-    // Literals of one shape, not spreads: a spread clone may give each connection's object a map of its own.
-    const subscription: Subscription = { parked: this.#replays.begin(), parkedBytes: 0, overflowed: false, domain, name };
-    this.#subscriptions.set(key, subscription);
-    this.context.dispatcher.subscribe(this, domain, name);
-    // Unsubscribed (by the client, by `authenticate` taking the right away, or unsubscribed and
-    // subscribed again, which starts its own replay) or closing: the replay stops.
-    const gone = (): boolean => this.#closing || this.#subscriptions.get(key) !== subscription || !this.#mayReceive('subscribe', domain);
-    // The result goes out first; the replay follows on the same ordered connection.
-    (this.#afterResult ??= []).push(() => void this.#replays.run(domain, name, after, subscription, gone));
-    return head;
+  subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
+    return this.#registrations.subscribe(domain, name, after);
   }
 
   unsubscribe(domain: string, name: string): void {
-    this.#subscriptions.delete(streamKey(domain, name));
-    this.context.dispatcher.unsubscribe(this, domain, name);
+    this.#registrations.unsubscribe(domain, name);
   }
 
-  /**
-   * Registers (or replaces) pattern subscription `handle`. Every one replays from `after` (or the
-   * head) first, once the result is sent (pattern-subscriptions.ts). Returns the head.
-   */
-  async subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number> {
-    const head = await this.context.store.head();
-    this.recheck('subscribePattern', 'wildcard', filter.pattern);
-    const replay = this.#patterns.add(handle, filter, Math.min(after ?? head, head));
-    this.context.dispatcher.subscribePattern(this, handle, filter, head);
-    (this.#afterResult ??= []).push(replay);
-    return head;
+  /** Registers (or replaces) pattern subscription `handle`, replayed from `after` (or the head) once the result is sent. Returns the head. */
+  subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number> {
+    return this.#registrations.subscribePattern(handle, filter, after);
   }
 
   unsubscribePattern(handle: string): void {
-    if (this.#patternsMade?.remove(handle)) this.context.dispatcher.unsubscribePattern(this, handle);
+    this.#registrationsMade?.unsubscribePattern(handle);
   }
 
-  /**
-   * Registers consumer `handle` for (domain, name) as a member of `options.group` with its credit
-   * and retry policy. Returns the head. A handle already naming another consumer is refused; the
-   * same consumer registered again takes its new options.
-   */
-  async consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number> {
-    const { group } = options;
-    const existing = this.#consumers.get(handle);
-    if (existing !== undefined && (existing.domain !== domain || existing.name !== name || existing.group !== group)) {
-      throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `params.consumer: handle "${handle}" already names another consumer on this connection; use a new handle`);
-    }
-    const joined = this.#joinGroup(streamKey(streamKey(domain, name), group));
-    this.#consumers.set(handle, { domain, name, group });
-    const undo = (): void => {
-      if (existing === undefined) this.#consumers.delete(handle);
-      if (joined) this.#groupsJoined?.delete(joined);
-    };
-    const head = await this.context.store.head();
-    try {
-      this.recheck('consume', 'consume', domain);
-    } catch (error) {
-      undo();
-      throw error;
-    }
-    try {
-      const spec = { group, concurrency: options.concurrency, retry: options.retry };
-      await this.context.dispatcher.addConsumer(this, handle, domain, name, spec, options.ordered === undefined ? {} : { ordered: options.ordered });
-    } catch (error) {
-      undo();
-      throw error;
-    }
-    return head;
-  }
-
-  /**
-   * Counts a group this connection registers a consumer in; returns its key when it is new here
-   * (taken back if the registration fails), undefined when the connection joined it before. Throws
-   * E_EVENTFLOW_LIMIT_EXCEEDED past EVENTFLOW_MAX_GROUPS_PER_CONNECTION, before anything is stored.
-   */
-  #joinGroup(key: string): string | undefined {
-    const joined = (this.#groupsJoined ??= new Set());
-    if (joined.has(key)) return undefined;
-    const { maxGroups } = this.context.limits;
-    if (joined.size >= maxGroups) {
-      throw limitExceeded('EVENTFLOW_MAX_GROUPS_PER_CONNECTION', maxGroups, 'consume: this connection has registered consumers in as many consumer groups as allowed; use a connection per worker, or fewer groups');
-    }
-    joined.add(key);
-    return key;
+  /** Registers consumer `handle` for (domain, name) in `group`. Returns the head. A handle already naming another consumer is refused. */
+  consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number> {
+    return this.#registrations.consume(handle, domain, name, options);
   }
 
   /** Unregisters consumer `handle`; its open deliveries go to other consumers. */
-  async removeConsumer(handle: string): Promise<void> {
-    this.#consumers.delete(handle);
-    await this.context.dispatcher.removeConsumer(this, handle);
+  removeConsumer(handle: string): Promise<void> {
+    return this.#registrations.removeConsumer(handle);
   }
 
   /** Registers wait `handle`; `after` also matches an outcome already stored after that position. */
-  async wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
-    this.recheck('wait', 'subscribe', domain);
-    // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (sendWaited) or cancelled.
-    this.#waits.add(handle);
-    await this.context.dispatcher.addWait(this, handle, domain, pid, names, after, request);
+  wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
+    return this.#registrations.wait(handle, domain, pid, names, after, request);
   }
 
   cancelWait(handle: string): void {
-    this.#waits.delete(handle);
-    this.context.dispatcher.cancelWait(this, handle);
-  }
-
-  #holds(registration: Registration): boolean {
-    if (registration.kind === 'subscription') return this.#subscriptionsMade?.has(registration.key) || (registration.key.startsWith('pattern:') && this.#patternsMade?.has(registration.key.slice(8))) || false;
-    if (registration.kind === 'consumer') return this.#consumersMade?.has(registration.key) ?? false;
-    return this.#waitsMade?.has(registration.key) ?? false;
+    this.#registrations.cancelWait(handle);
   }
 
   // ── requests ──
@@ -518,11 +373,9 @@ export class Session implements Peer {
       const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
       this.#out.send({ type: 'result', id, result: readable });
-      const after = this.#afterResult;
-      this.#afterResult = undefined;
-      for (const start of after ?? []) start();
+      for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
     } catch (error) {
-      this.#afterResult = undefined;
+      this.#registrationsMade?.takeAfterResult();
       if (error instanceof EventflowError) {
         this.#out.error(id, error.code, error.message, error.details);
       } else {

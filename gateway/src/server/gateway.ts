@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { generatePid, MAX_SETTLE_BATCH, type Transport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { configSchema, mysqlOptions, parseConfig, storeTarget, type GatewayConfig, type GatewayConfigInput } from '../config.js';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, unknownConfigVariables, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
 import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
@@ -31,7 +31,10 @@ import { REPLAY_READS_AT_ONCE, SCHEDULER_POLL_MS } from '../defaults.js';
 import { ReadTurns } from '../connection/read-turns.js';
 import { Session } from '../connection/session.js';
 import { listenFailed, storeUnavailable } from '../startup-failure.js';
+import { lockSqliteFile, type SqliteFileLock } from '../store/sqlite/file-lock.js';
 import { SqliteStore } from '../store/sqlite/sqlite.js';
+import { ensureDirectory } from '../store/ensure-dir.js';
+import { dirname } from 'node:path';
 import type { EventStore } from '../store/store.js';
 
 export interface Gateway {
@@ -59,6 +62,8 @@ export interface GatewayDependencies {
   logDestination?: LogDestination;
   /** Called with a start-up failure before it is logged: the bin prints its line for a person first. */
   onStartFailure?: (error: unknown) => void;
+  /** Called with each line about the configuration that does not stop the start (an unknown EVENTFLOW_* variable), before it is logged. */
+  onConfigWarning?: (line: string) => void;
 }
 
 /** Environment-style settings: typed keys, or raw strings as they come from process.env. */
@@ -80,9 +85,15 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   }
   const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL, {}, dependencies.logDestination)).child({ gateway: id });
+  for (const line of unknownConfigVariables(config)) {
+    dependencies.onConfigWarning?.(line);
+    log.warn(`configuration: ${line}`);
+  }
+  const undo: Array<() => void> = [];
   try {
-    return await start(id, settings, config, dependencies, log);
+    return await start(id, settings, config, dependencies, log, undo);
   } catch (error) {
+    for (const step of undo) step();
     dependencies.onStartFailure?.(error);
     log.error('gateway not started', { error });
     throw error;
@@ -96,7 +107,8 @@ function startupLogger(config: GatewaySettings, dependencies: GatewayDependencie
   return createLogger(level.success ? level.data : 'info', {}, dependencies.logDestination);
 }
 
-async function start(id: string, settings: GatewayConfig, config: GatewaySettings, dependencies: GatewayDependencies, log: Logger): Promise<Gateway> {
+/** `undo` collects what a failure after a step must take back. */
+async function start(id: string, settings: GatewayConfig, config: GatewaySettings, dependencies: GatewayDependencies, log: Logger, undo: Array<() => void>): Promise<Gateway> {
   const auth = createAuthenticator({
     mode: settings.EVENTFLOW_AUTH,
     secret: settings.EVENTFLOW_JWT_SECRET,
@@ -123,12 +135,22 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       ? new (await import('../store/mysql/mysql.js')).MysqlStore(mysqlOptions(settings))
       : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
   const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
+  // One gateway per SQLite file made from the settings (an embedder's own store is its business).
+  const sqlitePath = !dependencies.store && settings.EVENTFLOW_STORE === 'sqlite' && settings.EVENTFLOW_SQLITE_PATH !== ':memory:' ? settings.EVENTFLOW_SQLITE_PATH : undefined;
+  let lock: SqliteFileLock | undefined;
   try {
+    if (sqlitePath !== undefined) {
+      ensureDirectory(dirname(sqlitePath));
+      lock = await lockSqliteFile(sqlitePath, id);
+    }
     await store.init();
   } catch (error) {
+    lock?.release();
     // A store made from the settings: say which of them to change.
     throw dependencies.store ? error : storeUnavailable(error, storeTarget(settings));
   }
+  // A later start-up failure (the port in use) leaves the file to the next gateway.
+  if (lock) undo.push(() => lock.release());
   // The v4 wing (hub router, certificates, @peculiar/x509) is loaded only when configured: the common path starts without it.
   const mesh = dependencies.router || settings.EVENTFLOW_ROUTER !== 'hubs' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
   // nats.js likewise loads only with EVENTFLOW_ROUTER=nats.
@@ -317,6 +339,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
         await router.close();
         await mesh?.pool.end();
         await store.close();
+        lock?.release();
         upgradeLog.flush();
         log.info('gateway stopped');
       })()),

@@ -70,8 +70,8 @@ export interface LedgerDeadLetter {
   domain: string;
   name: string;
   pid: string;
-  /** The group's filter name and group ('' = default). */
-  groupName: string;
+  /** The name the group consumes (its (domain, name, group) key's name: the event name, or `*`); `group` is the group ('' = default). */
+  consumes: string;
   group: string;
   attempts: number;
   /** Why the last delivery ended: the handler's error message, or `lease expired` and the like. */

@@ -14,7 +14,7 @@ describe('the start banner', () => {
     expect(gatewayBanner({ ...at, config: parseConfig({ EVENTFLOW_SQLITE_PATH: '/var/lib/ef.db', EVENTFLOW_DEMO_DIR: '/nonexistent', EVENTFLOW_CONSOLE_DIR: '/nonexistent' }) })).toBe(
       [
         'eventflow gateway G1',
-        '  dashboard: not built (npm run build), http://127.0.0.1:8080/ says how to connect',
+        '  dashboard: none: EVENTFLOW_DEMO_DIR=/nonexistent does not exist; EVENTFLOW_CONSOLE_DIR=/nonexistent does not exist; http://127.0.0.1:8080/ says how to connect',
         '  clients:   ws://127.0.0.1:8080/',
         '  health:    http://127.0.0.1:8080/healthz',
         '  ready:     http://127.0.0.1:8080/readyz',
@@ -24,6 +24,14 @@ describe('the start banner', () => {
         '  auth:      none (every connection may do everything)',
         '',
       ].join('\n'),
+    );
+  });
+
+  it('says why nothing is served at /: the console turned off is not a build to make', () => {
+    const banner = (env: Record<string, string>): string => gatewayBanner({ ...at, config: parseConfig(env) }).split('\n')[1] ?? '';
+    expect(banner({ EVENTFLOW_CONSOLE_DIR: 'off' })).toBe('  dashboard: none: the console is off (EVENTFLOW_CONSOLE_DIR=off); http://127.0.0.1:8080/ says how to connect');
+    expect(banner({ EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_DEMO_DIR: '/nonexistent' })).toBe(
+      '  dashboard: none: EVENTFLOW_DEMO_DIR=/nonexistent does not exist; the console is off (EVENTFLOW_CONSOLE_DIR=off); http://127.0.0.1:8080/ says how to connect',
     );
   });
 

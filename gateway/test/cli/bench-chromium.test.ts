@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findChromium } from '../../../bench/chromium.mjs';
+import { findChromium } from '@eventflow/bench/chromium';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventflow-chromium-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

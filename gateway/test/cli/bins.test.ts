@@ -1,5 +1,5 @@
 /**
- * The bins by name, as a new user runs them: `npx eventflow` and `npx eventflow-gateway` from the
+ * The bins by name, as a new user runs them: `npx --no-install eventflow` and `npx --no-install eventflow-gateway` from the
  * repository (linked by npm to the committed shims in packages/node/bin and gateway/bin, which run
  * dist/ when built and the sources otherwise), --help, --version, and usage errors (exit 2).
  */
@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gatewayUsage, hubUsage } from '../../src/cli-args.js';
-import { usage as cliUsage } from '../../../packages/node/src/commands.js';
+import { usage as cliUsage } from '@eventflow/node/commands';
 import { finished, gateway, repoRoot, run } from './support.js';
 
 const version = (path: string): string => (JSON.parse(readFileSync(join(repoRoot, path), 'utf8')) as { version: string }).version;

@@ -72,6 +72,33 @@ describe('eventflow-gateway start-up failures', () => {
   });
 });
 
+describe('eventflow-gateway on a SQLite file another gateway holds', () => {
+  it('refuses with the file and the holding process on the first line; exit 6; after kill -9 of the holder, the next one starts', async () => {
+    const path = join(dir, 'held.db');
+    const holder = gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'warn' });
+    try {
+      await holder.printed('clients:');
+      const id = /^eventflow gateway (\S+)/.exec(holder.stdout())?.[1] ?? '';
+      const refused = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path }));
+      expect(refused.code).toBe(6);
+      expect(refused.firstError).toMatch(
+        new RegExp(
+          `^eventflow gateway cannot start: the SQLite database "${path}" is in use by gateway ${id.replace(/\./g, '\\.')}, process ${holder.proc.pid}, since \\S+; stop that gateway, or set EVENTFLOW_SQLITE_PATH to another file \\(gateways that share a store need EVENTFLOW_STORE=mysql\\) \\(E_EVENTFLOW_STORE_LOCKED\\)$`,
+        ),
+      );
+      expect(refused.stdout).toBe('');
+    } finally {
+      holder.proc.kill('SIGKILL');
+      await finished(holder);
+    }
+    // The lock died with its process: no stale lock file to remove by hand.
+    const next = gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'warn' });
+    await next.printed('clients:');
+    next.proc.kill('SIGTERM');
+    expect((await finished(next)).code).toBe(0);
+  });
+});
+
 describe.skipIf(mysqlUnavailable !== undefined)('eventflow-gateway on MySQL: start-up failures', () => {
   const { fresh } = useTestDatabases();
   const mysql = (extra: Record<string, string | number>): Record<string, string | number> => ({

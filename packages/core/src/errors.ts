@@ -28,6 +28,7 @@ const codeSuffixes = [
   'CONFIG',
   'LISTEN_FAILED',
   'STORE_UNAVAILABLE',
+  'STORE_LOCKED',
   'LIMIT_EXCEEDED',
   'RATE_LIMITED',
   'UNAUTHORIZED',

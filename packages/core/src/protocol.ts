@@ -178,8 +178,8 @@ const deadLetter = z.object({
   domain: z.string(),
   name: z.string(),
   pid: z.string(),
-  /** The group's (domain, name, group) names it; groupName is its name (or `*`). */
-  groupName: z.string(),
+  /** The name its group consumes (the event's name, or `*`): with domain and group, the group's key, as requeue and discard take it. */
+  consumes: z.string(),
   group: z.string(),
   attempts: count(),
   lastError: z.string(),

@@ -1,5 +1,6 @@
 /**
- * The `eventflow` command line: publish, tail, read and state against a gateway. `runCli` takes
+ * The `eventflow` command line: publish, tail, read and state against a gateway, the operator's
+ * commands (manage-commands.ts), and `token`, which mints a token offline (token.ts). `runCli` takes
  * the arguments after the script name and its I/O as parameters, so tests run it in-process;
  * `cli.ts` (the bin) only hands it `process.argv`.
  */
@@ -8,7 +9,8 @@ import { parseArgs } from 'node:util';
 import { EventflowError, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
 import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
 import { createNodeClient } from './index.js';
-import { manageCommands, manageUsage, prepareManage } from './manage-commands.js';
+import { manageCommands, manageUsage, NothingDone, prepareManage } from './manage-commands.js';
+import { DEFAULT_EXPIRES, mintToken, tokenActions } from './token.js';
 
 export interface CliWriter {
   write(chunk: string): unknown;
@@ -17,7 +19,7 @@ export interface CliWriter {
 export interface CliIo {
   stdout?: CliWriter;
   stderr?: CliWriter;
-  /** Read for EVENTFLOW_URL (default process.env). */
+  /** Read for EVENTFLOW_URL, EVENTFLOW_TOKEN, and `token`'s EVENTFLOW_JWT_* (default process.env). */
   env?: Readonly<Record<string, string | undefined>>;
   /** Stops `tail` when aborted (default: SIGINT or SIGTERM). */
   signal?: AbortSignal;
@@ -33,19 +35,33 @@ Commands:
   tail <domain> [name]                       Print routed events as JSON lines until Ctrl-C (name: * by default)
   read <domain> <pid>                        Print the eventlog of a process as JSON lines, oldest first
   state <domain> <pid>                       Print the composed state of a process as JSON
-${manageUsage}
+${manageUsage}  token --sub <who> --allow <grant> [--allow <grant>…] [--expires 1h]
+                                             Print a token signed with the gateway's EVENTFLOW_JWT_SECRET (offline)
+
 Options:
   --url <url>      Gateway WebSocket URL (default: $EVENTFLOW_URL, else ${DEFAULT_URL})
+  --token <jwt>    Token for a gateway with EVENTFLOW_AUTH=jwt (default: $EVENTFLOW_TOKEN)
   --id <id>        publish: the event id (default: generated; reusing one makes a retry idempotent)
   --rid <id>       publish: the id of the event this one refers to
   --timeout <ms>   Time allowed to connect and for each request (default: ${DEFAULT_TIMEOUT})
   --limit <n>      dead-letters: at most this many (default 100)
   --offset <n>     dead-letters: skip this many (paging)
+  --secret <s>     token: the gateway's EVENTFLOW_JWT_SECRET (default: $EVENTFLOW_JWT_SECRET;
+                   the variable keeps it out of the process list)
+  --sub <who>      token: whom the token is for (its "sub" claim)
+  --allow <grant>  token: <domain-pattern>:<action>[,<action>…], repeatable; patterns use * for any
+                   run of characters; actions: ${tokenActions.join(', ')}, or * for all
+  --expires <d>    token: lifetime, e.g. 90s, 15m, 1h, 7d (default: ${DEFAULT_EXPIRES}; the gateway caps it)
+  --issuer, --audience  token: "iss" / "aud" (default: $EVENTFLOW_JWT_ISSUER / $EVENTFLOW_JWT_AUDIENCE)
   -h, --help       Show this help
   -v, --version    Print the version
 
-Errors are printed as "code: message" on stderr, with exit code 1; a bad command line
-(unknown command or option, wrong number of arguments) exits with 2 and this help.
+Errors are printed as "code: message" on stderr, with exit code 1; so is an operation that
+found nothing to act on (an unknown group or dead letter). A bad command line (unknown command
+or option, wrong number of arguments) exits with 2 and this help.
+
+First token: the gateway's secret is the key, e.g.
+  export EVENTFLOW_TOKEN=$(EVENTFLOW_JWT_SECRET=… eventflow token --sub ops --allow '*:read,subscribe,manage')
 `;
 
 interface Command {
@@ -60,6 +76,7 @@ const commands: Record<string, Command> = {
   read: { args: ['domain', 'pid'], min: 2, max: 2 },
   state: { args: ['domain', 'pid'], min: 2, max: 2 },
   ...manageCommands,
+  token: { args: [], min: 0, max: 0 },
 };
 
 /** Exit code of a bad command line (as the gateway's bin and most Unix tools). */
@@ -99,13 +116,35 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     return fail(new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${name} takes ${expected}, got ${args.length} argument(s)`), true);
   }
 
+  const env = io.env ?? process.env;
+  const setting = (value: string | undefined, variable: string): string | undefined => value ?? (env[variable] === '' ? undefined : env[variable]);
+  if (name === 'token') {
+    try {
+      const minted = mintToken({
+        secret: setting(values.secret, 'EVENTFLOW_JWT_SECRET') ?? '',
+        subject: values.sub ?? '',
+        allow: values.allow ?? [],
+        expires: values.expires ?? DEFAULT_EXPIRES,
+        issuer: setting(values.issuer, 'EVENTFLOW_JWT_ISSUER'),
+        audience: setting(values.audience, 'EVENTFLOW_JWT_AUDIENCE'),
+      });
+      if (minted.warning) stderr.write(`${minted.warning}\n`);
+      stdout.write(`${minted.token}\n`);
+      return 0;
+    } catch (error) {
+      return fail(error);
+    }
+  }
+
   let client: EventflowClient | undefined;
   try {
     // Everything is checked before connecting, so bad input fails at once even without a gateway.
     const timeout = parseTimeout(values.timeout);
-    const fromEnv = (io.env ?? process.env).EVENTFLOW_URL;
-    const url = parseUrl(values.url ?? (fromEnv === undefined || fromEnv === '' ? DEFAULT_URL : fromEnv));
-    const run = prepare(name, args, values, stdout, stderr, io.signal);
+    const url = parseUrl(setting(values.url, 'EVENTFLOW_URL') ?? DEFAULT_URL);
+    const token = setting(values.token, 'EVENTFLOW_TOKEN');
+    // A refused handshake (a bad or expired token) ends the command at once: retrying cannot fix it.
+    const refused = new AbortController();
+    const run = prepare(name, args, values, stdout, stderr, io.signal, refused.signal);
 
     let lastConnectionError: unknown;
     client = createNodeClient(url, {
@@ -113,18 +152,27 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
       handshakeTimeout: timeout,
       reconnect: { minDelay: 100, maxDelay: 1_000 },
       clientName: 'eventflow-cli',
+      ...(token === undefined ? {} : { token }),
       onError: (error) => {
         if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') lastConnectionError = error;
+        else if (isRefusal(error)) refused.abort(error);
         else stderr.write(`${formatError(error)}\n`);
       },
     });
     try {
-      await client.ready(AbortSignal.timeout(timeout));
+      await client.ready(AbortSignal.any([AbortSignal.timeout(timeout), refused.signal]));
     } catch (cause) {
+      if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
+      if (isRefusal(cause)) throw withTokenHint(cause, token);
       const why = lastConnectionError instanceof Error ? `: ${lastConnectionError.message}` : '';
       throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href} within ${timeout} ms${why}`, { cause });
     }
-    await run(client);
+    try {
+      await run(client);
+    } catch (error) {
+      throw withTokenHint(error, token);
+    }
+    if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
     return 0;
   } catch (error) {
     return fail(error);
@@ -145,6 +193,13 @@ function parse(argv: readonly string[]) {
       timeout: { type: 'string' },
       limit: { type: 'string' },
       offset: { type: 'string' },
+      token: { type: 'string' },
+      secret: { type: 'string' },
+      sub: { type: 'string' },
+      allow: { type: 'string', multiple: true },
+      expires: { type: 'string' },
+      issuer: { type: 'string' },
+      audience: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -159,7 +214,15 @@ function packageVersion(): string {
 }
 
 /** Validates a command's arguments and returns what runs it on a connected client. */
-function prepare(name: string, args: string[], values: Values, stdout: CliWriter, stderr: CliWriter, signal: AbortSignal | undefined): (client: EventflowClient) => Promise<void> {
+function prepare(
+  name: string,
+  args: string[],
+  values: Values,
+  stdout: CliWriter,
+  stderr: CliWriter,
+  signal: AbortSignal | undefined,
+  refused: AbortSignal,
+): (client: EventflowClient) => Promise<void> {
   const line = (value: unknown): void => void stdout.write(`${JSON.stringify(value)}\n`);
   switch (name) {
     case 'publish': {
@@ -196,7 +259,8 @@ function prepare(name: string, args: string[], values: Values, stdout: CliWriter
             if (state === 'connecting') stderr.write('connection to the gateway lost; reconnecting (events routed meanwhile follow once it is back)\n');
             else if (state === 'open') stderr.write(`reconnected; tailing ${domain} › ${eventName} again\n`);
           });
-          await aborted(stop.signal);
+          // A token that expires while tailing is refused at the reconnect: that ends the tail.
+          await aborted(AbortSignal.any([stop.signal, refused]));
           unwatch();
           await subscription.unsubscribe().catch(() => undefined);
         } finally {
@@ -303,7 +367,26 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
+/** The gateway refused the handshake: retrying with the same token or client cannot succeed. */
+const isRefusal = (error: unknown): error is EventflowError =>
+  error instanceof EventflowError && (error.code === 'E_EVENTFLOW_UNAUTHORIZED' || error.code === 'E_EVENTFLOW_PROTOCOL_VERSION');
+
+/** A refusal by the gateway, with what to do about the token the CLI sent (or did not send). */
+function withTokenHint(error: unknown, token: string | undefined): unknown {
+  if (!(error instanceof EventflowError)) return error;
+  const mint = '"eventflow token" mints one with the gateway\'s EVENTFLOW_JWT_SECRET';
+  let hint: string | undefined;
+  if (error.code === 'E_EVENTFLOW_UNAUTHORIZED') {
+    hint = token === undefined ? `the gateway needs a token: pass --token or set EVENTFLOW_TOKEN (${mint})` : `the token from --token or EVENTFLOW_TOKEN was refused (${mint})`;
+  } else if (error.code === 'E_EVENTFLOW_FORBIDDEN') {
+    const { action, domain } = (error.details ?? {}) as { action?: unknown; domain?: unknown };
+    if (typeof action === 'string') hint = `use a token that grants it (${mint}, e.g. --allow '${typeof domain === 'string' ? domain : '*'}:${action}')`;
+  }
+  return hint === undefined ? error : new EventflowError(error.code, `${error.message}; ${hint}`, { cause: error, ...(error.details === undefined ? {} : { details: error.details }) });
+}
+
 function formatError(error: unknown): string {
+  if (error instanceof NothingDone) return error.message;
   if (error instanceof EventflowError) return `${error.code}: ${error.message}`;
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);

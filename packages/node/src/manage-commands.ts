@@ -11,6 +11,7 @@ export const manageUsage = `  groups [domain]                            Print t
   dead-letters [domain]                      Print dead letters as JSON lines, newest first (--limit, --offset)
   dead-letter-requeue <event-id> <domain> <name> [group]  Deliver a dead letter again, with a new attempt cycle
   dead-letter-discard <event-id> <domain> <name> [group]  Drop a dead letter from the list
+                                             (<name>: the dead letter's "consumes", the name its group consumes)
 `;
 
 export const manageCommands = {
@@ -23,6 +24,16 @@ export const manageCommands = {
 
 type Line = (value: unknown) => void;
 
+/**
+ * An operation that found nothing to act on: its JSON is printed (`{"requeued":false}`), and the
+ * command exits 1 with this message, so that a script (and a person) cannot take a typo for success.
+ */
+export class NothingDone extends Error {
+  override readonly name = 'NothingDone';
+}
+
+const groupLabel = (domain: string, name: string, group: string): string => `${domain} › ${name} (${group === '' ? 'the default group' : `group ${JSON.stringify(group)}`})`;
+
 /** What runs a manage command on a connected client; `page` is --limit/--offset. */
 export function prepareManage(name: string, args: readonly string[], page: { limit?: number; offset?: number }, line: Line): ((client: EventflowClient) => Promise<void>) | undefined {
   const [first, second, third, fourth] = args;
@@ -32,7 +43,11 @@ export function prepareManage(name: string, args: readonly string[], page: { lim
         for (const group of await listGroups(client, first)) line(group);
       };
     case 'group-delete':
-      return async (client) => line({ deleted: await deleteGroup(client, first as string, second as string, third ?? '') });
+      return async (client) => {
+        const deleted = await deleteGroup(client, first as string, second as string, third ?? '');
+        line({ deleted });
+        if (!deleted) throw new NothingDone(`no consumer group ${groupLabel(first as string, second as string, third ?? '')}; "eventflow groups ${first as string}" lists them`);
+      };
     case 'dead-letters':
       return async (client) => {
         for (const letter of await listDeadLetters(client, { ...(first === undefined ? {} : { domain: first }), ...page })) line(letter);
@@ -40,8 +55,17 @@ export function prepareManage(name: string, args: readonly string[], page: { lim
     case 'dead-letter-requeue':
     case 'dead-letter-discard': {
       const key = { eventId: first as string, domain: second as string, name: third as string, group: fourth ?? '' };
-      return async (client) =>
-        line(name === 'dead-letter-requeue' ? { requeued: await requeueDeadLetter(client, key) } : { discarded: await discardDeadLetter(client, key) });
+      return async (client) => {
+        const requeue = name === 'dead-letter-requeue';
+        const done = requeue ? await requeueDeadLetter(client, key) : await discardDeadLetter(client, key);
+        line(requeue ? { requeued: done } : { discarded: done });
+        if (!done) {
+          throw new NothingDone(
+            `no dead letter ${JSON.stringify(key.eventId)} in ${groupLabel(key.domain, key.name, key.group)}, so nothing was ${requeue ? 'requeued' : 'discarded'}; ` +
+              `"eventflow dead-letters ${key.domain}" lists them (<name> is the group's consumed name: the event's name, or * for a group of every name)`,
+          );
+        }
+      };
     }
     default:
       return undefined;

@@ -3,7 +3,9 @@
  * The name transform is v4's (eventflow-v4.md §8.13) with the same result for every name it
  * could map, but a name it cannot map is refused with a coded error instead of a TypeError, an
  * event without a handler method is marked failed instead of success, and the method cache is
- * keyed by (domain, name) without v4's `domain + "." + name` collisions.
+ * keyed by (domain, name) without v4's `domain + "." + name` collisions. v4's `onError` marked an
+ * event success whenever it returned, so a hook that only logged (the usual one) turned every
+ * failure into a success; here it marks success only when it says so (`return 'success'`).
  */
 import {
   EventflowError,
@@ -18,13 +20,17 @@ import { describeIssues, identifier } from '@eventflow/core/protocol';
 type DomainOf<M extends EventMap> = Extract<keyof M, string>;
 type NameOf<M extends EventMap, D extends DomainOf<M>> = Extract<keyof M[D], string>;
 
+/** What `onError` returns to mark the event success after all: it handled the failure itself. */
+export const HANDLED = 'success';
+
 /** What routeConsumers needs of a service besides its `onEventName` methods. */
 export interface RoutableService {
   /**
    * Called when a handler method throws, with an E_EVENTFLOW_CONSUMER_FAILED error whose `cause`
-   * is what the method threw. Returning marks the event success (handled); throwing marks it failed.
+   * is what the method threw. The event stays failed (returning, e.g. after logging, changes
+   * nothing), unless onError returns `'success'`: then it counts as handled and is marked success.
    */
-  onError?(error: EventflowError, event: StoredEvent): unknown;
+  onError?(error: EventflowError, event: StoredEvent): 'success' | void | Promise<'success' | void>;
 }
 
 export interface RoutedConsumers {
@@ -141,8 +147,9 @@ async function invoke(service: RoutableService, domain: string, event: StoredEve
     );
     const onError: unknown = service.onError;
     if (typeof onError !== 'function') throw failure;
+    let verdict: unknown;
     try {
-      await (onError as NonNullable<RoutableService['onError']>).call(service, failure, event);
+      verdict = await (onError as NonNullable<RoutableService['onError']>).call(service, failure, event);
     } catch (handlerError) {
       throw new EventflowError(
         'E_EVENTFLOW_CONSUMER_FAILED',
@@ -150,6 +157,8 @@ async function invoke(service: RoutableService, domain: string, event: StoredEve
         { cause: handlerError, details: { ...details, consumerError: failure } },
       );
     }
+    // Only an explicit 'success' forgives: a hook that logs and returns must not hide the failure.
+    if (verdict !== HANDLED) throw failure;
   }
 }
 
@@ -161,7 +170,7 @@ function validate(value: unknown, field: string): void {
 /**
  * Consumes `names` of `domain` so that each event calls `service[methodNameFor(event.name)](event,
  * context)`, bound to the service. Resolving marks the event success; throwing marks it failed,
- * unless the service's `onError(error, event)` returns normally.
+ * unless the service's `onError(error, event)` returns `'success'`.
  *
  * Explicit names are all checked before anything is registered: an unmappable name
  * (E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE) or a missing method (E_EVENTFLOW_CONSUMER_HANDLER_MISSING)

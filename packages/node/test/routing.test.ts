@@ -94,22 +94,34 @@ describe('routeConsumers with explicit names', () => {
     expect(await view.outcome(id)).toBe('failed');
   });
 
-  it('marks it success when onError returns, and passes onError a coded error with the cause', async () => {
+  it('keeps it failed when onError only logs and returns (v4 marked it success), and passes onError a coded error with the cause', async () => {
     const seen: Array<{ error: EventflowError; event: StoredEvent }> = [];
-    class Forgiving extends Orders {
+    class Logging extends Orders {
+      // The README's hook, as people copy it: logs, returns nothing.
       async onError(error: EventflowError, event: StoredEvent): Promise<void> {
         await sleep(10); // an asynchronous onError: settling waits for it
         seen.push({ error, event });
       }
     }
-    await routeConsumers(client(), 'orders', new Forgiving(), ['boom']);
+    await routeConsumers(client(), 'orders', new Logging(), ['boom']);
     const id = await client().publish({ domain: 'orders', name: 'boom', pid: 'o1' });
-    expect(await view.outcome(id)).toBe('success');
+    expect(await view.outcome(id)).toBe('failed');
     expect(seen).toHaveLength(1);
     expect(seen[0]?.event.id).toBe(id);
     expect(seen[0]?.error.code).toBe('E_EVENTFLOW_CONSUMER_FAILED');
     expect((seen[0]?.error.cause as Error).message).toBe('boom');
     expect(seen[0]?.error.message).toContain('onBoom');
+  });
+
+  it("marks it success when onError returns 'success' (it handled the failure)", async () => {
+    class Forgiving extends Orders {
+      async onError(error: EventflowError): Promise<'success' | void> {
+        if ((error.cause as Error).message === 'boom') return 'success';
+      }
+    }
+    await routeConsumers(client(), 'orders', new Forgiving(), ['boom']);
+    const id = await client().publish({ domain: 'orders', name: 'boom', pid: 'o1' });
+    expect(await view.outcome(id)).toBe('success');
   });
 
   it('marks it failed when onError throws', async () => {
@@ -190,7 +202,9 @@ describe("routeConsumers with '*'", () => {
 
   it('does not let onError turn a missing method into success', async () => {
     class Forgiving extends Orders {
-      onError(): void {}
+      onError(): 'success' {
+        return 'success';
+      }
     }
     await routeConsumers(client(), 'orders', new Forgiving(), '*');
     const id = await client().publish({ domain: 'orders', name: 'order-lost', pid: 'o1' });
@@ -250,6 +264,9 @@ describe('typing', () => {
     await rejection(routeConsumers(typed, 'orders', new Orders(), ['order-lost']));
     // @ts-expect-error: onError must accept (error, event)
     await routeConsumers(typed, 'orders', { onOrderPlaced() {}, onError: (error: number) => error }, '*').then((r) => r.remove());
+    // @ts-expect-error: onError marks success only with 'success'; another value is no verdict
+    await routeConsumers(typed, 'orders', { onOrderPlaced() {}, onError: () => true }, '*').then((r) => r.remove());
+    await routeConsumers(typed, 'orders', { onOrderPlaced() {}, onError: () => 'success' as const }, '*').then((r) => r.remove());
   });
 });
 

@@ -579,7 +579,7 @@ export class MysqlLedger implements DeliveryLedger {
     return rows.map(({ gname, grp, lastError, at, ...row }) => ({
       ...row,
       attempts: Number(row.attempts),
-      groupName: keyOf(row.domain, gname, grp, row.name).name,
+      consumes: keyOf(row.domain, gname, grp, row.name).name,
       group: grp,
       lastError: lastError ?? '',
       at: at.toISOString(),

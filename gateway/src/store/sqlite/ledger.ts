@@ -410,7 +410,7 @@ export class SqliteLedger implements DeliveryLedger {
        ORDER BY d.updated DESC, d.rowid DESC LIMIT @limit OFFSET @offset`,
       { domain: domain ?? null, limit, offset },
     );
-    return rows.map(({ gname, grp, lastError, ...row }) => ({ ...row, groupName: keyOf(row.domain, gname, grp, row.name).name, group: grp, lastError: lastError ?? '' }));
+    return rows.map(({ gname, grp, lastError, ...row }) => ({ ...row, consumes: keyOf(row.domain, gname, grp, row.name).name, group: grp, lastError: lastError ?? '' }));
   }
 
   async requeue(key: GroupKey, eventId: string): Promise<boolean> {

@@ -16,7 +16,7 @@ type Act = 'requeue' | 'discard';
 
 const DEAD_LETTER_PAGE = 200;
 
-const letterKey = (letter: DeadLetter): string => [letter.eventId, letter.domain, letter.groupName, letter.group].join('\u001f');
+const letterKey = (letter: DeadLetter): string => [letter.eventId, letter.domain, letter.consumes, letter.group].join('\u001f');
 const groupLabel = (group: string): string => (group === '' ? 'default' : group);
 
 /** How long ago `iso` was, coarsely ("42 s", "3 min", "2 h 5 min"). */
@@ -50,7 +50,7 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
   const act = async (letter: DeadLetter, what: Act, label: string): Promise<void> => {
     setFailure(undefined);
     setBusy(true);
-    const key = { eventId: letter.eventId, domain: letter.domain, name: letter.groupName, group: letter.group };
+    const key = { eventId: letter.eventId, domain: letter.domain, name: letter.consumes, group: letter.group };
     try {
       const done = what === 'requeue' ? await requeueDeadLetter(client, key) : await discardDeadLetter(client, key);
       setMessage(done ? `${what === 'requeue' ? 'Requeued' : 'Discarded'} ${label}.` : `${label} was no longer a dead letter.`);
@@ -188,7 +188,7 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
                     </a>
                   </td>
                   <td data-label="Group">
-                    <span className="mono">{letter.groupName}</span> <span className="muted">({groupLabel(letter.group)})</span>
+                    <span className="mono">{letter.consumes}</span> <span className="muted">({groupLabel(letter.group)})</span>
                   </td>
                   <td className="num" data-label="Attempts" data-testid="attempts">
                     {letter.attempts}

@@ -1,0 +1,148 @@
+/**
+ * The CLI against a gateway with EVENTFLOW_AUTH=jwt: `eventflow token` mints what the gateway
+ * accepts (its own verification, not a re-implementation), `--token` / EVENTFLOW_TOKEN carry it, and
+ * a missing, forged or too narrow token fails at once with the gateway's code and what to do.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listDomains } from '@eventflow/core';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { runCli, type CliIo } from '../src/commands.js';
+import { tokenActions } from '../src/token.js';
+
+const SECRET = 'cli-token-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
+const ISSUER = 'https://id.example.test';
+const AUDIENCE = 'eventflow-tests';
+
+let h: Harness;
+beforeAll(async () => (h = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_JWT_ISSUER: ISSUER, EVENTFLOW_JWT_AUDIENCE: AUDIENCE })));
+afterAll(async () => h.stop());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(argv: string[], env: Record<string, string> = {}): Promise<Run> {
+  const out = { stdout: '', stderr: '' };
+  const io: CliIo = {
+    stdout: { write: (chunk: string) => (out.stdout += chunk) },
+    stderr: { write: (chunk: string) => (out.stderr += chunk) },
+    env: { EVENTFLOW_URL: h.gateway.url, ...env },
+  };
+  const code = await runCli(argv, io);
+  return { code, ...out };
+}
+
+/** A token from the CLI, as a person gets it: the secret and issuer/audience from the gateway's variables. */
+async function mint(...allow: string[]): Promise<string> {
+  const run = await cli(['token', '--sub', 'ops', ...allow.flatMap((grant) => ['--allow', grant])], { EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_JWT_ISSUER: ISSUER, EVENTFLOW_JWT_AUDIENCE: AUDIENCE });
+  expect(run).toMatchObject({ code: 0, stderr: '' });
+  return run.stdout.trim();
+}
+
+const payload = (token: string): Record<string, unknown> => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+
+describe('eventflow token', () => {
+  it('signs the documented claims with an expiry (1 h by default) that the gateway accepts, via --token and via EVENTFLOW_TOKEN', async () => {
+    const token = await mint('orders:publish,read', 'billing-*:read');
+    expect(payload(token)).toEqual({
+      sub: 'ops',
+      iat: expect.any(Number),
+      exp: (payload(token).iat as number) + 3600,
+      iss: ISSUER,
+      aud: AUDIENCE,
+      eventflow: { publish: ['orders'], read: ['orders', 'billing-*'] },
+    });
+    const published = await cli(['publish', '--token', token, 'orders', 'placed', 'o1', '{"amount":3}']);
+    expect(published).toMatchObject({ code: 0, stderr: '' });
+    expect(await cli(['state', 'orders', 'o1'], { EVENTFLOW_TOKEN: token })).toEqual({ code: 0, stdout: '{"amount":3}\n', stderr: '' });
+  });
+
+  it("knows every action the gateway does: '*' grants all of them", async () => {
+    const client = h.client({ token: await mint('orders:*') });
+    const { actions } = await listDomains(client);
+    expect(actions).toEqual([...tokenActions]);
+  });
+
+  it('--expires sets the lifetime, and says when the gateway will cut it shorter', async () => {
+    const env = { EVENTFLOW_JWT_SECRET: SECRET };
+    const short = await cli(['token', '--sub', 'ci', '--allow', '*:read', '--expires', '15m'], env);
+    expect(short.code).toBe(0);
+    const claims = payload(short.stdout.trim());
+    expect((claims.exp as number) - (claims.iat as number)).toBe(900);
+    const long = await cli(['token', '--sub', 'ci', '--allow', '*:read', '--expires', '7d'], env);
+    expect(long.code).toBe(0);
+    expect(long.stderr).toMatch(/^note: the token's rights end after EVENTFLOW_JWT_MAX_LIFETIME_S on the gateway/);
+  });
+
+  it.each([
+    [['token', '--sub', 'x', '--allow', '*:read'], {}, /^E_EVENTFLOW_INVALID_INPUT: secret: must be the gateway's EVENTFLOW_JWT_SECRET, which has at least 32 characters \(got 0\); pass it with --secret or EVENTFLOW_JWT_SECRET/],
+    [['token', '--secret', 'short', '--sub', 'x', '--allow', '*:read'], {}, /^E_EVENTFLOW_INVALID_INPUT: secret: .*\(got 5\)/],
+    [['token', '--allow', '*:read'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --sub: must name who the token is for/],
+    [['token', '--sub', 'x'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --allow: give at least one grant/],
+    [['token', '--sub', 'x', '--allow', 'orders'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --allow "orders": expected <domain-pattern>:<action>/],
+    [['token', '--sub', 'x', '--allow', 'orders:publsh'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --allow "orders:publsh": unknown action "publsh"; the actions are read, subscribe, publish/],
+    [['token', '--sub', 'x', '--allow', '*:read', '--expires', 'never'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --expires: expected a duration such as 90s, 15m, 1h or 7d .*tokens must expire/],
+  ])('refuses %j with a message saying what to pass (exit 1, nothing on stdout)', async (argv, env, message) => {
+    const run = await cli(argv, env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(message);
+  });
+});
+
+describe('the CLI on a gateway with EVENTFLOW_AUTH=jwt', () => {
+  it('without a token: E_EVENTFLOW_UNAUTHORIZED on the first line, saying to pass --token or EVENTFLOW_TOKEN', async () => {
+    const run = await cli(['state', 'orders', 'o1']);
+    expect(run.code).toBe(1);
+    expect(run.stderr.split('\n')[0]).toMatch(/^E_EVENTFLOW_UNAUTHORIZED: .*the gateway needs a token: pass --token or set EVENTFLOW_TOKEN \("eventflow token" mints one/);
+  });
+
+  it('a forged token fails at once (not after the connect timeout) with the refusal', async () => {
+    const forged = (await cli(['token', '--sub', 'ops', '--allow', '*:*'], { EVENTFLOW_JWT_SECRET: 'another-secret-0123456789-abcdefghijklmnop' })).stdout.trim();
+    // A timeout longer than the test's own: only a refusal that ends the wait lets this pass.
+    const run = await cli(['state', '--timeout', '600000', 'orders', 'o1'], { EVENTFLOW_TOKEN: forged });
+    expect(run.code).toBe(1);
+    expect(run.stderr.split('\n')[0]).toMatch(/^E_EVENTFLOW_UNAUTHORIZED: .*the token from --token or EVENTFLOW_TOKEN was refused/);
+  });
+
+  it('tail ends, exit 1, when its token runs out: the reconnect is refused, and retrying cannot help', async () => {
+    // Rights end after EVENTFLOW_JWT_MAX_LIFETIME_S (1 s here): the gateway closes with 4401, the same token is refused at the reconnect.
+    const short = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_JWT_MAX_LIFETIME_S: 1 });
+    try {
+      const token = (await cli(['token', '--sub', 'ops', '--allow', 'orders:subscribe'], { EVENTFLOW_JWT_SECRET: SECRET })).stdout.trim();
+      const out = { stdout: '', stderr: '' };
+      const code = await runCli(['tail', 'orders', '--url', short.gateway.url, '--token', token], {
+        stdout: { write: (chunk: string) => (out.stdout += chunk) },
+        stderr: { write: (chunk: string) => (out.stderr += chunk) },
+        env: {},
+        signal: new AbortController().signal, // never aborted: only the refusal ends it
+      });
+      expect(code).toBe(1);
+      expect(out.stderr).toMatch(/^tailing orders › \*/);
+      expect(out.stderr.trim().split('\n').at(-1)).toMatch(/^E_EVENTFLOW_UNAUTHORIZED: .*the token from --token or EVENTFLOW_TOKEN was refused/);
+    } finally {
+      await short.stop();
+    }
+  });
+
+  it('a token without the right names the grant to ask for', async () => {
+    const run = await cli(['publish', 'orders', 'placed', 'o2'], { EVENTFLOW_TOKEN: await mint('orders:read') });
+    expect(run.code).toBe(1);
+    expect(run.stderr.split('\n')[0]).toMatch(/^E_EVENTFLOW_FORBIDDEN: .*e\.g\. --allow 'orders:publish'\)$/);
+  });
+
+  it('requeueing or discarding an unknown dead letter, or deleting an unknown group, prints false and exits 1 saying what was not found', async () => {
+    const token = await mint('jobs:consume,manage');
+    const requeue = await cli(['dead-letter-requeue', 'no-such-event', 'jobs', 'run'], { EVENTFLOW_TOKEN: token });
+    expect(requeue).toMatchObject({ code: 1, stdout: '{"requeued":false}\n' });
+    expect(requeue.stderr).toMatch(/^no dead letter "no-such-event" in jobs › run \(the default group\), so nothing was requeued; "eventflow dead-letters jobs" lists them/);
+    const discard = await cli(['dead-letter-discard', 'no-such-event', 'jobs', 'run', 'billing'], { EVENTFLOW_TOKEN: token });
+    expect(discard).toMatchObject({ code: 1, stdout: '{"discarded":false}\n' });
+    expect(discard.stderr).toMatch(/^no dead letter "no-such-event" in jobs › run \(group "billing"\), so nothing was discarded/);
+    const deleted = await cli(['group-delete', 'jobs', 'run', 'nobody'], { EVENTFLOW_TOKEN: token });
+    expect(deleted).toMatchObject({ code: 1, stdout: '{"deleted":false}\n' });
+    expect(deleted.stderr).toMatch(/^no consumer group jobs › run \(group "nobody"\); "eventflow groups jobs" lists them/);
+  });
+});
