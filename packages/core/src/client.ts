@@ -42,6 +42,7 @@ export type {
   PublishOptions,
   RequestEventOptions,
   ConsumeOptions,
+  ConsumeRetry,
   SubscribeOptions,
   Subscription,
   WaitOptions,

@@ -61,6 +61,7 @@ export {
   type PublishOptions,
   type RequestEventOptions,
   type ConsumeOptions,
+  type ConsumeRetry,
   type SubscribeOptions,
   type Subscription,
   type WaitOptions,

@@ -10,6 +10,7 @@
 import {
   EventflowError,
   type ConsumeContext,
+  type ConsumeOptions,
   type Consumer,
   type EventflowClient,
   type EventMap,
@@ -175,15 +176,16 @@ function validate(value: unknown, field: string): void {
  * Explicit names are all checked before anything is registered: an unmappable name
  * (E_EVENTFLOW_CONSUMER_NAME_UNMAPPABLE) or a missing method (E_EVENTFLOW_CONSUMER_HANDLER_MISSING)
  * rejects the call. With `*`, one consumer takes every name of the domain, and an event whose name
- * cannot be mapped or has no method is marked failed with that code. `options.group` makes the
- * consumers members of that consumer group (default: the default group of each (domain, name)).
+ * cannot be mapped or has no method is marked failed with that code. `options` are the consumers'
+ * (ConsumeOptions without `signal`): `group` makes them members of that consumer group (default: the
+ * default group of each (domain, name)); `concurrency`, `ordered` and `retry` apply to each.
  */
 export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, S extends object>(
   client: EventflowClient<M>,
   domain: D,
   service: S & RoutableService,
   names: NameOf<M, D> | '*' | ReadonlyArray<NameOf<M, D> | '*'>,
-  options: { group?: string } = {},
+  options: Omit<ConsumeOptions, 'signal'> = {},
 ): Promise<RoutedConsumers> {
   if (typeof (client as { consume?: unknown } | null)?.consume !== 'function') {
     throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'client: must be an eventflow client (createNodeClient or createClient)');
@@ -209,7 +211,7 @@ export async function routeConsumers<M extends EventMap, D extends DomainOf<M>, 
   };
   // The handler takes any stored event of the domain; the generic M only narrows what callers pass.
   const untyped = client as unknown as EventflowClient<EventMap>;
-  const results = await Promise.allSettled(unique.map((name) => untyped.consume(domain, name, handler, options.group === undefined ? {} : { group: options.group })));
+  const results = await Promise.allSettled(unique.map((name) => untyped.consume(domain, name, handler, { ...options })));
 
   const consumers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const failed = results.findIndex((result) => result.status === 'rejected');
