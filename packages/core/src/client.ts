@@ -180,8 +180,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /**
    * Calls `listener` with every event of (domain, name) routed from now on (`*`: every name of the
    * domain, in addition to named subscriptions). Resolves once the gateway has the subscription.
-   * `after` (a position) or `last` (a count, at most 10 000) replays published events first; they
-   * apply when this client has no subscription of (domain, name) yet (see SubscribeOptions).
+   * `after` (a position) or `last` (a count, at most 10 000) replays published events first, to this
+   * listener, also when others of this client follow (domain, name) already (see SubscribeOptions).
    *
    * With a namespace pattern (`namespacePattern('prod.>')`) instead of a domain: every domain it
    * matches, also those created later, filtered (AND) by `names` (a name, a list, or `*`) and
