@@ -91,7 +91,7 @@ it('renders the state and the latest events live, and follows the connection sta
   await expect.poll(view.text).toBe('open{"items":["a","b"]}addedshipped');
 
   await commands.gatewayStop(handle);
-  await expect.poll(view.text).toBe('connecting{"items":["a","b"]} (stale)addedshipped');
+  await expect.poll(view.text).toBe('offline{"items":["a","b"]} (stale)addedshipped');
   await commands.gatewayRestart(handle);
   await expect.poll(view.text, { timeout: 5000 }).toBe('open{"items":["a","b"]}addedshipped');
 });

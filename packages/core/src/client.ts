@@ -77,11 +77,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
     for (const feature of options.features ?? []) (this.#features as Record<string, FeaturePart>)[feature.name] ??= feature.create(host);
     const parts: FeaturePart[] = (this.#parts = Object.values(this.#features));
     this.#connection = createConnection(connect, options, {
-      open: (welcome) => {
+      open: (welcome, recovered) => {
         // Subscriptions first: they start the connection's generation, which the features' registrations check.
         registrations.opened();
         for (const part of parts) part.opened?.(welcome);
         this.#requests.open(welcome.limits);
+        // The default onError said when the outage began (logError); it says when it ends too.
+        if (recovered && !options.onError) console.info('[eventflow] connected to the gateway again');
       },
       frame: (frame) => {
         if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
@@ -98,6 +100,11 @@ export class EventflowClient<M extends EventMap = EventMap> {
         this.#requests.lost();
       },
       error: this.#onError,
+      blocked: (error) => {
+        this.#requests.block(error);
+        // ready() waits for a gateway that is not up yet, not for one that refused the handshake.
+        if (error?.code != 'E_EVENTFLOW_OFFLINE') registrations.waiters.settle('open', error);
+      },
       ping: (timeout) => send('ping', {}, { timeout }),
     });
   }

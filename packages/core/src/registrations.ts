@@ -155,28 +155,24 @@ export class Registrations {
    */
   async #register(entry: SubscriptionKey<AnyListener>, key: string): Promise<boolean> {
     const { domain, name, listeners } = entry;
-    const states = [...listeners.values()];
-    for (const state of states) {
-      if (state.start?.after === undefined) continue;
-      state.position = state.start.after;
-      state.start = undefined;
-    }
     let after: Position | undefined;
-    let first: ListenerState | undefined;
     let last: number | undefined;
-    for (const { start, position } of states) if (!start && position !== undefined && !(position >= (after ?? Infinity))) after = position;
-    if (after === undefined) {
-      for (const state of states) {
-        const wanted = state.start?.last;
-        if (wanted !== undefined && !(wanted <= (last ?? 0))) [first, last] = [state, wanted];
-      }
+    let first: ListenerState | undefined;
+    for (const state of listeners.values()) {
+      const { start } = state;
+      if (start?.after !== undefined) [state.position, state.start] = [start.after, undefined];
+      const position = state.start ? undefined : state.position;
+      // (Comparisons with undefined are false.)
+      if (position !== undefined && !(position >= after!)) after = position;
+      if (start?.last! > (last ?? 0)) [first, last] = [state, start!.last];
     }
+    if (after !== undefined) first = last = undefined;
     if (first) first.start = undefined;
     const result = await this.host.send('subscribe', { domain, name, after, last });
     if (!result) return false;
-    // The one that asked for the last N starts where the gateway began that replay; others from its head.
+    // The one that asked for the last N starts where the gateway began that replay; the others from its head.
     for (const state of listeners.values()) if (!state.start) state.position ??= state === first ? (result.after ?? result.head) : result.head;
-    if (!(result.head <= (entry.head ?? -1))) entry.head = result.head;
+    if (!(result.head <= entry.head!)) entry.head = result.head;
     this.#registered.add(key);
     return true;
   }
@@ -184,32 +180,31 @@ export class Registrations {
   /**
    * Gives the listeners that joined a registered subscription with a start their history. Each
    * start becomes a position (`last` as the gateway counts it: a repeated subscribe answers where
-   * the last N begin, without replaying). When some listener needs events older than the
-   * subscription has delivered, the gateway subscription is made anew from the lowest position any
-   * listener needs (the gateway replays only to a new subscription); listeners skip what they had,
-   * so nobody sees a gap or a duplicate. False when the connection went away meanwhile.
+   * the last N begin, without replaying). When one needs events older than the subscription has
+   * delivered (or the subscription's head is unknown here), the gateway subscription is made anew
+   * from the lowest position any listener needs (the gateway replays only to a new subscription);
+   * listeners skip what they had, so none sees a gap or a duplicate. False when the connection
+   * went away meanwhile.
    */
   async #arrange(entry: SubscriptionKey<AnyListener>, key: string): Promise<boolean> {
     const { domain, name, listeners } = entry;
-    const held = (): ListenerState[] => [...listeners.values()].filter((state) => state.start);
-    for (const state of held()) {
-      const { last } = state.start!;
-      if (last === undefined) continue;
-      const answer = await this.host.send('subscribe', { domain, name, last });
-      if (!answer) return false;
-      if (state.start) state.start = { after: answer.after ?? answer.head };
+    const waiting: ListenerState[] = [];
+    for (const state of listeners.values()) {
+      const last = state.start?.last;
+      if (last !== undefined) {
+        const answer = await this.host.send('subscribe', { domain, name, last });
+        if (!answer) return false;
+        if (state.start) state.start = { after: answer.after ?? answer.head };
+      }
+      if (state.start) waiting.push(state);
     }
-    const waiting = held().filter((state) => state.start!.after !== undefined);
-    const older = waiting.some((state) => state.start!.after! < (entry.head ?? -1));
+    const older = waiting.some((state) => !(state.start!.after! >= entry.head!));
     if (older) {
       if (!(await this.host.send('unsubscribe', { domain, name }))) return false;
       // Until it is made anew, the gateway sends nothing more of this subscription.
       this.#registered.delete(key);
     }
-    for (const state of waiting) {
-      state.position = state.start!.after;
-      state.start = undefined;
-    }
+    for (const state of waiting) [state.position, state.start] = [state.start!.after, undefined];
     return !older || this.#register(entry, key);
   }
 }

@@ -220,6 +220,7 @@ describe('createConnection', () => {
         },
         lost: () => undefined,
         error: (error) => errors.push(error),
+        blocked: () => undefined,
         ping: async () => undefined,
       });
     });

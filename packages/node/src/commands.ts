@@ -108,21 +108,27 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     const run = prepare(name, args, values, stdout, stderr, io.signal);
 
     let lastConnectionError: unknown;
+    // A command is one call: the first failed attempt (refused, unreachable) ends it, instead of waiting out the timeout.
+    const unreachable = new AbortController();
     client = createNodeClient(url, {
       requestTimeout: timeout,
       handshakeTimeout: timeout,
       reconnect: { minDelay: 100, maxDelay: 1_000 },
       clientName: 'eventflow-cli',
       onError: (error) => {
-        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') lastConnectionError = error;
-        else stderr.write(`${formatError(error)}\n`);
+        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') {
+          lastConnectionError = error;
+          unreachable.abort();
+        } else stderr.write(`${formatError(error)}\n`);
       },
     });
     try {
-      await client.ready(AbortSignal.timeout(timeout));
+      await client.ready(AbortSignal.any([AbortSignal.timeout(timeout), unreachable.signal]));
     } catch (cause) {
-      const why = lastConnectionError instanceof Error ? `: ${lastConnectionError.message}` : '';
-      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href} within ${timeout} ms${why}`, { cause });
+      // A refused handshake rejects ready() with its own code (E_EVENTFLOW_UNAUTHORIZED): that is the message.
+      if (cause instanceof EventflowError && cause.code !== 'E_EVENTFLOW_ABORTED') throw cause;
+      const why = lastConnectionError instanceof Error ? lastConnectionError.message : `no connection within ${timeout} ms`;
+      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href}: ${why}`, { cause });
     }
     await run(client);
     return 0;
@@ -193,7 +199,7 @@ function prepare(name: string, args: string[], values: Values, stdout: CliWriter
           stderr.write(`tailing ${domain} › ${eventName}; press Ctrl-C to stop\n`);
           // The client reconnects and resumes by itself; the person watching is told it happened.
           const unwatch = client.onStateChange((state) => {
-            if (state === 'connecting') stderr.write('connection to the gateway lost; reconnecting (events routed meanwhile follow once it is back)\n');
+            if (state === 'offline') stderr.write('connection to the gateway lost; reconnecting (events routed meanwhile follow once it is back)\n');
             else if (state === 'open') stderr.write(`reconnected; tailing ${domain} › ${eventName} again\n`);
           });
           await aborted(stop.signal);
