@@ -46,6 +46,13 @@ describe('console operations', () => {
     expect(second.processes.map((p) => p.pid)).toEqual(['o-2', 'o-3', 'o-4']);
     expect(second.next).toBeUndefined();
     expect((await listProcesses(reader, 'orders', { prefix: 'o-3' })).processes.map((p) => p.pid)).toEqual(['o-3']);
+    // By recent activity: o-2's reminder was scheduled last, o-1 shipped after the others were placed.
+    const recent = await listProcesses(reader, 'orders', { order: 'recent', limit: 2 });
+    expect(recent.processes.map((p) => p.pid)).toEqual(['o-2', 'o-1']);
+    expect(recent.next).toBeUndefined();
+    const older = await listProcesses(reader, 'orders', { order: 'recent', cursor: recent.cursor });
+    expect(older.processes.map((p) => p.pid)).toEqual(['o-4', 'o-3', 'o-0']);
+    expect(older.cursor).toBeUndefined();
     const refused = await listProcesses(reader, 'billing').catch((error: unknown) => error);
     expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
   });
