@@ -92,7 +92,7 @@ export function createConnection(
     outage = kind;
     if (!refused && reached) return;
     setState('offline');
-    handlers.blocked(refused ? (error as EventflowError) : new EventflowError('E_EVENTFLOW_OFFLINE', `not connected to the gateway: ${(error as Error).message ?? error}; the client keeps retrying`, { cause: error }));
+    handlers.blocked(refused ? (error as EventflowError) : new EventflowError('E_EVENTFLOW_OFFLINE', `not connected to the gateway (the client keeps trying): ${(error as Error).message ?? error}`, { cause: error }));
   };
 
   const setState = (next: ConnectionState): void => {

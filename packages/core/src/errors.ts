@@ -73,7 +73,7 @@ export function isEventflowError(error: unknown, code?: ErrorCode): error is Eve
  * is back) is a warning, since the client retries by itself; anything else goes to console.error.
  */
 export const logError = (error: unknown): void =>
-  isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') ? console.warn(`[eventflow] ${error.message}; retrying with backoff`) : console.error('[eventflow]', error);
+  isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') ? console.warn(`[eventflow] ${error.message}${/backoff/.test(error.message) ? '' : ' (retrying with backoff)'}`) : console.error('[eventflow]', error);
 
 /** What a closed client (and its outbox) answers new work with. */
 export const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');
