@@ -5,7 +5,7 @@ import { DomainPicker } from './components/DomainPicker.js';
 import { EventFeed } from './components/EventFeed.js';
 import { ProcessList } from './components/ProcessList.js';
 import { StatePanel } from './components/StatePanel.js';
-import { writeSelection } from './settings.js';
+import { consoleUrlFor, writeSelection } from './settings.js';
 
 export interface AppProps {
   gatewayUrl: string;
@@ -39,6 +39,9 @@ export function App({ gatewayUrl, initialDomain, initialPid }: AppProps) {
           {gatewayUrl}
         </span>
         <ConnectionBadge />
+        <a className="console-link" href={consoleUrlFor(gatewayUrl)} data-testid="console-link">
+          Operator console
+        </a>
       </header>
       <main className="panels">
         <EventFeed key={`feed:${domain}`} domain={domain} selectedPid={pid} onSelect={selectPid} />

@@ -18,6 +18,16 @@ export function gatewayUrlFor(location: Pick<Location, 'protocol' | 'host' | 'se
   return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/`;
 }
 
+/**
+ * The operator console of the dashboard's gateway: a gateway that serves the dashboard at `/`
+ * serves the console at `/console/` (gateway/src/server/sites.ts).
+ */
+export function consoleUrlFor(gatewayUrl: string): string {
+  const url = new URL('/console/', gatewayUrl);
+  url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+  return url.href;
+}
+
 export function readSettings(location: Pick<Location, 'protocol' | 'host' | 'search'>): Settings {
   const params = new URLSearchParams(location.search);
   return {

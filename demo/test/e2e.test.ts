@@ -145,6 +145,8 @@ describe('demo dashboard end to end', () => {
     await page.goto(gateway!.gateway.httpUrl, { waitUntil: 'load' });
     await page.locator(`${sel.connection}[data-state="open"]`).waitFor();
     expect(await page.locator(sel.connection).textContent()).toBe('open');
+    // The operator console of the same gateway, one click away.
+    expect(await page.getByTestId('console-link').getAttribute('href')).toBe(new URL('/console/', gateway!.gateway.httpUrl).href);
     await screenshot('01-connected');
   });
 

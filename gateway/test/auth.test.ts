@@ -298,9 +298,32 @@ describe('authorization (EVENTFLOW_AUTH=jwt, HS256)', () => {
     const client = createClient(harness.gateway.url, { token: await hs256({}, { secret: OTHER_SECRET }), reconnect: { minDelay: 50, maxDelay: 100 }, onError: (error) => errors.push(error) });
     try {
       await eventually(() => errors.some((error) => isEventflowError(error, 'E_EVENTFLOW_UNAUTHORIZED')));
-      expect(client.state).toBe('connecting');
+      expect(client.state).toBe('offline');
     } finally {
       await client.close();
+    }
+  });
+
+  it('a refused handshake rejects the waiting calls, ready() and later calls at once with its own code and cause', async () => {
+    const noExp = await new SignJWT({ eventflow: { publish: ['*'] } }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().sign(new TextEncoder().encode(SECRET));
+    for (const [token, cause] of [[noExp, /exp/], [await hs256({ publish: ['*'] }, { secret: OTHER_SECRET }), /signature|verif/i]] as const) {
+      const started = Date.now();
+      const client = createClient(harness.gateway.url, { token, requestTimeout: 10_000, reconnect: { minDelay: 50, maxDelay: 100 }, onError: () => undefined });
+      try {
+        // Made before the refusal: it was waiting for the connection.
+        const waiting = client.publish({ domain: 'orders', name: 'placed', pid: 'refused' }).catch((error: unknown) => error);
+        const ready = client.ready().catch((error: unknown) => error);
+        for (const error of [await waiting, await ready]) {
+          expect(error).toMatchObject({ code: 'E_EVENTFLOW_UNAUTHORIZED', message: expect.stringMatching(cause) });
+        }
+        expect(await waiting).toMatchObject({ message: expect.stringMatching(/^publish: handshake refused by the gateway: E_EVENTFLOW_UNAUTHORIZED/) });
+        // Made after it: at once, while the client keeps retrying in the background.
+        await expect(client.readEventlog('orders', 'refused')).rejects.toMatchObject({ code: 'E_EVENTFLOW_UNAUTHORIZED' });
+        expect(Date.now() - started).toBeLessThan(5_000);
+        expect(client.state).toBe('offline');
+      } finally {
+        await client.close();
+      }
     }
   });
 });

@@ -46,6 +46,13 @@ describe('console operations', () => {
     expect(second.processes.map((p) => p.pid)).toEqual(['o-2', 'o-3', 'o-4']);
     expect(second.next).toBeUndefined();
     expect((await listProcesses(reader, 'orders', { prefix: 'o-3' })).processes.map((p) => p.pid)).toEqual(['o-3']);
+    // By recent activity: o-2's reminder was scheduled last, o-1 shipped after the others were placed.
+    const recent = await listProcesses(reader, 'orders', { order: 'recent', limit: 2 });
+    expect(recent.processes.map((p) => p.pid)).toEqual(['o-2', 'o-1']);
+    expect(recent.next).toBeUndefined();
+    const older = await listProcesses(reader, 'orders', { order: 'recent', cursor: recent.cursor });
+    expect(older.processes.map((p) => p.pid)).toEqual(['o-4', 'o-3', 'o-0']);
+    expect(older.cursor).toBeUndefined();
     const refused = await listProcesses(reader, 'billing').catch((error: unknown) => error);
     expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
   });
@@ -92,6 +99,29 @@ describe('console operations', () => {
     await admin.subscribe('orders', 'placed', (event) => from.push(event.pid), { after: (timeline.events[0] as StoredEvent).position });
     await eventually(() => (from.length >= 2 ? true : undefined), 5_000, 'the events after the position');
     expect(from).toEqual(['o-4', 'o-5']);
+  });
+
+  it('gives a listener that joins a shared subscription the history it asked for, without gaps or duplicates for the others', async () => {
+    const client = harness.client({ token: await token({ read: ['*'], subscribe: ['*'], publish: ['*'] }) });
+    for (let i = 0; i < 6; i++) await admin.publish({ domain: 'shared', name: i % 2 ? 'odd' : 'even', pid: `s-${i}`, data: {} });
+    const seen = { live: [] as string[], last: [] as string[], after: [] as string[], odd: [] as string[], named: [] as string[] };
+    await client.subscribe('shared', '*', (event) => seen.live.push(event.pid));
+    await client.subscribe('shared', 'odd', (event) => seen.odd.push(event.pid));
+    // Each joins a subscription the client has already: its own history first, then live.
+    await client.subscribe('shared', '*', (event) => seen.last.push(event.pid), { last: 3 });
+    const { position } = (await readTimeline(admin, 'shared', 's-1')).events[0] as StoredEvent;
+    await client.subscribe('shared', '*', (event) => seen.after.push(event.pid), { after: position });
+    await client.subscribe('shared', 'odd', (event) => seen.named.push(event.pid), { last: 2 });
+    await admin.publish({ domain: 'shared', name: 'even', pid: 's-6', data: {} });
+    await eventually(() => (seen.after.includes('s-6') && seen.last.includes('s-6') && seen.named.length >= 2 ? true : undefined), 5_000, 'histories and the live event');
+    // A marker proves nothing else is on its way.
+    await admin.publish({ domain: 'shared', name: 'odd', pid: 'marker', data: {} });
+    await eventually(() => (seen.live.includes('marker') && seen.after.includes('marker') && seen.named.includes('marker') ? true : undefined), 5_000, 'the marker');
+    expect(seen.live).toEqual(['s-6', 'marker']);
+    expect(seen.last).toEqual(['s-3', 's-4', 's-5', 's-6', 'marker']);
+    expect(seen.after).toEqual(['s-2', 's-3', 's-4', 's-5', 's-6', 'marker']);
+    expect(seen.odd).toEqual(['marker']);
+    expect(seen.named).toEqual(['s-3', 's-5', 'marker']);
   });
 
   it("gives each event its consumer groups' deliveries: a retried one counts its attempts, its success clears the error", async () => {

@@ -1,5 +1,6 @@
 /** The Catalog (store/catalog.ts) every EventStore must have: part of the store suite (store-suite.ts). */
 import { describe, expect, it } from 'vitest';
+import type { StoredEvent } from '@eventflow/core';
 import type { EventStore, NewEvent } from '../src/store/store.js';
 
 let counter = 0;
@@ -32,10 +33,74 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
       expect((first[0]?.firstEvent ?? '') <= (first[0]?.lastEvent ?? '')).toBe(true);
       const rest = await store.catalog.processes('orders', { after: 'a2', limit: 10 });
       expect(rest.map((p) => [p.pid, p.status])).toEqual([['b1', 'failed'], ['b2', 'pending'], ['b3', 'scheduled']]);
-      expect(first[0]?.status).toBe('completed');
+      expect(first[0]?.status).toBe('open'); // events, and no outcome of any kind
       expect((await store.catalog.processes('orders', { prefix: 'b', after: 'b1', limit: 10 })).map((p) => p.pid)).toEqual(['b2', 'b3']);
       expect(await store.catalog.processes('orders', { prefix: 'zz', limit: 10 })).toEqual([]);
       expect(await store.catalog.processes('other', { limit: 10 })).toEqual([]);
+    });
+
+    it('tells a process by its outcomes: outcome events (the newest wins), consumes of any group, and open without any', async () => {
+      const store = await open();
+      const publish = async (pid: string, name: string): Promise<StoredEvent> => (await store.append(event({ domain: 'shop', pid, name }), { publisher: 'g' })).event;
+      // The demo's orders: the consumer succeeds and publishes the process's outcome as an event.
+      const shipped = await publish('shipped', 'order-placed');
+      await store.claimForConsumer(shipped.id, 'worker');
+      await store.settle(shipped.id, 'success');
+      await publish('shipped', 'order-shipped');
+      await publish('shipped', 'success');
+      const refused = await publish('refused', 'order-placed');
+      await store.claimForConsumer(refused.id, 'worker');
+      await store.settle(refused.id, 'success');
+      await publish('refused', 'failed');
+      // Failed, then retried with success: completed; the other way round: failed. (MySQL orders
+      // outcome events by their millisecond timestamps, v4's rows having no position: a tick apart.)
+      const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 3));
+      await publish('retried', 'failed');
+      await tick();
+      await publish('retried', 'success');
+      await publish('relapsed', 'success');
+      await tick();
+      await publish('relapsed', 'failed');
+      // Consumed with success, no outcome event: completed. Nothing at all: open.
+      const consumed = await publish('consumed', 'noted');
+      await store.claimForConsumer(consumed.id, 'worker');
+      await store.settle(consumed.id, 'success');
+      await publish('untouched', 'noted');
+      // A named group: its dead letter fails the process, its open delivery makes it pending.
+      const audit = { domain: 'shop', name: 'audited', group: 'audit' };
+      const group = await store.ledger().ensureGroup(audit);
+      const now = Date.now();
+      const claim = () => store.ledger().claim({ group, owner: 'gw-1', consumer: 'GW', secret: 's', deadline: now + 10_000, now, limit: 1, maxAttempts: 5 });
+      const dead = await publish('dead', 'audited');
+      const [failed] = (await claim()).claimed;
+      expect(failed?.event.id).toBe(dead.id);
+      await store.ledger().apply([{ kind: 'outcome', delivery: failed?.delivery as string, outcome: 'failed', error: 'boom' }]);
+      const busy = await publish('busy', 'audited');
+      expect((await claim()).claimed[0]?.event.id).toBe(busy.id);
+      const statuses = Object.fromEntries((await store.catalog.processes('shop', { limit: 100 })).map((p) => [p.pid, p.status]));
+      expect(statuses).toEqual({
+        shipped: 'completed',
+        refused: 'failed',
+        retried: 'completed',
+        relapsed: 'failed',
+        consumed: 'completed',
+        untouched: 'open',
+        dead: 'failed',
+        busy: 'pending',
+      });
+    });
+
+    it('pages processes by recent activity: the newest event first, with a cursor, by prefix too', async () => {
+      const store = await open();
+      for (const pid of ['r1', 'r2', 'r3', 'x1', 'r4']) await store.append(event({ domain: 'recent', pid }));
+      await store.append(event({ domain: 'recent', pid: 'r2' })); // r2 is the most recent now
+      const first = await store.catalog.processes('recent', { order: 'recent', limit: 2 });
+      expect(first.map((p) => p.pid)).toEqual(['r2', 'r4']);
+      const rest = await store.catalog.processes('recent', { order: 'recent', cursor: first[1]!.cursor, limit: 10 });
+      expect(rest.map((p) => p.pid)).toEqual(['x1', 'r3', 'r1']);
+      expect(rest.every((p) => p.cursor !== undefined)).toBe(true);
+      expect((await store.catalog.processes('recent', { order: 'recent', prefix: 'r', cursor: first[0]!.cursor, limit: 10 })).map((p) => p.pid)).toEqual(['r4', 'r3', 'r1']);
+      expect(await store.catalog.processes('recent', { order: 'recent', cursor: 'not a cursor', limit: 10 })).toEqual([]);
     });
 
     it("tells each event's fate, a dead letter included, and the process's associations", async () => {

@@ -1,8 +1,8 @@
 import { useConnectionState } from '@eventflow/browser/react';
 
-const labels = { connecting: 'connecting…', open: 'open', closed: 'offline' } as const;
+const labels = { connecting: 'connecting…', open: 'open', offline: 'offline, retrying', closed: 'closed' } as const;
 
-/** The client's connection: `data-state` is connecting | open | closed. */
+/** The client's connection: `data-state` is connecting | open | offline | closed. */
 export function ConnectionBadge() {
   const state = useConnectionState();
   return (

@@ -33,12 +33,13 @@ export const catalogOperations: CatalogOperations = {
     };
   },
 
-  async listProcesses(session, { domain, prefix, after, limit = DEFAULT_PROCESS_PAGE }) {
+  async listProcesses(session, { domain, prefix, order, after, cursor, limit = DEFAULT_PROCESS_PAGE }) {
     // One more than asked: whether there is a next page, without a second query.
-    const rows = await session.context.store.catalog.processes(domain, { prefix, after, limit: limit + 1 });
-    const processes = rows.slice(0, limit);
-    const next = rows.length > limit ? processes.at(-1)?.pid : undefined;
-    return next === undefined ? { processes } : { processes, next };
+    const rows = await session.context.store.catalog.processes(domain, { prefix, order, after, cursor, limit: limit + 1 });
+    const processes = rows.slice(0, limit).map(({ cursor: _cursor, ...process }) => process);
+    const last = rows.length > limit ? rows[limit - 1] : undefined;
+    if (!last) return { processes };
+    return order === 'recent' ? { processes, cursor: last.cursor } : { processes, next: last.pid };
   },
 
   async readTimeline(session, { domain, pid, after, limit = DEFAULT_TIMELINE_PAGE }) {

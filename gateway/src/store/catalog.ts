@@ -15,11 +15,13 @@ export interface DomainSummary {
 }
 
 /**
- * A process's status, from the outcomes of its events, first match wins: `failed` (a consumer's
- * outcome, or a dead letter), `pending` (an event claimed by a consumer and not settled yet),
- * `scheduled` (an event due later), else `completed`.
+ * A process's status, first match wins: `failed` (a consume that failed, a dead letter, in the
+ * default group or a named one, or its newest outcome event is named `failed`), `pending` (an
+ * event claimed by a consumer and not settled yet), `scheduled` (an event due later), `completed`
+ * (its newest outcome event is named `success`, or a consume of one of its events succeeded),
+ * else `open` (no outcome yet).
  */
-export type ProcessStatus = 'failed' | 'pending' | 'scheduled' | 'completed';
+export type ProcessStatus = 'failed' | 'pending' | 'scheduled' | 'completed' | 'open';
 
 export interface ProcessSummary {
   pid: string;
@@ -32,10 +34,17 @@ export interface ProcessSummary {
 export interface ProcessQuery {
   /** Only pids starting with this. */
   prefix?: string | undefined;
-  /** The cursor: pids after this one (binary order). */
+  /** `pid` (binary pid order, the default) or `recent` (the process with the newest event first). */
+  order?: 'pid' | 'recent' | undefined;
+  /** The cursor of pid order: pids after this one. */
   after?: string | undefined;
+  /** The cursor of recent order: a row's `cursor`, the processes after it. */
+  cursor?: string | undefined;
   limit: number;
 }
+
+/** A process as the catalog lists it; in recent order with `cursor`, where the next page starts after it. */
+export type ProcessRow = ProcessSummary & { cursor?: string };
 
 /** What became of one event of a process (absent fields: not applicable). */
 export interface EventFate {
@@ -121,8 +130,12 @@ export interface ScheduledQuery {
 export interface Catalog {
   /** Every domain with events, in binary order. */
   domains(): Promise<DomainSummary[]>;
-  /** A page of the processes of `domain` in binary pid order (the domain-pid index). */
-  processes(domain: string, query: ProcessQuery): Promise<ProcessSummary[]>;
+  /**
+   * A page of the processes of `domain`: in binary pid order (the domain-pid index, one page
+   * read), or in recent order (the newest event first: the index entries of the domain's, or the
+   * prefix's, processes are read and sorted, then the page's processes summed up).
+   */
+  processes(domain: string, query: ProcessQuery): Promise<ProcessRow[]>;
   /** At most `limit` events of (domain, pid) after `after`, as readEventlog returns them: a timeline page without reading the rest. */
   eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]>;
   /** The fate of each listed event of (domain, pid) that has one, and the process's associations. */
@@ -145,18 +158,38 @@ export interface Catalog {
   backlog(): Promise<number>;
 }
 
+/** A ledger row of the event (any consumer group) whose outcome matches `outcome` (SQL). */
+const delivered = (outcome: string): string => `EXISTS (SELECT 1 FROM eventflow_delivery d WHERE d.event_id = e.id AND ${outcome})`;
+
 /**
  * The SELECT and FROM of a page of processes, the same SQL on both stores (the WHERE, with the
- * domain, the cursor and the prefix range, is each store's): one row per pid with its count
- * (unfired scheduled events left out), first and last event, and flags for its status (statusOf).
+ * domain, the cursor and the prefix range, is each store's; `join` joins the page's pids in recent
+ * order, `columns` adds to the select list, `order` orders the outcome events: SQLite's position,
+ * MySQL's timestamp, where v4's rows have no position): one row per pid with its count (unfired scheduled events left out), first and last
+ * event, and what its status is made of (statusOf): v4's outcome columns (the default group), the
+ * delivery ledger (named groups), and the newest outcome events.
  */
-export const PROCESS_SUMMARY = `SELECT e.pid AS pid,
+export const processSummary = (join = '', columns = '', order = 'e.timestamp'): string => `SELECT e.pid AS pid${columns},
          SUM(CASE WHEN s.event_id IS NOT NULL AND s.executed IS NULL THEN 0 ELSE 1 END) AS events,
          MIN(e.timestamp) AS firstEvent, MAX(e.timestamp) AS lastEvent,
-         MAX(p.failed IS NOT NULL) AS failed,
-         MAX(p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) AS pending,
-         MAX(s.event_id IS NOT NULL AND s.executed IS NULL) AS scheduled
-       FROM event e LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id`;
+         MAX(p.failed IS NOT NULL OR ${delivered(`d.outcome IN ('failed', 'dead', 'discarded')`)}) AS failed,
+         MAX((p.consumed_spoke IS NOT NULL AND p.success IS NULL AND p.failed IS NULL) OR ${delivered('d.outcome IS NULL AND d.attempts > 0')}) AS pending,
+         MAX(s.event_id IS NOT NULL AND s.executed IS NULL) AS scheduled,
+         MAX(p.success IS NOT NULL OR ${delivered(`d.outcome = 'success'`)}) AS succeeded,
+         MAX(CASE WHEN e.name = 'failed' THEN ${order} END) AS lastFailed,
+         MAX(CASE WHEN e.name = 'success' THEN ${order} END) AS lastSuccess
+       FROM event e ${join} LEFT JOIN event_published p ON p.event_id = e.id LEFT JOIN event_scheduled s ON s.event_id = e.id`;
+
+/** What a row of processSummary gives statusOf (flags as numbers or strings, times as ISO strings or Dates). */
+export interface StatusFlags {
+  failed: unknown;
+  pending: unknown;
+  scheduled: unknown;
+  succeeded: unknown;
+  /** When (a timestamp) or where (a position) the newest outcome events are. */
+  lastFailed: string | number | Date | null;
+  lastSuccess: string | number | Date | null;
+}
 
 /**
  * Token patterns (glob.ts) as SQL LIKE patterns with `!` as the escape character: `*` → `%`, and
@@ -179,9 +212,20 @@ export function prefixRange(prefix: string | undefined): { low: string; high: st
   return prefix ? { low: prefix, high: `${prefix}\x7f` } : { low: '', high: '\x7f' };
 }
 
-export function statusOf(row: { failed: number; pending: number; scheduled: number }): ProcessStatus {
-  if (Number(row.failed) > 0) return 'failed';
+/** The status of a process (ProcessStatus) from its row: the newer outcome event wins; with timestamps, a `failed` beats a `success` of the same millisecond. */
+export function statusOf(row: StatusFlags): ProcessStatus {
+  const at = (time: string | number | Date | null): number => (time === null ? -Infinity : typeof time === 'number' ? time : new Date(time).getTime());
+  if (Number(row.failed) > 0 || (row.lastFailed !== null && at(row.lastFailed) >= at(row.lastSuccess))) return 'failed';
   if (Number(row.pending) > 0) return 'pending';
   if (Number(row.scheduled) > 0) return 'scheduled';
-  return 'completed';
+  if (row.lastSuccess !== null || Number(row.succeeded) > 0) return 'completed';
+  return 'open';
+}
+
+/** A row of processSummary as a ProcessSummary, its times as ISO strings. */
+export function summaryOf(row: StatusFlags & { pid: string; events: number | string; firstEvent: string | Date; lastEvent: string | Date }, cursor?: string): ProcessRow {
+  const iso = (time: string | Date): string => (typeof time === 'string' ? time : time.toISOString());
+  const summary: ProcessRow = { pid: row.pid, status: statusOf(row), events: Number(row.events), firstEvent: iso(row.firstEvent), lastEvent: iso(row.lastEvent) };
+  if (cursor !== undefined) summary.cursor = cursor;
+  return summary;
 }

@@ -17,8 +17,12 @@ import {
   type Connector,
   type EventMap,
   type EventOf,
+  type OperationName,
+  type Params,
   type Position,
   type PublishInput,
+  type RequestOptions,
+  type Result,
   type State,
 } from '@eventflow/core';
 import { openChannel, type CacheChannel, type CacheMessage } from './broadcast.js';
@@ -50,11 +54,23 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
   readonly #watches: Watches;
   /** `eventlogStates()`, brought by `iterating` from '@eventflow/browser/work' in `features`. */
   readonly #states: EventlogStates | undefined;
+  /** The token of the connection (a callback's latest answer, or what `authenticate` sent): the outbox's identity. */
+  #token: Promise<string | undefined>;
 
   constructor(connect: Connector, options: BrowserClientOptions = {}) {
     const report = options.onError ?? logError;
     let onError = report;
-    super(connect, { ...options, onError: (error) => onError(error) });
+    const { token } = options;
+    let answered!: (token: string) => void;
+    const ask = async (): Promise<string> => {
+      const value = await (token as () => string | Promise<string>)();
+      answered(value);
+      this.#token = Promise.resolve(value);
+      return value;
+    };
+    super(connect, { ...options, onError: (error) => onError(error), token: typeof token === 'function' ? ask : token });
+    // A callback's first answer, then its latest (ask).
+    this.#token = typeof token === 'function' ? new Promise((resolve) => (answered = resolve)) : Promise.resolve(token);
     const { cache, outbox } = options;
     this.#states = (options.features?.find((feature) => feature.name === 'iterating') as { states?: EventlogStates } | undefined)?.states;
     const { name = 'eventflow', maxBytes = 50_000_000 } = cache || {};
@@ -62,7 +78,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
       this.#cache = createCache(name, maxBytes, report);
       this.#channel = openChannel(`eventflow-cache:${name}`, (message: CacheMessage) => this.#watches.receive(message));
     }
-    this.#outbox = outbox?.attach({ client: this, name, report, changed: (domain, pid) => this.#watches.show(domain, pid) });
+    this.#outbox = outbox?.attach({ client: this, name, report, token: () => this.#token, changed: (domain, pid) => this.#watches.show(domain, pid) });
     const watched = new Map<string, Watch>();
     const reads = (this.#reads = createReads(this as EventflowClient, this.#cache, this.#channel, this.#outbox, watched));
     this.#watches = createWatches(this as EventflowClient, reads, this.#outbox, report, watched);
@@ -76,6 +92,13 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
       reads.stateChanged();
       this.#watches.stateChanged(state);
     });
+  }
+
+  /** `call`; a successful `authenticate` changes the token (see #token). */
+  override async call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
+    const result = await super.call(op, params, options);
+    if (op === 'authenticate') this.#token = Promise.resolve((params as Params<'authenticate'>).token);
+    return result;
   }
 
   // ── the outbox ──────────────────────────────────────────────────────────────────────────

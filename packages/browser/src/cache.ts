@@ -2,12 +2,12 @@
  * The IndexedDB cache: per eventlog (domain, pid) its composed state, position and count, and its
  * events as JSON chunks of `CHUNK` packed events (a warm open parses a few strings instead of
  * cloning thousands of records, see `Packed`; a page of events reads only the chunks it needs),
- * plus LRU bookkeeping within a size budget, through `idb`
- * (typed stores, promises, `tx.done`). Every operation degrades to "nothing cached" when IndexedDB
- * is unavailable, newer than this code, blocked by an older connection, or failing.
+ * plus LRU bookkeeping within a size budget (IndexedDB through idb.ts: requests and transactions
+ * as promises). Every operation degrades to "nothing cached" when IndexedDB is unavailable, newer
+ * than this code, blocked by an older connection, or failing.
  */
-import { openDB, unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import { freezeState, type JsonValue, type State, type StoredEvent } from '@eventflow/core';
+import { committed, openDatabase, settled } from './idb.js';
 import { lazyList } from './lazy-list.js';
 
 /** The schema version (see `upgrade` in `createCache` for what each step did). */
@@ -54,15 +54,7 @@ export interface UsageRecord {
  * chunk's first event] → a JSON array of `CHUNK` Packed events, fewer in the newest) and `usage`
  * (UsageRecord by key, index `used`).
  */
-export interface CacheSchema extends DBSchema {
-  streams: { key: string; value: StreamRecord };
-  events: { key: [string, number]; value: string };
-  usage: { key: string; value: UsageRecord; indexes: { used: number } };
-}
-type StoreName = StoreNames<CacheSchema>;
-const stores = 'streams events usage'.split(' ') as StoreName[];
-type Db = IDBPDatabase<CacheSchema>;
-type Tx<Mode extends IDBTransactionMode> = IDBPTransaction<CacheSchema, StoreName[], Mode>;
+const stores = 'streams events usage'.split(' ');
 
 /**
  * Events per chunk: a page of events parses the chunks that hold it, so a few hundred events more
@@ -124,7 +116,7 @@ export interface Cache {
 }
 
 export const createCache = (name: string, maxBytes: number, onError: (error: unknown) => void): Cache => {
-  let db: Promise<Db | undefined> | undefined;
+  let db: Promise<IDBDatabase | undefined> | undefined;
   /** Settles (with no database) when the open waits for a connection elsewhere to let go. */
   let blocked: Promise<undefined> | undefined;
 
@@ -136,28 +128,25 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
   };
 
   /** The open database, or none (unavailable, newer than this code, failing, or blocked for now). */
-  const open = (): Promise<Db | undefined> => {
+  const open = (): Promise<IDBDatabase | undefined> => {
     if (!db) {
       let unblock!: () => void;
       blocked = new Promise((resolve) => (unblock = () => resolve(undefined)));
-      db = openDB<CacheSchema>(name, VERSION, {
-        async upgrade(opened, oldVersion, _version, tx) {
-          try {
-            // 0 → 1: one record per eventlog, its events in segments.
-            if (oldVersion < 1) {
-              opened.createObjectStore('streams', { keyPath: 'key' });
-              opened.createObjectStore('events');
-            }
-            // 1 → 2: LRU bookkeeping in a small store of its own, indexed by last use, so touching
-            // an eventlog does not rewrite its state.
-            if (oldVersion < 2) opened.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
-            // 2 → 3: events are packed; 3 → 4: in chunks of CHUNK events instead of one segment
-            // per write. Cached eventlogs are dropped (they are fetched again when read):
-            // converting them would cost more code than refetching costs once.
-            await Promise.all(stores.map((store) => tx.objectStore(store).clear()));
-          } catch {
-            tx.abort(); // the open fails: no half-migrated schema
+      // A step that throws aborts the upgrade: the open fails, no half-migrated schema.
+      db = openDatabase(name, VERSION, {
+        upgrade(opened, oldVersion, tx) {
+          // 0 → 1: one record per eventlog, its events in segments.
+          if (oldVersion < 1) {
+            opened.createObjectStore('streams', { keyPath: 'key' });
+            opened.createObjectStore('events');
           }
+          // 1 → 2: LRU bookkeeping in a small store of its own, indexed by last use, so touching
+          // an eventlog does not rewrite its state.
+          if (oldVersion < 2) opened.createObjectStore('usage', { keyPath: 'key' }).createIndex('used', 'used');
+          // 2 → 3: events are packed; 3 → 4: in chunks of CHUNK events instead of one segment
+          // per write. Cached eventlogs are dropped (they are fetched again when read):
+          // converting them would cost more code than refetching costs once.
+          for (const store of stores) tx.objectStore(store).clear();
         },
         // A connection elsewhere (a tab of an older release) keeps the old schema open: work
         // without the cache until it lets go, instead of leaving every read waiting for it.
@@ -177,10 +166,10 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
   };
 
   /** Runs `work` in one transaction over all stores; failures are reported and read as "nothing cached". */
-  const run = async <T, Mode extends 'readonly' | 'readwrite'>(mode: Mode, work: (tx: Tx<Mode>) => Promise<T>): Promise<T | undefined> => {
+  const run = async <T>(mode: IDBTransactionMode, work: (tx: IDBTransaction) => Promise<T>): Promise<T | undefined> => {
     try {
       const tx = (await open())?.transaction(stores, mode);
-      return tx && (await Promise.all([work(tx), tx.done]))[0];
+      return tx && (await Promise.all([work(tx), committed(tx)]))[0];
     } catch (error) {
       onError(error);
       return undefined;
@@ -192,34 +181,36 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
 
   const drop = (key?: string): Promise<void> =>
     run('readwrite', async (tx) => {
-      await Promise.all(stores.map((name) => (key === undefined ? tx.objectStore(name).clear() : name === 'events' ? tx.objectStore(name).delete(range(key)) : tx.objectStore(name).delete(key))));
+      // Failed writes fail the transaction: run awaits its commit.
+      for (const name of stores) key === undefined ? tx.objectStore(name).clear() : tx.objectStore(name).delete(name === 'events' ? range(key) : key);
     });
 
   return {
     async load(key, withEvents) {
-      let tx: Tx<'readonly'> | undefined;
+      let tx: IDBTransaction | undefined;
       try {
         tx = (await open())?.transaction(stores, 'readonly');
         if (!tx) return undefined;
-        const done = tx.done.then(
+        const done = committed(tx).then(
           () => true,
           (error: unknown) => (onError(error), false),
         );
-        const get = tx.objectStore('streams').get(key);
+        const get = settled<StreamRecord | undefined>(tx.objectStore('streams').get(key));
         const events = tx.objectStore('events');
         const page = withEvents !== true && withEvents;
         // A page: from the newest chunk starting at or before `after`, as many as `limit` events can span.
-        const first = page ? (await events.openKeyCursor(IDBKeyRange.bound([key, -Infinity], [key, page.after]), 'prev'))?.key : undefined;
-        // The raw request: idb would read its result (and so deserialise the whole eventlog) as
-        // soon as it succeeds. It is read once the transaction is complete.
-        const chunks = withEvents ? unwrap(events).getAll(range(key, first), page ? Math.ceil(page.limit / CHUNK) + 1 : undefined) : undefined;
+        const first = page ? (await settled(events.openKeyCursor(IDBKeyRange.bound([key, -Infinity], [key, page.after]), 'prev')))?.key : undefined;
+        // The request itself: reading its result (which deserialises the whole eventlog) waits
+        // until the transaction is complete, and until an event is used (eventsIn).
+        const chunks = withEvents ? (events.getAll(range(key, first), page ? Math.ceil(page.limit / CHUNK) + 1 : undefined) as IDBRequest<string[]>) : undefined;
         // The record succeeds before the events are read (requests run in order): a caller can
         // ask the gateway for what came after it while IndexedDB still reads the eventlog.
         const record = await get;
         if (!record) return undefined;
         void run('readwrite', async (tx) => {
-          const usage = await tx.objectStore('usage').get(key);
-          if (usage) await tx.objectStore('usage').put({ ...usage, used: Date.now() });
+          const usage = tx.objectStore('usage');
+          const found = await settled<UsageRecord | undefined>(usage.get(key));
+          if (found) usage.put({ ...found, used: Date.now() });
         });
         // States read back from IndexedDB are plain objects: frozen like the ones core builds.
         freezeState(record.state);
@@ -234,8 +225,8 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
       run('readwrite', async (tx) => {
         const { key, state, position } = next;
         const events = tx.objectStore('events');
-        const writes: Array<Promise<unknown>> = [];
-        const old = await tx.objectStore('streams').get(key);
+        // Writes are not awaited one by one: a failed one fails the transaction, whose commit run awaits.
+        const old = await settled<StreamRecord | undefined>(tx.objectStore('streams').get(key));
         const at = old?.position ?? 0;
         let { last = 0, lastSize = 0, eventBytes = 0 } = old ?? {};
         let added: StoredEvent[] | undefined = [];
@@ -246,31 +237,28 @@ export const createCache = (name: string, maxBytes: number, onError: (error: unk
           added = undefined;
           append = all();
           eventBytes = lastSize = 0;
-          writes.push(events.delete(range(key)));
+          events.delete(range(key));
         } else return undefined;
         // The newest chunk is filled up first (by string concatenation, without parsing it), then new ones.
         let size = lastSize % CHUNK;
-        const newest = size ? await events.get([key, last]) : undefined;
+        const newest = size ? await settled<string | undefined>(events.get([key, last])) : undefined;
         for (let i = 0; i < append.length; size = 0) {
           const chunk = append.slice(i, (i += CHUNK - size));
           const json = pack(chunk);
           eventBytes += json.length;
           if (!size) last = chunk[0]!.position;
           lastSize = size + chunk.length;
-          writes.push(events.put(size ? join(newest, json) : json, [key, last]));
+          events.put(size ? join(newest, json) : json, [key, last]);
         }
-        writes.push(
-          tx.objectStore('streams').put({ ...next, last, lastSize, eventBytes }),
-          tx.objectStore('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: Date.now() }),
-        );
-        await Promise.all(writes);
+        tx.objectStore('streams').put({ ...next, last, lastSize, eventBytes });
+        tx.objectStore('usage').put({ key, bytes: eventBytes + JSON.stringify(state).length, used: Date.now() });
         return [at, added];
       }),
 
     drop,
 
     async evict(keep) {
-      const usage = (await run('readonly', (tx) => tx.objectStore('usage').index('used').getAll())) ?? [];
+      const usage = (await run('readonly', (tx) => settled<UsageRecord[]>(tx.objectStore('usage').index('used').getAll()))) ?? [];
       let total = usage.reduce((sum, entry) => sum + entry.bytes, 0);
       for (const { key, bytes } of usage) {
         if (total <= maxBytes) return;

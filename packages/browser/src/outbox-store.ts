@@ -4,15 +4,11 @@
  * else), one store keyed by an auto-incremented `seq`, which orders entries across tabs. Without
  * IndexedDB there is no store: the outbox keeps its entries in memory (not durable) for the page's life.
  */
-import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
+import { committed, openDatabase, settled } from './idb.js';
 import type { OutboxEntry } from './outbox-types.js';
 
 /** The schema version; a change adds a step to `upgrade` (entries must be converted, never dropped). */
 export const OUTBOX_VERSION = 1;
-
-export interface OutboxSchema extends DBSchema {
-  entries: { key: number; value: OutboxEntry };
-}
 
 export interface OutboxStore {
   all(): Promise<OutboxEntry[]>;
@@ -26,13 +22,13 @@ export interface OutboxStore {
 /** The store of database `name` (`eventflow-outbox:<cache name>`). */
 export function openOutboxStore(name: string): OutboxStore | undefined {
   if (typeof indexedDB === 'undefined') return undefined;
-  let db: Promise<IDBPDatabase<OutboxSchema>> | undefined;
+  let db: Promise<IDBDatabase> | undefined;
   const close = (): void => {
     void db?.then((open) => open.close(), () => undefined);
     db = undefined;
   };
-  const open = (): Promise<IDBPDatabase<OutboxSchema>> =>
-    (db ??= openDB<OutboxSchema>(name, OUTBOX_VERSION, {
+  const open = (): Promise<IDBDatabase> =>
+    (db ??= openDatabase(name, OUTBOX_VERSION, {
       upgrade: (opened) => void opened.createObjectStore('entries', { keyPath: 'seq', autoIncrement: true }),
       // Let a newer release upgrade, and reopen after the browser closed it; unlike the cache,
       // failures are not swallowed: a write that cannot be queued must fail its publish.
@@ -42,10 +38,15 @@ export function openOutboxStore(name: string): OutboxStore | undefined {
       db = undefined;
       throw error;
     });
+  /** One request in a transaction of its own; a write resolves once it is committed. */
+  const run = async <T>(write: boolean, request: (store: IDBObjectStore) => IDBRequest): Promise<T> => {
+    const tx = (await open()).transaction('entries', write ? 'readwrite' : 'readonly');
+    return (await Promise.all([settled(request(tx.objectStore('entries'))), write && committed(tx)]))[0] as T;
+  };
   return {
-    all: async () => (await open()).getAll('entries'),
-    add: async (entry) => (await open()).add('entries', entry as OutboxEntry),
-    delete: async (seq) => (await open()).delete('entries', seq),
+    all: () => run(false, (store) => store.getAll()),
+    add: (entry) => run(true, (store) => store.add(entry)),
+    delete: (seq) => run(true, (store) => store.delete(seq)),
     close,
   };
 }

@@ -20,6 +20,11 @@ export interface OutboxEntry {
   readonly queued: number;
   /** JSON length of the event: what counts against `maxBytes`. */
   readonly bytes: number;
+  /**
+   * Who queued it (`identityOf` the client's token): it is sent, shown and counted only by a client
+   * whose token speaks for the same identity. Absent (entries queued before it was recorded): ''.
+   */
+  readonly identity?: string;
 }
 
 /** An entry the gateway refused (or that expired): it was removed and its effect rolled back. */
@@ -60,6 +65,8 @@ export interface OutboxPublishOptions extends PublishOptions {
 /** What the browser client gives its outbox. */
 export interface OutboxHost {
   readonly client: Pick<EventflowClient, 'call' | 'state' | 'onStateChange'>;
+  /** The token the client's connection uses (a callback's latest answer, awaited until its first). */
+  readonly token: () => Promise<string | undefined>;
   /** The cache name: names the outbox's database, lock and channel. */
   readonly name: string;
   readonly report: (error: unknown) => void;

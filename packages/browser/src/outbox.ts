@@ -45,6 +45,22 @@ type Message =
   | { type: 'settled'; entry: OutboxEntry; position?: number; error?: { code: string; message: string; details?: Record<string, unknown> } };
 
 /**
+ * Who a token speaks for: its issuer and subject (`["iss","sub"]`, so a refreshed token of the same
+ * user is the same identity), the end of its signature when it has no `sub` (that token alone;
+ * unlike the whole token, useless to anyone who reads it), '' without a token. Read, not verified:
+ * it only keeps one user's queued writes from being sent under another's token.
+ */
+export function identityOf(token: string | undefined): string {
+  try {
+    const { iss, sub } = JSON.parse(atob(token!.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/'))) as { iss?: unknown; sub?: unknown };
+    if (typeof sub == 'string') return JSON.stringify([iss, sub]);
+  } catch {
+    // no token, or not a JWT
+  }
+  return token ? `#${token.slice(-16)}` : '';
+}
+
+/**
  * Failures that say nothing about the entry: it stays queued and is sent again. Any other code is
  * the gateway refusing this write (conflict, rights, validation, duplicate id), for good.
  */
@@ -84,6 +100,10 @@ class DurableOutbox implements OutboxEngine {
   #sender = false;
   #closed = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
+  /** The identity of the client's token: only its entries are shown, counted and sent. */
+  #identity = '';
+  /** Aborted when the connection a send runs on goes away, so that no send goes out again on the next one (another token's). */
+  #run: AbortController | undefined;
   entries: readonly OutboxEntry[] = [];
   rejections: readonly OutboxRejection[] = [];
   readonly loaded: Promise<void>;
@@ -97,10 +117,11 @@ class DurableOutbox implements OutboxEngine {
     const name = `eventflow-outbox:${host.name}`;
     this.#store = openOutboxStore(name);
     this.#channel = openChannel<Message>(name, (data) =>
-      data.type === 'changed' ? void this.#load() : this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, data.error)),
+      data.type === 'changed' ? void this.#load() : this.#mine(data.entry) && this.#settled(data.entry, data.position, data.error && new EventflowError(data.error.code as EventflowError['code'], data.error.message, data.error)),
     );
     this.loaded = this.#load();
-    host.client.onStateChange((state) => void (state === 'open' && this.#kick()));
+    // Each connection may carry another token: the entries are read again for its identity.
+    host.client.onStateChange((state) => void (state === 'open' ? this.#load() : this.#run?.abort()));
     // One sender per origin: the tab holding the lock, until it closes. Without Web Locks every
     // tab sends; that stays correct (ids make resends idempotent, each tab sends in order).
     const locks = globalThis.navigator?.locks;
@@ -134,7 +155,7 @@ class DurableOutbox implements OutboxEngine {
         details: { maxBytes: this.#maxBytes, used, bytes },
       });
     }
-    const entry = { id: event.id, op, event, expectedVersion, at, queued: Date.now(), bytes };
+    const entry = { id: event.id, op, event, expectedVersion, at, queued: Date.now(), bytes, identity: this.#identity };
     const acked = options.ack ? new Promise<string>((resolve, reject) => this.#waiting.set(event.id, [resolve, reject])) : undefined;
     try {
       const seq = (await this.#store?.add(entry)) ?? ++this.#seq;
@@ -192,8 +213,11 @@ class DurableOutbox implements OutboxEngine {
   readonly #kick = serial(() => this.#sendAll());
 
   async #sendAll(): Promise<void> {
-    const { client } = this.#host;
-    for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open'; entry = this.entries[0]) {
+    const { client, token } = this.#host;
+    const { signal } = (this.#run = new AbortController());
+    // Sent only on a connection with the token of the identity that queued them (#load follows a change).
+    if (identityOf(await token()) !== this.#identity) return void this.#load();
+    for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open' && !signal.aborted; entry = this.entries[0]) {
       if (Date.now() - entry.queued > this.#maxAge) {
         await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms): publish it again if need be`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
         continue;
@@ -202,7 +226,7 @@ class DurableOutbox implements OutboxEngine {
       try {
         const { op, event, at, expectedVersion } = entry;
         // One frame for both: `at` is undefined for a publish, `expectedVersion` for a schedule, and JSON leaves out undefined.
-        position = (await client.call(op, { event, expectedVersion, at } as Params<'schedule'>)).position;
+        position = (await client.call(op, { event, expectedVersion, at } as Params<'schedule'>, { signal })).position;
       } catch (error) {
         if (isEventflowError(error) && !transient.test(error.code)) {
           await this.#settle(entry, undefined, error);
@@ -252,10 +276,19 @@ class DurableOutbox implements OutboxEngine {
 
   // ── tabs and listeners ──────────────────────────────────────────────────────────────────
 
-  /** Reads the entries from IndexedDB (at start, and when another tab changed them). */
+  /** Whether an entry was queued under the identity of the client's token. */
+  #mine(entry: OutboxEntry): boolean {
+    return (entry.identity ?? '') === this.#identity;
+  }
+
+  /** Reads this identity's entries from IndexedDB (at start, on every connection, and when another tab changed them). */
   async #load(): Promise<void> {
     try {
-      const stored = ((await this.#store?.all()) ?? this.entries).filter((entry) => !this.#gone.has(entry.seq));
+      const identity = identityOf(await this.#host.token());
+      // Another identity's rejections are not this one's to see.
+      if (identity !== this.#identity) this.rejections = [];
+      this.#identity = identity;
+      const stored = ((await this.#store?.all()) ?? this.entries).filter((entry) => !this.#gone.has(entry.seq) && this.#mine(entry));
       this.#update(stored, [...this.entries, ...stored]);
       void this.#kick();
     } catch (error) {

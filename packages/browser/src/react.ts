@@ -78,7 +78,8 @@ export function useEventlogState(domain: string, pid: string): EventlogStateView
  * (`useSubscription(namespacePattern('prod.>'), ['placed', 'shipped'], { pid: 'order-*' })`):
  * names a name, a list or `*`, `pid` a pid pattern. Safe under StrictMode (one gateway subscription).
  * For a domain, `last` (a count) or `after` (a position) starts with published history
- * (SubscribeOptions of @eventflow/core), when the client has no subscription of (domain, name) yet.
+ * (SubscribeOptions of @eventflow/core), also next to other hooks of the same domain (watches share
+ * its `*` subscription; each listener still gets the history it asked for).
  */
 export function useSubscription(
   domain: string | NamespacePattern,

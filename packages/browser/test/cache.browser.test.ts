@@ -230,7 +230,7 @@ describe('offline', () => {
     await storedAt(name, 'd', 'p', events[1]?.position);
 
     await commands.gatewayStop(handle);
-    await expect.poll(() => client.state).toBe('connecting');
+    await expect.poll(() => client.state).toBe('offline');
     await expect.poll(() => watch.last()?.stale).toBe(true);
     expect(watch.last()?.state).toEqual({ n: 1, list: ['a'] });
     const started = performance.now();

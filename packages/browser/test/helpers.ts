@@ -1,14 +1,18 @@
 /** Shared set-up for the browser tests: a real gateway, unique IndexedDB names, clean-up after each test. */
 import { commands } from 'vitest/browser';
 import { onTestFinished, vi } from 'vitest';
-import { deleteDB, openDB } from 'idb';
+import { deleteDB, openDB, type DBSchema } from 'idb';
 import { eventually } from '@eventflow/test-support/wait';
 import { createClient, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
-import type { CacheSchema, StreamRecord } from '../src/cache.js';
+import type { StreamRecord, UsageRecord } from '../src/cache.js';
 import { createBrowserClient, type BrowserClient, type BrowserClientOptions, type EventlogSnapshot } from '../src/index.js';
 
-/** The cache's IndexedDB layout, for reading it directly. */
-export type { CacheSchema };
+/** The cache's IndexedDB layout (cache.ts), typed for reading it directly through `idb`. */
+export interface CacheSchema extends DBSchema {
+  streams: { key: string; value: StreamRecord };
+  events: { key: [string, number]; value: string };
+  usage: { key: string; value: UsageRecord; indexes: { used: number } };
+}
 
 export async function gateway(): Promise<{ handle: string; url: string }> {
   const started = await commands.gatewayStart();

@@ -174,3 +174,35 @@ it('bounded: a full outbox refuses with E_EVENTFLOW_OUTBOX_FULL; an entry older 
   expect(next.outbox?.entries).toEqual([]);
   expect(await otherClient(url).readEventlog(domain, 'order-5')).toEqual([]);
 });
+
+/** An unsigned JWT (a gateway without EVENTFLOW_AUTH ignores it): only the client reads its claims. */
+const jwt = (claims: Record<string, unknown>): string => [{ alg: 'none' }, claims].map((part) => btoa(JSON.stringify(part)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')).join('.') + '.sig-' + crypto.randomUUID();
+
+it("never sends an entry under another identity's token: held for the one that queued it, sent when it is back (a refreshed token included)", async () => {
+  const { handle, url } = await gateway();
+  const name = outboxName();
+  await commands.gatewayStop(handle);
+  // Alice queues offline, then signs out.
+  const alice = outboxClient(url, name, {}, { token: jwt({ iss: 'shop', sub: 'alice', exp: 1 }) });
+  const hers = await alice.publish({ domain, name: 'noted', pid: 'order-9', data: { by: 'alice' } });
+  await alice.close();
+
+  // Bob, at the same browser, with the same cache name: he does not see hers, and sends only his.
+  await commands.gatewayRestart(handle);
+  const bob = outboxClient(url, name, {}, { token: () => jwt({ iss: 'shop', sub: 'bob' }) });
+  const calls = vi.spyOn(bob, 'call');
+  await bob.outbox?.loaded;
+  expect(bob.outbox?.entries).toEqual([]);
+  const his = await bob.publish({ domain, name: 'noted', pid: 'order-9', data: { by: 'bob' } });
+  await eventually(() => bob.outbox?.entries.length === 0, 10_000, "bob's entry sent");
+  expect(ids(await otherClient(url).readEventlog(domain, 'order-9'))).toEqual([his]);
+  expect(calls.mock.calls.filter(([op]) => op === 'publish').map(([, params]) => (params as { event: { id: string } }).event.id)).toEqual([his]);
+  await bob.close();
+
+  // Alice again, with a fresh token of the same subject: hers goes now.
+  const again = outboxClient(url, name, {}, { token: jwt({ iss: 'shop', sub: 'alice', exp: 2 }) });
+  await again.outbox?.loaded;
+  expect(again.outbox?.entries.map((entry) => [entry.id, entry.identity])).toEqual([[hers, '["shop","alice"]']]);
+  await eventually(() => again.outbox?.entries.length === 0, 10_000, "alice's entry sent");
+  expect(ids(await otherClient(url).readEventlog(domain, 'order-9'))).toEqual([his, hers]);
+});

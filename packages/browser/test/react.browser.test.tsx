@@ -34,6 +34,11 @@ function Feed({ limit }: { limit?: number }): ReactNode {
   return <ul>{events.map((event) => <li key={event.id}>{event.name}</li>)}</ul>;
 }
 
+function History({ last }: { last: number }): ReactNode {
+  const events = useSubscription('orders', '*', { last });
+  return <ul>{events.map((event) => <li key={event.id}>{` ${event.pid}`}</li>)}</ul>;
+}
+
 function PatternFeed(): ReactNode {
   // A new pattern value on every render: the hook depends on its text.
   const events = useSubscription(namespacePattern('shop.*'), ['placed', 'paid'], { pid: 'o*' });
@@ -86,9 +91,28 @@ it('renders the state and the latest events live, and follows the connection sta
   await expect.poll(view.text).toBe('open{"items":["a","b"]}addedshipped');
 
   await commands.gatewayStop(handle);
-  await expect.poll(view.text).toBe('connecting{"items":["a","b"]} (stale)addedshipped');
+  await expect.poll(view.text).toBe('offline{"items":["a","b"]} (stale)addedshipped');
   await commands.gatewayRestart(handle);
   await expect.poll(view.text, { timeout: 5000 }).toBe('open{"items":["a","b"]}addedshipped');
+});
+
+it('gives useSubscription its history also when the domain is already watched (one shared gateway subscription)', async () => {
+  const { url, handle } = await gateway();
+  const client = browserClient(url, cacheName());
+  const other = otherClient(url);
+  for (let i = 0; i < 7; i++) await other.publish({ domain: 'orders', name: 'placed', pid: `h${i}`, data: { n: i } });
+  const stats = async (): Promise<number> => (await commands.gatewayStats(handle)).subscriptions;
+  const watched = mount(client, <Process pid="h6" />);
+  await expect.poll(watched.text).toBe('{"n":6}');
+  await expect.poll(stats).toBe(1);
+
+  // Next to the watch of the same domain: its own last 5, then live, each once.
+  const feed = mount(client, <History last={5} />);
+  await expect.poll(feed.text).toBe(' h2 h3 h4 h5 h6');
+  await other.publish({ domain: 'orders', name: 'paid', pid: 'h6', data: { paid: true } });
+  await expect.poll(feed.text).toBe(' h2 h3 h4 h5 h6 h6');
+  await expect.poll(watched.text).toBe('{"n":6,"paid":true}');
+  expect(await stats()).toBe(1);
 });
 
 it('follows a namespace pattern with name and pid filters, one gateway subscription through StrictMode', async () => {

@@ -21,7 +21,8 @@ import { Work } from './views/Work.js';
 /** The section a route belongs to, for aria-current. */
 const sectionOf = (route: Route): Route['view'] => (route.view === 'processes' || route.view === 'process' ? 'domains' : route.view);
 
-export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token: string | undefined) => void }): ReactNode {
+/** `gateway`: the gateway connected to when it is not the one that served the console (shown in the header). */
+export function App({ signedIn, onToken, gateway }: { signedIn: boolean; onToken: (token: string | undefined) => void; gateway?: string | undefined }): ReactNode {
   const client = useEventflowClient();
   const connection = useConnectionState();
   const route = parseRoute(useHash());
@@ -117,6 +118,12 @@ export function App({ signedIn, onToken }: { signedIn: boolean; onToken: (token:
         </nav>
         <span className={`connection connection-${connection}`} data-testid="connection-state" data-state={connection} role="status">
           {connection}
+          {gateway && (
+            <span className="mono" data-testid="gateway-url">
+              {' '}
+              {gateway}
+            </span>
+          )}
         </span>
         <button type="button" className="link" onClick={() => setShowLogin((shown) => !shown)} aria-expanded={showLogin}>
           {signedIn ? 'Token' : 'Sign in'}

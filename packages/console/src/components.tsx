@@ -23,7 +23,7 @@ export function ErrorNote({ error }: { error: unknown }): ReactNode {
 
 export function StatusBadge({ status }: { status: string }): ReactNode {
   return (
-    <span className={`badge badge-${status}`} data-testid="status">
+    <span className={`badge badge-${status.replace(/ /g, '-')}`} data-testid="status">
       {status}
     </span>
   );

@@ -1,11 +1,16 @@
 /**
  * Reads from the gateway with a cache for offline: a view shows what it last saw (localStorage)
  * at once, marked stale, then the answer; when the gateway cannot answer it keeps the cached one
- * and says so. Reads run again when the connection opens and, optionally, on an interval.
+ * and says so. Reads run again when the connection opens and, optionally, on an interval. The
+ * cache is per gateway and identity (CacheScope, connection.ts): nobody else's answers are shown.
  */
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { createContext, useCallback, useContext, useEffect, useRef, useState } from 'react';
 import type { BrowserClient } from '@eventflow/browser';
 import { useConnectionState, useEventflowClient } from '@eventflow/browser/react';
+import { answersPrefix } from './connection.js';
+
+/** The gateway and identity whose answers are cached (connection.ts `cacheScope`). */
+export const CacheScope = createContext('');
 
 export interface QueryView<T> {
   data: T | undefined;
@@ -18,11 +23,9 @@ export interface QueryView<T> {
   reload(): void;
 }
 
-const PREFIX = 'eventflow-console:q:';
-
 function cached<T>(key: string): { at: number; data: T } | undefined {
   try {
-    const text = localStorage.getItem(PREFIX + key);
+    const text = localStorage.getItem(key);
     return text ? (JSON.parse(text) as { at: number; data: T }) : undefined;
   } catch {
     return undefined;
@@ -31,7 +34,7 @@ function cached<T>(key: string): { at: number; data: T } | undefined {
 
 function remember(key: string, data: unknown): void {
   try {
-    localStorage.setItem(PREFIX + key, JSON.stringify({ at: Date.now(), data }));
+    localStorage.setItem(key, JSON.stringify({ at: Date.now(), data }));
   } catch {
     // Full or disabled storage: the console works without the offline copy.
   }
@@ -41,7 +44,8 @@ function remember(key: string, data: unknown): void {
  * `delayMs`: wait this long after mounting before the first read, so that the reads of the view
  * being opened reach the gateway first (the gateway answers a connection's requests in order).
  */
-export function useQuery<T>(key: string, read: (client: BrowserClient) => Promise<T>, { refreshMs, cache = true, delayMs = 0 }: { refreshMs?: number; cache?: boolean; delayMs?: number } = {}): QueryView<T> {
+export function useQuery<T>(name: string, read: (client: BrowserClient) => Promise<T>, { refreshMs, cache = true, delayMs = 0 }: { refreshMs?: number; cache?: boolean; delayMs?: number } = {}): QueryView<T> {
+  const key = answersPrefix(useContext(CacheScope)) + name;
   const client = useEventflowClient();
   const connection = useConnectionState();
   const [view, setView] = useState<Omit<QueryView<T>, 'reload'>>(() => {

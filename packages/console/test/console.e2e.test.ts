@@ -6,7 +6,11 @@
  * the gateway's charts, work (consumer groups, dead letters with the last error, requeue to a healed
  * consumer, discard), publishing from the form (online, and offline through the outbox: pending,
  * then stored once the gateway is back), at 390 px wide, and with EVENTFLOW_AUTH=jwt (a token
- * without `manage` sees dead letters but no buttons). Screenshots: test-results/console/.
+ * without `manage` sees dead letters but no buttons; signing out deletes what was cached). Also:
+ * the demo's refused orders listed as failed, the most recent first, their outcome events not
+ * painted as orphans; Live after a process of the same domain opening with its history; a
+ * `?gateway=` link to another server asked first, never sent the stored token. Screenshots:
+ * test-results/console/.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,8 +18,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeClient, listDeadLetters, listScheduled, readTimeline, type EventflowClient } from '@eventflow/node';
+import { WebSocketServer } from 'ws';
+import { createNodeClient, listDeadLetters, listProcesses, listScheduled, readTimeline, type EventflowClient } from '@eventflow/node';
 import { buildApp } from '@eventflow/test-support/app-build';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
@@ -119,7 +125,36 @@ describe('the console end to end', () => {
     await screenshot('02-processes-search');
     await page.getByLabel('Search by pid prefix').fill('');
     await eventually(async () => ((await page.locator('[data-testid="process-row"][data-status="completed"]').count()) > 0 ? true : undefined), 'completed processes');
+    // The demo's orders that could not be shipped publish `failed`: listed as failed, not completed.
+    await eventually(async () => ((await page.locator('[data-testid="process-row"][data-status="failed"]:not([data-pid^="notify-"])').count()) > 0 ? true : undefined), "the demo's failed orders");
+    // The most recently active first.
+    const last = await page.locator('[data-testid="process-row"] [data-label="Last event"] time').evaluateAll((times) => times.map((time) => time.getAttribute('datetime') ?? ''));
+    expect(last.length).toBeGreaterThan(5);
+    expect(last).toEqual([...last].sort().reverse());
     await screenshot('03-processes');
+  });
+
+  it("A process: the demo's outcome events are not orphans, a refusal reads as a failure; events numbered within the process", async () => {
+    const { processes } = await listProcesses(client!, domain, { order: 'recent', limit: 200 });
+    const ended = (status: string): string => {
+      const found = processes.find((process) => process.status === status && process.events === (status === 'failed' ? 2 : 3) && !process.pid.startsWith('notify-'));
+      if (!found) throw new Error(`no ${status} order among ${processes.map((p) => `${p.pid}:${p.status}`).join(' ')}`);
+      return found.pid;
+    };
+    const outcome = (name: string) => page.locator(`[data-testid="timeline-row"][data-name="${name}"] [data-testid="row-outcome"]`);
+    await go(`#/d/orders/p/${ended('completed')}`);
+    await eventually(async () => ((await outcome('success').count()) === 1 ? true : undefined), 'the shipped order');
+    expect(await outcome('order-placed').textContent()).toBe('success');
+    expect(await outcome('order-shipped').textContent()).toBe('not consumed');
+    expect(await outcome('success').textContent()).toBe('success reported');
+    expect(await page.locator('[data-testid="timeline-row"] [data-testid="row-number"]').allTextContents()).toEqual(['#1', '#2', '#3']);
+    await page.locator('[data-testid="timeline-row"][data-name="order-placed"]').click();
+    expect(await page.getByTestId('claimed-by').textContent()).not.toBe('—');
+    await go(`#/d/orders/p/${ended('failed')}`);
+    await eventually(async () => ((await outcome('failed').count()) === 1 ? true : undefined), 'the refused order');
+    expect(await outcome('failed').textContent()).toBe('failure reported');
+    expect(await page.locator('[data-testid="timeline-row"][data-name="failed"] .outcome-failure-reported').count()).toBe(1);
+    await screenshot('03b-process-refused');
   });
 
   it('A process: timeline, event JSON, the state as of an event with its changes, associations', async () => {
@@ -139,6 +174,17 @@ describe('the console end to end', () => {
     await screenshot('04-process');
     await page.locator('[data-testid="associations"]').getByRole('link', { name: /child-1/ }).click();
     await eventually(async () => ((await page.locator('[data-testid="timeline-row"][data-name="noted"]').count()) === 1 ? true : undefined), 'the child process');
+  });
+
+  it('Live after a process of the same domain: opens with its history (the shared subscription replays for it)', async () => {
+    await go('#/d/orders/p/parent-1');
+    await page.locator('[data-testid="current-state"]').waitFor();
+    // Seen by the process view's watch, on the client's one (orders, *) subscription, before Live joins it.
+    await client!.publish({ domain, name: 'marked', pid: 'parent-1', data: { marked: true } });
+    await eventually(async () => ((await page.locator('[data-testid="current-state"]').textContent())?.includes('"marked": true') ? true : undefined), 'the marker in the watch');
+    await go('#/live/orders');
+    await page.locator('[data-testid="feed-item"][data-name="marked"][data-pid="parent-1"]').waitFor({ timeout: 10_000 });
+    expect(await page.locator('[data-testid="feed-item"]').count()).toBeGreaterThanOrEqual(50);
   });
 
   it('Live: opens with recent history, filters by name, pauses', async () => {
@@ -180,7 +226,7 @@ describe('the console end to end', () => {
     expect(await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"] [data-testid="attempts"]').textContent()).toBe('2');
     await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"]').getByRole('link', { name: /notify-0/ }).waitFor();
     const archive = page.locator(`[data-testid="group-row"][data-name="audit"][data-group="archive"]`);
-    expect(await archive.locator('[data-label="Members"]').textContent()).toBe('0');
+    expect(await archive.locator('[data-label="Members here"]').textContent()).toBe('0');
     expect(await archive.locator('[data-label="Pending"]').textContent()).toBe('2');
     expect(await archive.locator('[data-label="Oldest pending"]').textContent()).toMatch(/^\d+ (s|min) ago$/);
     await screenshot('16-work');
@@ -232,7 +278,7 @@ describe('the console end to end', () => {
     await page.getByLabel('Search by pid prefix').fill('notify-');
     await eventually(async () => {
       const statuses = await page.locator('[data-testid="process-row"]').evaluateAll((list) => list.map((r) => `${r.getAttribute('data-pid')}:${r.getAttribute('data-status')}`));
-      return statuses.join(' ') === 'notify-0:completed notify-1:failed notify-2:failed' ? true : undefined;
+      return statuses.sort().join(' ') === 'notify-0:completed notify-1:failed notify-2:failed' ? true : undefined;
     }, 'notify-0 completed, the others failed');
     await page.getByLabel('Search by pid prefix').fill('');
   });
@@ -250,6 +296,10 @@ describe('the console end to end', () => {
 
   it('Publish: validates the JSON, publishes, and the event is stored', async () => {
     await go('#/publish?domain=orders&pid=form-1');
+    // Nothing typed yet: a hint, not an error.
+    await page.getByTestId('publish-problem').waitFor();
+    expect(await page.getByTestId('publish-problem').getAttribute('class')).toBe('muted');
+    expect(await page.getByTestId('publish-submit').isDisabled()).toBe(true);
     await page.getByLabel('Event name').fill('note-added');
     await page.getByLabel('Data (a JSON object)').fill('{"note": ');
     await eventually(async () => ((await page.getByTestId('publish-problem').textContent())?.includes('not valid JSON') ? true : undefined), 'the JSON error');
@@ -284,6 +334,45 @@ describe('the console end to end', () => {
     await page.getByTestId('outbox-empty').waitFor();
     await client!.ready();
     expect((await client!.readEventlog(domain, 'offline-1')).map((e) => e.name)).toEqual(['note-added']);
+  });
+
+  it('?gateway= another server: asks first (nothing is sent there), uses its own gateway if told so, and after a confirmation connects without the stored token', async () => {
+    const hellos: Array<Record<string, unknown>> = [];
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    server.on('connection', (socket) => socket.on('message', (data) => hellos.push(JSON.parse(String(data)) as Record<string, unknown>)));
+    await new Promise((resolve) => server.once('listening', resolve));
+    const other = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const tab = await browser!.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      const own = `ws://${new URL(gateway!.gateway.httpUrl).host}/`;
+      // A token this tab keeps for its own gateway: it must never reach the other server.
+      await tab.goto(gateway!.gateway.httpUrl, { waitUntil: 'load' });
+      await tab.evaluate((key) => sessionStorage.setItem(key, 'secret-token-of-this-gateway'), `eventflow-console:token:${own}`);
+      await tab.goto(`${gateway!.gateway.httpUrl}?gateway=${encodeURIComponent(other)}#/`, { waitUntil: 'load' });
+      expect(await tab.getByTestId('gateway-target').textContent()).toBe(other);
+      await screenshot('22-gateway-confirm', tab);
+      // This console's own gateway instead: connected, and the address no longer names the other.
+      await tab.getByTestId('gateway-own').click();
+      await tab.locator('[data-testid="connection-state"]').waitFor();
+      expect(new URL(tab.url()).search).toBe('');
+      expect(hellos).toEqual([]);
+      // Confirmed: connected there, without the token kept for the other gateway; remembered on reload.
+      await tab.goto(`${gateway!.gateway.httpUrl}?gateway=${encodeURIComponent(other)}#/`, { waitUntil: 'load' });
+      await tab.getByTestId('gateway-confirm').click();
+      await poll(async () => (hellos.length > 0 ? true : undefined), WAIT, 'a hello at the other server');
+      expect(hellos[0]).toMatchObject({ type: 'hello' });
+      expect(hellos[0]?.token).toBeUndefined();
+      expect(await tab.getByTestId('gateway-url').textContent()).toContain(other);
+      await tab.reload({ waitUntil: 'load' });
+      await tab.getByTestId('gateway-url').waitFor();
+      expect(await tab.getByTestId('gateway-confirm').count()).toBe(0);
+      // A link whose target is not a WebSocket URL is refused outright.
+      await tab.goto(`${gateway!.gateway.httpUrl}?gateway=${encodeURIComponent('javascript:alert(1)')}#/`, { waitUntil: 'load' });
+      expect(await tab.getByTestId('gateway-problem').textContent()).toContain('not a ws:// or wss:// URL');
+    } finally {
+      await tab.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('is readable at 390 px wide', async () => {
@@ -350,7 +439,8 @@ describe('the console with EVENTFLOW_AUTH=jwt', () => {
     expect(await tab.locator('[data-testid="domain-row"]').count()).toBe(1);
     expect(await tab.getByTestId('nav-publish').count()).toBe(0);
     expect(await tab.getByTestId('nav-work').count()).toBe(0);
-    expect(await tab.evaluate(() => sessionStorage.getItem('eventflow-console:token'))).toMatch(/^ey/);
+    const own = `ws://${new URL(jwtGateway.gateway.httpUrl).host}/`;
+    expect(await tab.evaluate((key) => sessionStorage.getItem(key), `eventflow-console:token:${own}`)).toMatch(/^ey/);
     await screenshot('15-jwt-read-only', tab);
 
     // Work: a token that may consume but not manage sees the dead letter and no Requeue / Discard.
@@ -372,5 +462,31 @@ describe('the console with EVENTFLOW_AUTH=jwt', () => {
     await tab.evaluate(() => (window.location.hash = '#/work'));
     await tab.locator('[data-testid="dead-letter-row"][data-pid="o-1"] [data-testid="requeue"]').waitFor();
     expect(await tab.getByTestId('no-manage').count()).toBe(0);
+
+    // Sign out: what the console cached for this token (view answers, IndexedDB) is gone, and the
+    // next person at this browser sees none of it, offline included.
+    await tab.evaluate(() => (window.location.hash = '#/'));
+    await tab.locator('[data-testid="domain-row"][data-domain="orders"]').waitFor();
+    const stored = (): Promise<{ answers: string[]; databases: string[] }> =>
+      tab.evaluate(async () => ({
+        answers: Object.keys(localStorage).filter((key) => key.startsWith('eventflow-console:q:')),
+        databases: (await indexedDB.databases()).map((db) => db.name ?? '').filter((name) => name.startsWith('eventflow-console ')),
+      }));
+    const before = await stored();
+    expect(before.answers.length).toBeGreaterThan(0);
+    expect(before.databases.length).toBeGreaterThan(0);
+    // Offline, so that nothing but a cache could show a domain.
+    await jwtGateway.stop();
+    await tab.locator('[data-testid="connection-state"]:not([data-state="open"])').waitFor();
+    await tab.getByRole('button', { name: 'Token' }).click();
+    await tab.getByRole('button', { name: 'Sign out' }).click();
+    await poll(async () => {
+      const after = await stored();
+      return after.answers.every((key) => !before.answers.includes(key)) && after.databases.every((name) => !before.databases.includes(name)) ? true : undefined;
+    }, WAIT, 'the signed-out caches deleted');
+    // The domains view of the signed-out console: its read fails (offline), and nothing cached is shown.
+    await tab.locator('main [role="alert"]').waitFor();
+    expect(await tab.locator('[data-testid="domain-row"]').count()).toBe(0);
+    await screenshot('23-jwt-signed-out', tab);
   });
 });

@@ -168,9 +168,10 @@ export interface Subscription {
 }
 
 /**
- * Where a subscription starts. Without either, with the events routed from now on. A start
- * applies when the client has no subscription of (domain, name) yet: another listener of the
- * same (domain, name) joins the one there is. After a reconnect it resumes where it was either way.
+ * Where a subscription starts. Without either, with the events routed from now on. Each listener
+ * gets the start it asked for, also one that joins a (domain, name) other listeners of this client
+ * already follow (the client shares one gateway subscription among them). After a reconnect it
+ * resumes where it was either way.
  */
 export interface SubscribeOptions {
   signal?: AbortSignal;

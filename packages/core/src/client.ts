@@ -78,11 +78,13 @@ export class EventflowClient<M extends EventMap = EventMap> {
     for (const feature of options.features ?? []) (this.#features as Record<string, FeaturePart>)[feature.name] ??= feature.create(host);
     const parts: FeaturePart[] = (this.#parts = Object.values(this.#features));
     this.#connection = createConnection(connect, options, {
-      open: (welcome) => {
+      open: (welcome, recovered) => {
         // Subscriptions first: they start the connection's generation, which the features' registrations check.
         registrations.opened();
         for (const part of parts) part.opened?.(welcome);
         this.#requests.open(welcome.limits);
+        // The default onError said when the outage began (logError); it says when it ends too.
+        if (recovered && !options.onError) console.info('[eventflow] connected to the gateway again');
       },
       frame: (frame) => {
         if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
@@ -99,6 +101,11 @@ export class EventflowClient<M extends EventMap = EventMap> {
         this.#requests.lost();
       },
       error: this.#onError,
+      blocked: (error) => {
+        this.#requests.block(error);
+        // ready() waits for a gateway that is not up yet, not for one that refused the handshake.
+        if (error?.code != 'E_EVENTFLOW_OFFLINE') registrations.waiters.settle('open', error);
+      },
       ping: (timeout) => send('ping', {}, { timeout }),
     });
   }
@@ -181,8 +188,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /**
    * Calls `listener` with every event of (domain, name) routed from now on (`*`: every name of the
    * domain, in addition to named subscriptions). Resolves once the gateway has the subscription.
-   * `after` (a position) or `last` (a count, at most 10 000) replays published events first; they
-   * apply when this client has no subscription of (domain, name) yet (see SubscribeOptions).
+   * `after` (a position) or `last` (a count, at most 10 000) replays published events first, to this
+   * listener, also when others of this client follow (domain, name) already (see SubscribeOptions).
    *
    * With a namespace pattern (`namespacePattern('prod.>')`) instead of a domain: every domain it
    * matches, also those created later, filtered (AND) by `names` (a name, a list, or `*`) and

@@ -1,7 +1,8 @@
 /**
  * One logical connection to a gateway across many transports: opens, does the hello/welcome
  * handshake, keeps it alive with a heartbeat, reconnects with exponential backoff and jitter, and
- * reports its state.
+ * reports its state: 'connecting' until the first handshake or failure, 'open', 'offline' while
+ * an outage (or a first connect that failed) lasts, 'closed' after close().
  */
 import { DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL } from './defaults.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
@@ -10,15 +11,23 @@ import type { ServerFrame, WelcomeFrame } from './protocol.js';
 import { PROTOCOL_VERSION } from './protocol-version.js';
 import type { Connector, Transport } from './transport.js';
 
-export type ConnectionState = 'connecting' | 'open' | 'closed';
+export type ConnectionState = 'connecting' | 'open' | 'offline' | 'closed';
 
 export interface ConnectionHandlers {
-  /** A new transport completed the handshake. */
-  open(welcome: WelcomeFrame): void;
+  /** A new transport completed the handshake; `recovered`: it ends an outage that was reported. */
+  open(welcome: WelcomeFrame, recovered: boolean): void;
   frame(frame: ServerFrame): void;
   /** The open transport went away; a new one is being sought. */
   lost(): void;
   error(error: unknown): void;
+  /**
+   * Calls cannot succeed until a connection opens: the gateway refused the handshake (its error,
+   * e.g. E_EVENTFLOW_UNAUTHORIZED), or the client has never reached the gateway and an attempt
+   * failed (E_EVENTFLOW_OFFLINE naming the cause). The connection keeps retrying with backoff.
+   * Undefined: a handshake succeeded, calls go through again (told before the state listeners,
+   * which may make calls at once).
+   */
+  blocked(error: EventflowError | undefined): void;
   /** Sends a ping that fails with E_EVENTFLOW_REQUEST_TIMEOUT after `timeout` ms without an answer. */
   ping(timeout: number): Promise<unknown>;
 }
@@ -68,14 +77,22 @@ export function createConnection(
   /**
    * The code (or text) of the failure reported since the connection was last open. Attempts that
    * fail the same way are not reported again: an outage is one report when it starts (then the
-   * state stays 'connecting') and its end is the change to 'open', however many attempts it takes.
+   * state stays 'offline') and its end is the change to 'open', however many attempts it takes.
    */
   let outage: string | undefined;
-  const failed = (error: unknown): void => {
+  /** A handshake has completed once: from then on a failed attempt is an outage that calls wait out (up to their timeout). */
+  let reached = false;
+  /**
+   * An attempt failed, or the connection was lost: reported once per outage. A refusal, or any
+   * failure before the gateway was ever reached, also makes calls fail at once (handlers.blocked).
+   */
+  const failed = (error: unknown, refused?: boolean): void => {
     const kind = isEventflowError(error) ? error.code : String(error);
-    if (kind === outage) return;
+    if (kind !== outage) handlers.error(error);
     outage = kind;
-    handlers.error(error);
+    if (!refused && reached) return;
+    setState('offline');
+    handlers.blocked(refused ? (error as EventflowError) : new EventflowError('E_EVENTFLOW_OFFLINE', `not connected to the gateway (the client keeps trying): ${(error as Error).message ?? error}`, { cause: error }));
   };
 
   const setState = (next: ConnectionState): void => {
@@ -84,7 +101,7 @@ export function createConnection(
 
   const retry = (): void => {
     if (signal.aborted) return;
-    setState('connecting');
+    setState('offline');
     retryTimer = setTimeout(connect, backoffDelay(attempt++, reconnect));
   };
 
@@ -102,7 +119,10 @@ export function createConnection(
     if (signal.aborted) return opened.close(1000, 'client closed');
     transport = opened;
     let welcomed = false;
+    /** This handshake was refused or timed out: reported already, its close is no news. */
+    let ended = false;
     const handshake = setTimeout(() => {
+      ended = true;
       failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `no welcome from the gateway within ${handshakeTimeout} ms`));
       opened.close(4000, 'handshake timeout');
     }, handshakeTimeout);
@@ -125,10 +145,12 @@ export function createConnection(
         lastFrameAt = Date.now();
         if (welcomed) handlers.frame(frame);
         else if (frame.type === 'welcome') {
-          welcomed = true;
+          welcomed = reached = true;
           clearTimeout(handshake);
           attempt = 0;
+          const recovered = outage !== undefined;
           outage = undefined;
+          handlers.blocked(undefined);
           // An idle connection is pinged; a missed answer drops the transport, which reconnects.
           clearInterval(heartbeat);
           if (heartbeatInterval > 0) {
@@ -140,9 +162,10 @@ export function createConnection(
             (heartbeat as { unref?: () => void }).unref?.();
           }
           setState('open');
-          handlers.open(frame);
+          handlers.open(frame, recovered);
         } else if (frame.type === 'error') {
-          failed(new EventflowError(frame.code === 'E_EVENTFLOW_UNAUTHORIZED' ? frame.code : 'E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`));
+          // Refused (a bad token, another protocol version): calls fail with the cause at once, not after their timeout.
+          failed(new EventflowError(frame.code === 'E_EVENTFLOW_UNAUTHORIZED' ? frame.code : 'E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`), (ended = true));
         }
       },
       close: (code, reason) => {
@@ -151,10 +174,8 @@ export function createConnection(
         clearInterval(heartbeat);
         transport = undefined;
         if (signal.aborted) return;
-        if (welcomed) {
-          failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `connection to the gateway lost (close code ${code}${reason ? `: ${reason}` : ''}); reconnecting with backoff`, { details: { code, reason } }));
-          handlers.lost();
-        }
+        if (!ended) failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `connection to the gateway ${welcomed ? 'lost' : 'closed during the handshake'} (close code ${code}${reason ? `: ${reason}` : ''}); reconnecting with backoff`, { details: { code, reason } }));
+        if (welcomed) handlers.lost();
         retry();
       },
     });

@@ -32,7 +32,7 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_REQUEST_TIMEOUT:
     'The gateway did not answer in time. Check that it is running and reachable; the request may or may not have taken effect (publish is idempotent, so retrying it is safe).',
   E_EVENTFLOW_OFFLINE:
-    'The client had no connection to the gateway while the request waited to be sent (within its timeout), so the gateway never received it and nothing was done. Check the network and that the gateway runs; retry, or give the call a longer timeout (requestTimeout, options.timeout) to ride out short outages.',
+    'The client had no connection to the gateway while the request waited to be sent (within its timeout), or had never reached the gateway and its last attempt failed (the message names the URL and the cause), so the gateway never received it and nothing was done. Check the URL, the network and that the gateway runs; retry, or give the call a longer timeout (requestTimeout, options.timeout) to ride out short outages.',
   E_EVENTFLOW_ABORTED: 'The operation was aborted by its AbortSignal.',
   E_EVENTFLOW_CLIENT_CLOSED: 'The client was closed. Create a new client to continue.',
   E_EVENTFLOW_CONNECTION_FAILED:

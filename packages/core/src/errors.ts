@@ -69,8 +69,12 @@ export function isEventflowError(error: unknown, code?: ErrorCode): error is Eve
   return error instanceof EventflowError && (code === undefined || error.code === code);
 }
 
-/** The default `onError`: a failed connection is retried anyway; anything else goes to console.error. */
-export const logError = (error: unknown): void => void (isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') || console.error('[eventflow]', error));
+/**
+ * The default `onError`: a failed connection (reported once per outage; the client says when it
+ * is back) is a warning, since the client retries by itself; anything else goes to console.error.
+ */
+export const logError = (error: unknown): void =>
+  isEventflowError(error, 'E_EVENTFLOW_CONNECTION_FAILED') ? console.warn(`[eventflow] ${error.message}${/backoff/.test(error.message) ? '' : ' (retrying with backoff)'}`) : console.error('[eventflow]', error);
 
 /** What a closed client (and its outbox) answers new work with. */
 export const closedError = (): EventflowError => new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed; create a new one');

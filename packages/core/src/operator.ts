@@ -16,7 +16,11 @@ const field = async <O extends OperationName, K extends keyof Result<O>>(client:
 /** The domains with events the client may read, with event counts, last activity and the actions it may take there; `actions`: those it may take somewhere. */
 export const listDomains = (client: Caller, options?: RequestOptions): Promise<Result<'listDomains'>> => client.call('listDomains', {}, options);
 
-/** A page of a domain's processes (status, first and last event, count) in pid order; pass `next` as `after` for the following page. */
+/**
+ * A page of a domain's processes (status, first and last event, count): in pid order (pass `next`
+ * as `after` for the following page), or with `order: 'recent'` the newest activity first (pass
+ * `cursor` as `cursor`).
+ */
 export const listProcesses = (client: Caller, domain: string, query: Omit<Params<'listProcesses'>, 'domain'> = {}, options?: RequestOptions): Promise<Result<'listProcesses'>> =>
   client.call('listProcesses', { ...query, domain }, options);
 

@@ -22,8 +22,12 @@ export const domainSummary = z.object({
 
 export const processSummary = z.object({
   pid: z.string(),
-  /** From the events' outcomes, first match wins: failed, pending (claimed, not settled), scheduled, completed. */
-  status: z.enum(['failed', 'pending', 'scheduled', 'completed']),
+  /**
+   * First match wins: failed (a failed consume or a dead letter, or its newest outcome event is
+   * `failed`), pending (claimed, not settled), scheduled, completed (its newest outcome event is
+   * `success`, or a consume succeeded), open (no outcome yet).
+   */
+  status: z.enum(['failed', 'pending', 'scheduled', 'completed', 'open']),
   events: count(),
   firstEvent: iso,
   lastEvent: iso,
@@ -81,10 +85,20 @@ export const catalogOperations = <E extends z.ZodMiniType>(storedEvent: E) => ({
   /** The domains with events that the connection may know of, with what it may do there. */
   /** `actions`: what the connection may do on at least one domain (e.g. publish to a domain without events yet). */
   listDomains: { params: z.strictObject({}), result: z.object({ domains: z.array(domainSummary), actions: z.array(z.string()) }) },
-  /** A page of a domain's processes in binary pid order; `next` is the cursor of the following page. */
+  /**
+   * A page of a domain's processes, in binary pid order (`next`: pass it as `after` for the
+   * following page) or with `order: 'recent'` the newest activity first (`cursor`: pass it as `cursor`).
+   */
   listProcesses: {
-    params: z.strictObject({ domain: id, prefix: z.optional(z.string().check(z.maxLength(64))), after: z.optional(id), limit: pageSize(1000) }),
-    result: z.object({ processes: z.array(processSummary), next: z.optional(z.string()) }),
+    params: z.strictObject({
+      domain: id,
+      prefix: z.optional(z.string().check(z.maxLength(64))),
+      order: z.optional(z.enum(['pid', 'recent'])),
+      after: z.optional(id),
+      cursor: z.optional(z.string().check(z.maxLength(200))),
+      limit: pageSize(1000),
+    }),
+    result: z.object({ processes: z.array(processSummary), next: z.optional(z.string()), cursor: z.optional(z.string()) }),
   },
   /**
    * A page of a process's events (position > `after`, at most `limit`, default 1000) with each

@@ -6,10 +6,10 @@
  * waits (features.ts) register through the same plumbing, `host`.
  */
 import { notify } from './connection.js';
-import type { EventFrame, OperationName, Params, Result, StoredEvent } from './protocol.js';
+import type { EventFrame, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
 import { streamKey } from './stream-key.js';
-import { SubscriptionRegistry } from './subscriptions.js';
+import { SubscriptionRegistry, type ListenerState, type Start, type SubscriptionKey } from './subscriptions.js';
 import { Waiters } from './waiters.js';
 
 export type Send = <O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions) => Promise<Result<O>>;
@@ -89,17 +89,18 @@ export class Registrations {
 
   // ── subscriptions ──
 
-  /** Adds a listener; resolves once the gateway has the subscription, or undoes it when that fails. */
-  async subscribe(domain: string, name: string, listener: AnyListener, { signal, after, last }: { signal?: AbortSignal | undefined; after?: number | undefined; last?: number | undefined }): Promise<void> {
-    const entry = this.#subscriptions.add(domain, name, listener);
-    // Where a new subscription starts (a replay first); one that exists already goes on as it is.
-    if (entry.listeners.size === 1 && entry.position === undefined) {
-      entry.position = after;
-      entry.last = after === undefined ? last : undefined;
-    }
+  /**
+   * Adds a listener; resolves once the gateway has the subscription, or undoes it when that fails.
+   * With `after` or `last` the listener gets that history first, also when it joins a subscription
+   * other listeners already share (#arrange).
+   */
+  async subscribe(domain: string, name: string, listener: AnyListener, { signal, after, last }: { signal?: AbortSignal | undefined } & Start): Promise<void> {
     const key = streamKey(domain, name);
+    const start = after === undefined && last === undefined ? undefined : { after, last: after === undefined ? last : undefined };
+    // Without a start: the events published from now on (from the key's head, when it is known).
+    this.#subscriptions.add(domain, name, listener, start ? { start } : { position: this.#subscriptions.get(domain, name)?.head });
     // A pending chain may be about to unsubscribe the key: wait for the reconciliation instead.
-    const done = this.#registered.has(key) && !this.host.chains.has(key) ? undefined : this.waiters.wait(key, 'subscribe', signal);
+    const done = !start && this.#registered.has(key) && !this.host.chains.has(key) ? undefined : this.waiters.wait(key, 'subscribe', signal);
     void this.#reconcile(domain, name);
     await registration(done, () => this.unsubscribe(domain, name, listener));
   }
@@ -109,15 +110,21 @@ export class Registrations {
   }
 
   dispatch({ event, names }: EventFrame): void {
+    const { position } = event;
     for (const name of names) {
       const key = this.#subscriptions.get(event.domain, name);
-      // Resumed subscriptions may overlap with what was already delivered: skip by position.
-      if (!key || event.position <= (key.position ?? -1)) continue;
-      key.position = event.position;
-      notify(key.listeners, event, this.host.onError);
+      if (!key) continue;
+      if (!(position <= (key.head ?? -1))) key.head = position;
+      const listeners: AnyListener[] = [];
+      for (const [listener, state] of key.listeners) {
+        // Held while its history is arranged; what it has had already (a resumed or shared replay) is skipped.
+        if (state.start || position <= (state.position ?? -1)) continue;
+        state.position = position;
+        listeners.push(listener);
+      }
+      notify(listeners, event, this.host.onError);
     }
   }
-
 
   #reconcile(domain: string, name: string): Promise<void> {
     const key = streamKey(domain, name);
@@ -128,26 +135,77 @@ export class Registrations {
     if (!this.host.isOpen()) return; // re-run on open
     const entry = this.#subscriptions.get(domain, name);
     try {
-      if (entry && !this.#registered.has(key)) {
-        const result = await this.host.send('subscribe', { domain, name, after: entry.position, last: entry.position === undefined ? entry.last : undefined });
-        if (!result) return;
-        // A resumed subscription keeps its position: the replay that follows starts there. A new
-        // one starts at head, so older events published to others are not delivered, or where the
-        // gateway began its replay of the last N.
-        entry.position ??= result.after ?? result.head;
-        entry.last = undefined;
-        this.#registered.add(key);
-        this.waiters.settle(key);
-        // Listeners may all have left while the request was in flight.
-        if (this.#subscriptions.get(domain, name) !== entry) await this.#reconcileNow(domain, name, key);
-      } else if (entry) {
-        this.waiters.settle(key); // already registered: a later listener joined it
-      } else if (this.#registered.has(key) && (await this.host.send('unsubscribe', { domain, name }))) {
-        this.#registered.delete(key);
+      if (!entry) {
+        if (this.#registered.has(key) && (await this.host.send('unsubscribe', { domain, name }))) this.#registered.delete(key);
+        return;
       }
+      if (!(this.#registered.has(key) || (await this.#register(entry, key))) || !(await this.#arrange(entry, key))) return;
+      this.waiters.settle(key);
+      // Listeners may all have left while a request was in flight.
+      if (this.#subscriptions.get(domain, name) !== entry) await this.#reconcileNow(domain, name, key);
     } catch (error) {
       this.host.refused(key, error);
     }
+  }
+
+  /**
+   * Registers the subscription from the lowest position a listener needs (a resumed one continues
+   * where it was, one that asked for `after` from there), or, when none has a position yet, with
+   * the longest `last` asked for. False when the connection went away meanwhile.
+   */
+  async #register(entry: SubscriptionKey<AnyListener>, key: string): Promise<boolean> {
+    const { domain, name, listeners } = entry;
+    let after: Position | undefined;
+    let last: number | undefined;
+    let first: ListenerState | undefined;
+    for (const state of listeners.values()) {
+      const { start } = state;
+      if (start?.after !== undefined) [state.position, state.start] = [start.after, undefined];
+      const position = state.start ? undefined : state.position;
+      // (Comparisons with undefined are false.)
+      if (position !== undefined && !(position >= after!)) after = position;
+      if (start?.last! > (last ?? 0)) [first, last] = [state, start!.last];
+    }
+    if (after !== undefined) first = last = undefined;
+    if (first) first.start = undefined;
+    const result = await this.host.send('subscribe', { domain, name, after, last });
+    if (!result) return false;
+    // The one that asked for the last N starts where the gateway began that replay; the others from its head.
+    for (const state of listeners.values()) if (!state.start) state.position ??= state === first ? (result.after ?? result.head) : result.head;
+    if (!(result.head <= entry.head!)) entry.head = result.head;
+    this.#registered.add(key);
+    return true;
+  }
+
+  /**
+   * Gives the listeners that joined a registered subscription with a start their history. Each
+   * start becomes a position (`last` as the gateway counts it: a repeated subscribe answers where
+   * the last N begin, without replaying). When one needs events older than the subscription has
+   * delivered (or the subscription's head is unknown here), the gateway subscription is made anew
+   * from the lowest position any listener needs (the gateway replays only to a new subscription);
+   * listeners skip what they had, so none sees a gap or a duplicate. False when the connection
+   * went away meanwhile.
+   */
+  async #arrange(entry: SubscriptionKey<AnyListener>, key: string): Promise<boolean> {
+    const { domain, name, listeners } = entry;
+    const waiting: ListenerState[] = [];
+    for (const state of listeners.values()) {
+      const last = state.start?.last;
+      if (last !== undefined) {
+        const answer = await this.host.send('subscribe', { domain, name, last });
+        if (!answer) return false;
+        if (state.start) state.start = { after: answer.after ?? answer.head };
+      }
+      if (state.start) waiting.push(state);
+    }
+    const older = waiting.some((state) => !(state.start!.after! >= entry.head!));
+    if (older) {
+      if (!(await this.host.send('unsubscribe', { domain, name }))) return false;
+      // Until it is made anew, the gateway sends nothing more of this subscription.
+      this.#registered.delete(key);
+    }
+    for (const state of waiting) [state.position, state.start] = [state.start!.after, undefined];
+    return !older || this.#register(entry, key);
   }
 }
 

@@ -34,9 +34,9 @@ export type Settle<T = unknown> = (error: unknown, value?: T) => void;
  * `signal` aborts, it rejects with E_EVENTFLOW_ABORTED, and `start` is not run at all when the
  * signal already has. The function `start` returns runs once it settles, with the error if any.
  */
-export function pending<T>(what: string, signal: AbortSignal | undefined, start: (settle: Settle<T>) => (error: unknown) => void): Promise<T> {
+export function pending<T>(what: string, signal: AbortSignal | undefined, start: (settle: Settle<T>) => ((error: unknown) => void) | void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let cleanup: ((error: unknown) => void) | undefined;
+    let cleanup: ((error: unknown) => void) | void;
     let done = false;
     const onAbort = (): void => settle(abortError(what, signal));
     const settle: Settle<T> = (error, value) => {
@@ -55,6 +55,7 @@ export function pending<T>(what: string, signal: AbortSignal | undefined, start:
 }
 
 interface Pending {
+  readonly op: OperationName;
   readonly frame: string;
   /** It spends the publish rate (publish, persist, schedule: what the gateway paces). */
   readonly write: boolean;
@@ -96,6 +97,8 @@ export class RequestManager {
   #tokens = 0;
   #refilledAt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set while calls cannot succeed (RequestManager.block): resendable requests fail with it at once. */
+  #blocked: EventflowError | undefined;
 
   constructor(send: (frame: string) => boolean, defaultTimeout: number) {
     this.#send = send;
@@ -106,8 +109,9 @@ export class RequestManager {
     // Results are shaped by the gateway from protocol.ts; re-validating them would cost every
     // browser bundle the whole schema set.
     return pending<Result<O>>(op, signal, (settle) => {
+      if (resend && this.#blocked) return settle(blockedError(this.#blocked, op));
       const id = this.#nextId++;
-      const request: Pending = { frame: JSON.stringify({ type: 'request', id, op, params }), write: op === 'publish' || op === 'persist' || op === 'schedule', resend, connected: this.#open, settle: settle as Settle };
+      const request: Pending = { op, frame: JSON.stringify({ type: 'request', id, op, params }), write: op === 'publish' || op === 'persist' || op === 'schedule', resend, connected: this.#open, settle: settle as Settle };
       // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
       const timer = setTimeout(
         () =>
@@ -204,6 +208,17 @@ export class RequestManager {
     return this.#tokens >= 1 ? 0 : Math.ceil(((1 - this.#tokens) * 1000) / this.#rate);
   }
 
+  /**
+   * Until the next connection opens, calls cannot succeed (a refused handshake, or a gateway never
+   * reached): the calls waiting fail with `error` now, and new ones at once. Registrations and the
+   * features' requests (settles, extends: not resendable) keep waiting for the connection.
+   * `undefined`: calls can succeed again (a handshake did).
+   */
+  block(error: EventflowError | undefined): void {
+    this.#blocked = error;
+    if (error) for (const request of this.#pending.values()) if (request.resend) request.settle(blockedError(error, request.op));
+  }
+
   failAll(error: unknown): void {
     for (const request of this.#pending.values()) request.settle(error);
   }
@@ -214,6 +229,8 @@ export function errorFromFrame({ code, message, details }: ErrorFrame): Eventflo
   // list itself stays out of browser bundles). Anything else is kept in details for diagnostics.
   return isCodeShaped(code) ? new EventflowError(code, message, { details }) : new EventflowError('E_EVENTFLOW_INTERNAL', message, { details: { ...details, code } });
 }
+
+const blockedError = (error: EventflowError, op: string): EventflowError => new EventflowError(error.code, `${op}: ${error.message}`, { cause: error });
 
 export const abortError = (what: string, signal: AbortSignal | undefined): EventflowError =>
   new EventflowError('E_EVENTFLOW_ABORTED', `${what} was aborted`, { cause: signal?.reason });

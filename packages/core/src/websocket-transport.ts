@@ -61,7 +61,11 @@ export const webSocketConnector = (url: string | URL): Connector => {
       };
       const onAbort = (): void => settle(`connecting to ${url} was aborted`);
       signal.addEventListener('abort', onAbort, { once: true });
-      socket.onerror = () => settle(`cannot connect to ${url}; is the gateway running?`);
+      // `ws` (Node) carries the cause (ECONNREFUSED, ENOTFOUND); a browser's error event says nothing.
+      socket.onerror = (event) => {
+        const code = (event as { error?: { code?: string } }).error?.code;
+        settle(`cannot connect to ${url}${code ? ` (${code})` : ''}; is the gateway running?`);
+      };
       socket.onclose = (event) => settle(`connection to ${url} closed while opening (code ${event.code})`);
       socket.onopen = () => settle();
     });

@@ -86,7 +86,7 @@ describe('the client within the gateway limits', () => {
     const client = h.client();
     await client.ready();
     await h.stopGateway();
-    await eventually(() => client.state === 'connecting', 5_000, 'the client to notice');
+    await eventually(() => client.state === 'offline', 5_000, 'the client to notice');
     const started = Date.now();
     const error = await client.publish({ domain: 'offline', name: 'x', pid: 'p' }, { timeout: 500 }).catch((cause: unknown) => cause);
     expect(Date.now() - started).toBeGreaterThanOrEqual(450);
@@ -99,7 +99,7 @@ describe('the client within the gateway limits', () => {
     const client = h.client();
     await client.ready();
     await h.stopGateway();
-    await eventually(() => client.state === 'connecting', 5_000, 'the client to notice');
+    await eventually(() => client.state === 'offline', 5_000, 'the client to notice');
     const publishing = client.publish({ id: 'offline-1', domain: 'offline', name: 'x', pid: 'p' }, { timeout: 30_000 });
     await h.startGateway();
     await expect(publishing).resolves.toBe('offline-1');

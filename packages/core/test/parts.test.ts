@@ -32,8 +32,8 @@ describe('SubscriptionRegistry', () => {
     registry.add('d', 'x', b);
     registry.add('d', 'y', c);
     expect(registry.remove('d', 'x', a)).toBeDefined();
-    expect([...(registry.get('d', 'x')?.listeners ?? [])]).toEqual([b]);
-    expect([...(registry.get('d', 'y')?.listeners ?? [])]).toEqual([c]);
+    expect([...(registry.get('d', 'x')?.listeners.keys() ?? [])]).toEqual([b]);
+    expect([...(registry.get('d', 'y')?.listeners.keys() ?? [])]).toEqual([c]);
     expect(registry.remove('d', 'x', a)).toBeUndefined();
     registry.remove('d', 'x', b);
     expect(registry.get('d', 'x')).toBeUndefined();
@@ -220,6 +220,7 @@ describe('createConnection', () => {
         },
         lost: () => undefined,
         error: (error) => errors.push(error),
+        blocked: () => undefined,
         ping: async () => undefined,
       });
     });

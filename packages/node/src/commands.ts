@@ -147,6 +147,8 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     const run = prepare(name, args, values, stdout, stderr, io.signal, refused.signal);
 
     let lastConnectionError: unknown;
+    // A command is one call: the first failed attempt (refused, unreachable) ends it, instead of waiting out the timeout.
+    const unreachable = new AbortController();
     client = createNodeClient(url, {
       requestTimeout: timeout,
       handshakeTimeout: timeout,
@@ -154,18 +156,22 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
       clientName: 'eventflow-cli',
       ...(token === undefined ? {} : { token }),
       onError: (error) => {
-        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') lastConnectionError = error;
-        else if (isRefusal(error)) refused.abort(error);
+        if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') {
+          lastConnectionError = error;
+          unreachable.abort();
+        } else if (isRefusal(error)) refused.abort(error);
         else stderr.write(`${formatError(error)}\n`);
       },
     });
     try {
-      await client.ready(AbortSignal.any([AbortSignal.timeout(timeout), refused.signal]));
+      await client.ready(AbortSignal.any([AbortSignal.timeout(timeout), refused.signal, unreachable.signal]));
     } catch (cause) {
       if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
+      // A refused handshake rejects ready() with its own code (E_EVENTFLOW_UNAUTHORIZED): that is the message.
       if (isRefusal(cause)) throw withTokenHint(cause, token);
-      const why = lastConnectionError instanceof Error ? `: ${lastConnectionError.message}` : '';
-      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href} within ${timeout} ms${why}`, { cause });
+      if (cause instanceof EventflowError && cause.code !== 'E_EVENTFLOW_ABORTED') throw cause;
+      const why = lastConnectionError instanceof Error ? lastConnectionError.message : `no connection within ${timeout} ms`;
+      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href}: ${why}`, { cause });
     }
     try {
       await run(client);
@@ -256,7 +262,7 @@ function prepare(
           stderr.write(`tailing ${domain} › ${eventName}; press Ctrl-C to stop\n`);
           // The client reconnects and resumes by itself; the person watching is told it happened.
           const unwatch = client.onStateChange((state) => {
-            if (state === 'connecting') stderr.write('connection to the gateway lost; reconnecting (events routed meanwhile follow once it is back)\n');
+            if (state === 'offline') stderr.write('connection to the gateway lost; reconnecting (events routed meanwhile follow once it is back)\n');
             else if (state === 'open') stderr.write(`reconnected; tailing ${domain} › ${eventName} again\n`);
           });
           // A token that expires while tailing is refused at the reconnect: that ends the tail.

@@ -61,7 +61,8 @@ export const nodeWebSocketConnector = (url: string | URL): Connector => {
         return;
       }
       const onAbort = (): void => settle(`connecting to ${url} was aborted`);
-      const onError = (): void => settle(`cannot connect to ${url}; is the gateway running?`);
+      // The cause (ECONNREFUSED, ENOTFOUND, a TLS error) says what to fix.
+      const onError = (error: Error & { code?: string }): void => settle(`cannot connect to ${url} (${error.code ?? error.message}); is the gateway running?`);
       const onClose = (code: number): void => settle(`connection to ${url} closed while opening (code ${code})`);
       const onOpen = (): void => settle();
       /** Opened (no message) or failed: the handlers of the opening are detached either way. */

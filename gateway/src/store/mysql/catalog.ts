@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { likePatterns, PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { likePatterns, prefixRange, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';
@@ -14,7 +14,7 @@ const DUE = 'COALESCE(d.due, s.scheduled)';
 const iso = (date: Date | null | undefined): string | undefined => (date ? new Date(date).toISOString() : undefined);
 const isoNow = (date: Date | null | undefined): string => iso(date) ?? '';
 
-type ProcessRow = { pid: string; events: number | string; firstEvent: Date; lastEvent: Date; failed: number | string; pending: number | string; scheduled: number | string };
+type SummaryRow = StatusFlags & { pid: string; events: number | string; firstEvent: Date; lastEvent: Date; last?: Date };
 type FateRow = { eventId: string; consumer: string | null; claimed: Date | null; success: Date | null; failed: Date | null; orphan: Date | null; published: number | string; attempts: number | null; reason: string | null; at: Date | null };
 
 export class MysqlCatalog implements Catalog {
@@ -43,23 +43,39 @@ export class MysqlCatalog implements Catalog {
     return rows.map((row) => ({ domain: row.domain, events: Number(row.events), lastEvent: isoNow(row.lastEvent) }));
   }
 
-  async processes(domain: string, { prefix, after = '', limit }: ProcessQuery): Promise<ProcessSummary[]> {
+  async processes(domain: string, { prefix, order, after = '', cursor, limit }: ProcessQuery): Promise<ProcessRow[]> {
     const { low, high } = prefixRange(prefix);
-    // idx_domain_pid (domain, pid, timestamp): read in pid order from the cursor, stopping after `limit` pids.
-    const rows = await this.#select<ProcessRow>(
-      'list the processes',
-      `${PROCESS_SUMMARY}
-       WHERE e.domain = ? AND e.pid > ? AND e.pid >= ? AND e.pid < ?
-       GROUP BY e.pid ORDER BY e.pid LIMIT ?`,
-      [domain, after, low, high, limit],
+    if (order !== 'recent') {
+      // idx_domain_pid (domain, pid, timestamp): read in pid order from the cursor, stopping after `limit` pids.
+      const rows = await this.#select<SummaryRow>(
+        'list the processes',
+        `${processSummary()}
+         WHERE e.domain = ? AND e.pid > ? AND e.pid >= ? AND e.pid < ?
+         GROUP BY e.pid ORDER BY e.pid LIMIT ?`,
+        [domain, after, low, high, limit],
+      );
+      return rows.map((row) => summaryOf(row));
+    }
+    // The newest event first: each pid's newest timestamp from idx_domain_pid (a loose index scan,
+    // one entry per pid), sorted, ties by pid; then the page's processes summed up. The cursor is
+    // the last one's [newest timestamp, pid].
+    let before: [string, string] = ['9999-12-31T23:59:59.999Z', ''];
+    try {
+      if (cursor !== undefined) before = JSON.parse(cursor) as [string, string];
+    } catch {
+      return [];
+    }
+    const at = new Date(before[0]);
+    if (Number.isNaN(at.getTime()) || typeof before[1] !== 'string') return [];
+    const rows = await this.#select<SummaryRow>(
+      'list the recent processes',
+      `${processSummary(`JOIN (SELECT pid, MAX(timestamp) AS last FROM event WHERE domain = ? AND pid >= ? AND pid < ?
+           GROUP BY pid HAVING last < ? OR (last = ? AND pid < ?) ORDER BY last DESC, pid DESC LIMIT ?) page ON page.pid = e.pid`, ', MAX(page.last) AS last')}
+       WHERE e.domain = ?
+       GROUP BY e.pid ORDER BY MAX(page.last) DESC, e.pid DESC`,
+      [domain, low, high, at, at, before[1], limit, domain],
     );
-    return rows.map((row) => ({
-      pid: row.pid,
-      status: statusOf({ failed: Number(row.failed), pending: Number(row.pending), scheduled: Number(row.scheduled) }),
-      events: Number(row.events),
-      firstEvent: isoNow(row.firstEvent),
-      lastEvent: isoNow(row.lastEvent),
-    }));
+    return rows.map((row) => summaryOf(row, JSON.stringify([isoNow(row.last), row.pid])));
   }
 
   async fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]> {

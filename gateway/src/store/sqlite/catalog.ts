@@ -2,11 +2,11 @@
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
 import { toStoredEvent, type EventRow } from './statements.js';
-import { globPatterns, PROCESS_SUMMARY, prefixRange, statusOf, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary } from '../catalog.js';
+import { globPatterns, prefixRange, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
-type ProcessRow = Omit<ProcessSummary, 'status'> & { failed: number; pending: number; scheduled: number };
+type SummaryRow = Omit<ProcessSummary, 'status'> & StatusFlags & { last?: number };
 type FateRow = { eventId: string; consumer: string | null; claimed: string | null; success: string | null; failed: string | null; orphan: string | null; published: number; attempts: number | null; reason: string | null; at: string | null };
 
 function prepare(db: Database.Database) {
@@ -24,10 +24,20 @@ function prepare(db: Database.Database) {
        WHERE e.domain = @domain AND e.pid = @pid AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
     ),
     // Walks idx_domain_pid in pid order from the cursor and stops after `limit` pids.
-    processes: db.prepare<[{ domain: string; after: string; low: string; high: string; limit: number }], ProcessRow>(
-      `${PROCESS_SUMMARY}
+    processes: db.prepare<[{ domain: string; after: string; low: string; high: string; limit: number }], SummaryRow>(
+      `${processSummary('', '', 'e.position')}
        WHERE e.domain = @domain AND e.pid > @after AND e.pid >= @low AND e.pid < @high
        GROUP BY e.pid ORDER BY e.pid LIMIT @limit`,
+    ),
+    // The newest event first: the pids' newest positions from idx_domain_pid alone (index only),
+    // sorted; then the page's processes summed up. The cursor is the last one's newest position.
+    recent: db.prepare<[{ domain: string; before: number; low: string; high: string; limit: number }], SummaryRow>(
+      `WITH page AS (
+         SELECT pid, MAX(position) AS last FROM event WHERE domain = @domain AND pid >= @low AND pid < @high
+         GROUP BY pid HAVING MAX(position) < @before ORDER BY last DESC LIMIT @limit)
+       ${processSummary('JOIN page ON page.pid = e.pid', ', MAX(page.last) AS last', 'e.position')}
+       WHERE e.domain = @domain
+       GROUP BY e.pid ORDER BY MAX(page.last) DESC`,
     ),
     fates: db.prepare<[{ domain: string; pid: string; ids: string }], FateRow>(
       `SELECT e.id AS eventId, p.consumer, p.consumed_spoke AS claimed, p.success, p.failed, p.orphan, p.event_id IS NOT NULL AS published,
@@ -91,9 +101,11 @@ export class SqliteCatalog implements Catalog {
     return this.#s.domains.all();
   }
 
-  async processes(domain: string, { prefix, after = '', limit }: ProcessQuery): Promise<ProcessSummary[]> {
-    const rows = this.#s.processes.all({ domain, after, ...prefixRange(prefix), limit });
-    return rows.map(({ failed, pending, scheduled, ...row }) => ({ ...row, status: statusOf({ failed, pending, scheduled }) }));
+  async processes(domain: string, { prefix, order, after = '', cursor, limit }: ProcessQuery): Promise<ProcessRow[]> {
+    if (order !== 'recent') return this.#s.processes.all({ domain, after, ...prefixRange(prefix), limit }).map((row) => summaryOf(row));
+    const before = cursor === undefined ? Number.MAX_SAFE_INTEGER : Number(cursor);
+    if (!Number.isSafeInteger(before)) return [];
+    return this.#s.recent.all({ domain, before, ...prefixRange(prefix), limit }).map((row) => summaryOf(row, String(row.last)));
   }
 
   async eventlogPage(domain: string, pid: string, after: Position, limit: number): Promise<StoredEvent[]> {

@@ -17,15 +17,25 @@ const ROW = 34;
 const VIEW_HEIGHT = 408;
 const OVERSCAN = 6;
 
-function outcomeOf(fate: EventFate | undefined): string {
+/**
+ * What became of an event: its consume's outcome when one took it; otherwise what it is. An
+ * outcome event (`success`, `failed`) reports how its process ended, and an event answering
+ * another (`rid`) is a notification: nobody consuming them is normal, not an orphan. An orphan is
+ * a published event nobody was there to take, which a command should not be.
+ */
+function outcomeOf(fate: EventFate | undefined, event: StoredEvent): string {
   if (!fate) return 'unknown';
   if (fate.deadLetter) return 'dead letter';
   if (fate.failed) return 'failed';
   if (fate.success) return 'success';
-  if (fate.orphan) return 'orphan';
   if (fate.claimed) return 'in flight';
+  if (event.name === 'failed') return 'failure reported';
+  if (event.name === 'success') return 'success reported';
+  if (fate.orphan) return event.rid ? 'not consumed' : 'orphan';
   return fate.published ? 'no outcome' : 'persisted';
 }
+
+const css = (label: string): string => label.replace(/ /g, '-');
 
 export function Process({ domain, pid }: { domain: string; pid: string }): ReactNode {
   const client = useEventflowClient();
@@ -70,7 +80,7 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
   for (let index = first; index < last; index++) {
     const row = events[index] as StoredEvent;
     const rowFate = timeline.fates.get(row.id);
-    const outcome = outcomeOf(rowFate);
+    const outcome = outcomeOf(rowFate, row);
     rows.push(
       <div
         key={row.id}
@@ -84,12 +94,18 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
         data-index={index}
         onClick={() => select(index)}
       >
-        <span className="mono muted">#{row.position}</span>
+        <span className="mono muted" title={`position ${row.position} in the store`} data-testid="row-number">
+          #{index + 1}
+        </span>
         <span className="name">{row.name}</span>
         <Time iso={row.timestamp} />
-        <span className="mono consumer">{rowFate?.consumer ?? '—'}</span>
+        <span className="mono consumer" title={rowFate?.consumer ? `claimed through gateway ${rowFate.consumer}` : undefined}>
+          {rowFate?.consumer ?? '—'}
+        </span>
         <DeliveryChips fate={rowFate} />
-        <span className={`outcome outcome-${outcome.replace(/ /g, '-')}`}>{outcome}</span>
+        <span className={`outcome outcome-${css(outcome)}`} data-testid="row-outcome">
+          {outcome}
+        </span>
       </div>,
     );
   }
@@ -131,18 +147,21 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
           {event && (
             <>
               <h2>
-                Event <span className="mono">{event.name}</span> <span className="muted">#{event.position}</span>
+                Event <span className="mono">{event.name}</span> <span className="muted">#{selected + 1} of this process (position {event.position})</span>
               </h2>
               <dl className="facts" data-testid="event-fate">
                 <dt>Time</dt>
                 <dd>
                   <Time iso={event.timestamp} withDate />
                 </dd>
-                <dt>Consumed by</dt>
-                <dd className="mono">{fate?.consumer ?? '—'}</dd>
+                {/* v4's `consumer` column records the gateway that handed the event out, not the worker's connection. */}
+                <dt>Claimed through gateway</dt>
+                <dd className="mono" data-testid="claimed-by">
+                  {fate?.consumer ?? '—'}
+                </dd>
                 <dt>Outcome</dt>
                 <dd>
-                  <StatusBadge status={outcomeOf(fate)} />
+                  <StatusBadge status={outcomeOf(fate, event)} />
                 </dd>
                 <DeliveryFacts fate={fate} />
                 {fate?.deadLetter && (

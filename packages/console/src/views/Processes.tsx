@@ -1,4 +1,4 @@
-/** The processes of a domain: status, first and last event, event count; search by pid prefix; cursor pages. */
+/** The processes of a domain, the most recently active first: status, first and last event, event count; search by pid prefix; cursor pages. */
 import { useEffect, useState, type ReactNode } from 'react';
 import { ErrorNote, Loading, Stale, StatusBadge, Time } from '../components.js';
 import { useQuery } from '../query.js';
@@ -22,7 +22,7 @@ export function Processes({ domain }: { domain: string }): ReactNode {
   }, [search]);
   useEffect(() => setCursors([undefined]), [domain]);
   const page = useQuery(`processes ${domain} ${prefix} ${after ?? ''}`, (client) =>
-    listProcesses(client, domain, { limit: PAGE, ...(prefix ? { prefix } : {}), ...(after ? { after } : {}) }),
+    listProcesses(client, domain, { order: 'recent', limit: PAGE, ...(prefix ? { prefix } : {}), ...(after ? { cursor: after } : {}) }),
   );
   const processes = page.data?.processes;
   return (
@@ -42,7 +42,7 @@ export function Processes({ domain }: { domain: string }): ReactNode {
         <p>{prefix ? `No process of ${domain} starts with “${prefix}”.` : `No process in ${domain}.`}</p>
       ) : (
         <table className="grid" data-testid="process-list">
-          <caption className="visually-hidden">Processes of {domain}, page {cursors.length}</caption>
+          <caption className="visually-hidden">Processes of {domain}, the most recently active first, page {cursors.length}</caption>
           <thead>
             <tr>
               <th scope="col">Pid</th>
@@ -51,7 +51,9 @@ export function Processes({ domain }: { domain: string }): ReactNode {
                 Events
               </th>
               <th scope="col">First event</th>
-              <th scope="col">Last event</th>
+              <th scope="col" aria-sort="descending">
+                Last event
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -84,7 +86,7 @@ export function Processes({ domain }: { domain: string }): ReactNode {
           Previous page
         </button>
         <span aria-live="polite">Page {cursors.length}</span>
-        <button type="button" data-testid="next-page" disabled={!page.data?.next} onClick={() => setCursors((list) => [...list, page.data?.next])}>
+        <button type="button" data-testid="next-page" disabled={!page.data?.cursor} onClick={() => setCursors((list) => [...list, page.data?.cursor])}>
           Next page
         </button>
       </nav>

@@ -1,7 +1,8 @@
 /**
  * Publish or schedule an event: a form with a JSON editor, checked as the client checks it
- * (assertEventInput) while typing, sent through the outbox, so that it is queued while the
- * gateway is unreachable and listed as pending until the gateway stores it.
+ * (assertEventInput) while typing (a field's problem shows once it was edited, or on submit),
+ * sent through the outbox, so that it is queued while the gateway is unreachable and listed as
+ * pending until the gateway stores it.
  */
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { assertEventInput, generatePid, isEventflowError, type DomainSummary, type JsonObject } from '@eventflow/core';
@@ -35,6 +36,12 @@ export function Publish({ domains, actions, initialDomain, initialPid }: { domai
   const [text, setText] = useState('{\n  \n}');
   const [at, setAt] = useState('');
   const [touched, setTouched] = useState(false);
+  /** The fields edited so far: a problem shows once its field was (or on submit), not before anything is typed. */
+  const [edited, setEdited] = useState<ReadonlySet<string>>(() => new Set([...(initialDomain ? ['domain'] : []), ...(initialPid ? ['pid'] : [])]));
+  const edit = (field: string, set: (value: string) => void) => (value: string) => {
+    setEdited((fields) => (fields.has(field) ? fields : new Set([...fields, field])));
+    set(value);
+  };
   const [result, setResult] = useState('');
   const [failure, setFailure] = useState<unknown>(undefined);
   const checked = useMemo(() => check(domain, name, pid, text), [domain, name, pid, text]);
@@ -42,6 +49,9 @@ export function Publish({ domains, actions, initialDomain, initialPid }: { domai
   const known = domains?.find((d) => d.domain === domain);
   const scheduling = at !== '';
   const mayPublish = known ? known.actions.includes(scheduling ? 'schedule' : 'publish') : actions.includes(scheduling ? 'schedule' : 'publish');
+  // "event.name: must not be empty", "data: not valid JSON": the field a problem is about.
+  const field = /^(?:event\.)?(\w+)/.exec(checked.problem ?? '')?.[1] ?? '';
+  const problem = checked.problem && (touched || edited.has(field)) ? checked.problem : undefined;
 
   const submit = async (event: FormEvent): Promise<void> => {
     event.preventDefault();
@@ -62,18 +72,18 @@ export function Publish({ domains, actions, initialDomain, initialPid }: { domai
       <h1 id="publish-title">Publish or schedule</h1>
       <form className="publish-form" onSubmit={(event) => void submit(event)} noValidate data-testid="publish-form">
         <label htmlFor="publish-domain">Domain</label>
-        <input id="publish-domain" list="publish-domains" value={domain} onChange={(e) => setDomain(e.target.value)} required spellCheck={false} />
+        <input id="publish-domain" list="publish-domains" value={domain} onChange={(e) => edit('domain', setDomain)(e.target.value)} required spellCheck={false} />
         <datalist id="publish-domains">
           {publishable.map((d) => (
             <option key={d.domain} value={d.domain} />
           ))}
         </datalist>
         <label htmlFor="publish-name">Event name</label>
-        <input id="publish-name" value={name} onChange={(e) => setName(e.target.value)} required spellCheck={false} />
+        <input id="publish-name" value={name} onChange={(e) => edit('name', setName)(e.target.value)} required spellCheck={false} />
         <label htmlFor="publish-pid">Pid</label>
         <div className="row">
-          <input id="publish-pid" value={pid} onChange={(e) => setPid(e.target.value)} required spellCheck={false} />
-          <button type="button" onClick={() => setPid(generatePid())}>
+          <input id="publish-pid" value={pid} onChange={(e) => edit('pid', setPid)(e.target.value)} required spellCheck={false} />
+          <button type="button" onClick={() => edit('pid', setPid)(generatePid())}>
             New pid
           </button>
         </div>
@@ -83,15 +93,15 @@ export function Publish({ domains, actions, initialDomain, initialPid }: { domai
           className="mono"
           rows={8}
           value={text}
-          onChange={(e) => setText(e.target.value)}
+          onChange={(e) => edit('data', setText)(e.target.value)}
           spellCheck={false}
-          aria-invalid={touched && checked.problem !== undefined}
+          aria-invalid={field === 'data' && problem !== undefined}
           aria-describedby="publish-problem"
         />
         <label htmlFor="publish-at">Schedule for (optional: empty publishes now)</label>
         <input id="publish-at" type="datetime-local" step="1" value={at} onChange={(e) => setAt(e.target.value)} />
-        <p id="publish-problem" className={checked.problem ? 'error' : 'muted'} aria-live="polite" data-testid="publish-problem">
-          {checked.problem ?? 'Valid.'}
+        <p id="publish-problem" className={problem ? 'error' : 'muted'} aria-live="polite" data-testid="publish-problem">
+          {problem ?? (checked.problem ? 'Fill in the domain, the event name and the pid; data is a JSON object.' : 'Valid.')}
         </p>
         {!mayPublish && <p className="error">This token may not {scheduling ? 'schedule' : 'publish'} to {domain}.</p>}
         <button type="submit" className="primary" disabled={checked.problem !== undefined || !mayPublish} data-testid="publish-submit">

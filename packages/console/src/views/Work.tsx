@@ -91,8 +91,8 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
           <thead>
             <tr>
               <th scope="col">Group</th>
-              <th scope="col" className="num">
-                Members
+              <th scope="col" className="num" title="Consumers connected to this gateway; those of other gateways on the same store are not counted">
+                Members here
               </th>
               <th scope="col" className="num">
                 Pending
@@ -115,7 +115,7 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
                 <th scope="row" data-label="Group">
                   {group.domain} › <span className="mono">{group.name}</span> <span className="muted">({groupLabel(group.group)})</span>
                 </th>
-                <td className="num" data-label="Members">
+                <td className="num" data-label="Members here">
                   {group.members}
                 </td>
                 <td className="num" data-label="Pending">
@@ -144,7 +144,10 @@ export function Work({ domains }: { domains: DomainSummary[] | undefined }): Rea
           </tbody>
         </table>
       )}
-      <p className="muted">Members: connections registered at this gateway.</p>
+      <p className="muted" data-testid="members-note">
+        Members here: the consumers connected to this gateway. Workers connected to other gateways of the same store take part in the group too, and are not
+        counted. Pending, in flight, redelivered and dead letters are the store's, for every gateway.
+      </p>
 
       <h2 id="dead-letters-title">Dead letters</h2>
       {letters !== undefined && letters.length > 0 && !letters.some((letter) => mayManage(letter.domain)) && (
