@@ -324,39 +324,38 @@ export class MysqlLedger implements DeliveryLedger {
    * watermark in the store moves at most once per GROUP_READ_MS (a later claim writes the same rows
    * again, ignored, should this gateway stop before).
    */
-  async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<void> {
+  async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<number> {
     const { gname, grp } = ledgerColumns(key);
     const name = key.name === '*' ? '' : 'AND e.name = ?';
     const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
-    for (let step = 0; step < MATERIALIZE_STEPS && group.materialized < to; step++) {
-      const end = Math.min(to, group.materialized + MATERIALIZE_SPAN);
+    let from = group.materialized;
+    for (let step = 0; step < MATERIALIZE_STEPS && from < to; step++) {
+      const end = Math.min(to, from + MATERIALIZE_SPAN);
       await affected(
         conn,
         `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
          SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
          FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
          WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}`,
-        [gname, grp, group.materialized, end, key.domain, ...(key.name === '*' ? [] : [key.name])],
+        [gname, grp, from, end, key.domain, ...(key.name === '*' ? [] : [key.name])],
       );
-      group.materialized = end;
+      from = end;
     }
     if (now - group.persistedAt >= GROUP_READ_MS) {
-      group.persistedAt = now;
-      await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [
-        group.materialized,
-        key.domain,
-        key.name,
-        key.group,
-        group.materialized,
-      ]);
+      await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [from, key.domain, key.name, key.group, from]);
     }
+    // The cached watermark moves once the transaction commits (the caller's): rows rolled back must be written again.
+    return from;
   }
 
   async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
+      // Not caused by a route (a member joined, a timer): the head is read now, with the group.
+      if (upTo === undefined) this.#groups.delete(groupId(key));
       const group = await this.#cached(pool, key, now);
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       const to = Math.max(upTo ?? 0, group.head);
+      let materialized = group.materialized;
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
       const scope = rowScope(key);
@@ -365,7 +364,7 @@ export class MysqlLedger implements DeliveryLedger {
       const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
       type Candidate = { event_id: string; attempts: number; last_error: string | null };
       return this.#transaction(async (conn) => {
-        if (group.materialized < to) await this.#materialize(conn, key, group, to, now);
+        if (group.materialized < to) materialized = await this.#materialize(conn, key, group, to, now);
         let rows: Candidate[];
         if (!group.ordered) {
           // Leases that ran out first (their gateways died or stalled): looked for without locks (a
@@ -467,6 +466,12 @@ export class MysqlLedger implements DeliveryLedger {
           nextDue = num(due?.next);
         }
         return { claimed, dead, nextDue, missing: false };
+      }).then((result) => {
+        if (materialized > group.materialized) {
+          group.materialized = materialized;
+          if (now - group.persistedAt >= GROUP_READ_MS) group.persistedAt = now;
+        }
+        return result;
       });
     });
   }
