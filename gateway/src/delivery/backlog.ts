@@ -99,8 +99,9 @@ class GroupBacklog {
   wake(): void {
     while (!this.#drained && !this.#backlog.stopped && this.#inFlight < MAX_CLAIMS) {
       const limit = Math.min(CLAIM_BATCH, this.#free() - this.#reserved);
-      // A small claim while another is under way waits for it: it would cost a transaction for a few events.
-      if (limit <= 0 || (this.#inFlight > 0 && limit < MIN_OVERLAPPING_CLAIM)) return;
+      // A small claim while another is under way waits for it (or for more credit): it would cost a
+      // transaction for a few events.
+      if (limit <= 0 || (this.#inFlight > 0 && limit < Math.max(MIN_OVERLAPPING_CLAIM, this.#credit() / 4))) return;
       this.#inFlight += 1;
       this.#reserved += limit;
       this.#dirty = false;
@@ -111,6 +112,13 @@ class GroupBacklog {
   stop(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** The members' credit, free or not. */
+  #credit(): number {
+    let credit = 0;
+    for (const member of this.#members()) credit += member.concurrency;
+    return credit;
   }
 
   /** Free credit of the members here. */

@@ -445,14 +445,15 @@ export class MysqlLedger implements DeliveryLedger {
         const claimed: Claimed[] = [];
         if (claiming.length > 0) {
           const list = JSON.stringify(claiming.map((row) => row.event_id));
+          // One statement: the rows' leases, and for the default group v4's claim beside them.
           await affected(
             conn,
-            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id
+            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
+               ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
              SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3)
-             WHERE d.gname = ? AND d.grp = ?`,
-            [list, secret, owner, deadline, gname, grp],
+               ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
+            [list, gname, grp, secret, owner, deadline, ...(v4 ? [consumer] : [])],
           );
-          if (v4) await affected(conn, `UPDATE ${ID_TABLE} STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.id SET p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?`, [list, consumer]);
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
@@ -502,28 +503,23 @@ export class MysqlLedger implements DeliveryLedger {
           ...(action.kind === 'release' && action.availableAt !== undefined ? { a: action.availableAt } : {}),
           u: action.kind === 'release' && action.uncount ? 1 : 0,
         }));
+        // One statement: the ledger rows, and for the default group v4's outcome or claim beside them.
         await affected(
           conn,
           `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (
              dl VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$.d', k VARCHAR(16) PATH '$.k', o VARCHAR(16) PATH '$.o',
              e LONGTEXT CHARACTER SET utf8mb4 PATH '$.e', a BIGINT PATH '$.a', u INT PATH '$.u')) j STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.dl
+             LEFT JOIN event_published p FORCE INDEX (PRIMARY) ON d.grp = '' AND p.event_id = d.event_id AND ${UNSETTLED}
            SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
              d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
-             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
+             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3),
+             p.success = IF(j.o = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.o IN ('failed', 'dead'), UTC_TIMESTAMP(), p.failed),
+             p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
            WHERE d.outcome IS NULL`,
           [JSON.stringify(table)],
         );
         const v4 = [...acting.values()].filter((action) => current.get(action.delivery)?.grp === DEFAULT_GROUP);
         if (v4.length > 0) {
-          const kinds = v4.map((action) => ({ i: current.get(action.delivery)?.event_id, k: action.kind === 'outcome' ? action.outcome : action.kind === 'dead' ? 'failed' : 'release' }));
-          await affected(
-            conn,
-            `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.i', k VARCHAR(16) PATH '$.k')) j STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.i
-             SET p.success = IF(j.k = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.k = 'failed', UTC_TIMESTAMP(), p.failed),
-               p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
-             WHERE ${UNSETTLED}`,
-            [JSON.stringify(kinds)],
-          );
           const letters = v4.filter((action) => action.kind === 'dead');
           if (letters.length > 0) {
             await insertDeadLetters(
