@@ -294,10 +294,10 @@ export class MysqlLedger implements DeliveryLedger {
    * event of the group's filter up to it has its row). Read again at least every GROUP_READ_MS, so
    * that `ordered` set by another gateway's member applies here within that time.
    */
-  async #cached(pool: Pool, key: GroupKey, now: number): Promise<CachedGroup | undefined> {
+  async #cached(pool: Pool, key: GroupKey, now: number, reread = false): Promise<CachedGroup | undefined> {
     const id = groupId(key);
     const cached = this.#groups.get(id);
-    if (cached && now - cached.readAt < GROUP_READ_MS) return cached;
+    if (cached && !reread && now - cached.readAt < GROUP_READ_MS) return cached;
     const row = await this.#groupRow(pool, key);
     if (!row) {
       this.#groups.delete(id);
@@ -350,9 +350,9 @@ export class MysqlLedger implements DeliveryLedger {
 
   async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
-      // Not caused by a route (a member joined, a timer): the head is read now, with the group.
-      if (upTo === undefined) this.#groups.delete(groupId(key));
-      const group = await this.#cached(pool, key, now);
+      // Not caused by a route (a member joined, a timer): the head is read now, with the group (the
+      // watermark known here stays: writing rows again takes locks on them that settles wait for).
+      const group = await this.#cached(pool, key, now, upTo === undefined);
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       const to = Math.max(upTo ?? 0, group.head);
       let materialized = group.materialized;
