@@ -217,6 +217,18 @@ export function deliveryId(secret: string, eventId: string): string {
   return (typeof hash === 'function' ? hash('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex')).slice(0, 32);
 }
 
+/** The events of `ids` the caller has at hand (ClaimRequest.known), and the ids to read from the store. */
+export function atHand(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): { events: Map<string, StoredEvent>; missing: string[] } {
+  const events = new Map<string, StoredEvent>();
+  const missing: string[] = [];
+  for (const id of ids) {
+    const event = known?.(id);
+    if (event) events.set(id, event);
+    else missing.push(id);
+  }
+  return { events, missing };
+}
+
 /** A text cut to at most `max` characters without splitting a surrogate pair. */
 export function cut(text: string, max: number): string {
   if (text.length <= max) return text;

@@ -11,7 +11,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { CLAIMABLE_V4, cut, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { atHand, CLAIMABLE_V4, cut, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { ATTEMPTS, driverCode, notOpen, openPool, run, type MysqlStoreOptions } from './db.js';
 import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
@@ -418,13 +418,7 @@ export class MysqlLedger implements DeliveryLedger {
                 );
         }
         const ids = rows.map((row) => row.event_id);
-        const events = new Map<string, StoredEvent>();
-        const missing: string[] = [];
-        for (const id of ids) {
-          const event = known?.(id);
-          if (event) events.set(id, event);
-          else missing.push(id);
-        }
+        const { events, missing } = atHand(ids, known);
         if (missing.length > 0) {
           for (const row of await select<EventRow>(conn, `SELECT ${COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN event e FORCE INDEX (PRIMARY) ON e.id = j.id JOIN eventflow_position x ON x.event_id = e.id`, [JSON.stringify(missing)])) {
             events.set(row.id, toStoredEvent(row));

@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3';
 import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { now, toStoredEvent, type EventRow } from './statements.js';
 
 const TABLES = `
@@ -363,13 +363,7 @@ export class SqliteLedger implements DeliveryLedger {
 
   /** The events of `ids`: those at hand, the rest read in one statement. */
   #events(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
-    const events = new Map<string, StoredEvent>();
-    const missing: string[] = [];
-    for (const id of ids) {
-      const event = known?.(id);
-      if (event) events.set(id, event);
-      else missing.push(id);
-    }
+    const { events, missing } = atHand(ids, known);
     if (missing.length > 0) {
       for (const row of this.#all<EventRow>(`SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
         events.set(row.id, toStoredEvent(row));
