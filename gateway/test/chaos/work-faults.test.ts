@@ -109,10 +109,12 @@ describe.skipIf(skipStore !== undefined)('the work engine under faults (MariaDB)
     const b = await startGatewayProcess(portB, join(temp.dir, 'b.db'), env);
     databases.onCleanup(() => kill9(a.proc));
     databases.onCleanup(() => kill9(b.proc));
-    const EVENTS = 3_000;
+    // The drain must still run when the leases are taken over (lease + 2 s after the kill): 20 ms a
+    // job, 16 at once, is at most 800 jobs/s, 6,000 jobs at least 7.5 s.
+    const EVENTS = 6_000;
     const handled = new Map<string, number>();
     const handler = async (event: { id: string }): Promise<void> => {
-      await sleep(2);
+      await sleep(20);
       handled.set(event.id, (handled.get(event.id) ?? 0) + 1);
     };
     // B's member holds many leases and never settles them: they are B's until B dies.
@@ -123,7 +125,7 @@ describe.skipIf(skipStore !== undefined)('the work engine under faults (MariaDB)
     await eventually(async () => Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = 'workers' AND deadline IS NOT NULL AND outcome IS NULL`))[0]?.n) >= 50, 10_000, 'B to hold 50 leases');
     const ownerOfB = (await db.query<{ owner: string }>(`SELECT owner FROM eventflow_delivery WHERE grp = 'workers' AND deadline IS NOT NULL AND outcome IS NULL LIMIT 1`))[0]?.owner as string;
     const drainer = client(`ws://127.0.0.1:${portA}/`);
-    await drainer.consume('drain', 'job', handler, { group: 'workers', concurrency: 32 });
+    await drainer.consume('drain', 'job', handler, { group: 'workers', concurrency: 16 });
     await eventually(() => handled.size > 200, 20_000, 'A to be draining the backlog');
     await kill9(b.proc as ChildProcess);
     const killed = Date.now();
