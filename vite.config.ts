@@ -76,7 +76,10 @@ const browserTests = '**/*.browser.test.{ts,tsx}';
 
 export default defineConfig({
   resolve: { conditions, alias },
-  ssr: { resolve: { conditions: nodeConditions, externalConditions: ['source'] } },
+  // Vitest also hands these to Node (`--conditions`) for the packages it leaves to Node's loader:
+  // "module" there would make Node load bundler-only builds (@opentelemetry/api's build/esm, which
+  // prom-client requires, has extensionless imports).
+  ssr: { resolve: { conditions: nodeConditions.filter((condition) => condition !== 'module'), externalConditions: ['source'] } },
   test: {
     projects: [
       {
