@@ -17,7 +17,12 @@ import { catalogOperations } from './catalog-operations.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
-  return { id: event.id ?? generateEventId(), domain: event.domain, name: event.name, pid: event.pid, data: event.data ?? {}, rid: event.rid };
+  const made: NewEvent = { id: event.id ?? generateEventId(), domain: event.domain, name: event.name, pid: event.pid, data: event.data ?? {}, rid: event.rid };
+  if (event.traceparent !== undefined) {
+    made.traceparent = event.traceparent;
+    if (event.tracestate !== undefined) made.tracestate = event.tracestate;
+  }
+  return made;
 }
 
 function appended(event: StoredEvent): { id: string; position: number; timestamp: string } {

@@ -74,10 +74,13 @@ export interface EventDelivery {
   /** success, failed, dead or discarded; absent while unsettled. */
   outcome?: string | undefined;
   lastError?: string | undefined;
+  /** When its current (or last) delivery began (ISO-8601, ms), and when that delivery ended. */
+  claimedAt?: string | undefined;
+  settledAt?: string | undefined;
 }
 
-/** A row of eventflow_delivery as the catalogs read it. */
-export type DeliveryRow = { eventId: string; grp: string; gname: string; attempts: number | string; outcome: string | null; lastError: string | null };
+/** A row of eventflow_delivery as the catalogs read it. `claimedAt`/`settledAt`: ms since the epoch (MySQL's BIGINT may come as text), NULL before the first claim/settle or from older gateways. */
+export type DeliveryRow = { eventId: string; grp: string; gname: string; attempts: number | string; outcome: string | null; lastError: string | null; claimedAt?: number | string | null; settledAt?: number | string | null };
 
 /** A page's ledger rows as each event's `deliveries` (one extra query per page, not per event). */
 export function withDeliveries(fates: EventFate[], rows: readonly DeliveryRow[]): EventFate[] {
@@ -86,6 +89,9 @@ export function withDeliveries(fates: EventFate[], rows: readonly DeliveryRow[])
     const delivery: EventDelivery = { group: row.grp, name: row.gname, attempts: Number(row.attempts) };
     if (row.outcome !== null) delivery.outcome = row.outcome;
     if (row.lastError !== null) delivery.lastError = row.lastError;
+    if (row.claimedAt != null) delivery.claimedAt = new Date(Number(row.claimedAt)).toISOString();
+    // Only an end of the current delivery: a settle before its claim was an earlier attempt's.
+    if (row.settledAt != null && Number(row.settledAt) >= Number(row.claimedAt ?? 0)) delivery.settledAt = new Date(Number(row.settledAt)).toISOString();
     const list = byEvent.get(row.eventId);
     if (list) list.push(delivery);
     else byEvent.set(row.eventId, [delivery]);

@@ -75,6 +75,10 @@ export { waiting, type Waits } from './waits.js';
 export { v4Reads, type V4Reads } from './v4-reads.js';
 export { iterating, type Iterating } from './iterating.js';
 export type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
+// Tracing (ClientOptions.tracing): the seam, its OpenTelemetry implementation, the W3C field rules.
+export type { ClientTracing, OutgoingEvent, TraceOptions } from './client-tracing.js';
+export { otelTracing, type OtelApi } from './otel-tracing.js';
+export { formatTraceparent, parseTraceparent, TRACEPARENT, TRACESTATE_MAX_LENGTH, type TraceParent } from './trace-context.js';
 import { EventflowClient, type ClientOptions, type EventMap } from './client.js';
 import { consuming } from './consumers.js';
 import { waiting } from './waits.js';

@@ -39,6 +39,10 @@ export const eventDelivery = z.object({
   attempts: count(),
   outcome: z.optional(z.string()),
   lastError: z.optional(z.string()),
+  /** When its current (or last) delivery began: the gateway's claim (ISO-8601, ms). Absent before the first claim. */
+  claimedAt: z.optional(iso),
+  /** When that delivery ended (settled, retried, released, expired). Absent while it is open. */
+  settledAt: z.optional(iso),
 });
 
 export const eventFate = z.object({

@@ -93,7 +93,7 @@ export class MysqlCatalog implements Catalog {
       // The page's ledger rows in one read of the primary key (event_id, gname, grp); rows of the queue not yet delivered are left out.
       this.#select<DeliveryRow>(
         'read the event deliveries',
-        `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
+        `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError, d.claimed_at AS claimedAt, d.settled_at AS settledAt
          FROM eventflow_delivery d WHERE d.event_id IN (?) AND (d.attempts > 0 OR d.outcome IS NOT NULL) ORDER BY d.event_id, d.grp, d.gname`,
         [ids],
       ),

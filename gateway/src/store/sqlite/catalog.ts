@@ -1,7 +1,7 @@
 /** The SQLite store's Catalog (see ../catalog.ts): each read one prepared statement over v4's tables. */
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { toStoredEvent, type EventRow } from './statements.js';
+import { COLUMNS, toStoredEvent, type EventRow } from './statements.js';
 import { globPatterns, prefixRange, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
@@ -20,7 +20,7 @@ function prepare(db: Database.Database) {
        WHERE lastEvent IS NOT NULL ORDER BY d.domain`,
     ),
     page: db.prepare<[{ domain: string; pid: string; after: number; limit: number }], EventRow>(
-      `SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e
+      `SELECT ${COLUMNS} FROM event e
        WHERE e.domain = @domain AND e.pid = @pid AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
     ),
     // Walks idx_domain_pid in pid order from the cursor and stops after `limit` pids.
@@ -47,7 +47,7 @@ function prepare(db: Database.Database) {
     ),
     // The page's ledger rows in one read of the primary key (event_id, gname, grp); rows of the queue not yet delivered are left out.
     deliveries: db.prepare<[{ ids: string }], DeliveryRow>(
-      `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
+      `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError, d.claimed_at AS claimedAt, d.settled_at AS settledAt
        FROM eventflow_delivery d WHERE d.event_id IN (SELECT value FROM json_each(@ids)) AND (d.attempts > 0 OR d.outcome IS NOT NULL) ORDER BY d.event_id, d.grp, d.gname`,
     ),
     children: db.prepare<[{ domain: string; pid: string }], Associations['children'][number]>(
