@@ -61,6 +61,8 @@ const integration = [
   // Processes spawned (npx, npm pack, start-up failures), a private or shared MariaDB, fuzzing and
   // load: each takes seconds to tens of seconds, which the fast project must not.
   'gateway/test/cli/**/*.test.ts',
+  // Chromium, the bin as a child process (OTLP exporters), a MariaDB: a few seconds.
+  'gateway/test/tracing.test.ts',
   'gateway/test/mysql-sql-mode.test.ts',
   'gateway/test/data-keys.test.ts',
   'gateway/test/availability.test.ts',
