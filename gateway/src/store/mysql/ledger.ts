@@ -62,6 +62,8 @@ const INDEXES: ReadonlyArray<readonly [name: string, columns: string]> = [
   ['idx_delivery_pid', '(domain, gname, grp, pid, position)'],
   ['idx_delivery_state', '(outcome, domain, gname, grp)'],
   ['idx_delivery_attempts', '(attempts)'],
+  // The latency view (catalog readLatency): an event name's settled rows by settle time.
+  ['idx_delivery_settled', '(domain, name, settled_at)'],
 ];
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */

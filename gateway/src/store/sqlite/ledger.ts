@@ -51,6 +51,8 @@ CREATE INDEX IF NOT EXISTS idx_delivery_free ON eventflow_delivery (domain, gnam
 CREATE INDEX IF NOT EXISTS idx_delivery_pid ON eventflow_delivery (domain, gname, grp, pid, position) WHERE outcome IS NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_dead ON eventflow_delivery (updated) WHERE outcome = 'dead';
 CREATE INDEX IF NOT EXISTS idx_delivery_redelivered ON eventflow_delivery (domain, gname, grp) WHERE attempts > 1;
+-- The latency view (catalog readLatency): settled rows of an event name by settle time; a row enters it once, with its outcome.
+CREATE INDEX IF NOT EXISTS idx_delivery_settled ON eventflow_delivery (domain, name, settled_at) WHERE outcome IS NOT NULL;
 `;
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
