@@ -78,6 +78,11 @@ export function describeTraceContext(open: () => Promise<EventStore>): void {
       const settledAt = Date.parse(delivery?.settledAt ?? '');
       expect(settledAt).toBeGreaterThanOrEqual(settling);
       expect(settledAt).toBeLessThanOrEqual(settled);
+      // The latency view's rows: settled deliveries of the name in a window of settle times, newest first.
+      const rows = await store.catalog.settledDeliveries({ domain: 'orders', name: 'created', from: settling, to: settled + 1, limit: 10 });
+      expect(rows).toEqual([{ eventId: traced.id, pid: 'p9', group: 'billing', outcome: 'success', attempts: 1, storedAt: Date.parse(traced.timestamp), claimedAt, settledAt }]);
+      expect(await store.catalog.settledDeliveries({ domain: 'orders', name: 'created', group: '', from: settling, to: settled + 1, limit: 10 })).toEqual([]);
+      expect(await store.catalog.settledDeliveries({ domain: 'orders', name: 'created', from: settled + 1, to: settled + 1000, limit: 10 })).toEqual([]);
     });
   });
 }

@@ -66,9 +66,9 @@ export {
   type Subscription,
   type WaitOptions,
 } from './client.js';
-export type { DomainSummary, EventDelivery, EventFate, GatewayStats, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
+export type { DomainSummary, EventDelivery, EventFate, GatewayStats, LatencySample, LatencySummary, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
 // The operator's operations are functions of a client, so that a client that never calls them ships none.
-export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDeadLetters, listDomains, listGroups, listProcesses, listScheduled, readTimeline, requeueDeadLetter } from './operator.js';
+export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDeadLetters, listDomains, listGroups, listProcesses, listScheduled, readLatency, readTimeline, requeueDeadLetter } from './operator.js';
 // The features (ClientOptions.features): only a bundle that references one carries its code.
 export { consuming, type Consumers } from './consumers.js';
 export { waiting, type Waits } from './waits.js';

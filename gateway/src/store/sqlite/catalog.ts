@@ -2,7 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
 import { COLUMNS, toStoredEvent, type EventRow } from './statements.js';
-import { globPatterns, prefixRange, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
+import { globPatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
@@ -89,11 +89,15 @@ const optional = (value: string | null): string | undefined => value ?? undefine
 
 export class SqliteCatalog implements Catalog {
   readonly #s: Statements;
+  readonly #db: Database.Database;
   readonly #deleting: () => void;
+  /** The settled deliveries' statements (every group, one group), prepared on first use. */
+  readonly #settled: Array<Database.Statement<unknown[], SettledRow> | undefined> = [];
 
   /** `deleting`: called before an event is deleted (the store forgets what it keeps of recent events). */
   constructor(db: Database.Database, deleting: () => void = () => undefined) {
     this.#s = prepare(db);
+    this.#db = db;
     this.#deleting = deleting;
   }
 
@@ -125,6 +129,11 @@ export class SqliteCatalog implements Catalog {
       deadLetter: row.attempts === null ? undefined : { attempts: row.attempts, reason: row.reason ?? '', at: row.at ?? '' },
     }));
     return withDeliveries(fates, this.#s.deliveries.all({ ids }));
+  }
+
+  async settledDeliveries({ domain, name, group, from, to, limit }: SettledQuery): Promise<SettledDelivery[]> {
+    const statement = (this.#settled[group === undefined ? 0 : 1] ??= this.#db.prepare<unknown[], SettledRow>(settledSql(group !== undefined)));
+    return statement.all(...[domain, name, from, to, ...(group === undefined ? [] : [group]), limit]).map(toSettled);
   }
 
   async associations(domain: string, pid: string): Promise<Associations> {
