@@ -239,6 +239,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       router: givenRouter,
       prometheus,
       readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+      traceLink: settings.EVENTFLOW_TRACE_LINK,
       connections: () => sessions.size,
       inFlight: () => dispatcher.stats.deliveries,
       closing: () => closing !== undefined,

@@ -118,6 +118,8 @@ export const gatewayStats = z.object({
   /** Deliveries open on this gateway. */
   inFlight: count(),
   ready: z.boolean(),
+  /** EVENTFLOW_TRACE_LINK: the operator's tracing UI for a trace id (`{traceId}` in it), for the console's links. */
+  traceLink: z.optional(z.string()),
 });
 
 /** The operations, given the stored event's schema (protocol.ts's: imported from there it would be a cycle). */
