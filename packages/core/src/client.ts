@@ -178,7 +178,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async #write(op: 'publish' | 'persist' | 'schedule', event: Partial<EventInput>, options?: PublishOptions, date?: unknown): Promise<string> {
     const params = writeParams(op, event, options, date) as Params<'schedule'> & { event: OutgoingEvent };
     const send = () => this.call(op, params, options);
-    return (await (this.#tracing ? this.#tracing.write(op, params.event, send) : send())).id;
+    return (await (this.#tracing?.write(op, params.event, send) ?? send())).id;
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
@@ -429,7 +429,6 @@ function checkClientOptions(options: ClientOptions): void {
   const { features = [] } = options;
   if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting, v4Reads, iterating)');
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
-  if (options.tracing && typeof options.tracing.write != 'function') throw invalid('options.tracing: must come from otelTracing(api) (or be false)');
 }
 
 /** Options of a pattern subscription: `pid` filters by pid pattern (`*` matches any run of characters). */
