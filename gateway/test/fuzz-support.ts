@@ -41,7 +41,7 @@ export interface FuzzFrame {
   id: number | undefined;
 }
 
-type Kind = 'ident' | 'handle' | 'token' | 'pos' | 'posInt' | 'iso' | 'event' | 'names' | 'outcome' | 'settleError';
+type Kind = 'ident' | 'handle' | 'token' | 'pos' | 'posInt' | 'iso' | 'event' | 'names' | 'outcome' | 'settleError' | 'credit' | 'bool' | 'retry' | 'settles';
 
 /**
  * The params of every operation, with each field's kind (optional fields included). The fuzz test
@@ -55,9 +55,10 @@ export const templates: Partial<Record<OperationName, Record<string, Kind>>> = {
   unsubscribe: { domain: 'ident', name: 'ident' },
   subscribePattern: { subscription: 'handle', pattern: 'ident', names: 'names', pid: 'ident', after: 'pos' },
   unsubscribePattern: { subscription: 'handle' },
-  consume: { consumer: 'handle', domain: 'ident', name: 'ident', after: 'pos', group: 'ident' },
+  consume: { consumer: 'handle', domain: 'ident', name: 'ident', after: 'pos', group: 'ident', concurrency: 'credit', ordered: 'bool', retry: 'retry' },
   removeConsumer: { consumer: 'handle' },
   settle: { delivery: 'handle', outcome: 'outcome', delayMs: 'posInt', error: 'settleError' },
+  settleMany: { settles: 'settles' },
   extend: { delivery: 'handle', ms: 'posInt' },
   wait: { wait: 'handle', domain: 'ident', pid: 'ident', names: 'names', afterId: 'ident', afterPosition: 'pos', request: 'ident' },
   cancelWait: { wait: 'handle' },
@@ -103,6 +104,10 @@ const validValues: Record<Kind, unknown> = {
   names: ['placed', 'paid'],
   outcome: 'success',
   settleError: { message: 'boom', code: 'X' },
+  credit: 8,
+  bool: true,
+  retry: { attempts: 3, backoff: 'fixed', delayMs: 10, maxDelayMs: 100 },
+  settles: [{ delivery: 'h-1', outcome: 'success' }],
 };
 
 /** Valid params for `op` with every optional field present. */
@@ -161,6 +166,14 @@ function pools(kind: Kind): unknown[] {
       return [...nonString.filter((v) => !(v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0)), { message: 5 }, { code: 'x' }, { message: 'x', code: 5 }, { message: 'x', extra: 1 }, { message: 'x', code: 'c'.repeat(129) }];
     case 'event':
       return [5, 'x', null, [], true, [validEvent]];
+    case 'credit':
+      return [...nonNumber, ...badNumbers, 1001];
+    case 'bool':
+      return [5, 'x', 'true', 0, 1, null, [], {}];
+    case 'retry':
+      return [5, 'x', null, [], {}, { attempts: 0 }, { attempts: 101 }, { attempts: 1.5 }, { attempts: 3, backoff: 'linear' }, { attempts: 3, extra: 1 }, { attempts: 3, delayMs: -1 }, { attempts: 3, maxDelayMs: 86_400_001 }];
+    case 'settles':
+      return [5, 'x', null, {}, [], [{}], [5], [{ delivery: 'h', outcome: 'done' }], [{ delivery: '', outcome: 'success' }], Array.from({ length: 257 }, () => ({ delivery: 'h', outcome: 'success' }))];
   }
 }
 

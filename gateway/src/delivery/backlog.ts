@@ -40,6 +40,7 @@ class GroupBacklog {
   readonly key: GroupKey;
   readonly #backlog: Backlog;
   #record: Promise<GroupRecord> | undefined;
+  #ordered: boolean | undefined;
   /** Claims under way, and the credit they were made for. */
   #inFlight = 0;
   #reserved = 0;
@@ -69,6 +70,7 @@ class GroupBacklog {
     this.#record = record;
     record.catch(() => this.#record === record && (this.#record = undefined));
     const joined = await record;
+    this.#ordered = joined.ordered;
     this.signal();
     return joined;
   }
@@ -76,6 +78,12 @@ class GroupBacklog {
   /** Created again at the next claim (it was deleted). */
   forget(): void {
     this.#record = undefined;
+    this.#ordered = undefined;
+  }
+
+  /** Whether the group is ordered, as last read (unknown: treated as ordered, so that nothing waits). */
+  get ordered(): boolean {
+    return this.#ordered ?? true;
   }
 
   /** An event of the group was routed here (at `position`). */
@@ -99,11 +107,11 @@ class GroupBacklog {
   wake(): void {
     while (!this.#drained && !this.#backlog.stopped && this.#inFlight < MAX_CLAIMS) {
       const limit = Math.min(CLAIM_BATCH, this.#free() - this.#reserved);
-      // A small claim while another is under way waits for it: it would cost a transaction for a few events.
-      if (limit <= 0 || (this.#inFlight > 0 && limit < MIN_OVERLAPPING_CLAIM)) return;
+      // A small claim while another is under way waits for it (or for more credit): it would cost a
+      // transaction for a few events.
+      if (limit <= 0 || (this.#inFlight > 0 && limit < Math.max(MIN_OVERLAPPING_CLAIM, this.#credit() / 4))) return;
       this.#inFlight += 1;
       this.#reserved += limit;
-      this.#dirty = false;
       void this.#claim(limit);
     }
   }
@@ -111,6 +119,13 @@ class GroupBacklog {
   stop(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** The members' credit, free or not. */
+  #credit(): number {
+    let credit = 0;
+    for (const member of this.#members()) credit += member.concurrency;
+    return credit;
   }
 
   /** Free credit of the members here. */
@@ -131,9 +146,12 @@ class GroupBacklog {
     try {
       this.#record ??= backlog.ledger().ensureGroup(this.key);
       const record = await this.#record;
+      this.#ordered = record.ordered;
       const leases = backlog.leases;
       const maxAttempts = Math.max(...this.#members().map((member) => leases.maxAttempts(member)), leases.maxAttempts(undefined));
       const now = Date.now();
+      // From here the claim reads the store: a signal after this may be something it does not see.
+      this.#dirty = false;
       const result = await backlog.ledger().claim({
         group: record,
         owner: leases.owner,
@@ -260,16 +278,18 @@ export class Backlog {
   readonly known = (id: string): StoredEvent | undefined => this.#recent.get(id);
 
   /** A member's credit came free (`consumer`), and, with `pending`, the events of the key's ledger may hold something claimable. */
-  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean, unsettled?: string): void {
+  ended(consumer: ConsumerRef | undefined, key: GroupKey, change: 'pending' | 'settled' | 'none', unsettled?: string): void {
     if (consumer && unsettled !== undefined) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.avoid(unsettled, consumer);
-    if (pending) this.signalLedger(key);
+    if (change === 'pending') this.signalLedger(key);
+    // An outcome frees the next event of its pid in an ordered group; in others it changes nothing claimable.
+    else if (change === 'settled') this.signalLedger(key, (group) => group.ordered);
     if (consumer) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.wake();
   }
 
-  /** Every group on the key's ledger looks again (the default groups of a domain share one). */
-  signalLedger(key: GroupKey): void {
+  /** Every group on the key's ledger looks again (the default groups of a domain share one), or those `only` selects. */
+  signalLedger(key: GroupKey, only?: (group: GroupBacklog) => boolean): void {
     const id = ledgerId(key);
-    for (const group of this.#groups.values()) if (ledgerId(group.key) === id) group.signal();
+    for (const group of this.#groups.values()) if (ledgerId(group.key) === id && (only?.(group) ?? true)) group.signal();
   }
 
   /** Forgets a deleted group's record here (its members stay registered and create it again at their next claim). */

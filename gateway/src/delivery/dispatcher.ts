@@ -86,7 +86,7 @@ export class Dispatcher implements RouteTarget {
     this.#consumers = new Consumers(interest);
     const ledger = () => store.ledger();
     this.#leases = new Leases(ledger, new LedgerWriter(ledger), this.#consumers, consumerId, log, this.#metrics, options, {
-      ended: (consumer, key, pending, unsettled) => this.#backlog.ended(consumer, key, pending, unsettled),
+      ended: (consumer, key, change, unsettled) => this.#backlog.ended(consumer, key, change, unsettled),
       failed: (eventId, message, attempt) => this.#waits.consumeFailed(eventId, message, attempt),
     });
     this.#backlog = new Backlog(ledger, this.#consumers, this.#leases, log);

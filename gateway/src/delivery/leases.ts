@@ -60,12 +60,13 @@ export type Settlement = { outcome: 'success' | 'failed'; error?: string | undef
 
 export interface LeaseEvents {
   /**
-   * A delivery of `consumer` ended (its credit is free again); `pending`: its event is pending again
-   * for the group, or a later event of its pid may now be taken (an ordered group). `unsettled`: the
-   * event it ended without an outcome (its lease ran out, its consumer left): another member is
-   * preferred for it.
+   * A delivery of `consumer` ended (its credit is free again). `change`: `pending` its event is
+   * pending again for the group; `settled` it has an outcome (a later event of its pid may now be
+   * taken, in an ordered group); `none` the store did not take what ended it. `unsettled`: the event
+   * it ended without an outcome (its lease ran out, its consumer left): another member is preferred
+   * for it.
    */
-  ended(consumer: ConsumerRef | undefined, key: GroupKey, pending: boolean, unsettled?: string): void;
+  ended(consumer: ConsumerRef | undefined, key: GroupKey, change: 'pending' | 'settled' | 'none', unsettled?: string): void;
   /** A consume ended failed: the handler threw, or the event became a dead letter. */
   failed(eventId: string, message: string, attempt: number): void;
 }
@@ -164,7 +165,7 @@ export class Leases {
   /** Claimed, but nobody here has credit for it any more (its members left meanwhile): back to pending at once, not counted. */
   async giveBack(key: GroupKey, claimed: readonly Claimed[]): Promise<void> {
     await Promise.all(claimed.map(({ delivery }) => this.#writer.write({ kind: 'release', delivery, uncount: true }).catch((error: unknown) => this.#log.error('could not release a claim', { delivery, error }))));
-    this.#events.ended(undefined, key, true);
+    this.#events.ended(undefined, key, 'pending');
   }
 
   /**
@@ -189,7 +190,7 @@ export class Leases {
     if (!ended) {
       // Not the store's current delivery any more (its lease ran out and another took it).
       this.#end(delivery, 'superseded', 'not the current delivery any more');
-      this.#events.ended(delivery.consumer, delivery.key, false);
+      this.#events.ended(delivery.consumer, delivery.key, 'none');
       return false;
     }
     this.#end(delivery, decision.metric, decision.metric === 'success' ? undefined : (decision.failure ?? decision.metric));
@@ -244,7 +245,7 @@ export class Leases {
       else this.#log.warn('event failed after its last delivery attempt; recorded as a dead letter', fields);
     }
     if (decision.failure !== undefined) this.#events.failed(ended.eventId, decision.failure, ended.attempts);
-    this.#events.ended(consumer, key, true);
+    this.#events.ended(consumer, key, decision.action.kind === 'release' ? 'pending' : 'settled');
   }
 
   /**
@@ -264,7 +265,7 @@ export class Leases {
     if (!(await this.#ledger().extend(deliveryId, Date.now() + granted))) {
       if (this.#open.get(deliveryId) === delivery) {
         this.#end(delivery, 'superseded', 'not the current delivery any more');
-        this.#events.ended(delivery.consumer, delivery.key, false);
+        this.#events.ended(delivery.consumer, delivery.key, 'none');
       }
       return undefined;
     }
@@ -376,7 +377,7 @@ export class Leases {
     } catch (error) {
       this.#log.error('could not hand a delivery back; its lease runs out in the store', { event: event.id, reason, error });
     }
-    this.#events.ended(consumer, key, true, event.id);
+    this.#events.ended(consumer, key, 'pending', event.id);
   }
 
   /** A line a consumer can cause once per event: counted per condition on its connection when the peer can. */

@@ -25,7 +25,7 @@
  * Times are milliseconds since the epoch from the gateways' clocks (lease deadlines, retry delays):
  * gateways sharing a store are expected to keep their clocks in step (NTP).
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
 
 /** The default group's name. */
@@ -212,7 +212,9 @@ export function keyOf(domain: string, gname: string, grp: string, eventName: str
  * computes the same in SQL (`LEFT(SHA2(CONCAT(secret, ':', event_id), 256), 32)`).
  */
 export function deliveryId(secret: string, eventId: string): string {
-  return createHash('sha256').update(`${secret}:${eventId}`).digest('hex').slice(0, 32);
+  // crypto.hash (Node 20.12+): a third of createHash's cost, per claimed event.
+  const text = `${secret}:${eventId}`;
+  return (typeof hash === 'function' ? hash('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex')).slice(0, 32);
 }
 
 /** A text cut to at most `max` characters without splitting a surrogate pair. */

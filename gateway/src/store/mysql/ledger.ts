@@ -299,10 +299,10 @@ export class MysqlLedger implements DeliveryLedger {
    * event of the group's filter up to it has its row). Read again at least every GROUP_READ_MS, so
    * that `ordered` set by another gateway's member applies here within that time.
    */
-  async #cached(pool: Pool, key: GroupKey, now: number): Promise<CachedGroup | undefined> {
+  async #cached(pool: Pool, key: GroupKey, now: number, reread = false): Promise<CachedGroup | undefined> {
     const id = groupId(key);
     const cached = this.#groups.get(id);
-    if (cached && now - cached.readAt < GROUP_READ_MS) return cached;
+    if (cached && !reread && now - cached.readAt < GROUP_READ_MS) return cached;
     const row = await this.#groupRow(pool, key);
     if (!row) {
       this.#groups.delete(id);
@@ -329,39 +329,38 @@ export class MysqlLedger implements DeliveryLedger {
    * watermark in the store moves at most once per GROUP_READ_MS (a later claim writes the same rows
    * again, ignored, should this gateway stop before).
    */
-  async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<void> {
+  async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<number> {
     const { gname, grp } = ledgerColumns(key);
     const name = key.name === '*' ? '' : 'AND e.name = ?';
     const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
-    for (let step = 0; step < MATERIALIZE_STEPS && group.materialized < to; step++) {
-      const end = Math.min(to, group.materialized + MATERIALIZE_SPAN);
+    let from = group.materialized;
+    for (let step = 0; step < MATERIALIZE_STEPS && from < to; step++) {
+      const end = Math.min(to, from + MATERIALIZE_SPAN);
       await affected(
         conn,
         `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
          SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
          FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
          WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}`,
-        [gname, grp, group.materialized, end, key.domain, ...(key.name === '*' ? [] : [key.name])],
+        [gname, grp, from, end, key.domain, ...(key.name === '*' ? [] : [key.name])],
       );
-      group.materialized = end;
+      from = end;
     }
     if (now - group.persistedAt >= GROUP_READ_MS) {
-      group.persistedAt = now;
-      await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [
-        group.materialized,
-        key.domain,
-        key.name,
-        key.group,
-        group.materialized,
-      ]);
+      await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [from, key.domain, key.name, key.group, from]);
     }
+    // The cached watermark moves once the transaction commits (the caller's): rows rolled back must be written again.
+    return from;
   }
 
   async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
-      const group = await this.#cached(pool, key, now);
+      // Not caused by a route (a member joined, a timer): the head is read now, with the group (the
+      // watermark known here stays: writing rows again takes locks on them that settles wait for).
+      const group = await this.#cached(pool, key, now, upTo === undefined);
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       const to = Math.max(upTo ?? 0, group.head);
+      let materialized = group.materialized;
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
       const scope = rowScope(key);
@@ -370,7 +369,7 @@ export class MysqlLedger implements DeliveryLedger {
       const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
       type Candidate = { event_id: string; attempts: number; last_error: string | null };
       return this.#transaction(async (conn) => {
-        if (group.materialized < to) await this.#materialize(conn, key, group, to, now);
+        if (group.materialized < to) materialized = await this.#materialize(conn, key, group, to, now);
         let rows: Candidate[];
         if (!group.ordered) {
           // Leases that ran out first (their gateways died or stalled): looked for without locks (a
@@ -451,14 +450,15 @@ export class MysqlLedger implements DeliveryLedger {
         const claimed: Claimed[] = [];
         if (claiming.length > 0) {
           const list = JSON.stringify(claiming.map((row) => row.event_id));
+          // One statement: the rows' leases, and for the default group v4's claim beside them.
           await affected(
             conn,
-            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id
+            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
+               ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
              SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
-             WHERE d.gname = ? AND d.grp = ?`,
-            [list, secret, owner, deadline, now, gname, grp],
+               ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
+            [list, gname, grp, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
           );
-          if (v4) await affected(conn, `UPDATE ${ID_TABLE} STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.id SET p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?`, [list, consumer]);
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
@@ -472,6 +472,12 @@ export class MysqlLedger implements DeliveryLedger {
           nextDue = num(due?.next);
         }
         return { claimed, dead, nextDue, missing: false };
+      }).then((result) => {
+        if (materialized > group.materialized) {
+          group.materialized = materialized;
+          if (now - group.persistedAt >= GROUP_READ_MS) group.persistedAt = now;
+        }
+        return result;
       });
     });
   }
@@ -502,28 +508,23 @@ export class MysqlLedger implements DeliveryLedger {
           ...(action.kind === 'release' && action.availableAt !== undefined ? { a: action.availableAt } : {}),
           u: action.kind === 'release' && action.uncount ? 1 : 0,
         }));
+        // One statement: the ledger rows, and for the default group v4's outcome or claim beside them.
         await affected(
           conn,
           `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (
              dl VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$.d', k VARCHAR(16) PATH '$.k', o VARCHAR(16) PATH '$.o',
              e LONGTEXT CHARACTER SET utf8mb4 PATH '$.e', a BIGINT PATH '$.a', u INT PATH '$.u')) j STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.dl
+             LEFT JOIN event_published p FORCE INDEX (PRIMARY) ON d.grp = '' AND p.event_id = d.event_id AND ${UNSETTLED}
            SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
              d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
-             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?
+             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?,
+             p.success = IF(j.o = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.o IN ('failed', 'dead'), UTC_TIMESTAMP(), p.failed),
+             p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
            WHERE d.outcome IS NULL`,
           [JSON.stringify(table), Date.now()],
         );
         const v4 = [...acting.values()].filter((action) => current.get(action.delivery)?.grp === DEFAULT_GROUP);
         if (v4.length > 0) {
-          const kinds = v4.map((action) => ({ i: current.get(action.delivery)?.event_id, k: action.kind === 'outcome' ? action.outcome : action.kind === 'dead' ? 'failed' : 'release' }));
-          await affected(
-            conn,
-            `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.i', k VARCHAR(16) PATH '$.k')) j STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.i
-             SET p.success = IF(j.k = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.k = 'failed', UTC_TIMESTAMP(), p.failed),
-               p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
-             WHERE ${UNSETTLED}`,
-            [JSON.stringify(kinds)],
-          );
           const letters = v4.filter((action) => action.kind === 'dead');
           if (letters.length > 0) {
             await insertDeadLetters(

@@ -83,9 +83,33 @@ function eventScope(key: GroupKey): string {
 const rowScope = (key: GroupKey): string =>
   `d.domain = @domain AND d.gname = @gname AND d.grp = @grp ${key.group === DEFAULT_GROUP && key.name !== '*' ? 'AND d.name = @name' : ''}`;
 
+/** What the claims know of a group: its row, how far its rows are written, when leases were last looked at. */
+interface KnownGroup {
+  row: GroupRow;
+  /** Every event of the group's filter up to this position has its row (the watermark). */
+  materialized: number;
+  /** When the watermark was last written to the group's row. */
+  persistedAt: number;
+  /** When a claim last looked for leases that ran out. */
+  expiredAt: number;
+}
+
+/** How often the watermark is written to the group's row (a restart writes the rows after it again, ignored). */
+const PERSIST_MS = 1_000;
+/**
+ * How often a claim looks for leases that ran out (a gateway of another life left them): one index
+ * range more per claim otherwise, for what happens after a crash.
+ */
+const EXPIRED_CHECK_MS = 250;
+
 export class SqliteLedger implements DeliveryLedger {
   readonly #db: Database.Database;
   readonly #cache = new Map<string, Database.Statement>();
+  /**
+   * The groups as the claims know them. One gateway writes the file (the store's lock), and its
+   * group changes go through this ledger, so they stay true; ensureGroup and deleteGroup drop them.
+   */
+  readonly #known = new Map<string, KnownGroup>();
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -137,7 +161,24 @@ export class SqliteLedger implements DeliveryLedger {
     return this.#get<GroupRow>(`SELECT * FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key);
   }
 
+  #knownGroup(key: GroupKey): KnownGroup | undefined {
+    const id = `${key.domain}\u0000${key.name}\u0000${key.group}`;
+    let known = this.#known.get(id);
+    if (!known) {
+      const row = this.#groupRow(key);
+      if (!row) return undefined;
+      known = { row, materialized: row.materialized ?? row.created_position, persistedAt: 0, expiredAt: 0 };
+      this.#known.set(id, known);
+    }
+    return known;
+  }
+
+  #forget(key: GroupKey): void {
+    this.#known.delete(`${key.domain}\u0000${key.name}\u0000${key.group}`);
+  }
+
   async ensureGroup(key: GroupKey, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
+    this.#forget(key);
     return this.#immediate(() => {
       const ordered = options.ordered === undefined ? 0 : Number(options.ordered);
       this.#run(
@@ -156,6 +197,7 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
+    this.#forget(key);
     return this.#immediate(() => {
       const deleted = this.#run(`DELETE FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key) > 0;
       // The default group's rows are v4's claim and outcome: they stay with the event.
@@ -194,9 +236,11 @@ export class SqliteLedger implements DeliveryLedger {
       const record = toRecord(row);
       const unsettled = sum(open, record);
       // Events after the watermark have no row yet: pending all the same.
+      // (The watermark in the row lags the claims' by up to PERSIST_MS: rows already written are not counted twice.)
       const later = this.#get<{ n: number; first: number | null }>(
-        `SELECT COUNT(*) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after`,
-        { domain: record.domain, name: record.name, after: row.materialized ?? row.created_position },
+        `SELECT COUNT(*) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after
+           AND NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = @gname AND r.grp = @grp)`,
+        { domain: record.domain, name: record.name, after: row.materialized ?? row.created_position, ...ledgerColumns(record) },
       );
       const oldest = unsettled.oldest ?? later?.first ?? undefined;
       const timestamp = oldest === undefined ? undefined : this.#get<{ timestamp: string }>(`SELECT timestamp FROM event WHERE position = @oldest`, { oldest })?.timestamp;
@@ -215,29 +259,40 @@ export class SqliteLedger implements DeliveryLedger {
     return this.#get(`SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name IN (@name, '*') LIMIT 1`, { domain, name }) !== undefined;
   }
 
-  /** Writes the group's rows for the events published since its watermark (up to MATERIALIZE_PAGE of them), and moves it. */
-  #materialize(group: GroupRow, key: GroupKey, updated: string): void {
-    const from = group.materialized ?? group.created_position;
-    const head = this.#get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0;
-    if (head <= from) return;
+  /**
+   * Writes the group's rows for the events published after its watermark, up to `upTo` (a position
+   * routed here, committed) or the head, at most MATERIALIZE_PAGE events of the domain at a time.
+   * Returns the new watermark (the caller keeps it once the transaction commits).
+   */
+  #materialize(known: KnownGroup, key: GroupKey, updated: string, upTo: number | undefined, at: number): number {
+    const from = known.materialized;
+    const head = upTo !== undefined && upTo > from ? upTo : (this.#get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
+    if (head <= from) return from;
     const params = { domain: key.domain, name: key.name, from, ...ledgerColumns(key), updated, skip: MATERIALIZE_PAGE - 1 };
-    const far = this.#get<{ position: number }>(`SELECT e.position FROM event e WHERE e.domain = @domain AND e.position > @from ORDER BY e.position LIMIT 1 OFFSET @skip`, params);
+    // A long way behind (a backlog, a group without members for a while): a bounded step.
+    const far = head - from > MATERIALIZE_PAGE ? this.#get<{ position: number }>(`SELECT e.position FROM event e WHERE e.domain = @domain AND e.position > @from ORDER BY e.position LIMIT 1 OFFSET @skip`, params) : undefined;
     const to = far?.position ?? head;
     this.#run(
       `INSERT OR IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
        SELECT e.id, e.domain, @gname, @grp, e.position, e.pid, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
       { ...params, to },
     );
-    this.#run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
+    if (at - known.persistedAt >= PERSIST_MS) {
+      this.#run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
+    }
+    return to;
   }
 
-  async claim({ group: key, owner, consumer, secret, deadline, now: at, limit, maxAttempts, known }: ClaimRequest): Promise<ClaimResult> {
-    return this.#immediate(() => {
+  async claim({ group: key, owner, consumer, secret, deadline, now: at, limit, maxAttempts, known, upTo }: ClaimRequest): Promise<ClaimResult> {
+    const cached = this.#knownGroup(key);
+    // Deleted: nothing to claim until it is created again.
+    if (!cached) return { claimed: [], dead: [], nextDue: undefined, missing: true };
+    let watermark = cached.materialized;
+    const lookForExpired = at - cached.expiredAt >= EXPIRED_CHECK_MS;
+    const result = this.#immediate((): ClaimResult => {
       const updated = now();
-      const group = this.#groupRow(key);
-      // Deleted (here or by another gateway): nothing to claim until it is created again.
-      if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
-      this.#materialize(group, key, updated);
+      const group = cached.row;
+      watermark = this.#materialize(cached, key, updated, upTo, at);
       const v4 = key.group === DEFAULT_GROUP;
       const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, limit), owner, consumer, deadline, updated, secret, max: maxAttempts };
       // The page: leases that ran out (their gateways died or stalled), then rows with no lease in
@@ -247,7 +302,10 @@ export class SqliteLedger implements DeliveryLedger {
            ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
            ${group.ordered === 1 ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}`;
       const from = `FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}`;
-      const page = `SELECT rowid FROM (
+      const free = `SELECT d.rowid ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT @limit`;
+      const page = !lookForExpired
+        ? free
+        : `SELECT rowid FROM (
            SELECT * FROM (SELECT d.rowid, 0 AS k, d.deadline AS o ${from} WHERE ${filter} AND d.deadline <= @now ORDER BY d.deadline LIMIT @limit)
            UNION ALL SELECT * FROM (SELECT d.rowid, 1 AS k, d.position AS o ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT @limit)
          ) ORDER BY k, o LIMIT @limit`;
@@ -301,6 +359,11 @@ export class SqliteLedger implements DeliveryLedger {
           : undefined;
       return { claimed, dead, nextDue, missing: false };
     });
+    // Committed: what the claim wrote and looked at is known from now on.
+    if (watermark > cached.materialized && at - cached.persistedAt >= PERSIST_MS) cached.persistedAt = at;
+    cached.materialized = watermark;
+    if (lookForExpired) cached.expiredAt = at;
+    return result;
   }
 
   /** The events of `ids`: those at hand, the rest read in one statement. */
