@@ -61,6 +61,8 @@ const integration = [
   // Processes spawned (npx, npm pack, start-up failures), a private or shared MariaDB, fuzzing and
   // load: each takes seconds to tens of seconds, which the fast project must not.
   'gateway/test/cli/**/*.test.ts',
+  // Chromium, the bin as a child process (OTLP exporters), a MariaDB: a few seconds.
+  'gateway/test/tracing.test.ts',
   'gateway/test/mysql-sql-mode.test.ts',
   'gateway/test/data-keys.test.ts',
   'gateway/test/availability.test.ts',
@@ -76,7 +78,10 @@ const browserTests = '**/*.browser.test.{ts,tsx}';
 
 export default defineConfig({
   resolve: { conditions, alias },
-  ssr: { resolve: { conditions: nodeConditions, externalConditions: ['source'] } },
+  // Vitest also hands these to Node (`--conditions`) for the packages it leaves to Node's loader:
+  // "module" there would make Node load bundler-only builds (@opentelemetry/api's build/esm, which
+  // prom-client requires, has extensionless imports).
+  ssr: { resolve: { conditions: nodeConditions.filter((condition) => condition !== 'module'), externalConditions: ['source'] } },
   test: {
     projects: [
       {

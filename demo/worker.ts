@@ -5,7 +5,8 @@
  * tests import `startWorker`.
  *
  * Environment: EVENTFLOW_URL (default ws://127.0.0.1:8080/), DEMO_INTERVAL_MS (default 1000;
- * 0 consumes only), DEMO_DOMAIN (default orders).
+ * 0 consumes only), DEMO_DOMAIN (default orders), DEMO_HANDLER_MS (default 0: how long shipping an
+ * order takes, to see in the console's Latency view and in traces).
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,8 @@ export interface WorkerOptions {
   domain?: string;
   /** Milliseconds between placed orders; 0 places none (consume only). */
   intervalMs?: number;
+  /** Milliseconds the handler works on each order before it publishes the outcome (default 0). */
+  handlerMs?: number;
   /** Passed to the client (reconnect backoff, timeouts, onError). */
   client?: ClientOptions;
   /** Progress lines; default: none. */
@@ -45,15 +48,19 @@ export class OrderService {
   readonly #client: EventflowClient;
   readonly #stats: Worker['stats'];
 
-  constructor(client: EventflowClient, stats: Worker['stats']) {
+  readonly #handlerMs: number;
+
+  constructor(client: EventflowClient, stats: Worker['stats'], handlerMs = 0) {
     this.#client = client;
     this.#stats = stats;
+    this.#handlerMs = handlerMs;
   }
 
   async onOrderPlaced(event: StoredEvent): Promise<void> {
     const data = (typeof event.data === 'object' && event.data !== null && !Array.isArray(event.data) ? event.data : {}) as Record<string, unknown>;
     const sequence = typeof data['sequence'] === 'number' ? data['sequence'] : 0;
     const { domain, pid, id: rid } = event;
+    if (this.#handlerMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#handlerMs));
     // Ids derived from the order make a redelivered order (after a lost connection) publish nothing twice.
     // Every 5th order cannot be shipped: its process ends with `failed`.
     if (sequence % 5 === 0) {
@@ -80,7 +87,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
 
   let routed: RoutedConsumers;
   try {
-    routed = await routeConsumers(client, domain, new OrderService(client, stats), ['order-placed']);
+    routed = await routeConsumers(client, domain, new OrderService(client, stats, options.handlerMs), ['order-placed']);
   } catch (error) {
     await client.close();
     throw error;
@@ -136,11 +143,17 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const domain = process.env['DEMO_DOMAIN'] || 'orders';
+  const handlerMs = Number(process.env['DEMO_HANDLER_MS'] || '0');
+  if (!Number.isFinite(handlerMs) || handlerMs < 0) {
+    process.stderr.write(`DEMO_HANDLER_MS: must be a number of milliseconds ≥ 0, got ${JSON.stringify(process.env['DEMO_HANDLER_MS'])}\n`);
+    process.exit(1);
+  }
   process.stdout.write(`demo worker: connecting to ${url} (set EVENTFLOW_URL for another gateway)…\n`);
   const worker = await startWorker({
     url,
     domain,
     intervalMs,
+    handlerMs,
     log: (line) => process.stdout.write(`${line}\n`),
     client: {
       onError: (error) => {

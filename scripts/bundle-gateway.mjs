@@ -14,7 +14,7 @@
  *
  * External (resolved from node_modules at run time): better-sqlite3 (native), and what is only
  * loaded for one configuration (mysql2, NATS, jose for EVENTFLOW_AUTH=jwt, @peculiar/x509 for
- * certificates), so that the bundle does not grow by what a SQLite gateway never runs; ws's optional
+ * certificates, OpenTelemetry for tracing), so that the bundle does not grow by what a SQLite gateway never runs; ws's optional
  * native helpers.
  *
  *   node scripts/bundle-gateway.mjs [--prune] [--if-stale]
@@ -58,7 +58,7 @@ await build({
   platform: 'node',
   target: 'node20',
   outExtension: { '.js': '.mjs' },
-  external: ['better-sqlite3', 'mysql2', 'mysql2/*', '@nats-io/*', 'jose', '@peculiar/*', 'reflect-metadata', 'bufferutil', 'utf-8-validate'],
+  external: ['better-sqlite3', 'mysql2', 'mysql2/*', '@nats-io/*', 'jose', '@peculiar/*', 'reflect-metadata', 'bufferutil', 'utf-8-validate', '@opentelemetry/*'],
   // CommonJS dependencies bundled into ES modules still call require() for Node built-ins.
   banner: { js: "import { createRequire as __eventflowRequire } from 'node:module'; const require = __eventflowRequire(import.meta.url);" },
   legalComments: 'eof',

@@ -3,9 +3,10 @@
  * Size budget of the browser client: @eventflow/browser plus @eventflow/core, bundled the way an
  * application would ship them (ES module, minified, React external, production mode), then
  * gzipped at level 9, with every bundler an application may use: vite (rolldown), esbuild and
- * webpack. Three bundles: the client; the client with the opt-in outbox (`@eventflow/browser/outbox`
+ * webpack. Four bundles: the client; the client with the opt-in outbox (`@eventflow/browser/outbox`
  * and `useOutbox`); the client with the opt-in work features (`consuming` and `waiting` from
- * `@eventflow/browser/work`), reported for what the opt-in costs. Each bundles the packages by
+ * `@eventflow/browser/work`) and the client with opt-in tracing (`@eventflow/browser/tracing`, with
+ * `@opentelemetry/api`), both reported for what the opt-in costs. Each bundles the packages by
  * name, through their `exports` maps, twice: with the "source" condition (src/*.ts, as this
  * repository's demo does) and as published (dist/*.js, built here first with `tsc -b`; webpack
  * only this way, having no TypeScript loader). Every bundle must fit its budget (BUDGETS) and
@@ -38,7 +39,7 @@ export const BUDGET_GZIP_BYTES = 15_360;
  * packages/browser/README.md ("Size") lists what each step weighed. The work features are opt-in for the
  * few browser apps that consume or wait: their cost is reported.
  */
-export const BUDGETS = { client: BUDGET_GZIP_BYTES, 'client + outbox': BUDGET_GZIP_BYTES, 'client + work': undefined };
+export const BUDGETS = { client: BUDGET_GZIP_BYTES, 'client + outbox': BUDGET_GZIP_BYTES, 'client + work': undefined, 'client + tracing': undefined };
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const reportPath = join(root, 'bench/size.json');
@@ -251,6 +252,9 @@ async function main() {
     client: clientEntry,
     'client + outbox': `${clientEntry}\nexport { createOutbox } from '@eventflow/browser/outbox';\nexport { useOutbox } from '@eventflow/browser/react';`,
     'client + work': `${clientEntry}\nexport { consuming, waiting } from '@eventflow/browser/work';`,
+    // Tracing (opt-in, `@eventflow/browser/tracing`): with @opentelemetry/api, which an application
+    // that registers an SDK ships anyway; reported for what it costs on top of the client.
+    'client + tracing': `${clientEntry}\nexport { tracing } from '@eventflow/browser/tracing';`,
   };
 
   const client = measure(await viteBundle(clientEntry, 'client', conditionSets.source));

@@ -198,6 +198,14 @@ export const configSchema = z.object({
    * default: the build inside the gateway package (server/sites.ts). `off`: no console.
    */
   EVENTFLOW_CONSOLE_DIR: z.string().optional(),
+  /**
+   * The console's link from a trace id to the operator's tracing UI: an http(s) URL with `{traceId}`
+   * (Jaeger `http://jaeger:16686/trace/{traceId}`, Grafana Tempo, Honeycomb). Unset: ids only.
+   */
+  EVENTFLOW_TRACE_LINK: z
+    .string()
+    .refine((value) => /^https?:\/\/[^\s]+$/.test(value) && value.includes('{traceId}'), { message: 'must be an http(s) URL containing {traceId}, e.g. http://localhost:16686/trace/{traceId}' })
+    .optional(),
   EVENTFLOW_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default(configDefaults.EVENTFLOW_LOG_LEVEL),
   /**
    * `on`: Prometheus metrics at GET /metrics on the gateway's port, which is loopback unless

@@ -75,6 +75,12 @@ export const REPLAY_READS_AT_ONCE = 2;
  */
 export const LIST_SCAN_ROWS = 5_000;
 
+/**
+ * Settled deliveries one latency request (readLatency) reads at most, the newest first; past it the
+ * figures are of those (`truncated`), so that a window of a busy name costs one bounded index range.
+ */
+export const LATENCY_SCAN_ROWS = 10_000;
+
 /** How long a replay waits for a client that takes none of its buffered frames before cutting it off (4008). */
 export const REPLAY_STALL_MS = 30_000;
 

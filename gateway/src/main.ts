@@ -35,9 +35,23 @@ switch (command.kind) {
     break;
 }
 
+/**
+ * Whether the standard OpenTelemetry variables ask for traces to be exported: an OTLP endpoint, or
+ * OTEL_TRACES_EXPORTER=otlp; never with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
+ */
+function tracingRequested(env: NodeJS.ProcessEnv): boolean {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
+  const exporters = env.OTEL_TRACES_EXPORTER?.split(',').map((name) => name.trim().toLowerCase());
+  if (exporters?.includes('none')) return false;
+  return exporters?.includes('otlp') || !!env.OTEL_EXPORTER_OTLP_ENDPOINT || !!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+}
+
 async function runGateway(): Promise<void> {
   const signals = stopOnSignals('gateway');
   const bundledDemo = fileURLToPath(new URL('../demo/dist', packageRoot));
+  // The SDK first, so that the gateway finds it registered when it starts (tracing.ts); imported only when asked for.
+  const sdk = tracingRequested(process.env) ? (await import('./tracing-sdk.js')).startTracingSdk(process.env) : undefined;
+  const flush = (): Promise<void> => sdk?.shutdown().catch(() => undefined) ?? Promise.resolve();
   const { startGateway } = await import('./server/gateway.js');
   const starting = startGateway(
     { ...(existsSync(bundledDemo) ? { EVENTFLOW_DEMO_DIR: bundledDemo } : {}), ...process.env },
@@ -48,7 +62,8 @@ async function runGateway(): Promise<void> {
     },
   );
   // A signal during start-up closes the gateway as soon as it is up.
-  signals.stopWith(() => starting.then((gateway) => gateway.close(), () => undefined));
+  // Then the spans still buffered are exported.
+  signals.stopWith(() => starting.then((gateway) => gateway.close(), () => undefined).finally(flush));
   try {
     const gateway = await starting;
     if (signals.signal !== undefined) return;

@@ -17,7 +17,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { OperationName, ServerFrame } from '@eventflow/core';
 import type { Router } from './router/router.js';
 import type { EventStore } from './store/store.js';
-import type { DeliveryLedger } from './store/ledger.js';
+import type { DeliveryLedger, GroupKey } from './store/ledger.js';
+import { METRICS_GROUP_SERIES } from './defaults.js';
 
 export type WriteOperation = 'publish' | 'persist' | 'schedule';
 export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'retried' | 'revoked' | 'dead_lettered';
@@ -36,18 +37,37 @@ export interface GatewayMetrics {
   orphaned(count: number): void;
   /** How a delivery to a consumer ended. */
   consumed(outcome: ConsumeOutcome): void;
+  /** A delivery of the group started: `seconds` since its event was stored (queue time). */
+  deliveryStarted(group: GroupKey, seconds: number): void;
+  /** A consumer's settle of the group's delivery was recorded: `seconds` since the delivery started (handler time). */
+  deliverySettled(group: GroupKey, seconds: number): void;
+  /** A request()'s wait in `domain` was answered (its outcome, or the consume's failure), `seconds` after it was registered. */
+  requestAnswered(domain: string, seconds: number): void;
 }
 
 const nothing = (): void => undefined;
 
 /** EVENTFLOW_METRICS=off: the hooks do nothing. */
-export const noMetrics: GatewayMetrics = { handled: nothing, errorSent: nothing, sent: nothing, dropped: nothing, orphaned: nothing, consumed: nothing };
+export const noMetrics: GatewayMetrics = {
+  handled: nothing,
+  errorSent: nothing,
+  sent: nothing,
+  dropped: nothing,
+  orphaned: nothing,
+  consumed: nothing,
+  deliveryStarted: nothing,
+  deliverySettled: nothing,
+  requestAnswered: nothing,
+};
 
 /** What the gauges read when scraped. */
 export interface MetricSources {
   connections(): number;
   registrations(): { subscriptions: number; consumers: number; waits: number };
 }
+
+/** Queue, handler and request times: a millisecond to five minutes. */
+const waitBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /** Store calls take tens of µs (SQLite) to tens of ms (a loaded MySQL): buckets from 50 µs to 5 s. */
 const latencyBuckets = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -78,8 +98,12 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly #storeErrors = new Map<string, number>();
   readonly #storeLatency: Histogram<'operation'>;
   readonly #routerLatency: Histogram<'router'>;
+  readonly #queueTime: LabelledHistogram;
+  readonly #handlerTime: LabelledHistogram;
+  readonly #requestTime: LabelledHistogram;
 
-  constructor(sources: MetricSources) {
+  /** `groupLabels`: EVENTFLOW_METRICS_GROUP_LABELS=on (domain, name and group in the time histograms' labels, bounded). */
+  constructor(sources: MetricSources, { groupLabels = false }: { groupLabels?: boolean } = {}) {
     const registers = [this.registry];
     const counts = <L extends string>(name: string, help: string, label: L, read: () => Iterable<[string, number]>): void => {
       new Counter({
@@ -146,6 +170,14 @@ export class PrometheusMetrics implements GatewayMetrics {
       buckets: latencyBuckets,
       registers,
     });
+    const groupHistogram = (name: string, help: string): LabelledHistogram =>
+      new LabelledHistogram(new Histogram({ name, help, labelNames: ['domain', 'name', 'group'], buckets: waitBuckets, registers }), groupLabels);
+    this.#queueTime = groupHistogram('eventflow_consume_queue_seconds', 'Consumer groups\' queue time: from an event\'s store to the start of each delivery of it here.');
+    this.#handlerTime = groupHistogram('eventflow_consume_handler_seconds', 'Consumer groups\' handler time: from a delivery\'s start here to its consumer\'s settle, recorded.');
+    this.#requestTime = new LabelledHistogram(
+      new Histogram({ name: 'eventflow_request_seconds', help: 'request() round trips at the gateway: from the wait\'s registration to its answer (the outcome event, or the consume\'s failure).', labelNames: ['domain'], buckets: waitBuckets, registers }),
+      groupLabels,
+    );
   }
 
   get contentType(): string {
@@ -227,6 +259,18 @@ export class PrometheusMetrics implements GatewayMetrics {
     this.#outcomes[outcome]++;
   }
 
+  deliveryStarted(group: GroupKey, seconds: number): void {
+    this.#queueTime.observe(group, Math.max(0, seconds));
+  }
+
+  deliverySettled(group: GroupKey, seconds: number): void {
+    this.#handlerTime.observe(group, Math.max(0, seconds));
+  }
+
+  requestAnswered(domain: string, seconds: number): void {
+    this.#requestTime.observe({ domain }, Math.max(0, seconds));
+  }
+
   // ── decorators ──
 
   /** The store, with every method call timed into eventflow_store_operation_seconds{operation}. */
@@ -249,6 +293,39 @@ export class PrometheusMetrics implements GatewayMetrics {
   measureRouter(router: Router): Router {
     const child = this.#routerLatency.labels(router.kind);
     return decorate(router, (name) => name === 'publish', (_operation, started) => child.observe((performance.now() - started) / 1000));
+  }
+}
+
+/**
+ * A histogram by group (or domain). /metrics answers whoever reaches the port and domain and group
+ * names are tenants' names (group-metrics.ts): without EVENTFLOW_METRICS_GROUP_LABELS=on it is one
+ * series, labels empty; with it, the first METRICS_GROUP_SERIES label sets seen get a series each
+ * and later ones share the empty labels, so that the scrape stays small.
+ */
+class LabelledHistogram {
+  readonly #histogram: Histogram<string>;
+  readonly #labelled: boolean;
+  readonly #children = new Map<string, { observe(value: number): void }>();
+  readonly #others: { observe(value: number): void };
+
+  constructor(histogram: Histogram<string>, labelled: boolean) {
+    this.#histogram = histogram;
+    this.#labelled = labelled;
+    const names = (histogram as unknown as { labelNames: string[] }).labelNames;
+    this.#others = histogram.labels(Object.fromEntries(names.map((name) => [name, ''])));
+  }
+
+  observe(labels: { domain: string; name?: string; group?: string }, seconds: number): void {
+    if (!this.#labelled) return this.#others.observe(seconds);
+    const key = `${labels.domain}\u0000${labels.name ?? ''}\u0000${labels.group ?? ''}`;
+    let child = this.#children.get(key);
+    if (!child) {
+      if (this.#children.size >= METRICS_GROUP_SERIES) return this.#others.observe(seconds);
+      const { domain, name, group } = labels;
+      child = this.#histogram.labels(name === undefined ? { domain } : { domain, name, group: group ?? '' });
+      this.#children.set(key, child);
+    }
+    child.observe(seconds);
   }
 }
 

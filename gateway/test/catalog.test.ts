@@ -5,7 +5,7 @@
  */
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelScheduled, type EventflowClient, gatewayStats, isEventflowError, listDomains, listProcesses, listScheduled, readTimeline, type StoredEvent } from '@eventflow/core';
+import { cancelScheduled, type EventflowClient, gatewayStats, isEventflowError, listDomains, listProcesses, listScheduled, readLatency, readTimeline, type StoredEvent } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { eventually } from '@eventflow/test-support/wait';
 
@@ -55,6 +55,38 @@ describe('console operations', () => {
     expect(older.cursor).toBeUndefined();
     const refused = await listProcesses(reader, 'billing').catch((error: unknown) => error);
     expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+  });
+
+  it('readLatency: queue, handler and end-to-end percentiles of a name\'s settled deliveries, the slowest processes first, with `read` on the domain', async () => {
+    // Handlers that take 20, 40 … 100 ms, by the pid's number.
+    const worker = harness.client({ token: await token({ read: ['*'], publish: ['*'], consume: ['*'] }) });
+    let settled = 0;
+    await worker.consume('latency', 'work', async (event) => {
+      await new Promise((resolve) => setTimeout(resolve, (event.data as { ms: number }).ms));
+      settled++;
+    }, { concurrency: 5 });
+    const published = Date.now();
+    for (let i = 1; i <= 5; i++) await admin.publish({ domain: 'latency', name: 'work', pid: `w-${i}`, data: { ms: i * 20 } });
+    await eventually(async () => (await readLatency(admin, 'latency', 'work')).count === 5 || undefined, 10_000, 'five settled');
+    const summary = await readLatency(admin, 'latency', 'work', { slowest: 2 });
+    expect(settled).toBe(5);
+    expect(summary).toMatchObject({ count: 5, truncated: false });
+    expect(summary.slowest.map((sample) => sample.pid)).toEqual(['w-5', 'w-4']);
+    const [slowest] = summary.slowest;
+    expect(slowest?.handlerMs).toBeGreaterThanOrEqual(95);
+    expect(slowest?.totalMs).toBe(Date.parse(slowest?.settledAt ?? '') - Date.parse(slowest?.storedAt ?? ''));
+    expect(slowest?.queueMs).toBe(Date.parse(slowest?.claimedAt ?? '') - Date.parse(slowest?.storedAt ?? ''));
+    expect(slowest?.totalMs).toBeLessThanOrEqual(Date.now() - published);
+    expect(summary.handler?.p50).toBeGreaterThanOrEqual(55);
+    expect(summary.handler?.p99).toBe(summary.handler?.max);
+    expect(summary.handler?.max).toBe(slowest?.handlerMs);
+    expect(summary.total?.p50).toBeGreaterThanOrEqual(summary.handler?.p50 ?? Infinity);
+    // A window that ends before them, another group, another name: nothing.
+    expect((await readLatency(admin, 'latency', 'work', { group: 'other' })).count).toBe(0);
+    expect((await readLatency(admin, 'latency', 'other')).count).toBe(0);
+    const refused = await readLatency(reader, 'latency', 'work').catch((error: unknown) => error);
+    expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+    await worker.close();
   });
 
   it('reads a timeline in pages with each event and its fate', async () => {
@@ -134,6 +166,8 @@ describe('console operations', () => {
       const { fates } = await readTimeline(admin, 'audit', 'a-1');
       return fates[0]?.deliveries?.[0]?.outcome === 'success' ? fates[0] : undefined;
     }, 10_000, 'the retried event settled');
-    expect(fate.deliveries).toEqual([{ group: 'auditors', name: 'checked', attempts: 2, outcome: 'success' }]);
+    expect(fate.deliveries).toEqual([{ group: 'auditors', name: 'checked', attempts: 2, outcome: 'success', claimedAt: expect.any(String), settledAt: expect.any(String) }]);
+    // The second attempt's delivery: began after the first's retry, ended after it began.
+    expect(Date.parse(fate.deliveries?.[0]?.settledAt ?? '')).toBeGreaterThanOrEqual(Date.parse(fate.deliveries?.[0]?.claimedAt ?? ''));
   });
 });

@@ -44,7 +44,17 @@ function validEvent(): Record<string, unknown> {
   if (random() < 0.7) event.id = identifier();
   if (random() < 0.7) event.data = jsonRecord(int(6));
   if (random() < 0.3) event.rid = identifier();
+  if (random() < 0.3) {
+    event.traceparent = `00-${hex(32)}-${hex(16)}-${pick(['00', '01', 'ff'])}`;
+    if (random() < 0.5) event.tracestate = pick(['', 'vendor=abc', 'a=1,b=2', 'x'.repeat(512)]);
+  }
   return event;
+}
+
+function hex(length: number): string {
+  let text = '';
+  while (text.length < length) text += int(16).toString(16);
+  return text.replace(/^0+$/, '1'.padStart(length, '0'));
 }
 
 function validWrite(op: 'publish' | 'persist'): Record<string, unknown> {
@@ -60,7 +70,7 @@ const INFINITE = '@@inf@@';
 /** One change that may or may not make `params` invalid; zod decides which. */
 function mutate(params: Record<string, unknown>): string {
   const event = params.event as Record<string, unknown>;
-  const roll = int(12);
+  const roll = int(13);
   if (roll === 0) event[pick(['domain', 'name', 'pid', 'id', 'rid'])] = pick([...badIdentifiers, 5, null, true, [], {}, ['a']]);
   else if (roll === 1) delete event[pick(['domain', 'name', 'pid', 'id', 'data'])];
   else if (roll === 2) event[pick(['colour', 'position', 'timestamp', 'type', '__proto__'])] = 'x';
@@ -77,6 +87,23 @@ function mutate(params: Record<string, unknown>): string {
   else if (roll === 8) params.requireConsumer = pick([true, false, 'yes', 1, null]);
   else if (roll === 9) params.expectedVersion = pick([0, 7, -1, 1.5, -0, 2 ** 53, Number.MAX_SAFE_INTEGER, INFINITE, '3', null]);
   else if (roll === 10) event[pick(['domain', 'name', 'pid', 'id', 'rid'])] = pick(['a'.repeat(64), 'a'.repeat(65), 'a ', ' a', 'a\u007f', 'a\u001f', '~', ' x']);
+  else if (roll === 11) {
+    // Trace context: version, case, length, all-zero ids, a tracestate alone, too long or not ASCII.
+    const field = pick(['traceparent', 'tracestate']);
+    event[field] = pick([
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x',
+      'x'.repeat(513),
+      'ü=1',
+      '',
+      5,
+      null,
+    ]);
+  }
   return JSON.stringify(params).replaceAll(`"${INFINITE}"`, '1e400').replaceAll('"@@proto@@"', '"__proto__"');
 }
 

@@ -199,6 +199,10 @@ describe('/metrics', () => {
       eventflow_waits: 'gauge',
       eventflow_store_operation_seconds: 'histogram',
       eventflow_router_publish_seconds: 'histogram',
+      // Queue, handler and request() times: one series each (by group and domain only with EVENTFLOW_METRICS_GROUP_LABELS=on).
+      eventflow_consume_queue_seconds: 'histogram',
+      eventflow_consume_handler_seconds: 'histogram',
+      eventflow_request_seconds: 'histogram',
       // Over all consumer groups (labelled per group only with EVENTFLOW_METRICS_GROUP_LABELS=on).
       eventflow_groups: 'gauge',
       eventflow_group_pending: 'gauge',
@@ -254,6 +258,41 @@ describe('/metrics', () => {
     expect(samples.get('eventflow_group_pending{domain="",group="",name=""}')).toBe(10);
     expect(pending.reduce((sum, [, value]) => sum + value, 0)).toBe(5 * 3 + 55);
     expect(samples.get('eventflow_groups')).toBe(60);
+  });
+
+  it('times deliveries (queue time from the store, handler time to the settle) and request() round trips; per group and domain only with EVENTFLOW_METRICS_GROUP_LABELS=on', async () => {
+    const HANDLER_MS = 150;
+    for (const labels of ['off', 'on'] as const) {
+      const gw = await gateway({ EVENTFLOW_METRICS_GROUP_LABELS: labels });
+      const worker = await socket(gw);
+      expect(await worker.request('consume', { consumer: 'c1', domain: 'orders', name: 'placed', group: 'billing' })).toMatchObject({ type: 'result' });
+      const client = await socket(gw);
+      expect(await client.request('wait', { wait: 'w1', domain: 'orders', pid: 'p1', names: ['success'], request: 'req-1' })).toMatchObject({ type: 'result' });
+      const published = performance.now();
+      expect(await client.request('publish', { event: event({ id: 'req-1' }) })).toMatchObject({ type: 'result' });
+      const delivery = (await worker.next((frame) => frame.type === 'delivery')) as unknown as { delivery: string };
+      const queued = performance.now() - published;
+      await new Promise((resolve) => setTimeout(resolve, HANDLER_MS));
+      expect(await worker.request('settle', { delivery: delivery.delivery, outcome: 'success' })).toMatchObject({ type: 'result' });
+      expect(await worker.request('publish', { event: event({ name: 'success', rid: 'req-1' }) })).toMatchObject({ type: 'result' });
+      await client.next((frame) => frame.type === 'waited');
+      const total = performance.now() - published;
+      const samples = await scrape(gw);
+      const series = (name: string, labelSet: string): { count: number; sum: number } => ({
+        count: samples.get(`${name}_count${labelSet}`) ?? -1,
+        sum: samples.get(`${name}_sum${labelSet}`) ?? -1,
+      });
+      const group = labels === 'on' ? '{domain="orders",group="billing",name="placed"}' : '{domain="",group="",name=""}';
+      const queue = series('eventflow_consume_queue_seconds', group);
+      const handler = series('eventflow_consume_handler_seconds', group);
+      const request = series('eventflow_request_seconds', labels === 'on' ? '{domain="orders"}' : '{domain=""}');
+      expect([queue.count, handler.count, request.count]).toEqual([1, 1, 1]);
+      expect(queue.sum * 1000).toBeLessThanOrEqual(queued + 5);
+      expect(handler.sum * 1000).toBeGreaterThanOrEqual(HANDLER_MS - 5);
+      expect(handler.sum * 1000).toBeLessThan(total);
+      expect(request.sum * 1000).toBeGreaterThanOrEqual(HANDLER_MS - 5);
+      expect(request.sum * 1000).toBeLessThanOrEqual(total + 5);
+    }
   });
 
   it('EVENTFLOW_METRICS=off: no /metrics', async () => {

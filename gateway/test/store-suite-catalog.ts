@@ -149,14 +149,17 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
       expect(f1.attempt).toBe(1);
       // The untouched event has rows in the queue (written by the claims) but no delivery yet: none shown.
       const fates = new Map((await store.catalog.fates('orders', 'g', [retried.id, untouched.id])).map((fate) => [fate.eventId, fate]));
-      expect(fates.get(retried.id)?.deliveries).toEqual([
-        { group: '', name: '', attempts: 1 },
-        { group: 'billing', name: 'created', attempts: 2, outcome: 'failed', lastError: 'boom 2' },
+      const iso = (ms: number): string => new Date(ms).toISOString();
+      // claimedAt: the claim's time; settledAt (only when the delivery ended) is the store's clock, checked by store-suite-trace.ts.
+      expect(fates.get(retried.id)?.deliveries?.map(({ settledAt: _settledAt, ...delivery }) => delivery)).toEqual([
+        { group: '', name: '', attempts: 1, claimedAt: iso(now) },
+        { group: 'billing', name: 'created', attempts: 2, outcome: 'failed', lastError: 'boom 2', claimedAt: iso(now + 1) },
       ]);
+      expect(fates.get(retried.id)?.deliveries?.[0]?.settledAt).toBeUndefined();
       expect(fates.get(untouched.id)?.deliveries).toBeUndefined();
       await store.ledger().apply([{ kind: 'outcome', delivery: f1.delivery, outcome: 'success' }]);
       const [settled] = await store.catalog.fates('orders', 'g', [retried.id]);
-      expect(settled?.deliveries?.[0]).toEqual({ group: '', name: '', attempts: 1, outcome: 'success' });
+      expect(settled?.deliveries?.[0]).toEqual({ group: '', name: '', attempts: 1, outcome: 'success', claimedAt: iso(now), settledAt: expect.any(String) });
     });
 
     it('lists upcoming scheduled events soonest first, pages them, and cancels one only before it fires', async () => {

@@ -9,6 +9,7 @@ import { isEventflowError, type ErrorCode, type EventflowError, type StoredEvent
 import { describeCatalog } from './store-suite-catalog.js';
 import type { AppendOutcome, AppendRequest, AppendResult, EventStore, NewEvent } from '../src/store/store.js';
 import { describeLedger } from './ledger-suite.js';
+import { describeTraceContext } from './store-suite-trace.js';
 
 export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
   const error = await promise.then(
@@ -71,6 +72,7 @@ export function describeEventStore(name: string, create: () => Promise<EventStor
     });
 
     describeCatalog(open);
+    describeTraceContext(open);
 
     describe('append', () => {
       it('keeps keys named like prototype machinery as plain data, exactly, and touches no prototype', async () => {

@@ -229,6 +229,7 @@ export const rules: { readonly [O in OperationName]: Rule } = {
   listDomains: { kind: 'none' },
   listProcesses: { kind: 'domain', action: 'read', domain: param },
   readTimeline: { kind: 'domain', action: 'read', domain: param },
+  readLatency: { kind: 'domain', action: 'read', domain: param },
   listScheduled: { kind: 'byEvent', action: 'read' },
   cancelScheduled: { kind: 'byEvent', action: 'schedule' },
   gatewayStats: { kind: 'own', action: 'read' },

@@ -4,16 +4,19 @@
  * cancellation of a scheduled event.
  */
 import { isEventflowError } from '@eventflow/core';
-import { LIST_SCAN_ROWS } from '../defaults.js';
+import { LATENCY_SCAN_ROWS, LIST_SCAN_ROWS } from '../defaults.js';
+import { latencySummary } from './latency.js';
 import { actions } from './auth.js';
 import type { Connection, Operations } from './operation.js';
 import type { ScheduledSummary } from '../store/catalog.js';
 
-type CatalogOperations = Pick<Operations, 'listDomains' | 'listProcesses' | 'readTimeline' | 'listScheduled' | 'cancelScheduled' | 'gatewayStats'>;
+type CatalogOperations = Pick<Operations, 'listDomains' | 'listProcesses' | 'readTimeline' | 'readLatency' | 'listScheduled' | 'cancelScheduled' | 'gatewayStats'>;
 
 const DEFAULT_PROCESS_PAGE = 100;
 const DEFAULT_TIMELINE_PAGE = 1000;
 const DEFAULT_SCHEDULED_PAGE = 100;
+const DEFAULT_LATENCY_WINDOW_MS = 3_600_000;
+const DEFAULT_SLOWEST = 10;
 
 /** Whether the connection may read the events of `domain` (their existence included). */
 const readable = (session: Connection, domain: string): boolean => session.may('read', domain);
@@ -53,6 +56,14 @@ export const catalogOperations: CatalogOperations = {
     ]);
     const next = read.length > limit ? events.at(-1)?.position : undefined;
     return { events, fates, count, ...associations, ...(next === undefined ? {} : { next }) };
+  },
+
+  async readLatency(session, { domain, name, group, windowMs = DEFAULT_LATENCY_WINDOW_MS, slowest = DEFAULT_SLOWEST }) {
+    const to = Date.now();
+    const from = to - windowMs;
+    // One more than the budget: whether the window held more than one request reads.
+    const rows = await session.context.store.catalog.settledDeliveries({ domain, name, group, from, to: to + 1, limit: LATENCY_SCAN_ROWS + 1 });
+    return latencySummary(rows.slice(0, LATENCY_SCAN_ROWS), { from, to, truncated: rows.length > LATENCY_SCAN_ROWS, slowest });
   },
 
   async listScheduled(session, { domain, after, limit = DEFAULT_SCHEDULED_PAGE }) {

@@ -1,3 +1,4 @@
+import type { WriteTrace } from '../tracing.js';
 import type { Result, WelcomeFrame } from '@eventflow/core';
 import type { Dispatcher } from '../delivery/dispatcher.js';
 import type { Logger } from '../log.js';
@@ -50,6 +51,8 @@ export interface SessionContext {
 export interface RequestScope {
   readonly id: number;
   readonly log: Logger;
+  /** A write's span and its steps, when the gateway traces (tracing.ts). */
+  readonly trace?: WriteTrace | undefined;
 }
 
 /**
@@ -63,6 +66,7 @@ class Scope implements RequestScope {
     readonly connection: Logger,
     readonly id: number,
     readonly op: string,
+    readonly trace?: WriteTrace,
   ) {}
 
   get log(): Logger {
@@ -70,4 +74,4 @@ class Scope implements RequestScope {
   }
 }
 
-export const requestScope = (connection: Logger, id: number, op: string): RequestScope => new Scope(connection, id, op);
+export const requestScope = (connection: Logger, id: number, op: string, trace?: WriteTrace): RequestScope => new Scope(connection, id, op, trace);

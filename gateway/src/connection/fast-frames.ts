@@ -13,7 +13,7 @@
  * strings, booleans and null. The accepted value is the input object itself (zod returns a copy
  * of the same content); nothing downstream mutates params.
  */
-import type { EventInput, JsonObject } from '@eventflow/core';
+import { TRACEPARENT, TRACESTATE_MAX_LENGTH, type EventInput, type JsonObject } from '@eventflow/core';
 import { FORBIDDEN_DATA_KEY } from '@eventflow/core/protocol';
 
 /** Deeper data is left to zod: a walk here never needs more stack than this. */
@@ -104,9 +104,22 @@ function acceptEvent(event: unknown): event is EventInput {
       if (!isIdentifier(value)) return false;
     } else if (key === 'data') {
       if (!isRecord(value) || !isJsonRecord(value, 1)) return false;
+    } else if (key === 'traceparent') {
+      if (typeof value !== 'string' || !TRACEPARENT.test(value)) return false;
+    } else if (key === 'tracestate') {
+      if (typeof value !== 'string' || value.length > TRACESTATE_MAX_LENGTH || !isPrintable(value) || event.traceparent === undefined) return false;
     } else return false;
   }
   return required === 3;
+}
+
+/** Printable ASCII only (a tracestate). */
+function isPrintable(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 /** `identifier`: 1..64 printable ASCII characters, no trailing space. */

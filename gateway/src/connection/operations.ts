@@ -17,7 +17,12 @@ import { catalogOperations } from './catalog-operations.js';
 
 function toNewEvent(event: EventInput): NewEvent {
   // The clients always send an id; a hand-written frame may not.
-  return { id: event.id ?? generateEventId(), domain: event.domain, name: event.name, pid: event.pid, data: event.data ?? {}, rid: event.rid };
+  const made: NewEvent = { id: event.id ?? generateEventId(), domain: event.domain, name: event.name, pid: event.pid, data: event.data ?? {}, rid: event.rid };
+  if (event.traceparent !== undefined) {
+    made.traceparent = event.traceparent;
+    if (event.tracestate !== undefined) made.tracestate = event.tracestate;
+  }
+  return made;
 }
 
 function appended(event: StoredEvent): { id: string; position: number; timestamp: string } {
@@ -69,23 +74,29 @@ export const operations: Operations = {
       });
     }
     const routedBy = router.claimsOnAppend;
+    const { trace } = request;
     const ready = appendable(session, event, 'publish');
+    trace?.step('store');
     const { event: stored, created } = await store.append(ready instanceof Promise ? await ready : ready, { publisher: gatewayId, expectedVersion, routedBy });
     // Also on an idempotent retry: routing claims are guarded, so an event is never routed twice,
     // and a publish that stored but failed to route before a crash gets routed now.
-    void router
-      .publish(stored, created && routedBy !== undefined)
-      .catch((error: unknown) => session.note('routing failed', 'error', 'routing failed', { request: request.id, event: stored.id, error }));
+    const routed = trace?.step('route');
+    void router.publish(stored, created && routedBy !== undefined).then(routed && (() => routed()), (error: unknown) => {
+      routed?.(error);
+      session.note('routing failed', 'error', 'routing failed', { request: request.id, event: stored.id, error });
+    });
     return appended(stored);
   },
 
-  async persist(session, { event, expectedVersion }) {
+  async persist(session, { event, expectedVersion }, request) {
+    request.trace?.step('store');
     return appended((await session.context.store.append(await appendable(session, event, 'publish'), { expectedVersion })).event);
   },
 
-  async schedule(session, { at, event }) {
+  async schedule(session, { at, event }, request) {
     const { store, gatewayId } = session.context;
     const due = new Date(at);
+    request.trace?.step('store');
     const { event: stored } = await store.append(await appendable(session, event, 'schedule'), { publisher: gatewayId, scheduledAt: due });
     session.context.scheduled(due);
     return appended(stored);

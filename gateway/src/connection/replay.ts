@@ -9,6 +9,7 @@
  * (EVENTFLOW_MAX_SCAN_RATE): past it, the connection's replays pause until it is back. Rows that
  * are sent need no budget: the client's pace holds them back (#drained).
  */
+import { failSpan, replaySpan } from '../tracing.js';
 import type { StoredEvent } from '@eventflow/core';
 import type { ConditionLevel } from '../condition-log.js';
 import { REPLAY_DRAIN_POLL_MS, REPLAY_PAGE, REPLAY_STALL_MS } from '../defaults.js';
@@ -125,6 +126,10 @@ export class Replays {
     const connection = this.#connection;
     let last = after;
     let caughtUp = false;
+    // Its span (tracing.ts), when the gateway traces: pages read, events sent, how it ended.
+    const span = replaySpan(source.context, after);
+    let pages = 0;
+    let sent = 0;
     try {
       for (;;) {
         const done = await connection.turns.take(this);
@@ -136,12 +141,15 @@ export class Replays {
           done();
         }
         let skipped = 0;
+        pages++;
         for (const event of page) {
           if (connection.bufferedAmount() > connection.maxBufferedBytes / 4) await this.#drained();
           if (gone()) return;
           const frame = source.frame(event);
-          if (frame !== undefined) connection.sendFrame(frame);
-          else skipped++;
+          if (frame !== undefined) {
+            connection.sendFrame(frame);
+            sent++;
+          } else skipped++;
           last = event.position;
         }
         if (skipped > 0) await this.#spendScan(skipped);
@@ -156,6 +164,7 @@ export class Replays {
         state.overflowed = false;
       }
     } catch (error) {
+      if (span) failSpan(span, error);
       // Sending live events now would leave a gap; the client resumes from its position instead.
       connection.note('replay failed', 'error', 'subscription replay failed; closing so that the client resumes', { ...source.context, error });
       connection.close(1011, 'replay failed');
@@ -163,6 +172,8 @@ export class Replays {
     } finally {
       this.running--;
       if (!caughtUp) this.#unpark(state);
+      span?.setAttributes({ 'eventflow.replay.pages': pages, 'eventflow.replay.events': sent, 'eventflow.replay.caught_up': caughtUp, 'eventflow.replay.to': last });
+      span?.end();
     }
     const parked = state.parked ?? [];
     this.#unpark(state);

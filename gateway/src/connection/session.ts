@@ -7,13 +7,14 @@
  * beyond the connection's limits (limits.ts): requests in flight, subscriptions + consumers + waits
  * (request-limits.ts), and the publish rate.
  */
-import { EventflowError, type OperationName, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, type ErrorCode, type OperationName, type StoredEvent, type Transport } from '@eventflow/core';
+import { tracer, WriteTrace } from '../tracing.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
 import { allows, allowsAny, denied, refusalOf, type Action, type Authorization } from './auth.js';
 import { requestScope, type SessionContext } from './context.js';
 import { encodeEvent } from './encode.js';
-import { readFrame, readParams } from './frames.js';
+import { readFrame, readParams, writes } from './frames.js';
 import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handshake.js';
 import type { Connection, Operation, Operations } from './operation.js';
 import { Outbound } from './outbound.js';
@@ -353,21 +354,24 @@ export class Session implements Connection, RegistrationHost {
 
   /** Validates, checks (rights, publish rate, registration limit), runs and answers one request. */
   async #perform<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+    // A write's span (tracing.ts), only when the gateway traces: validation is its first step.
+    const trace = tracer && writes.has(op) ? new WriteTrace(op, params) : undefined;
     const read = readParams(id, op, params, this.context.limits);
-    if (read.kind === 'refused') return this.#out.refuse(read);
+    if (read.kind === 'refused') return this.#refused(trace, read, () => this.#out.refuse(read));
     const data = read.params;
     // Nothing is done, counted or answered with data for a request the connection may not make.
     const refusal = refusalOf(this.#rights.current, op, data);
-    if (refusal) return this.#out.coded(id, refusal);
+    if (refusal) return this.#refused(trace, refusal, () => this.#out.coded(id, refusal));
     const spent = this.#limits.spend(op);
-    if (spent) return this.#out.coded(id, spent);
+    if (spent) return this.#refused(trace, spent, () => this.#out.coded(id, spent));
     // A new subscription, consumer or wait is counted from here on, while its request runs.
     const reserved = this.#limits.reserve(op, data);
-    if (reserved instanceof EventflowError) return this.#out.coded(id, reserved);
-    const request = requestScope(this.#log, id, op);
+    if (reserved instanceof EventflowError) return this.#refused(trace, reserved, () => this.#out.coded(id, reserved));
+    const request = requestScope(this.#log, id, op, trace);
     try {
       const operation = this.#operations[op] as Operation<O>;
       const result = await operation(this, data, request);
+      trace?.end(undefined, (result as { position?: number }).position);
       this.context.metrics.handled(op);
       // The outbound rule for results: only events of domains the connection may read leave.
       const readable = keepReadable(result, this.#mayRead);
@@ -375,6 +379,7 @@ export class Session implements Connection, RegistrationHost {
       this.#out.send({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
     } catch (error) {
+      trace?.end(error);
       this.#registrationsMade?.takeAfterResult();
       if (error instanceof EventflowError) {
         this.#out.error(id, error.code, error.message, error.details);
@@ -385,6 +390,12 @@ export class Session implements Connection, RegistrationHost {
     } finally {
       reserved?.();
     }
+  }
+
+  /** A refused request's answer, its write span ended with the refusal. */
+  #refused(trace: WriteTrace | undefined, refusal: { code: string; message: string }, answer: () => void): void {
+    trace?.end(new EventflowError(refusal.code as ErrorCode, refusal.message));
+    answer();
   }
 
   async #hello(protocol: number, client: string | undefined, token: string | undefined): Promise<void> {

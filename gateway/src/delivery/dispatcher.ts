@@ -82,7 +82,7 @@ export class Dispatcher implements RouteTarget {
     this.#claimant = consumerId;
     const interest = new Interest(router);
     this.#fanOut = new FanOut(interest);
-    this.#waits = new Waits(store, interest);
+    this.#waits = new Waits(store, interest, (domain, seconds) => this.#metrics.requestAnswered(domain, seconds));
     this.#consumers = new Consumers(interest);
     const ledger = () => store.ledger();
     this.#leases = new Leases(ledger, new LedgerWriter(ledger), this.#consumers, consumerId, log, this.#metrics, options, {

@@ -26,6 +26,8 @@ import { groupOf, ledgerId, type ConsumerRef, type Consumers } from './consumers
 import type { LedgerWriter } from './ledger-writer.js';
 import type { Peer } from './peer.js';
 import { retryDelay } from './retry-policy.js';
+import { deliverySpan, endDelivery } from '../tracing.js';
+import type { Span } from '@opentelemetry/api';
 
 interface Delivery {
   readonly id: string;
@@ -40,6 +42,10 @@ interface Delivery {
   settling: boolean;
   /** The lease ran out while a settle was being written. */
   expired: boolean;
+  /** When it started here (ms): its queue time ends and its handler time begins (metrics, the span). */
+  readonly started: number;
+  /** Its span, when the gateway traces (tracing.ts). */
+  readonly span: Span | undefined;
 }
 
 export interface LeaseOptions {
@@ -136,7 +142,7 @@ export class Leases {
   supersede(key: GroupKey, eventId: string): ConsumerRef | undefined {
     const delivery = this.#byEvent.get(`${ledgerId(key)}\u0000${eventId}`);
     if (!delivery || delivery.settling) return undefined;
-    this.#end(delivery);
+    this.#end(delivery, 'revoked', 'lease expired');
     delivery.consumer.peer.sendRevoked?.(delivery.id);
     this.#metrics.consumed('revoked');
     return delivery.consumer;
@@ -144,7 +150,11 @@ export class Leases {
 
   /** A claimed event goes to `consumer` (which has credit for it): open from now on, and sent. */
   open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed): void {
-    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined, settling: false, expired: false };
+    const started = Date.now();
+    const span = deliverySpan(event, key.group, attempt, `${consumer.peer.id}/${consumer.handle}`, started);
+    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined, settling: false, expired: false, started, span };
+    // Queue time: from the event's store (its timestamp) to this start.
+    this.#metrics.deliveryStarted(key, (started - Date.parse(event.timestamp)) / 1000);
     this.#open.set(id, delivery);
     this.#byEvent.set(`${ledgerId(key)}\u0000${event.id}`, delivery);
     consumer.open += 1;
@@ -177,12 +187,15 @@ export class Leases {
       if (delivery.expired) void this.#expire(delivery);
       throw error;
     }
-    this.#end(delivery);
     if (!ended) {
       // Not the store's current delivery any more (its lease ran out and another took it).
+      this.#end(delivery, 'superseded', 'not the current delivery any more');
       this.#events.ended(delivery.consumer, delivery.key, 'none');
       return false;
     }
+    this.#end(delivery, decision.metric, decision.metric === 'success' ? undefined : (decision.failure ?? decision.metric));
+    // Handler time: from the delivery's start to the settle the consumer reported (recorded).
+    this.#metrics.deliverySettled(delivery.key, (Date.now() - delivery.started) / 1000);
     this.#recorded(decision, ended, delivery.consumer, delivery.key);
     return true;
   }
@@ -251,7 +264,7 @@ export class Leases {
     if (delivery.consumer.peer !== peer) return undefined;
     if (!(await this.#ledger().extend(deliveryId, Date.now() + granted))) {
       if (this.#open.get(deliveryId) === delivery) {
-        this.#end(delivery);
+        this.#end(delivery, 'superseded', 'not the current delivery any more');
         this.#events.ended(delivery.consumer, delivery.key, 'none');
       }
       return undefined;
@@ -263,7 +276,7 @@ export class Leases {
   /** Ends the deliveries `match` selects (their consumer or connection is gone) and hands their events back. */
   async recall(match: (consumer: ConsumerRef) => boolean, reason: string): Promise<void> {
     const recalled = [...this.#open.values()].filter((open) => match(open.consumer) && !open.settling);
-    for (const delivery of recalled) this.#end(delivery);
+    for (const delivery of recalled) this.#end(delivery, 'recalled', reason);
     await Promise.all(recalled.map((delivery) => this.#handBack(delivery, reason)));
   }
 
@@ -278,7 +291,7 @@ export class Leases {
     this.#stopped = true;
     const left = [...this.#open.values()];
     for (const delivery of left) {
-      this.#end(delivery);
+      this.#end(delivery, 'released', 'the gateway stopped');
       delivery.consumer.peer.sendRevoked?.(delivery.id);
     }
     await Promise.all(
@@ -322,11 +335,12 @@ export class Leases {
     delivery.timer.unref?.();
   }
 
-  /** Ends a delivery here: no longer open, its credit free, its settle refused from now on. */
-  #end(delivery: Delivery): void {
+  /** Ends a delivery here: no longer open, its credit free, its settle refused from now on; `outcome` (and `failure`) end its span. */
+  #end(delivery: Delivery, outcome: string, failure?: string): void {
     clearTimeout(delivery.timer);
     delivery.timer = undefined;
     if (this.#open.get(delivery.id) !== delivery) return;
+    endDelivery(delivery.span, outcome, failure);
     this.#open.delete(delivery.id);
     delivery.consumer.open = Math.max(0, delivery.consumer.open - 1);
     const key = `${ledgerId(delivery.key)}\u0000${delivery.event.id}`;
@@ -340,7 +354,7 @@ export class Leases {
       delivery.expired = true;
       return;
     }
-    this.#end(delivery);
+    this.#end(delivery, 'revoked', 'lease expired');
     const { event, consumer, attempt } = delivery;
     this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
     consumer.peer.sendRevoked?.(delivery.id);

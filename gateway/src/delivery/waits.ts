@@ -11,6 +11,8 @@ interface WaitRef {
   readonly names: ReadonlySet<string>;
   /** The event this wait answers (request()): its consume failing fails the wait. */
   readonly request: string | undefined;
+  /** When a request()'s wait was registered (ms), for its round trip (metrics). */
+  readonly registered: number;
   done: boolean;
 }
 
@@ -29,14 +31,18 @@ export class Waits {
   /** Request event id → the waits answering it. */
   readonly #byRequest = new Map<string, Set<WaitRef>>();
 
-  constructor(store: Pick<EventStore, 'findOutcome'>, interest: Interest) {
+  /** A request()'s wait was answered (its outcome, or its consume's failure), `seconds` after its registration. */
+  readonly #answered: (domain: string, seconds: number) => void;
+
+  constructor(store: Pick<EventStore, 'findOutcome'>, interest: Interest, answered: (domain: string, seconds: number) => void = () => undefined) {
     this.#store = store;
     this.#interest = interest;
+    this.#answered = answered;
   }
 
   /** Registers a wait; `after` also matches an outcome already stored after that position. */
   async add(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
-    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), request, done: false };
+    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), request, registered: request === undefined ? 0 : Date.now(), done: false };
     const key = streamKey(domain, pid);
     // Re-registering a handle replaces its wait, under any (domain, pid); finishing the old one may drop its set.
     const existing = this.#byPeer.get(peer)?.get(handle);
@@ -57,7 +63,7 @@ export class Waits {
     // Registered first, checked second: an outcome stored in between is seen by one or the other.
     const stored = await this.#store.findOutcome(domain, pid, names, after);
     if (stored && !wait.done) {
-      this.#finish(wait);
+      this.#finish(wait, true);
       peer.sendWaited(handle, stored);
     }
   }
@@ -87,7 +93,7 @@ export class Waits {
     let waited = false;
     for (const wait of this.#byStream.get(streamKey(event.domain, event.pid)) ?? []) {
       if (wait.done || !wait.names.has(event.name)) continue;
-      this.#finish(wait);
+      this.#finish(wait, true);
       wait.peer.sendWaited(wait.handle, event);
       waited = true;
     }
@@ -101,7 +107,7 @@ export class Waits {
    */
   consumeFailed(eventId: string, message: string, attempt: number): void {
     for (const wait of [...(this.#byRequest.get(eventId) ?? [])]) {
-      this.#finish(wait);
+      this.#finish(wait, true);
       wait.peer.sendWaitFailed?.(wait.handle, wait.domain, `the consumer of event ${eventId} failed: ${message}`, { event: eventId, attempt, error: message });
     }
   }
@@ -113,9 +119,11 @@ export class Waits {
     return count;
   }
 
-  #finish(wait: WaitRef): void {
+  /** `answered`: by its outcome or its consume's failure, not cancelled. */
+  #finish(wait: WaitRef, answered = false): void {
     if (wait.done) return;
     wait.done = true;
+    if (answered && wait.request !== undefined) this.#answered(wait.domain, (Date.now() - wait.registered) / 1000);
     const key = streamKey(wait.domain, wait.pid);
     const set = this.#byStream.get(key);
     set?.delete(wait);

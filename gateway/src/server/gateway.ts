@@ -23,6 +23,7 @@ import { originAllowed } from '../connection/limits.js';
 import { ConditionLog } from '../condition-log.js';
 import { createLogger, type LogDestination, type Logger } from '../log.js';
 import { noMetrics, PrometheusMetrics } from '../metrics.js';
+import { enableTracing } from '../tracing.js';
 import { hubConnections } from '../readiness.js';
 import { LocalRouter } from '../router/local.js';
 import type { Router } from '../router/router.js';
@@ -119,13 +120,18 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     maxLifetimeS: settings.EVENTFLOW_JWT_MAX_LIFETIME_S,
   });
   const sessions = new Set<Session>();
+  // Spans only once an SDK is registered (the bin's when OTEL_* ask for one, or the embedder's): tracing.ts.
+  await enableTracing();
   const prometheus =
     settings.EVENTFLOW_METRICS === 'on'
-      ? new PrometheusMetrics({
-          connections: () => sessions.size,
-          // The dispatcher's index is the one count of registrations (each Session registers there).
-          registrations: (): DispatcherStats => dispatcher.stats,
-        })
+      ? new PrometheusMetrics(
+          {
+            connections: () => sessions.size,
+            // The dispatcher's index is the one count of registrations (each Session registers there).
+            registrations: (): DispatcherStats => dispatcher.stats,
+          },
+          { groupLabels: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on' },
+        )
       : undefined;
   const metrics = prometheus ?? noMetrics;
   const givenStore =
@@ -233,6 +239,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       router: givenRouter,
       prometheus,
       readyTimeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS,
+      traceLink: settings.EVENTFLOW_TRACE_LINK,
       connections: () => sessions.size,
       inFlight: () => dispatcher.stats.deliveries,
       closing: () => closing !== undefined,

@@ -19,6 +19,8 @@ export interface StatsSources {
   readonly router: Router;
   readonly prometheus: PrometheusMetrics | undefined;
   readonly readyTimeoutMs: number;
+  /** EVENTFLOW_TRACE_LINK, for the console. */
+  readonly traceLink?: string | undefined;
   connections(): number;
   inFlight(): number;
   closing(): boolean;
@@ -62,6 +64,7 @@ export function createStats(sources: StatsSources): () => Promise<Result<'gatewa
       backlog,
       inFlight: sources.inFlight(),
       ready: readiness.ready,
+      ...(sources.traceLink === undefined ? {} : { traceLink: sources.traceLink }),
     };
   };
 }

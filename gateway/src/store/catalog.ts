@@ -74,10 +74,13 @@ export interface EventDelivery {
   /** success, failed, dead or discarded; absent while unsettled. */
   outcome?: string | undefined;
   lastError?: string | undefined;
+  /** When its current (or last) delivery began (ISO-8601, ms), and when that delivery ended. */
+  claimedAt?: string | undefined;
+  settledAt?: string | undefined;
 }
 
-/** A row of eventflow_delivery as the catalogs read it. */
-export type DeliveryRow = { eventId: string; grp: string; gname: string; attempts: number | string; outcome: string | null; lastError: string | null };
+/** A row of eventflow_delivery as the catalogs read it. `claimedAt`/`settledAt`: ms since the epoch (MySQL's BIGINT may come as text), NULL before the first claim/settle or from older gateways. */
+export type DeliveryRow = { eventId: string; grp: string; gname: string; attempts: number | string; outcome: string | null; lastError: string | null; claimedAt?: number | string | null; settledAt?: number | string | null };
 
 /** A page's ledger rows as each event's `deliveries` (one extra query per page, not per event). */
 export function withDeliveries(fates: EventFate[], rows: readonly DeliveryRow[]): EventFate[] {
@@ -86,6 +89,9 @@ export function withDeliveries(fates: EventFate[], rows: readonly DeliveryRow[])
     const delivery: EventDelivery = { group: row.grp, name: row.gname, attempts: Number(row.attempts) };
     if (row.outcome !== null) delivery.outcome = row.outcome;
     if (row.lastError !== null) delivery.lastError = row.lastError;
+    if (row.claimedAt != null) delivery.claimedAt = new Date(Number(row.claimedAt)).toISOString();
+    // Only an end of the current delivery: a settle before its claim was an earlier attempt's.
+    if (row.settledAt != null && Number(row.settledAt) >= Number(row.claimedAt ?? 0)) delivery.settledAt = new Date(Number(row.settledAt)).toISOString();
     const list = byEvent.get(row.eventId);
     if (list) list.push(delivery);
     else byEvent.set(row.eventId, [delivery]);
@@ -127,6 +133,29 @@ export interface ScheduledQuery {
   limit: number;
 }
 
+/** Settled deliveries of (domain, name) in a window of settle times (ms), the newest first, at most `limit`. */
+export interface SettledQuery {
+  domain: string;
+  name: string;
+  /** A group ('' the default group); absent: every group. */
+  group?: string | undefined;
+  from: number;
+  to: number;
+  limit: number;
+}
+
+/** A delivery that reached an outcome, with its event's times (ms since the epoch). */
+export interface SettledDelivery {
+  eventId: string;
+  pid: string;
+  group: string;
+  outcome: string;
+  attempts: number;
+  storedAt: number;
+  claimedAt: number;
+  settledAt: number;
+}
+
 export interface Catalog {
   /** Every domain with events, in binary order. */
   domains(): Promise<DomainSummary[]>;
@@ -141,6 +170,8 @@ export interface Catalog {
   /** The fate of each listed event of (domain, pid) that has one, and the process's associations. */
   fates(domain: string, pid: string, eventIds: readonly string[]): Promise<EventFate[]>;
   associations(domain: string, pid: string): Promise<Associations>;
+  /** The latency view's rows (readLatency): the ledger's settled deliveries, by the index on (domain, name, settled_at). */
+  settledDeliveries(query: SettledQuery): Promise<SettledDelivery[]>;
   /** Scheduled events not fired yet, soonest first. */
   scheduled(query: ScheduledQuery): Promise<ScheduledSummary[]>;
   /**
@@ -228,4 +259,28 @@ export function summaryOf(row: StatusFlags & { pid: string; events: number | str
   const summary: ProcessRow = { pid: row.pid, status: statusOf(row), events: Number(row.events), firstEvent: iso(row.firstEvent), lastEvent: iso(row.lastEvent) };
   if (cursor !== undefined) summary.cursor = cursor;
   return summary;
+}
+
+/** A row of the settled deliveries query as either store reads it (MySQL: BIGINT as text, DATETIME as a Date). */
+export type SettledRow = { eventId: string; pid: string; grp: string; outcome: string; attempts: number | string; storedAt: string | Date; claimedAt: number | string; settledAt: number | string };
+
+export function toSettled(row: SettledRow): SettledDelivery {
+  return {
+    eventId: row.eventId,
+    pid: row.pid,
+    group: row.grp,
+    outcome: row.outcome,
+    attempts: Number(row.attempts),
+    storedAt: row.storedAt instanceof Date ? row.storedAt.getTime() : Date.parse(row.storedAt),
+    claimedAt: Number(row.claimedAt),
+    settledAt: Number(row.settledAt),
+  };
+}
+
+/** SQL over eventflow_delivery `d` joined to its event `e`: the settled deliveries of a SettledQuery, newest first (placeholders `?`: domain, name, from, to, [group], limit). */
+export function settledSql(group: boolean): string {
+  return `SELECT d.event_id AS eventId, e.pid, d.grp, d.outcome, d.attempts, e.timestamp AS storedAt, d.claimed_at AS claimedAt, d.settled_at AS settledAt
+    FROM eventflow_delivery d JOIN event e ON e.id = d.event_id
+    WHERE d.domain = ? AND d.name = ? AND d.settled_at >= ? AND d.settled_at < ? AND d.outcome IS NOT NULL AND d.claimed_at IS NOT NULL ${group ? 'AND d.grp = ?' : ''}
+    ORDER BY d.settled_at DESC LIMIT ?`;
 }

@@ -23,6 +23,9 @@ export interface NewEvent {
   pid: string;
   data: JsonObject;
   rid?: string | undefined;
+  /** The publisher's W3C trace context (PROTOCOL.md › Event input): stored with the event, returned with it; not part of its identity (same-event.ts). */
+  traceparent?: string | undefined;
+  tracestate?: string | undefined;
 }
 
 export interface AppendOptions {

@@ -10,6 +10,7 @@ import { useQuery } from './query.js';
 import { href, parseRoute, sections, useHash, type Route } from './routes.js';
 import { Domains } from './views/Domains.js';
 import { Gateway } from './views/Gateway.js';
+import { Latency } from './views/Latency.js';
 import { Live } from './views/Live.js';
 import { Login } from './views/Login.js';
 import { Process } from './views/Process.js';
@@ -89,6 +90,9 @@ export function App({ signedIn, onToken, gateway }: { signedIn: boolean; onToken
         break;
       case 'gateway':
         view = <Gateway />;
+        break;
+      case 'latency':
+        view = <Latency key={`${route.domain}\u001f${route.name}\u001f${route.windowMs}`} domains={list} domain={route.domain} name={route.name} windowMs={route.windowMs} />;
         break;
       case 'publish':
         view = actions.includes('publish') || domains.data === undefined ? <Publish domains={list} actions={actions} initialDomain={route.domain} initialPid={route.pid} /> : <p>This token may not publish.</p>;

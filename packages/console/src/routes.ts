@@ -13,6 +13,7 @@ export type Route =
   | { view: 'scheduled' }
   | { view: 'work' }
   | { view: 'gateway' }
+  | { view: 'latency'; domain?: string | undefined; name?: string | undefined; windowMs?: number | undefined }
   | { view: 'publish'; domain?: string; pid?: string };
 
 export type Section = { view: Route['view']; label: string; /** Shown only when the token may do this somewhere. */ needs?: string };
@@ -22,6 +23,7 @@ export const sections: readonly Section[] = [
   { view: 'live', label: 'Live' },
   { view: 'scheduled', label: 'Scheduled' },
   { view: 'work', label: 'Work', needs: 'consume' },
+  { view: 'latency', label: 'Latency', needs: 'read' },
   { view: 'gateway', label: 'Gateway' },
   { view: 'publish', label: 'Publish', needs: 'publish' },
 ];
@@ -38,6 +40,14 @@ export function href(route: Route): string {
       return `#/d/${part(route.domain)}/p/${part(route.pid)}`;
     case 'live':
       return route.domain ? `#/live/${part(route.domain)}` : '#/live';
+    case 'latency': {
+      const query = new URLSearchParams();
+      if (route.domain) query.set('domain', route.domain);
+      if (route.name) query.set('name', route.name);
+      if (route.windowMs) query.set('window', String(route.windowMs));
+      const search = query.toString();
+      return search ? `#/latency?${search}` : '#/latency';
+    }
     case 'publish': {
       const query = new URLSearchParams();
       if (route.domain) query.set('domain', route.domain);
@@ -64,6 +74,11 @@ export function parseRoute(hash: string): Route {
   if (first === 'd' && second) return { view: 'processes', domain: second };
   if (first === 'live') return second ? { view: 'live', domain: second } : { view: 'live' };
   if (first === 'scheduled' || first === 'work' || first === 'gateway') return { view: first };
+  if (first === 'latency') {
+    const query = new URLSearchParams(search);
+    const windowMs = Number(query.get('window'));
+    return { view: 'latency', domain: query.get('domain') ?? undefined, name: query.get('name') ?? undefined, windowMs: Number.isSafeInteger(windowMs) && windowMs > 0 ? windowMs : undefined };
+  }
   if (first === 'publish') {
     const query = new URLSearchParams(search);
     return { view: 'publish', domain: query.get('domain') ?? undefined, pid: query.get('pid') ?? undefined };

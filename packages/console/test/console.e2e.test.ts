@@ -37,6 +37,10 @@ let dir: string;
 let outDir: string;
 let gateway: TempGateway | undefined;
 let worker: Worker | undefined;
+let slowWorker: Worker | undefined;
+/** How long the slow worker's handler takes per order (its `handlerMs`). */
+const HANDLER_MS = 300;
+const TRACE_LINK = 'http://tracing.example/trace/{traceId}';
 let client: EventflowClient | undefined;
 let browser: Browser | undefined;
 let page: Page;
@@ -60,9 +64,14 @@ describe('the console end to end', () => {
     dir = mkdtempSync(join(tmpdir(), 'eventflow-console-e2e-'));
     outDir = join(dir, 'console-dist');
     await buildApp(consoleDir, outDir);
-    gateway = await startTempGateway({ EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_MAX_PUBLISH_RATE: 0, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 2 }, 'eventflow-console-e2e-');
+    gateway = await startTempGateway(
+      { EVENTFLOW_CONSOLE_DIR: outDir, EVENTFLOW_MAX_PUBLISH_RATE: 0, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 2, EVENTFLOW_TRACE_LINK: TRACE_LINK },
+      'eventflow-console-e2e-',
+    );
     const reconnect = { minDelay: 50, maxDelay: 500 };
     worker = await startWorker({ url: gateway.gateway.url, domain, intervalMs: 200, client: { reconnect } });
+    // A second demo worker whose orders take HANDLER_MS each, in a domain of its own: the Latency view.
+    slowWorker = await startWorker({ url: gateway.gateway.url, domain: 'shop', intervalMs: 0, handlerMs: HANDLER_MS, client: { reconnect } });
     client = createNodeClient(gateway.gateway.url, { reconnect, onError: () => undefined });
     // The failing consumer: every `notify` fails (retry with the error) until healed; after two
     // attempts each is a dead letter, so its processes show as failed.
@@ -101,6 +110,7 @@ describe('the console end to end', () => {
   afterAll(async () => {
     await browser?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
+    await slowWorker?.stop().catch(() => undefined);
     await client?.close().catch(() => undefined);
     await gateway?.dispose().catch(() => undefined);
   });
@@ -219,7 +229,7 @@ describe('the console end to end', () => {
     await go('#/work');
     const group = page.locator(`[data-testid="group-row"][data-domain="${domain}"][data-name="notify"][data-group=""]`);
     await eventually(async () => ((await group.getAttribute('data-dead-letters')) === '3' ? true : undefined), 'the notify group with three dead letters');
-    expect(await page.locator(`[data-testid="group-row"][data-name="order-placed"]`).count()).toBe(1);
+    expect(await page.locator(`[data-testid="group-row"][data-domain="${domain}"][data-name="order-placed"]`).count()).toBe(1);
     const rows = page.locator('[data-testid="dead-letter-row"]');
     expect((await rows.evaluateAll((list) => list.map((row) => row.getAttribute('data-pid')))).sort()).toEqual(['notify-0', 'notify-1', 'notify-2']);
     expect(await page.locator('[data-testid="dead-letter-row"][data-pid="notify-0"] [data-testid="last-error"]').textContent()).toBe(FAILURE);
@@ -292,6 +302,46 @@ describe('the console end to end', () => {
     }, 'a published rate above 0 (the worker publishes)');
     expect(Number(await page.locator('[data-testid="stat-connections"] .stat-value').textContent())).toBeGreaterThanOrEqual(3);
     await screenshot('08-gateway');
+  });
+
+  it('Latency: p50/p99 of queue, handler and end-to-end time match the handler\'s known time, the slowest processes open their timelines with durations and the trace link', async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const pids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      pids.push(`slow-${i}`);
+      await client!.publish({ domain: 'shop', name: 'order-placed', pid: `slow-${i}`, data: { sequence: i + 1, item: 'lamp' } }, { traceparent: `00-${traceId}-b7ad6b716920333${i}-01` });
+    }
+    await eventually(async () => ((await client!.readEventlog('shop', 'slow-3')).some((event) => String(event.name) === 'success') ? true : undefined), 'the slow orders shipped');
+    await go('#/latency?domain=shop&name=order-placed&window=300000');
+    await page.locator('[data-testid="latency-figures"]').waitFor();
+    await eventually(async () => ((await page.locator('[data-testid="latency-count"]').textContent())?.startsWith('4 ') ? true : undefined), 'four settled deliveries');
+    const rows = await page.locator('[data-testid="latency-row"]').evaluateAll((list) => list.map((row) => [...row.querySelectorAll('th, td')].map((cell) => cell.textContent ?? '')));
+    const ms = (text: string): number => (text.endsWith(' ms') ? Number(text.slice(0, -3)) : text.endsWith(' s') ? Number(text.slice(0, -2)) * 1000 : NaN);
+    const [queue, handler, total] = rows;
+    // Handler time is the handler's sleep (plus its two publishes and the settle): within 10%.
+    for (const cell of handler!.slice(1)) expect(Math.abs(ms(cell) - HANDLER_MS) / HANDLER_MS, `handler ${cell}`).toBeLessThanOrEqual(0.1);
+    // Nothing waited for a consumer; end to end is queue + handler, so within 10% of it too.
+    expect(ms(queue![1]!)).toBeLessThan(HANDLER_MS * 0.1);
+    expect(Math.abs(ms(total![1]!) - HANDLER_MS) / HANDLER_MS).toBeLessThanOrEqual(0.1);
+    const slow = page.locator('[data-testid="latency-slow"]');
+    expect(await slow.count()).toBe(4);
+    expect((await slow.evaluateAll((list) => list.map((row) => row.getAttribute('data-pid')))).sort()).toEqual(pids);
+    await screenshot('10-latency');
+    // One click: the slowest process's timeline, its order's row and facts with the same durations and the trace link.
+    const slowest = await slow.first().getAttribute('data-pid');
+    await slow.first().locator('th a').click();
+    await page.locator('h1#process-title', { hasText: slowest ?? '' }).waitFor();
+    const orderRow = page.locator('[data-testid="timeline-row"][data-name="order-placed"]');
+    await orderRow.waitFor();
+    const handlerMs = Number(await orderRow.locator('[data-testid="row-timing"]').getAttribute('data-handler-ms'));
+    expect(Math.abs(handlerMs - HANDLER_MS) / HANDLER_MS).toBeLessThanOrEqual(0.1);
+    await orderRow.click();
+    const link = page.locator('[data-testid="trace-link"]');
+    expect(await link.textContent()).toBe(traceId);
+    expect(await link.getAttribute('href')).toBe(TRACE_LINK.replace('{traceId}', traceId));
+    const timing = await page.locator('[data-testid="event-timings"] li').first().textContent();
+    expect(timing).toMatch(/stored → delivered \d+ ms → settled \d+ ms/);
+    await screenshot('11-process-timing');
   });
 
   it('Publish: validates the JSON, publishes, and the event is stored', async () => {

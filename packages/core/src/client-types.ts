@@ -7,6 +7,7 @@ import type { Iterating } from './iterating.js';
 import type { Waits } from './waits.js';
 import type { DeletedFrame, JsonObject, StoredEvent } from './protocol.js';
 import type { RequestOptions } from './requests.js';
+import type { ClientTracing, TraceOptions } from './client-tracing.js';
 
 /** Describes the events of an application: domain → event name → data. Types only. */
 export type EventMap = Record<string, Record<string, JsonObject>>;
@@ -97,6 +98,14 @@ export interface ClientOptions {
   token?: string | (() => string | Promise<string>);
   /** Receives connection failures and exceptions thrown by listeners. Default: listener exceptions go to console.error. */
   onError?: (error: unknown) => void;
+  /**
+   * Trace context and spans (README › Tracing): `otelTracing(api)` over the application's
+   * `@opentelemetry/api` (browsers: `tracing` from '@eventflow/browser/tracing'). Events then carry the
+   * active span's W3C trace context, and consume handlers run in a span whose parent is the
+   * publisher's. createNodeClient uses OpenTelemetry by itself once an SDK is registered; `false` turns
+   * that off. Without it, no event carries a trace context unless its publish options give one.
+   */
+  tracing?: ClientTracing | false;
 }
 
 export interface WaitOptions {
@@ -105,12 +114,15 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-/** `publish`/`persist` options: `expectedVersion` fails the write with E_EVENTFLOW_VERSION_CONFLICT unless the eventlog of (domain, pid) holds exactly that many events. */
-export interface PublishOptions extends RequestOptions {
+/**
+ * `publish`/`persist` options: `expectedVersion` fails the write with E_EVENTFLOW_VERSION_CONFLICT unless the eventlog of (domain, pid) holds exactly that many events;
+ * `traceparent`/`tracestate` give the event's trace context (otherwise ClientOptions.tracing's, if any).
+ */
+export interface PublishOptions extends RequestOptions, TraceOptions {
   expectedVersion?: number;
 }
 
-export interface RequestEventOptions {
+export interface RequestEventOptions extends TraceOptions {
   /** Outcome names to wait for (default ['success', 'failed']). */
   outcomes?: string[];
   /** Milliseconds to wait for the outcome once the wait is registered (default DEFAULT_WAIT_TIMEOUT, 10 000). */

@@ -26,6 +26,7 @@ import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
 import { assertIdentifier, assertRegistrable, invalid, withId } from './validate.js';
 import type { Connector } from './transport.js';
+import type { ClientTracing, OutgoingEvent, TraceOptions } from './client-tracing.js';
 
 export type {
   ClientOptions,
@@ -60,11 +61,14 @@ export class EventflowClient<M extends EventMap = EventMap> {
   readonly #deletedListeners = new Set<(deleted: Deleted) => void>();
   /** Set by close(): the client takes no new work. */
   #closed: Promise<void> | undefined;
+  /** ClientOptions.tracing: spans and trace context for writes, requests and consume handlers. */
+  readonly #tracing: ClientTracing | undefined;
 
   constructor(connect: Connector, options: ClientOptions = {}) {
     assertFunction(connect, 'connect');
     checkClientOptions(options);
     this.#onError = options.onError ?? logError;
+    this.#tracing = options.tracing || undefined;
     this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT);
     // A registration request: not resent after a reconnect, which registers anew instead.
     const send: Send = (op, params, requestOptions) => this.#requests.request(op, params, requestOptions, false);
@@ -74,6 +78,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
       request: send,
       client: this as unknown as FeatureHost['client'],
       closed: () => !!this.#closed,
+      tracing: this.#tracing,
     };
     for (const feature of options.features ?? []) (this.#features as Record<string, FeaturePart>)[feature.name] ??= feature.create(host);
     const parts: FeaturePart[] = (this.#parts = Object.values(this.#features));
@@ -171,14 +176,16 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   // The writes return this promise as it is: a pipelined publisher pays for every hop.
   async #write(op: 'publish' | 'persist' | 'schedule', event: Partial<EventInput>, options?: PublishOptions, date?: unknown): Promise<string> {
-    return (await this.call(op, writeParams(op, event, options, date) as Params<'schedule'>, options)).id;
+    const params = writeParams(op, event, options, date) as Params<'schedule'> & { event: OutgoingEvent };
+    const send = () => this.call(op, params, options);
+    return (await (this.#tracing?.write(op, params.event, send) ?? send())).id;
   }
 
   /** Stores an event that is routed at `date` (exactly once); resolves with its id. */
   schedule<D extends DomainOf<M>, N extends NameOf<M, D>>(
     date: Date | number | string,
     event: PublishInput<M, D, N>,
-    options?: RequestOptions,
+    options?: RequestOptions & TraceOptions,
   ): Promise<string> {
     return this.#write('schedule', event, options, date);
   }
@@ -410,7 +417,7 @@ export function writeParams(op: 'publish' | 'persist' | 'schedule', event: unkno
   const at = scheduled ? toIso(date, 'date') : undefined;
   const expectedVersion = scheduled ? undefined : options?.expectedVersion;
   assertNumber(expectedVersion, 'options.expectedVersion', true);
-  return { event: withId(event as Partial<EventInput>), expectedVersion, at };
+  return { event: withId(event as Partial<EventInput>, options), expectedVersion, at };
 }
 
 /** ids, domains, pids… of the read and delete operations, checked before they are sent. */

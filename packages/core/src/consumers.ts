@@ -4,6 +4,7 @@
  * handlers, leases, settles). Only applications that pass `consuming` bundle it.
  */
 import { assertFunction, assertSignal } from './arguments.js';
+import type { ClientTracing } from './client-tracing.js';
 import type { Consumer, ConsumeOptions, ConsumeRetry } from './client-types.js';
 import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
@@ -23,6 +24,11 @@ interface Entry {
   readonly remove: () => Promise<void>;
   /** The consumer's position: it catches up on unclaimed events after it when it registers again. */
   after?: number;
+}
+
+/** The handler run in the tracer's consume span (client-tracing.ts), when the client has a tracer. */
+function traced(tracing: ClientTracing | undefined, handler: DeliveryHandler | undefined): DeliveryHandler | undefined {
+  return tracing && handler ? (event, context) => tracing.consume(event, context.attempt, () => handler(event, context)) : handler;
 }
 
 export class Consumers implements FeaturePart {
@@ -46,7 +52,7 @@ export class Consumers implements FeaturePart {
 
   frame(frame: ServerFrame): void {
     // A closing client takes no new deliveries: they are released at once.
-    if (frame.type === 'delivery') this.#deliveries.run(frame, this.#host.closed() ? undefined : this.#handlerFor(frame.consumer, frame.event.position));
+    if (frame.type === 'delivery') this.#deliveries.run(frame, this.#host.closed() ? undefined : traced(this.#host.tracing, this.#handlerFor(frame.consumer, frame.event.position)));
     else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
   }
 

@@ -10,6 +10,7 @@ import type { NamespacePattern } from './namespace-pattern.js';
 import type { OperationName, Params, Result, ServerFrame, WelcomeFrame } from './protocol.js';
 import type { AnyListener, RegistrationHost, Send } from './registrations.js';
 import type { RequestOptions } from './requests.js';
+import type { ClientTracing } from './client-tracing.js';
 
 type Subscribe = (domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }) => Promise<unknown>;
 
@@ -25,6 +26,8 @@ export interface FeatureHost extends RegistrationHost {
   };
   /** True once close() was called (assertRegistrable in validate.ts refuses new work then). */
   closed(): boolean;
+  /** ClientOptions.tracing, if any: request() and consume handlers run in its spans. */
+  readonly tracing: ClientTracing | undefined;
 }
 
 /** A feature at work in one client: the client tells it what happens to its connection. */

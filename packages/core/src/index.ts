@@ -66,15 +66,19 @@ export {
   type Subscription,
   type WaitOptions,
 } from './client.js';
-export type { DomainSummary, EventDelivery, EventFate, GatewayStats, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
+export type { DomainSummary, EventDelivery, EventFate, GatewayStats, LatencySample, LatencySummary, ProcessSummary, ScheduledSummary } from './protocol-catalog.js';
 // The operator's operations are functions of a client, so that a client that never calls them ships none.
-export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDeadLetters, listDomains, listGroups, listProcesses, listScheduled, readTimeline, requeueDeadLetter } from './operator.js';
+export { cancelScheduled, deleteGroup, discardDeadLetter, gatewayStats, listDeadLetters, listDomains, listGroups, listProcesses, listScheduled, readLatency, readTimeline, requeueDeadLetter } from './operator.js';
 // The features (ClientOptions.features): only a bundle that references one carries its code.
 export { consuming, type Consumers } from './consumers.js';
 export { waiting, type Waits } from './waits.js';
 export { v4Reads, type V4Reads } from './v4-reads.js';
 export { iterating, type Iterating } from './iterating.js';
 export type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
+// Tracing (ClientOptions.tracing): the seam, its OpenTelemetry implementation, the W3C field rules.
+export type { ClientTracing, OutgoingEvent, TraceOptions } from './client-tracing.js';
+export { otelTracing, type OtelApi } from './otel-tracing.js';
+export { formatTraceparent, parseTraceparent, TRACEPARENT, TRACESTATE_MAX_LENGTH, type TraceParent } from './trace-context.js';
 import { EventflowClient, type ClientOptions, type EventMap } from './client.js';
 import { consuming } from './consumers.js';
 import { waiting } from './waits.js';

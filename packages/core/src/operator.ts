@@ -29,6 +29,10 @@ export const readTimeline = (client: Caller, domain: string, pid: string, query:
   client.call('readTimeline', { domain, pid, ...query }, options);
 
 /** Scheduled events that have not fired, soonest first (of `domain`, or of every readable domain). */
+/** Queue, handler and end-to-end times of (domain, name) over a window, and the slowest processes (PROTOCOL.md › readLatency). */
+export const readLatency = (client: Caller, domain: string, name: string, query: Omit<Params<'readLatency'>, 'domain' | 'name'> = {}, options?: RequestOptions): Promise<Result<'readLatency'>> =>
+  client.call('readLatency', { domain, name, ...query }, options);
+
 export const listScheduled = (client: Caller, query: Params<'listScheduled'> = {}, options?: RequestOptions): Promise<Result<'listScheduled'>> =>
   client.call('listScheduled', query, options);
 

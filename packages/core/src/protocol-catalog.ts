@@ -39,6 +39,10 @@ export const eventDelivery = z.object({
   attempts: count(),
   outcome: z.optional(z.string()),
   lastError: z.optional(z.string()),
+  /** When its current (or last) delivery began: the gateway's claim (ISO-8601, ms). Absent before the first claim. */
+  claimedAt: z.optional(iso),
+  /** When that delivery ended (settled, retried, released, expired). Absent while it is open. */
+  settledAt: z.optional(iso),
 });
 
 export const eventFate = z.object({
@@ -56,6 +60,42 @@ export const eventFate = z.object({
    * absent: not settled yet (pending or in flight); else success, failed, dead or discarded.
    */
   deliveries: z.optional(z.array(eventDelivery)),
+});
+
+/** Percentiles of a set of durations, in ms; absent when the set is empty. */
+const percentiles = z.object({ p50: z.number(), p99: z.number(), max: z.number() });
+
+/** One settled delivery of the latency view: its process, and its times (ISO-8601) and durations (ms). */
+export const latencySample = z.object({
+  eventId: z.string(),
+  pid: z.string(),
+  group: z.string(),
+  outcome: z.string(),
+  attempts: count(),
+  storedAt: iso,
+  claimedAt: iso,
+  settledAt: iso,
+  /** Stored → its last delivery's start (earlier attempts and retry delays included). */
+  queueMs: z.number(),
+  /** That delivery's start → its settle. */
+  handlerMs: z.number(),
+  /** Stored → settled. */
+  totalMs: z.number(),
+});
+
+export const latencySummary = z.object({
+  /** The window read: deliveries settled from `from` to `to`. */
+  from: iso,
+  to: iso,
+  /** Settled deliveries counted (at most the row budget). */
+  count: count(),
+  /** More deliveries settled in the window than one request reads (LATENCY_SCAN_ROWS): the figures are of the newest `count`. */
+  truncated: z.boolean(),
+  queue: z.optional(percentiles),
+  handler: z.optional(percentiles),
+  total: z.optional(percentiles),
+  /** The slowest of them end to end, slowest first. */
+  slowest: z.array(latencySample),
 });
 
 export const scheduledSummary = z.object({ id: z.string(), domain: z.string(), name: z.string(), pid: z.string(), due: iso, timestamp: iso });
@@ -78,6 +118,8 @@ export const gatewayStats = z.object({
   /** Deliveries open on this gateway. */
   inFlight: count(),
   ready: z.boolean(),
+  /** EVENTFLOW_TRACE_LINK: the operator's tracing UI for a trace id (`{traceId}` in it), for the console's links. */
+  traceLink: z.optional(z.string()),
 });
 
 /** The operations, given the stored event's schema (protocol.ts's: imported from there it would be a cycle). */
@@ -120,6 +162,22 @@ export const catalogOperations = <E extends z.ZodMiniType>(storedEvent: E) => ({
     params: z.strictObject({ domain: z.optional(id), after: z.optional(scheduledCursor), limit: pageSize(1000) }),
     result: z.object({ scheduled: z.array(scheduledSummary), next: z.optional(z.object({ due: iso, id: z.string() })) }),
   },
+  /**
+   * Where time goes for the events of (domain, name): p50, p99 and the maximum of queue, handler and
+   * end-to-end time of the deliveries (every group's, or `group`'s) settled in the last `windowMs`
+   * (default an hour, at most 30 days), and the `slowest` of them (default 10) with their processes.
+   * Reads at most LATENCY_SCAN_ROWS deliveries, the newest first. Needs `read` on the domain.
+   */
+  readLatency: {
+    params: z.strictObject({
+      domain: id,
+      name: id,
+      group: z.optional(z.union([z.literal(''), id])),
+      windowMs: z.optional(z.int().check(z.positive(), z.maximum(30 * 86_400_000))),
+      slowest: pageSize(100),
+    }),
+    result: latencySummary,
+  },
   /** Deletes a scheduled event before it fires (needs `schedule` on its domain). `cancelled` false: it fired already or is gone. */
   cancelScheduled: { params: z.strictObject({ id }), result: z.object({ cancelled: z.boolean() }) },
   gatewayStats: { params: z.strictObject({}), result: gatewayStats },
@@ -131,3 +189,5 @@ export type EventFate = z.infer<typeof eventFate>;
 export type EventDelivery = z.infer<typeof eventDelivery>;
 export type ScheduledSummary = z.infer<typeof scheduledSummary>;
 export type GatewayStats = z.infer<typeof gatewayStats>;
+export type LatencySummary = z.infer<typeof latencySummary>;
+export type LatencySample = z.infer<typeof latencySample>;

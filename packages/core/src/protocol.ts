@@ -16,6 +16,7 @@ import { forbiddenKeyMessage, forbiddenKeyPath } from './data-keys.js';
 import { namespacePatternProblem } from './namespace-pattern.js';
 import { catalogOperations } from './protocol-catalog.js';
 import { MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
+import { TRACEPARENT, TRACESTATE_MAX_LENGTH } from './trace-context.js';
 
 export { PROTOCOL_VERSION } from './protocol-version.js';
 /** For servers' own checks of event data (the gateway's fast frame path). */
@@ -73,7 +74,26 @@ function receivedType(input: unknown): string {
   return type === 'nan' ? 'NaN' : type === 'number' && !Number.isFinite(input) ? String(input) : type;
 }
 
-/** What a publisher sends. The store sets timestamp and position; `id` makes retries idempotent. */
+/**
+ * W3C Trace Context (https://www.w3.org/TR/trace-context/): `traceparent` of version 00 (the only one
+ * defined: a later version's longer form is refused rather than cut), lowercase hex, trace and span ids
+ * not all zeros. The regular expression is trace-context.ts's, which the clients check with.
+ */
+export const traceparent = z.string({ error: 'must be a string' }).check(
+  z.regex(TRACEPARENT, { error: 'must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zeros' }),
+);
+/** `tracestate`: at most 512 printable ASCII characters (the W3C list of vendor entries, kept as sent). */
+export const tracestate = z.string({ error: 'must be a string' }).check(
+  z.maxLength(TRACESTATE_MAX_LENGTH, { error: `must be at most ${TRACESTATE_MAX_LENGTH} characters` }),
+  z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only' }),
+);
+
+/**
+ * What a publisher sends. The store sets timestamp and position; `id` makes retries idempotent.
+ * `traceparent`/`tracestate`: the trace context of whoever published it (clients take it from
+ * OpenTelemetry's active span, or from the publish options); stored with the event and returned
+ * with it. A `tracestate` without a `traceparent` is refused.
+ */
 export const eventInput = z.strictObject(
   {
     id: z.optional(identifier),
@@ -82,10 +102,16 @@ export const eventInput = z.strictObject(
     pid: identifier,
     data: z.optional(jsonObject),
     rid: z.optional(identifier),
+    traceparent: z.optional(traceparent),
+    tracestate: z.optional(tracestate),
   },
   { error: objectIssue },
 );
 export type EventInput = z.infer<typeof eventInput>;
+/** A `tracestate` needs the `traceparent` it belongs to (W3C: a receiver drops it otherwise). */
+const tracedEventInput = eventInput.check(
+  z.refine((event) => event.tracestate === undefined || event.traceparent !== undefined, { error: 'tracestate needs a traceparent', path: ['tracestate'] }),
+);
 
 /**
  * A stored event. `data` is any JSON value because events written by v4 spokes into a shared
@@ -100,6 +126,9 @@ export const storedEvent = z.object({
   timestamp: z.string(),
   rid: z.nullable(z.string()),
   position: position,
+  /** The publisher's W3C trace context, when it sent one (absent otherwise, and on events of v4 spokes). */
+  traceparent: z.optional(z.string()),
+  tracestate: z.optional(z.string()),
 });
 export type StoredEvent = z.infer<typeof storedEvent>;
 
@@ -112,7 +141,7 @@ const appended = z.object({ id: z.string(), position: position, timestamp: z.str
  * eventlog of (event.domain, event.pid) must hold, unfired scheduled events not counted, for the
  * event to be stored; otherwise E_EVENTFLOW_VERSION_CONFLICT. An idempotent retry is not checked.
  */
-const write = z.strictObject({ event: eventInput, expectedVersion: z.optional(count()) });
+const write = z.strictObject({ event: tracedEventInput, expectedVersion: z.optional(count()) });
 /** Positions let a resuming client skip what it already has; `head` is the newest stored position. */
 const registered = z.object({ head: position });
 
@@ -208,7 +237,7 @@ export const operations = {
   },
   persist: { params: write, result: appended },
   schedule: {
-    params: z.strictObject({ at: isoTimestamp, event: eventInput }),
+    params: z.strictObject({ at: isoTimestamp, event: tracedEventInput }),
     result: appended,
   },
   subscribe: {

@@ -7,6 +7,7 @@ import { closedError, EventflowError } from './errors.js';
 import { generateEventId } from './ids.js';
 import { jsonProblem } from './json-check.js';
 import type { EventInput } from './protocol.js';
+import type { TraceOptions } from './client-tracing.js';
 
 export const IDENTIFIER_MAX_LENGTH = 64;
 /** Printable ASCII: v4's ascii_bin columns, and no 0x1E/0x1F, which frame v4's wire records. */
@@ -42,10 +43,15 @@ export function assertEventInput(event: unknown): asserts event is EventInput {
   if (problem) throw invalid(problem);
 }
 
-/** The checked event, with its id (generated unless it has one): what publish and request send. */
-export function withId(event: Partial<EventInput>): EventInput & { id: string } {
+/**
+ * The checked event, with its id (generated unless it has one) and the trace context `trace` gives
+ * (the options' `traceparent` and `tracestate`; undefined ones do not reach the wire): what publish
+ * and request send. The gateway checks the trace context (PROTOCOL.md › Event input), naming the
+ * field; it is not checked here, so that browsers that never give one ship no W3C rules.
+ */
+export function withId(event: Partial<EventInput>, { traceparent, tracestate }: TraceOptions = {}): EventInput & { id: string } {
   assertEventInput(event);
-  return { ...event, id: event.id ?? generateEventId() };
+  return { ...event, id: event.id ?? generateEventId(), traceparent, tracestate };
 }
 
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */

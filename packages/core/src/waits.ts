@@ -90,8 +90,13 @@ export class Waits implements FeaturePart {
 
   /** client.request: the wait exists before the event does, so a fast outcome cannot be missed. */
   async request(event: Partial<EventInput>, options: RequestEventOptions = {}): Promise<StoredEvent> {
-    const input = withId(event);
+    const input = withId(event, options);
     assertSignal(options.signal);
+    const { tracing } = this.#host;
+    return tracing ? tracing.request(input, () => this.#request(input, options)) : this.#request(input, options);
+  }
+
+  async #request(input: EventInput & { id: string }, options: RequestEventOptions): Promise<StoredEvent> {
     let outcome!: Promise<StoredEvent>;
     // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say).
     const cancel = new AbortController();

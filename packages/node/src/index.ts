@@ -5,6 +5,7 @@
 import { consuming, EventflowClient, EventflowError, iterating, v4Reads, waiting, type ClientOptions, type EventMap } from '@eventflow/core';
 import { closeOnSignals, defaultSignals } from './signals.js';
 import { nodeWebSocketConnector } from './websocket.js';
+import { nodeTracing } from './tracing.js';
 
 export * from '@eventflow/core';
 export { methodNameFor, routeConsumers, type RoutableService, type RoutedConsumers } from './routing.js';
@@ -43,5 +44,7 @@ export function createNodeClient<M extends EventMap = EventMap>(url: string | UR
   else if (Array.isArray(signals) && signals.every((signal) => typeof signal === 'string' && /^SIG[A-Z0-9]+$/.test(signal))) list = signals;
   else throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'closeOnSignals: must be true, false or an array of signal names such as ["SIGINT", "SIGTERM"]');
   // Node workers consume and wait: every feature, unless options.features says otherwise.
-  return new NodeEventflowClient<M>(url, { ...clientOptions, features: clientOptions.features ?? [consuming, waiting, v4Reads, iterating] }, list);
+  // Traced through OpenTelemetry once the application registers an SDK (tracing.ts), unless told otherwise.
+  const tracing = clientOptions.tracing ?? nodeTracing;
+  return new NodeEventflowClient<M>(url, { ...clientOptions, tracing, features: clientOptions.features ?? [consuming, waiting, v4Reads, iterating] }, list);
 }

@@ -50,7 +50,10 @@ const INSERT = {
   event: `INSERT INTO event (id, timestamp, domain, rid, pid, name, data) SELECT j.id, j.ts, j.domain, j.rid, j.pid, j.name, j.data FROM ${table(
     `id LONGTEXT PATH '$.i', ts DATETIME(3) PATH '$.t', domain LONGTEXT PATH '$.d', rid LONGTEXT PATH '$.r', pid LONGTEXT PATH '$.p', name LONGTEXT PATH '$.n', data LONGTEXT PATH '$.x'`,
   )}`,
-  position: `INSERT INTO eventflow_position (position, event_id) SELECT j.position, j.id FROM ${table(`position BIGINT PATH '$[0]', id LONGTEXT PATH '$[1]'`)}`,
+  // The trace context (PROTOCOL.md › Event input) beside the position: v4's `event` stays as v4 made it.
+  position: `INSERT INTO eventflow_position (position, event_id, traceparent, tracestate) SELECT j.position, j.id, j.tp, j.ts FROM ${table(
+    `position BIGINT PATH '$[0]', id LONGTEXT PATH '$[1]', tp LONGTEXT PATH '$[2]', ts LONGTEXT PATH '$[3]'`,
+  )}`,
   published: `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) SELECT j.id, UTC_TIMESTAMP(), j.publisher, j.hub, IF(j.hub IS NULL, NULL, UTC_TIMESTAMP()) FROM ${table(
     `id LONGTEXT PATH '$.i', publisher LONGTEXT PATH '$.p', hub LONGTEXT PATH '$.h'`,
   )}`,
@@ -164,7 +167,7 @@ async function appendAll(
   unpositioned.sort((a, b) => a.t.getTime() - b.t.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const positionedFirst = new Map(unpositioned.map((row, i) => [row.id, base + i + 1]));
   // With the lookup: the events with these ids (whole) and the referenced ones (their id only).
-  const sql = `SELECT e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, IF(e.id IN (?), e.data, NULL) AS data, x.position, e.id IN (?) AS wanted
+  const sql = `SELECT e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, IF(e.id IN (?), e.data, NULL) AS data, x.position, x.traceparent, x.tracestate, e.id IN (?) AS wanted
     FROM event e ${WITH_POSITION} WHERE e.id IN (?)`;
   const found = lookup ? await select<EventRow & { wanted: number | null }>(conn, sql, [ids, ids, [...ids, ...rids]]) : [];
   const existing = found.filter((row) => Number(row.wanted) === 1);
@@ -217,7 +220,7 @@ async function appendAll(
     const row: Record<string, string> = { i: event.id, t: at, d: event.domain, p: event.pid, n: event.name, x: data };
     if (rid !== null) row.r = rid;
     rows.event.push(row);
-    rows.position.push([next, event.id]);
+    rows.position.push(event.traceparent === undefined ? [next, event.id] : [next, event.id, event.traceparent, ...(event.tracestate === undefined ? [] : [event.tracestate])]);
     if (options.publisher !== undefined) {
       rows.published.push(options.routedBy === undefined ? { i: event.id, p: options.publisher } : { i: event.id, p: options.publisher, h: options.routedBy });
     }
@@ -227,6 +230,10 @@ async function appendAll(
       rows.due.push([event.id, datetime(due)]);
     }
     const made: StoredEvent = { id: event.id, timestamp, domain: event.domain, rid, pid: event.pid, name: event.name, data: event.data, position: next };
+    if (event.traceparent !== undefined) {
+      made.traceparent = event.traceparent;
+      if (event.tracestate !== undefined) made.tracestate = event.tracestate;
+    }
     created.set(event.id, made);
     return { ok: true, result: { event: made, created: true } };
   });

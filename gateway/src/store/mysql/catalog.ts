@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { likePatterns, prefixRange, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
+import { likePatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';
@@ -93,7 +93,7 @@ export class MysqlCatalog implements Catalog {
       // The page's ledger rows in one read of the primary key (event_id, gname, grp); rows of the queue not yet delivered are left out.
       this.#select<DeliveryRow>(
         'read the event deliveries',
-        `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
+        `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError, d.claimed_at AS claimedAt, d.settled_at AS settledAt
          FROM eventflow_delivery d WHERE d.event_id IN (?) AND (d.attempts > 0 OR d.outcome IS NOT NULL) ORDER BY d.event_id, d.grp, d.gname`,
         [ids],
       ),
@@ -109,6 +109,11 @@ export class MysqlCatalog implements Catalog {
       deadLetter: row.attempts === null ? undefined : { attempts: Number(row.attempts), reason: row.reason ?? '', at: isoNow(row.at) },
     }));
     return withDeliveries(fates, deliveries);
+  }
+
+  async settledDeliveries({ domain, name, group, from, to, limit }: SettledQuery): Promise<SettledDelivery[]> {
+    const rows = await this.#select<SettledRow>('read the settled deliveries', settledSql(group !== undefined), [domain, name, from, to, ...(group === undefined ? [] : [group]), limit]);
+    return rows.map(toSettled);
   }
 
   async associations(domain: string, pid: string): Promise<Associations> {

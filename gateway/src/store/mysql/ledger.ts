@@ -38,13 +38,16 @@ const TABLES = [
 ) ${ASCII}`,
 ];
 
-/** Columns the work engine added to tables that older gateways created. */
+/** Columns the work engine and tracing added to tables that older gateways created. */
 const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
   ['eventflow_group', 'ordered', 'ordered TINYINT NOT NULL DEFAULT 0'],
   ['eventflow_group', 'materialized', 'materialized BIGINT UNSIGNED NULL'],
   ['eventflow_delivery', 'position', 'position BIGINT UNSIGNED NULL'],
   ['eventflow_delivery', 'pid', 'pid VARCHAR(64) NULL'],
   ['eventflow_delivery', 'name', 'name VARCHAR(64) NULL'],
+  // When its current (or last) delivery began and when a delivery of it last ended, in ms (tracing: queue and handler time).
+  ['eventflow_delivery', 'claimed_at', 'claimed_at BIGINT NULL'],
+  ['eventflow_delivery', 'settled_at', 'settled_at BIGINT NULL'],
 ];
 
 /**
@@ -59,6 +62,8 @@ const INDEXES: ReadonlyArray<readonly [name: string, columns: string]> = [
   ['idx_delivery_pid', '(domain, gname, grp, pid, position)'],
   ['idx_delivery_state', '(outcome, domain, gname, grp)'],
   ['idx_delivery_attempts', '(attempts)'],
+  // The latency view (catalog readLatency): an event name's settled rows by settle time.
+  ['idx_delivery_settled', '(domain, name, settled_at)'],
 ];
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
@@ -444,9 +449,9 @@ export class MysqlLedger implements DeliveryLedger {
             conn,
             `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
                ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
-             SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3)
+             SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
                ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
-            [list, gname, grp, secret, owner, deadline, ...(v4 ? [consumer] : [])],
+            [list, gname, grp, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
           );
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
@@ -506,11 +511,11 @@ export class MysqlLedger implements DeliveryLedger {
              LEFT JOIN event_published p FORCE INDEX (PRIMARY) ON d.grp = '' AND p.event_id = d.event_id AND ${UNSETTLED}
            SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
              d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
-             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3),
+             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?,
              p.success = IF(j.o = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.o IN ('failed', 'dead'), UTC_TIMESTAMP(), p.failed),
              p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
            WHERE d.outcome IS NULL`,
-          [JSON.stringify(table)],
+          [JSON.stringify(table), Date.now()],
         );
         const v4 = [...acting.values()].filter((action) => current.get(action.delivery)?.grp === DEFAULT_GROUP);
         if (v4.length > 0) {
@@ -618,9 +623,9 @@ async function deadLetters(conn: PoolConnection, gname: string, grp: string, let
   const list = JSON.stringify(letters.map((letter) => letter.id));
   await affected(
     conn,
-    `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id SET d.outcome = 'dead', d.last_error = COALESCE(d.last_error, 'lease expired'), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3)
+    `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id SET d.outcome = 'dead', d.last_error = COALESCE(d.last_error, 'lease expired'), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?
      WHERE d.gname = ? AND d.grp = ?`,
-    [list, gname, grp],
+    [list, Date.now(), gname, grp],
   );
   if (grp !== DEFAULT_GROUP) return;
   await affected(conn, `UPDATE ${ID_TABLE} STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.id SET p.failed = UTC_TIMESTAMP() WHERE ${UNSETTLED}`, [list]);

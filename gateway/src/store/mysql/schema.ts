@@ -216,6 +216,8 @@ ${ASCII}`,
 (
   position BIGINT UNSIGNED NOT NULL,
   event_id ${eventId} NOT NULL,
+  traceparent VARCHAR(55) NULL,
+  tracestate  VARCHAR(512) NULL,
   PRIMARY KEY (position),
   UNIQUE KEY uniq_event_id (event_id),
   FOREIGN KEY (event_id) REFERENCES event (id)
@@ -275,6 +277,30 @@ ${ASCII}`,
   ];
 }
 
+/**
+ * Columns added to the gateway's own tables since they were first made (ADD COLUMN at the end, NULL:
+ * instant on MySQL 8 and MariaDB 10.6). Older gateways name the columns they write, so they keep
+ * working beside newer ones: their events simply carry no trace context.
+ */
+const ADDED_COLUMNS: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
+  ['eventflow_position', 'traceparent', 'traceparent VARCHAR(55) NULL'],
+  ['eventflow_position', 'tracestate', 'tracestate VARCHAR(512) NULL'],
+];
+
+async function addColumns(pool: Pool): Promise<void> {
+  const [found] = await pool.query<RowDataPacket[]>(
+    `SELECT TABLE_NAME AS \`table\`, COLUMN_NAME AS \`column\` FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?)`,
+    [[...new Set(ADDED_COLUMNS.map(([table]) => table))]],
+  );
+  for (const [table, column, ddl] of ADDED_COLUMNS) {
+    if (found.some((row) => row.table === table && row.column === column)) continue;
+    // Another gateway starting at once may add it first.
+    await pool.query(`ALTER TABLE ${table} ADD COLUMN ${ddl}`).catch((error: unknown) => {
+      if ((error as { code?: unknown }).code !== 'ER_DUP_FIELDNAME') throw error;
+    });
+  }
+}
+
 /** The definition of event.id as found, e.g. `varchar(64)`, `ascii`, `ascii_bin`. */
 const EVENT_ID_COLUMN = `SELECT COLUMN_TYPE AS type, CHARACTER_SET_NAME AS charset, COLLATION_NAME AS collation
 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'event' AND COLUMN_NAME = 'id'`;
@@ -288,6 +314,7 @@ export async function createSchema(pool: Pool): Promise<void> {
     throw new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the table `event` lacks the v4 column `id`; is this an eventflow v4 database?');
   }
   for (const [, ddl] of ownTables(`${column.type} CHARACTER SET ${column.charset} COLLATE ${column.collation}`)) await pool.query(ddl);
+  await addColumns(pool);
   // Never below an assigned position, even if the sequence row was lost.
   const [[max]] = await pool.query<RowDataPacket[]>('SELECT COALESCE(MAX(position), 0) AS max FROM eventflow_position');
   const highest = Number(max?.max ?? 0);

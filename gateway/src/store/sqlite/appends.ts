@@ -1,5 +1,5 @@
 /** The SQLite store's write path: each append of a group commit (see ../group-commit.ts), checked then inserted in the batch's transaction. */
-import { EventflowError } from '@eventflow/core';
+import { EventflowError, type StoredEvent } from '@eventflow/core';
 import { isSameEvent } from '../same-event.js';
 import { versionConflict, type AppendOptions, type AppendRequest, type AppendResult, type NewEvent } from '../store.js';
 import { isoDate, toStoredEvent, type Statements } from './statements.js';
@@ -49,7 +49,7 @@ export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: t
   const { id, domain, pid, name } = event;
   let position: number;
   try {
-    position = Number(s.insertEvent.run(id, timestamp, domain, rid, pid, name, data).lastInsertRowid);
+    position = Number(s.insertEvent.run(id, timestamp, domain, rid, pid, name, data, event.traceparent ?? null, event.tracestate ?? null).lastInsertRowid);
   } catch (error) {
     // The one unique column is id. The failed statement undid itself (sequence included); the transaction goes on.
     if ((error as { code?: unknown } | null)?.code !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
@@ -61,7 +61,12 @@ export function insertOne(s: Statements, append: Extract<PreparedAppend, { ok: t
   }
   if (scheduled !== undefined) s.insertScheduled.run({ id: event.id, now: timestamp, scheduled });
   // The request's own data: what was just stored, as plain JSON (no need to parse it back).
-  return { event: { id, timestamp, domain, rid, pid, name, data: event.data, position }, created: true };
+  const stored: StoredEvent = { id, timestamp, domain, rid, pid, name, data: event.data, position };
+  if (event.traceparent !== undefined) {
+    stored.traceparent = event.traceparent;
+    if (event.tracestate !== undefined) stored.tracestate = event.tracestate;
+  }
+  return { event: stored, created: true };
 }
 
 /** An id already stored answers: the retry's result, or E_EVENTFLOW_DUPLICATE_ID; a new id throws `otherwise()`. */

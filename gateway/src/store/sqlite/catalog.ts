@@ -1,8 +1,8 @@
 /** The SQLite store's Catalog (see ../catalog.ts): each read one prepared statement over v4's tables. */
 import type Database from 'better-sqlite3';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { toStoredEvent, type EventRow } from './statements.js';
-import { globPatterns, prefixRange, withDeliveries, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
+import { COLUMNS, toStoredEvent, type EventRow } from './statements.js';
+import { globPatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 
@@ -20,7 +20,7 @@ function prepare(db: Database.Database) {
        WHERE lastEvent IS NOT NULL ORDER BY d.domain`,
     ),
     page: db.prepare<[{ domain: string; pid: string; after: number; limit: number }], EventRow>(
-      `SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e
+      `SELECT ${COLUMNS} FROM event e
        WHERE e.domain = @domain AND e.pid = @pid AND e.position > @after AND ${FIRED} ORDER BY e.position LIMIT @limit`,
     ),
     // Walks idx_domain_pid in pid order from the cursor and stops after `limit` pids.
@@ -47,7 +47,7 @@ function prepare(db: Database.Database) {
     ),
     // The page's ledger rows in one read of the primary key (event_id, gname, grp); rows of the queue not yet delivered are left out.
     deliveries: db.prepare<[{ ids: string }], DeliveryRow>(
-      `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError
+      `SELECT d.event_id AS eventId, d.grp, d.gname, d.attempts, d.outcome, d.last_error AS lastError, d.claimed_at AS claimedAt, d.settled_at AS settledAt
        FROM eventflow_delivery d WHERE d.event_id IN (SELECT value FROM json_each(@ids)) AND (d.attempts > 0 OR d.outcome IS NOT NULL) ORDER BY d.event_id, d.grp, d.gname`,
     ),
     children: db.prepare<[{ domain: string; pid: string }], Associations['children'][number]>(
@@ -89,11 +89,15 @@ const optional = (value: string | null): string | undefined => value ?? undefine
 
 export class SqliteCatalog implements Catalog {
   readonly #s: Statements;
+  readonly #db: Database.Database;
   readonly #deleting: () => void;
+  /** The settled deliveries' statements (every group, one group), prepared on first use. */
+  readonly #settled: Array<Database.Statement<unknown[], SettledRow> | undefined> = [];
 
   /** `deleting`: called before an event is deleted (the store forgets what it keeps of recent events). */
   constructor(db: Database.Database, deleting: () => void = () => undefined) {
     this.#s = prepare(db);
+    this.#db = db;
     this.#deleting = deleting;
   }
 
@@ -125,6 +129,11 @@ export class SqliteCatalog implements Catalog {
       deadLetter: row.attempts === null ? undefined : { attempts: row.attempts, reason: row.reason ?? '', at: row.at ?? '' },
     }));
     return withDeliveries(fates, this.#s.deliveries.all({ ids }));
+  }
+
+  async settledDeliveries({ domain, name, group, from, to, limit }: SettledQuery): Promise<SettledDelivery[]> {
+    const statement = (this.#settled[group === undefined ? 0 : 1] ??= this.#db.prepare<unknown[], SettledRow>(settledSql(group !== undefined)));
+    return statement.all(...[domain, name, from, to, ...(group === undefined ? [] : [group]), limit]).map(toSettled);
   }
 
   async associations(domain: string, pid: string): Promise<Associations> {

@@ -8,7 +8,7 @@ import type Database from 'better-sqlite3';
 import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
-import { now, toStoredEvent, type EventRow } from './statements.js';
+import { COLUMNS, now, toStoredEvent, type EventRow } from './statements.js';
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS eventflow_group (
@@ -24,13 +24,16 @@ CREATE TABLE IF NOT EXISTS eventflow_delivery (
   PRIMARY KEY (event_id, gname, grp)
 );`;
 
-/** Columns added by the work engine (schema version 2) to tables that older gateways created. */
+/** Columns added by the work engine (schema version 2) and by tracing to tables that older gateways created. */
 const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
   ['eventflow_group', 'ordered', 'ordered INTEGER NOT NULL DEFAULT 0'],
   ['eventflow_group', 'materialized', 'materialized INTEGER NULL'],
   ['eventflow_delivery', 'position', 'position INTEGER NULL'],
   ['eventflow_delivery', 'pid', 'pid TEXT NULL'],
   ['eventflow_delivery', 'name', 'name TEXT NULL'],
+  // When its current (or last) delivery began and when a delivery of it last ended, in ms (tracing: queue and handler time).
+  ['eventflow_delivery', 'claimed_at', 'claimed_at INTEGER NULL'],
+  ['eventflow_delivery', 'settled_at', 'settled_at INTEGER NULL'],
 ];
 
 /**
@@ -48,6 +51,8 @@ CREATE INDEX IF NOT EXISTS idx_delivery_free ON eventflow_delivery (domain, gnam
 CREATE INDEX IF NOT EXISTS idx_delivery_pid ON eventflow_delivery (domain, gname, grp, pid, position) WHERE outcome IS NULL;
 CREATE INDEX IF NOT EXISTS idx_delivery_dead ON eventflow_delivery (updated) WHERE outcome = 'dead';
 CREATE INDEX IF NOT EXISTS idx_delivery_redelivered ON eventflow_delivery (domain, gname, grp) WHERE attempts > 1;
+-- The latency view (catalog readLatency): settled rows of an event name by settle time; a row enters it once, with its outcome.
+CREATE INDEX IF NOT EXISTS idx_delivery_settled ON eventflow_delivery (domain, name, settled_at) WHERE outcome IS NOT NULL;
 `;
 
 const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
@@ -305,7 +310,7 @@ export class SqliteLedger implements DeliveryLedger {
            UNION ALL SELECT * FROM (SELECT d.rowid, 1 AS k, d.position AS o ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT @limit)
          ) ORDER BY k, o LIMIT @limit`;
       const all = this.#all<{ event_id: string; attempts: number; delivery: string; position: number; last_error: string | null }>(
-        `UPDATE eventflow_delivery SET delivery = eventflow_delivery_id(@secret, event_id), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated
+        `UPDATE eventflow_delivery SET delivery = eventflow_delivery_id(@secret, event_id), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated, claimed_at = @now
          WHERE rowid IN (${page}) RETURNING event_id, attempts, delivery, position, last_error`,
         params,
       );
@@ -315,7 +320,7 @@ export class SqliteLedger implements DeliveryLedger {
       const taken = spent.length === 0 ? all : all.filter((row) => row.attempts - 1 < maxAttempts);
       for (const row of spent) {
         const error = row.last_error ?? 'lease expired';
-        this.#run(`UPDATE eventflow_delivery SET outcome = 'dead', attempts = @attempts, last_error = @error, deadline = NULL, owner = NULL, updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
+        this.#run(`UPDATE eventflow_delivery SET outcome = 'dead', attempts = @attempts, last_error = @error, deadline = NULL, owner = NULL, updated = @updated, settled_at = @now WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
           ...params,
           id: row.event_id,
           attempts: row.attempts,
@@ -365,7 +370,7 @@ export class SqliteLedger implements DeliveryLedger {
   #events(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
     const { events, missing } = atHand(ids, known);
     if (missing.length > 0) {
-      for (const row of this.#all<EventRow>(`SELECT e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
+      for (const row of this.#all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
         events.set(row.id, toStoredEvent(row));
       }
     }
@@ -375,6 +380,7 @@ export class SqliteLedger implements DeliveryLedger {
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
     return this.#immediate(() => {
       const updated = now();
+      const at = Date.now();
       // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
       const first = new Map<string, LedgerAction>();
       for (const action of actions) if (!first.has(action.delivery)) first.set(action.delivery, action);
@@ -385,11 +391,11 @@ export class SqliteLedger implements DeliveryLedger {
       if (outcomes.length > 0) {
         const rows = JSON.stringify(outcomes.map((action) => ({ d: action.delivery, o: action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : null, e: action.error ?? null })));
         for (const row of this.#all<RefRow & { delivery: string }>(
-          `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated
+          `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated, settled_at = @at
            FROM (SELECT json_extract(value, '$.d') AS dl, json_extract(value, '$.o') AS o, json_extract(value, '$.e') AS e FROM json_each(@rows)) AS j
            WHERE d.delivery = j.dl AND d.outcome IS NULL
            RETURNING delivery, event_id, domain, gname, grp, name, attempts`,
-          { rows, updated },
+          { rows, updated, at },
         )) {
           ended.set(row.delivery, row);
         }
@@ -416,8 +422,8 @@ export class SqliteLedger implements DeliveryLedger {
         const uncount = action.uncount ? 1 : 0;
         this.#run(
           `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, available_at = @availableAt, last_error = COALESCE(@error, last_error),
-             attempts = MAX(0, attempts - @uncount), updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp`,
-          { id: row.event_id, gname: row.gname, grp: row.grp, availableAt: action.availableAt ?? null, error: action.error ?? null, uncount, updated },
+             attempts = MAX(0, attempts - @uncount), updated = @updated, settled_at = @at WHERE event_id = @id AND gname = @gname AND grp = @grp`,
+          { id: row.event_id, gname: row.gname, grp: row.grp, availableAt: action.availableAt ?? null, error: action.error ?? null, uncount, updated, at },
         );
         if (row.grp === DEFAULT_GROUP) this.#unclaim(row.event_id);
         ended.set(action.delivery, { ...row, attempts: Math.max(0, row.attempts - uncount) });

@@ -3,6 +3,16 @@ import { SNAPSHOT_SCHEMA } from './snapshots.js';
 
 export const SCHEMA_VERSION = 2;
 
+/**
+ * Columns added to tables of files that older gateways created (ALTER TABLE … ADD COLUMN, at open).
+ * Older gateways can still open such a file: they name the columns they read and write, and NULL is
+ * what an event stored without a trace context holds.
+ */
+export const ADDED_COLUMNS: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
+  ['event', 'traceparent', 'traceparent TEXT NULL'],
+  ['event', 'tracestate', 'tracestate TEXT NULL'],
+];
+
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 
@@ -12,7 +22,8 @@ CREATE TABLE IF NOT EXISTS event (
   timestamp TEXT NOT NULL,
   domain TEXT NOT NULL,
   rid TEXT NULL REFERENCES event(id) ON DELETE SET NULL,
-  pid TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL
+  pid TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL,
+  traceparent TEXT NULL, tracestate TEXT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_rid ON event (rid);
 CREATE INDEX IF NOT EXISTS idx_name ON event (name, position);

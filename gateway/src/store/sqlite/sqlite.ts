@@ -12,7 +12,7 @@ import { EventflowError, type Position, type StoredEvent } from '@eventflow/core
 import { GroupCommit } from '../group-commit.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { SCHEMA, SCHEMA_VERSION } from './schema.js';
+import { ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
 import { asError, insertOne, isRowError, prepareAppend, type PreparedAppend } from './appends.js';
 import { SqliteSnapshots } from './snapshots.js';
@@ -67,7 +67,13 @@ export class SqliteStore implements EventStore {
       db.pragma(`journal_size_limit = ${WAL_LIMIT_FRAMES * Number(db.pragma('page_size', { simple: true }))}`);
       db.pragma('foreign_keys = ON');
       // IMMEDIATE so that two gateways initialising one file at once do not interleave.
-      db.transaction(() => db.exec(SCHEMA)).immediate();
+      db.transaction(() => {
+        db.exec(SCHEMA);
+        for (const [table, column, ddl] of ADDED_COLUMNS) {
+          const columns = db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>;
+          if (!columns.some((existing) => existing.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${ddl}`);
+        }
+      }).immediate();
       const statements = prepareStatements(db);
       statements.setSchemaVersion.run(String(SCHEMA_VERSION));
       const version = Number(statements.schemaVersion.get()?.value);

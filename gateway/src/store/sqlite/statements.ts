@@ -2,10 +2,11 @@
 import type Database from 'better-sqlite3';
 import { EventflowError, type JsonValue, type StoredEvent } from '@eventflow/core';
 import type { DeadLetter } from '../store.js';
-/** An event as stored: `data` is JSON text. */
-export type EventRow = Omit<StoredEvent, 'data'> & { data: string };
+/** An event as stored: `data` is JSON text; the trace context NULL when it has none (absent: a read that does not select it). */
+export type EventRow = Omit<StoredEvent, 'data' | 'traceparent' | 'tracestate'> & { data: string; traceparent?: string | null; tracestate?: string | null };
 
-const COLUMNS = 'e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data';
+/** The columns of an event row (EventRow), `e` being the event table. */
+export const COLUMNS = 'e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data, e.traceparent, e.tracestate';
 
 /** Name lists travel as one JSON array parameter so that their statements can be cached. */
 const IN_NAMES = 'e.name IN (SELECT value FROM json_each(@names))';
@@ -50,8 +51,8 @@ export function prepareStatements(db: Database.Database) {
     // An id already stored fails it with SQLITE_CONSTRAINT_UNIQUE: the unique index is the check (appends.ts).
     // Not ON CONFLICT DO NOTHING: that still advances AUTOINCREMENT's sequence, so head would move.
     // The two inserts of every publish take positional parameters: binding names cost ~5% of the insert.
-    insertEvent: stmt<[id: string, timestamp: string, domain: string, rid: string | null, pid: string, name: string, data: string]>(
-      `INSERT INTO event (id, timestamp, domain, rid, pid, name, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    insertEvent: stmt<[id: string, timestamp: string, domain: string, rid: string | null, pid: string, name: string, data: string, traceparent: string | null, tracestate: string | null]>(
+      `INSERT INTO event (id, timestamp, domain, rid, pid, name, data, traceparent, tracestate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertPublished: stmt<[id: string, now: string, publisher: string, hub: string | null, claimed: string | null]>(
       `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) VALUES (?, ?, ?, ?, ?)`,
@@ -158,7 +159,13 @@ export function prepareStatements(db: Database.Database) {
 export type Statements = ReturnType<typeof prepareStatements>;
 
 export function toStoredEvent(row: EventRow): StoredEvent {
-  return { ...row, data: JSON.parse(row.data) as JsonValue };
+  const event: StoredEvent = { position: row.position, id: row.id, timestamp: row.timestamp, domain: row.domain, rid: row.rid, pid: row.pid, name: row.name, data: JSON.parse(row.data) as JsonValue };
+  // Only events that have one carry a trace context (PROTOCOL.md › Stored event).
+  if (row.traceparent != null) {
+    event.traceparent = row.traceparent;
+    if (row.tracestate != null) event.tracestate = row.tracestate;
+  }
+  return event;
 }
 
 export function isoDate(date: Date, what: string): string {

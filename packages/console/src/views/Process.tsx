@@ -1,6 +1,6 @@
 /**
  * A process: its timeline (virtualized: only the rows in view are rendered, so 10 000 events paint
- * as fast as 10), each event's JSON and fate, the state as of the selected event with what it
+ * as fast as 10), each event's JSON and fate, where its time went (queue → handler) and its trace, the state as of the selected event with what it
  * changed highlighted (composeEventlogState over the prefix), the live current state with events
  * still in the outbox marked pending, and its child processes and entity associations.
  */
@@ -12,6 +12,7 @@ import { href } from '../routes.js';
 import { DeliveryChips, DeliveryFacts } from '../deliveries.js';
 import { diffState } from '../state-diff.js';
 import { useTimeline } from '../timeline.js';
+import { RowTiming, TimingFacts, useTraceLink } from '../timings.js';
 
 const ROW = 34;
 const VIEW_HEIGHT = 408;
@@ -42,6 +43,7 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
   // The live state reads the whole eventlog: it starts once the first timeline page is shown.
   const [livePosition, setLivePosition] = useState(0);
   const timeline = useTimeline(client, domain, pid, livePosition);
+  const traceLink = useTraceLink();
   const { events } = timeline;
   const [chosen, setChosen] = useState<number | undefined>(undefined);
   const selected = chosen === undefined ? events.length - 1 : Math.min(chosen, events.length - 1);
@@ -103,6 +105,7 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
           {rowFate?.consumer ?? '—'}
         </span>
         <DeliveryChips fate={rowFate} />
+        <RowTiming event={row} fate={rowFate} />
         <span className={`outcome outcome-${css(outcome)}`} data-testid="row-outcome">
           {outcome}
         </span>
@@ -164,6 +167,7 @@ export function Process({ domain, pid }: { domain: string; pid: string }): React
                   <StatusBadge status={outcomeOf(fate, event)} />
                 </dd>
                 <DeliveryFacts fate={fate} />
+                <TimingFacts event={event} fate={fate} traceLink={traceLink} />
                 {fate?.deadLetter && (
                   <>
                     <dt>Dead letter</dt>
