@@ -229,7 +229,8 @@ describe('/metrics', () => {
     expect(text).not.toContain('acme-corp');
     expect(text).not.toContain('ceo-bonus');
     expect(text.length).toBeLessThan(32 * 1024);
-    expect(took).toBeLessThan(5_000);
+    // ~200 ms here with the ledger's counts in a few statements for all groups (it was two per group).
+    expect(took).toBeLessThan(1_500);
     const { samples } = parseMetrics(text);
     expect(samples.get('eventflow_groups')).toBe(3000);
     expect(samples.get('eventflow_group_pending')).toBe(2);

@@ -10,7 +10,7 @@
  *    or a delivery that is no longer current, is refused, and nothing is recorded.
  */
 import { describe, expect, it } from 'vitest';
-import { isEventflowError, listDeadLetters, PROTOCOL_VERSION, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { isEventflowError, listDeadLetters, listGroups, PROTOCOL_VERSION, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { connect } from '@eventflow/test-support/raw-socket';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 
@@ -136,6 +136,21 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
         expect(gap).toBeGreaterThanOrEqual(nominal / 2 - 20);
         expect(gap).toBeLessThan(nominal + 1_200);
       });
+    });
+
+    it('group names are exact or refused: a trailing space and non-ASCII get a coded error, nothing is stored', async () => {
+      const cluster = await start();
+      const client = cluster.client(0);
+      await client.consume('names', 'job', () => undefined, { group: 'audit' });
+      for (const group of ['audit ', 'é', 'audit\u0000']) {
+        const refused = await cluster
+          .client(1)
+          .call('consume', { consumer: 'c-bad', domain: 'names', name: 'job', group })
+          .catch((error: unknown) => error);
+        expect(isEventflowError(refused, 'E_EVENTFLOW_INVALID_INPUT'), `${JSON.stringify(group)}: ${String(refused)}`).toBe(true);
+      }
+      const groups = await listGroups(client, 'names');
+      expect(groups.map((group) => group.group)).toEqual(['audit']);
     });
 
     it('a settle from a connection that may not consume the domain, or of a delivery no longer current, is refused and records nothing', async () => {
