@@ -101,4 +101,25 @@ describe('consumer groups', () => {
       await admin.close();
     }
   });
+
+  it("another tenant's dead letter is untouched by requeue and discard naming the caller's own domain, and answered as an unknown one", async () => {
+    h = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 1 });
+    const victim = createClient(h.gateway.url, { token: await token({ consume: ['payroll'], publish: ['payroll'], manage: ['payroll'] }), onError: () => undefined });
+    const attacker = createClient(h.gateway.url, { token: await token({ consume: ['tenant'], manage: ['tenant'] }), onError: () => undefined });
+    try {
+      await victim.consume('payroll', 'pay', (_event, context) => context.retry(0), { group: 'bank' });
+      const id = await victim.publish({ domain: 'payroll', name: 'pay', pid: 'ceo' });
+      await eventually(async () => (await listDeadLetters(victim, { domain: 'payroll' })).length === 1, 5_000, 'the dead letter');
+      const key = { eventId: id, name: 'pay', group: 'bank' };
+      // The right is checked on the domain the request names; the store acts only on a row of that domain.
+      expect(await requeueDeadLetter(attacker, { ...key, domain: 'tenant' })).toBe(false);
+      expect(await discardDeadLetter(attacker, { ...key, domain: 'tenant' })).toBe(false);
+      expect(await requeueDeadLetter(attacker, { ...key, eventId: 'no-such-event', domain: 'tenant' })).toBe(false);
+      expect(await listDeadLetters(attacker, {})).toEqual([]);
+      expect(await listDeadLetters(victim, { domain: 'payroll' })).toMatchObject([{ eventId: id, group: 'bank' }]);
+    } finally {
+      await victim.close();
+      await attacker.close();
+    }
+  });
 });
