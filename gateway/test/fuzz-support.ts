@@ -41,7 +41,7 @@ export interface FuzzFrame {
   id: number | undefined;
 }
 
-type Kind = 'ident' | 'handle' | 'token' | 'pos' | 'posInt' | 'iso' | 'event' | 'names' | 'outcome' | 'settleError' | 'credit' | 'bool' | 'retry' | 'settles';
+type Kind = 'ident' | 'handle' | 'token' | 'pos' | 'posInt' | 'iso' | 'event' | 'names' | 'outcome' | 'settleError' | 'credit' | 'bool' | 'retry' | 'settles' | 'slowest';
 
 /**
  * The params of every operation, with each field's kind (optional fields included). The fuzz test
@@ -80,6 +80,7 @@ export const templates: Partial<Record<OperationName, Record<string, Kind>>> = {
   listDomains: {},
   listProcesses: { domain: 'ident', after: 'ident', limit: 'posInt' },
   readTimeline: { domain: 'ident', pid: 'ident', after: 'pos', limit: 'posInt' },
+  readLatency: { domain: 'ident', name: 'ident', group: 'ident', windowMs: 'posInt', slowest: 'slowest' },
   listScheduled: { domain: 'ident', limit: 'posInt' },
   cancelScheduled: { id: 'ident' },
   gatewayStats: {},
@@ -108,6 +109,7 @@ const validValues: Record<Kind, unknown> = {
   bool: true,
   retry: { attempts: 3, backoff: 'fixed', delayMs: 10, maxDelayMs: 100 },
   settles: [{ delivery: 'h-1', outcome: 'success' }],
+  slowest: 10,
 };
 
 /** Valid params for `op` with every optional field present. */
@@ -166,6 +168,8 @@ function pools(kind: Kind): unknown[] {
       return [...nonString.filter((v) => !(v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0)), { message: 5 }, { code: 'x' }, { message: 'x', code: 5 }, { message: 'x', extra: 1 }, { message: 'x', code: 'c'.repeat(129) }];
     case 'event':
       return [5, 'x', null, [], true, [validEvent]];
+    case 'slowest':
+      return [...nonNumber, ...badNumbers, 0, 101];
     case 'credit':
       return [...nonNumber, ...badNumbers, 1001];
     case 'bool':
