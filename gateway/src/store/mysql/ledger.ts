@@ -15,93 +15,19 @@ import { atHand, CLAIMABLE_V4, cut, DEFAULT_GROUP, deliveryId, keyOf, ledgerColu
 import { ATTEMPTS, driverCode, notOpen, openPool, run, type MysqlStoreOptions } from './db.js';
 import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
-
-const ASCII = 'ENGINE=InnoDB DEFAULT CHARACTER SET ascii DEFAULT COLLATE ascii_bin';
-
-/** Not foreign keys on `event`: the ledger's reads join `event`, so rows of a deleted event are never delivered. */
-const TABLES = [
-  `CREATE TABLE IF NOT EXISTS eventflow_group (
-  domain VARCHAR(64) NOT NULL, name VARCHAR(64) NOT NULL, grp VARCHAR(64) NOT NULL,
-  created_position BIGINT UNSIGNED NOT NULL, created_at DATETIME(3) NOT NULL,
-  ordered TINYINT NOT NULL DEFAULT 0, materialized BIGINT UNSIGNED NULL,
-  PRIMARY KEY (domain, name, grp)
-) ${ASCII}`,
-  `CREATE TABLE IF NOT EXISTS eventflow_delivery (
-  event_id VARCHAR(64) NOT NULL, domain VARCHAR(64) NOT NULL, gname VARCHAR(64) NOT NULL, grp VARCHAR(64) NOT NULL,
-  delivery VARCHAR(96) NULL, owner VARCHAR(64) NULL, deadline BIGINT NULL, available_at BIGINT NULL,
-  attempts INT UNSIGNED NOT NULL DEFAULT 0, outcome VARCHAR(16) NULL, last_error TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
-  updated DATETIME(3) NOT NULL,
-  position BIGINT UNSIGNED NULL, pid VARCHAR(64) NULL, name VARCHAR(64) NULL,
-  PRIMARY KEY (event_id, gname, grp),
-  INDEX idx_delivery_id (delivery),
-  INDEX idx_delivery_owner (owner, outcome)
-) ${ASCII}`,
-];
-
-/** Columns the work engine and tracing added to tables that older gateways created. */
-const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
-  ['eventflow_group', 'ordered', 'ordered TINYINT NOT NULL DEFAULT 0'],
-  ['eventflow_group', 'materialized', 'materialized BIGINT UNSIGNED NULL'],
-  ['eventflow_delivery', 'position', 'position BIGINT UNSIGNED NULL'],
-  ['eventflow_delivery', 'pid', 'pid VARCHAR(64) NULL'],
-  ['eventflow_delivery', 'name', 'name VARCHAR(64) NULL'],
-  // When its current (or last) delivery began and when a delivery of it last ended, in ms (tracing: queue and handler time).
-  ['eventflow_delivery', 'claimed_at', 'claimed_at BIGINT NULL'],
-  ['eventflow_delivery', 'settled_at', 'settled_at BIGINT NULL'],
-];
-
-/**
- * The queue (a group's unsettled rows in position order), the first unsettled row of each pid
- * (ordered groups), the counts of the `groups` listing, and deleting a group.
- */
-const INDEXES: ReadonlyArray<readonly [name: string, columns: string]> = [
-  // `deadline` before `position`: a claim's locking read ranges over the rows with no lease (NULL)
-  // only. InnoDB keeps the lock of every row a locking read examines, SKIP LOCKED or not, matching or
-  // not: a range over leased rows would hold the rows that settles are writing until the claim commits.
-  ['idx_delivery_queue', '(domain, gname, grp, outcome, deadline, position)'],
-  ['idx_delivery_pid', '(domain, gname, grp, pid, position)'],
-  ['idx_delivery_state', '(outcome, domain, gname, grp)'],
-  ['idx_delivery_attempts', '(attempts)'],
-  // The latency view (catalog readLatency): an event name's settled rows by settle time.
-  ['idx_delivery_settled', '(domain, name, settled_at)'],
-];
+import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
+import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
+import { GROUP_READ_MS, groupId, ID_TABLE, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
 /** Steps per claim at most: a group far behind catches up over several claims. */
 const MATERIALIZE_STEPS = 5;
 
-type GroupRow = { domain: string; name: string; grp: string; created_position: number | string; created_at: Date; ordered: number; materialized: number | string | null };
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
 
-/** How long a gateway goes by the group row it read (its `ordered`, the watermark in the store). */
-const GROUP_READ_MS = 1_000;
 
-/** A group as the claims of this gateway know it. */
-interface CachedGroup {
-  created: number;
-  ordered: boolean;
-  /** Every event of the group's filter up to this position has its row. */
-  materialized: number;
-  /** The store's head when the row was read. */
-  head: number;
-  readAt: number;
-  /** When the watermark was last written to the store. */
-  persistedAt: number;
-}
 
-const groupId = (key: GroupKey): string => `${key.domain}\u0000${key.name}\u0000${key.group}`;
-
-const num = (value: string | number | null | undefined): number | undefined => (value === null || value === undefined ? undefined : Number(value));
-
-const toRecord = (row: GroupRow): GroupRecord => ({
-  domain: row.domain,
-  name: row.name,
-  group: row.grp,
-  createdPosition: Number(row.created_position),
-  createdAt: row.created_at.toISOString(),
-  ordered: Number(row.ordered) === 1,
-});
 
 /** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
 function rowScope(key: GroupKey): { sql: string; params: Params } {
@@ -110,8 +36,6 @@ function rowScope(key: GroupKey): { sql: string; params: Params } {
   return { sql: `d.domain = ? AND d.gname = ? AND d.grp = ? ${named ? 'AND d.name = ?' : ''}`, params: [key.domain, gname, grp, ...(named ? [key.name] : [])] };
 }
 
-/** A JSON_TABLE of strings (ids) for joins: one prepared statement whatever the list's length. */
-const ID_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) j`;
 
 export class MysqlLedger implements DeliveryLedger {
   readonly #options: MysqlStoreOptions;
@@ -119,34 +43,17 @@ export class MysqlLedger implements DeliveryLedger {
   /** Connections with autocommit off: a transaction opens with its first statement (no BEGIN round trip). */
   #writer: Pool | undefined;
   readonly #groups = new Map<string, CachedGroup>();
+  /** The listings and the dead letters' operations (ledger-operator.ts). */
+  readonly #operator = new MysqlLedgerOperator({ do: (what, work) => this.#do(what, work), tx: (what, work) => this.#tx(what, work) });
 
   constructor(options: MysqlStoreOptions) {
     this.#options = options;
   }
 
   /** Creates or upgrades the ledger's tables (safe to run again, and by several gateways at once), and opens its pool. */
+  /** Creates or upgrades the ledger's tables (ledger-schema.ts), and opens its pools. */
   async open(setup: Pool): Promise<void> {
-    for (const ddl of TABLES) await setup.query(ddl);
-    const columns = await select<{ table: string; column: string }>(
-      setup,
-      `SELECT TABLE_NAME AS \`table\`, COLUMN_NAME AS \`column\` FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('eventflow_group', 'eventflow_delivery')`,
-    );
-    for (const [table, column, ddl] of ADDED) {
-      if (columns.some((found) => found.table === table && found.column === column)) continue;
-      await ignoreDuplicate(setup.query(`ALTER TABLE ${table} ADD COLUMN ${ddl}`));
-      if (table === 'eventflow_delivery' && column === 'name') {
-        // Rows written before the queue columns existed: from their event.
-        await setup.query(
-          `UPDATE eventflow_delivery d JOIN event e ON e.id = d.event_id LEFT JOIN eventflow_position x ON x.event_id = e.id
-           SET d.position = x.position, d.pid = e.pid, d.name = e.name WHERE d.position IS NULL`,
-        );
-      }
-    }
-    const indexes = await select<{ name: string }>(setup, `SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'eventflow_delivery'`);
-    for (const [name, definition] of INDEXES) if (!indexes.some((index) => index.name === name)) await ignoreDuplicate(setup.query(`ALTER TABLE eventflow_delivery ADD INDEX ${name} ${definition}`));
-    if (indexes.some((index) => index.name === 'idx_delivery_group')) await setup.query(`ALTER TABLE eventflow_delivery DROP INDEX idx_delivery_group`).catch(() => undefined);
-    // A dead letter's reason is the handler's error, any text: not ASCII (tables of older gateways).
-    await setup.query(`ALTER TABLE eventflow_dead_letter MODIFY reason VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL`);
+    await createLedgerTables(setup);
     this.#pool = openLedgerPool(this.#options, true);
     this.#writer = openLedgerPool(this.#options, false);
   }
@@ -230,64 +137,24 @@ export class MysqlLedger implements DeliveryLedger {
     });
   }
 
-  async countGroups(domain: string): Promise<number> {
-    return this.#do('count the consumer groups', async (pool) => Number((await select<{ n: number }>(pool, `SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = ?`, [domain]))[0]?.n ?? 0));
+  countGroups(domain: string): Promise<number> {
+    return this.#operator.countGroups(domain);
   }
 
-  async groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
-    return this.#do('read the consumer groups', async (pool) => {
-      const only = domains === undefined ? '' : 'AND domain IN (?)';
-      const scope = domains === undefined ? [] : [[...domains]];
-      const v4Pending = `CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END`;
-      // Events after a group's watermark in the store may have no row yet: counted from the events (a
-      // short range while the group has members; the stored watermark lags a claim's by up to a second).
-      const NO_ROW = `NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = IF(g.grp = '', '', g.name) AND r.grp = g.grp)`;
-      const rows = await select<GroupRow & { later: number | string; laterFirst: number | string | null }>(
-        pool,
-        `SELECT g.*,
-           (SELECT COUNT(*) FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED})) AND ${NO_ROW}) AS later,
-           (SELECT MIN(x.position) FROM eventflow_position x JOIN event e ON e.id = x.event_id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND ${NO_ROW}) AS laterFirst
-         FROM eventflow_group g WHERE 1 = 1 ${only.replace('domain', 'g.domain')} ORDER BY g.domain, g.name, g.grp`,
-        scope,
-      );
-      type Count = { domain: string; gname: string; grp: string; name: string | null; n: number | string; inFlight: number | string | null; oldest: number | string | null };
-      const open = await select<Count>(
-        pool,
-        `SELECT d.domain, d.gname, d.grp, d.name, SUM(${v4Pending}) AS n, SUM(CASE WHEN d.deadline > ? THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
-         FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id
-         WHERE d.outcome IS NULL ${only.replace('domain', 'd.domain')} GROUP BY d.domain, d.gname, d.grp, d.name`,
-        [at, ...scope],
-      );
-      const dead = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`, scope);
-      const again = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`, scope);
-      const sum = (counts: Count[], record: GroupRecord) => {
-        const { gname, grp } = ledgerColumns(record);
-        const mine = counts.filter((c) => c.domain === record.domain && c.gname === gname && c.grp === grp && (record.group !== DEFAULT_GROUP || record.name === '*' || c.name === record.name));
-        return {
-          n: mine.reduce((total, c) => total + Number(c.n), 0),
-          inFlight: mine.reduce((total, c) => total + Number(c.inFlight ?? 0), 0),
-          oldest: mine.reduce<number | undefined>((low, c) => (c.oldest === null ? low : Math.min(low ?? Infinity, Number(c.oldest))), undefined),
-        };
-      };
-      const records = rows.map((row) => ({ row, record: toRecord(row), unsettled: sum(open, toRecord(row)) }));
-      const oldestPositions = records.map(({ row, unsettled }) => unsettled.oldest ?? num(row.laterFirst)).filter((p): p is number => p !== undefined);
-      const stamps = new Map(
-        (oldestPositions.length === 0
-          ? []
-          : await select<{ position: number | string; timestamp: Date }>(pool, `SELECT x.position, e.timestamp FROM eventflow_position x JOIN event e ON e.id = x.event_id WHERE x.position IN (?)`, [[...new Set(oldestPositions)]])
-        ).map((stamp) => [Number(stamp.position), stamp.timestamp.toISOString()]),
-      );
-      return records.map(({ row, record, unsettled }) => ({
-        ...record,
-        pending: Math.max(0, unsettled.n - unsettled.inFlight) + Number(row.later),
-        inFlight: unsettled.inFlight,
-        redelivered: sum(again, record).n,
-        deadLetters: sum(dead, record).n,
-        oldestPendingAt: stamps.get(unsettled.oldest ?? num(row.laterFirst) ?? -1),
-      }));
-    });
+  groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
+    return this.#operator.groups(at, domains);
+  }
+
+  deadLetters(query: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
+    return this.#operator.deadLetters(query);
+  }
+
+  async requeue(key: GroupKey, eventId: string): Promise<boolean> {
+    return this.#operator.requeue(key, eventId);
+  }
+
+  async discard(key: GroupKey, eventId: string): Promise<boolean> {
+    return this.#operator.discard(key, eventId);
   }
 
   async consumed(domain: string, name: string): Promise<boolean> {
@@ -565,95 +432,5 @@ export class MysqlLedger implements DeliveryLedger {
     });
   }
 
-  async deadLetters({ domain, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
-    const where = domain === undefined ? '' : 'AND d.domain = ?';
-    const rows = await this.#do('read the dead letters', (pool) =>
-      select<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: Date }>(
-        pool,
-        `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.gname, d.grp, d.attempts, d.last_error AS lastError, d.updated AS at
-         FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' ${where}
-         ORDER BY d.updated DESC, d.event_id DESC LIMIT ? OFFSET ?`,
-        [...(domain === undefined ? [] : [domain]), limit, offset],
-      ),
-    );
-    return rows.map(({ gname, grp, lastError, at, ...row }) => ({
-      ...row,
-      attempts: Number(row.attempts),
-      consumes: keyOf(row.domain, gname, grp, row.name).name,
-      group: grp,
-      lastError: lastError ?? '',
-      at: at.toISOString(),
-    }));
-  }
 
-  async requeue(key: GroupKey, eventId: string): Promise<boolean> {
-    const { gname, grp } = ledgerColumns(key);
-    return this.#tx('requeue the dead letter', async (conn) => {
-      const changed = await affected(
-        conn,
-        `UPDATE eventflow_delivery SET outcome = NULL, attempts = 0, deadline = NULL, available_at = NULL, delivery = NULL, owner = NULL, updated = UTC_TIMESTAMP(3)
-         WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead'`,
-        [eventId, gname, grp, key.domain],
-      );
-      if (changed === 0) return false;
-      if (key.group === DEFAULT_GROUP) {
-        await affected(conn, `UPDATE event_published SET failed = NULL, consumed_spoke = NULL, consumer = NULL WHERE event_id = ?`, [eventId]);
-        await affected(conn, `DELETE FROM eventflow_dead_letter WHERE event_id = ?`, [eventId]);
-      }
-      return true;
-    });
-  }
-
-  async discard(key: GroupKey, eventId: string): Promise<boolean> {
-    const { gname, grp } = ledgerColumns(key);
-    return this.#tx('discard the dead letter', async (conn) => {
-      const changed = await affected(
-        conn,
-        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = UTC_TIMESTAMP(3) WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead'`,
-        [eventId, gname, grp, key.domain],
-      );
-      if (changed > 0 && key.group === DEFAULT_GROUP) await affected(conn, `DELETE FROM eventflow_dead_letter WHERE event_id = ?`, [eventId]);
-      return changed > 0;
-    });
-  }
-}
-
-/** Rows out of attempts, dead in the claim's transaction: failed for the group, a dead letter with the last error. */
-async function deadLetters(conn: PoolConnection, gname: string, grp: string, letters: ReadonlyArray<{ id: string; error: string; attempts: number }>): Promise<void> {
-  const list = JSON.stringify(letters.map((letter) => letter.id));
-  await affected(
-    conn,
-    `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id SET d.outcome = 'dead', d.last_error = COALESCE(d.last_error, 'lease expired'), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?
-     WHERE d.gname = ? AND d.grp = ?`,
-    [list, Date.now(), gname, grp],
-  );
-  if (grp !== DEFAULT_GROUP) return;
-  await affected(conn, `UPDATE ${ID_TABLE} STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = j.id SET p.failed = UTC_TIMESTAMP() WHERE ${UNSETTLED}`, [list]);
-  await insertDeadLetters(conn, letters);
-}
-
-/** The default group's dead-letter rows (v4-era listing, `EventStore.deadLetters`). */
-async function insertDeadLetters(conn: PoolConnection, letters: ReadonlyArray<{ id: string; error: string; attempts: number }>): Promise<void> {
-  await affected(
-    conn,
-    `INSERT INTO eventflow_dead_letter (event_id, attempts, reason, at)
-     SELECT j.i, j.n, j.r, UTC_TIMESTAMP(3) FROM JSON_TABLE(?, '$[*]' COLUMNS (i VARCHAR(64) PATH '$.i', n INT PATH '$.n', r VARCHAR(64) CHARACTER SET utf8mb4 PATH '$.r')) j
-     ON DUPLICATE KEY UPDATE attempts = VALUES(attempts), reason = VALUES(reason), at = VALUES(at)`,
-    [JSON.stringify(letters.map((letter) => ({ i: letter.id, n: letter.attempts, r: cut(letter.error, 64) })))],
-  );
-}
-
-/** An ALTER that another gateway starting at the same time made first. */
-async function ignoreDuplicate(statement: Promise<unknown>): Promise<void> {
-  await statement.catch((error: unknown) => {
-    const code = (error as { code?: unknown }).code;
-    if (code !== 'ER_DUP_FIELDNAME' && code !== 'ER_DUP_KEYNAME') throw error;
-  });
-}
-
-/** A pool of the ledger's own: the store's session set-up, and READ COMMITTED (see the header). */
-function openLedgerPool(options: MysqlStoreOptions, autocommit: boolean): Pool {
-  const pool = openPool(options, 6, autocommit);
-  pool.pool.on('connection', (conn) => conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (error) => error && conn.destroy()));
-  return pool;
 }

@@ -9,6 +9,8 @@ import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { COLUMNS, now, toStoredEvent, type EventRow } from './statements.js';
+import { eventScope, LedgerSql, rowScope, toRecord, type GroupRow } from './ledger-sql.js';
+import { SqliteLedgerOperator } from './ledger-operator.js';
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS eventflow_group (
@@ -55,33 +57,11 @@ CREATE INDEX IF NOT EXISTS idx_delivery_redelivered ON eventflow_delivery (domai
 CREATE INDEX IF NOT EXISTS idx_delivery_settled ON eventflow_delivery (domain, name, settled_at) WHERE outcome IS NOT NULL;
 `;
 
-const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 /** Events per claim whose rows are written at most (the watermark moves in steps: bounded transactions). */
 const MATERIALIZE_PAGE = 10_000;
 
-type GroupRow = { domain: string; name: string; grp: string; created_position: number; created_at: string; ordered: number; materialized: number | null };
 type CandidateRow = EventRow & { attempts: number; last_error: string | null };
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number };
-
-const toRecord = (row: GroupRow): GroupRecord => ({
-  domain: row.domain,
-  name: row.name,
-  group: row.grp,
-  createdPosition: row.created_position,
-  createdAt: row.created_at,
-  ordered: row.ordered === 1,
-});
-
-/** The group's filter on event rows `e` (and v4's outcome, default group), as SQL with named parameters. */
-function eventScope(key: GroupKey): string {
-  const name = key.name === '*' ? '' : 'AND e.name = @name';
-  const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
-  return `FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = @domain ${name} AND ${FIRED} ${settled}`;
-}
-
-/** The rows of the group's ledger (`d`): the default group of a name takes only that name's rows of the shared ledger. */
-const rowScope = (key: GroupKey): string =>
-  `d.domain = @domain AND d.gname = @gname AND d.grp = @grp ${key.group === DEFAULT_GROUP && key.name !== '*' ? 'AND d.name = @name' : ''}`;
 
 /** What the claims know of a group: its row, how far its rows are written, when leases were last looked at. */
 interface KnownGroup {
@@ -104,7 +84,9 @@ const EXPIRED_CHECK_MS = 250;
 
 export class SqliteLedger implements DeliveryLedger {
   readonly #db: Database.Database;
-  readonly #cache = new Map<string, Database.Statement>();
+  readonly #sql: LedgerSql;
+  /** The listings and the dead letters' operations (ledger-operator.ts). */
+  readonly #operator: SqliteLedgerOperator;
   /**
    * The groups as the claims know them. One gateway writes the file (the store's lock), and its
    * group changes go through this ledger, so they stay true; ensureGroup and deleteGroup drop them.
@@ -113,6 +95,8 @@ export class SqliteLedger implements DeliveryLedger {
 
   constructor(db: Database.Database) {
     this.#db = db;
+    this.#sql = new LedgerSql(db);
+    this.#operator = new SqliteLedgerOperator(this.#sql);
     db.function('eventflow_delivery_id', { deterministic: true }, (secret: unknown, eventId: unknown) => deliveryId(String(secret), String(eventId)));
     db.transaction(() => {
       db.exec(TABLES);
@@ -130,35 +114,8 @@ export class SqliteLedger implements DeliveryLedger {
     }).immediate();
   }
 
-  #stmt(sql: string): Database.Statement {
-    let statement = this.#cache.get(sql);
-    if (!statement) this.#cache.set(sql, (statement = this.#db.prepare(sql)));
-    return statement;
-  }
-
-  #get<T>(sql: string, params: object = {}): T | undefined {
-    return this.#stmt(sql).get(params) as T | undefined;
-  }
-
-  #all<T>(sql: string, params: object = {}): T[] {
-    return this.#stmt(sql).all(params) as T[];
-  }
-
-  #run(sql: string, params: object = {}): number {
-    return this.#stmt(sql).run(params).changes;
-  }
-
-  /** One transaction function for all: better-sqlite3 builds a wrapper per db.transaction() call. */
-  readonly #transaction = (work: () => unknown): unknown => work();
-  #wrapped: Database.Transaction<(work: () => unknown) => unknown> | undefined;
-
-  #immediate<T>(work: () => T): T {
-    this.#wrapped ??= this.#db.transaction(this.#transaction);
-    return this.#wrapped.immediate(work) as T;
-  }
-
   #groupRow(key: GroupKey): GroupRow | undefined {
-    return this.#get<GroupRow>(`SELECT * FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key);
+    return this.#sql.get<GroupRow>(`SELECT * FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key);
   }
 
   #knownGroup(key: GroupKey): KnownGroup | undefined {
@@ -179,14 +136,14 @@ export class SqliteLedger implements DeliveryLedger {
 
   async ensureGroup(key: GroupKey, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
     this.#forget(key);
-    return this.#immediate(() => {
+    return this.#sql.immediate(() => {
       const ordered = options.ordered === undefined ? 0 : Number(options.ordered);
-      this.#run(
+      this.#sql.run(
         `INSERT OR IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at, ordered)
          VALUES (@domain, @name, @group, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event'), 0), @now, @ordered)`,
         { ...key, now: now(), ordered },
       );
-      if (options.ordered !== undefined) this.#run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+      if (options.ordered !== undefined) this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
       return toRecord(this.#groupRow(key) as GroupRow);
     });
   }
@@ -198,65 +155,36 @@ export class SqliteLedger implements DeliveryLedger {
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
     this.#forget(key);
-    return this.#immediate(() => {
-      const deleted = this.#run(`DELETE FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key) > 0;
+    return this.#sql.immediate(() => {
+      const deleted = this.#sql.run(`DELETE FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key) > 0;
       // The default group's rows are v4's claim and outcome: they stay with the event.
-      if (deleted && key.group !== DEFAULT_GROUP) this.#run(`DELETE FROM eventflow_delivery WHERE domain = @domain AND gname = @name AND grp = @group`, key);
+      if (deleted && key.group !== DEFAULT_GROUP) this.#sql.run(`DELETE FROM eventflow_delivery WHERE domain = @domain AND gname = @name AND grp = @group`, key);
       return deleted;
     });
   }
 
-  async countGroups(domain: string): Promise<number> {
-    return this.#get<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = @domain`, { domain })?.n ?? 0;
+  countGroups(domain: string): Promise<number> {
+    return this.#operator.countGroups(domain);
   }
 
-  async groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
-    const only = domains === undefined ? '' : 'AND domain IN (SELECT value FROM json_each(@domains))';
-    const params = { now: at, domains: JSON.stringify(domains ?? []) };
-    const rows = this.#all<GroupRow>(`SELECT * FROM eventflow_group WHERE 1 = 1 ${only} ORDER BY domain, name, grp`, params);
-    type Count = { domain: string; gname: string; grp: string; name: string | null; n: number; inFlight: number; oldest: number | null };
-    // Per ledger and event name: the default groups of a domain share one ledger and take their own names of it.
-    const tally = (sql: string) => this.#all<Count>(sql, params);
-    const open = tally(
-      `SELECT domain, gname, grp, name, COUNT(*) AS n, SUM(CASE WHEN deadline > @now THEN 1 ELSE 0 END) AS inFlight, MIN(position) AS oldest
-       FROM eventflow_delivery WHERE outcome IS NULL ${only} GROUP BY domain, gname, grp, name`,
-    );
-    const dead = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`);
-    const redelivered = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`);
-    const sum = (counts: Count[], record: GroupRecord) => {
-      const { gname, grp } = ledgerColumns(record);
-      const mine = counts.filter((c) => c.domain === record.domain && c.gname === gname && c.grp === grp && (record.group !== DEFAULT_GROUP || record.name === '*' || c.name === record.name));
-      return {
-        n: mine.reduce((total, c) => total + c.n, 0),
-        inFlight: mine.reduce((total, c) => total + c.inFlight, 0),
-        oldest: mine.reduce<number | undefined>((low, c) => (c.oldest === null ? low : Math.min(low ?? Infinity, c.oldest)), undefined),
-      };
-    };
-    return rows.map((row) => {
-      const record = toRecord(row);
-      const unsettled = sum(open, record);
-      // Events after the watermark have no row yet: pending all the same.
-      // (The watermark in the row lags the claims' by up to PERSIST_MS: rows already written are not counted twice.)
-      const later = this.#get<{ n: number; first: number | null }>(
-        `SELECT COUNT(*) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after
-           AND NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = @gname AND r.grp = @grp)`,
-        { domain: record.domain, name: record.name, after: row.materialized ?? row.created_position, ...ledgerColumns(record) },
-      );
-      const oldest = unsettled.oldest ?? later?.first ?? undefined;
-      const timestamp = oldest === undefined ? undefined : this.#get<{ timestamp: string }>(`SELECT timestamp FROM event WHERE position = @oldest`, { oldest })?.timestamp;
-      return {
-        ...record,
-        pending: unsettled.n - unsettled.inFlight + (later?.n ?? 0),
-        inFlight: unsettled.inFlight,
-        redelivered: sum(redelivered, record).n,
-        deadLetters: sum(dead, record).n,
-        oldestPendingAt: timestamp,
-      };
-    });
+  groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
+    return this.#operator.groups(at, domains);
+  }
+
+  deadLetters(query: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
+    return this.#operator.deadLetters(query);
+  }
+
+  requeue(key: GroupKey, eventId: string): Promise<boolean> {
+    return this.#operator.requeue(key, eventId);
+  }
+
+  discard(key: GroupKey, eventId: string): Promise<boolean> {
+    return this.#operator.discard(key, eventId);
   }
 
   async consumed(domain: string, name: string): Promise<boolean> {
-    return this.#get(`SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name IN (@name, '*') LIMIT 1`, { domain, name }) !== undefined;
+    return this.#sql.get(`SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name IN (@name, '*') LIMIT 1`, { domain, name }) !== undefined;
   }
 
   /**
@@ -266,19 +194,19 @@ export class SqliteLedger implements DeliveryLedger {
    */
   #materialize(known: KnownGroup, key: GroupKey, updated: string, upTo: number | undefined, at: number): number {
     const from = known.materialized;
-    const head = upTo !== undefined && upTo > from ? upTo : (this.#get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
+    const head = upTo !== undefined && upTo > from ? upTo : (this.#sql.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
     if (head <= from) return from;
     const params = { domain: key.domain, name: key.name, from, ...ledgerColumns(key), updated, skip: MATERIALIZE_PAGE - 1 };
     // A long way behind (a backlog, a group without members for a while): a bounded step.
-    const far = head - from > MATERIALIZE_PAGE ? this.#get<{ position: number }>(`SELECT e.position FROM event e WHERE e.domain = @domain AND e.position > @from ORDER BY e.position LIMIT 1 OFFSET @skip`, params) : undefined;
+    const far = head - from > MATERIALIZE_PAGE ? this.#sql.get<{ position: number }>(`SELECT e.position FROM event e WHERE e.domain = @domain AND e.position > @from ORDER BY e.position LIMIT 1 OFFSET @skip`, params) : undefined;
     const to = far?.position ?? head;
-    this.#run(
+    this.#sql.run(
       `INSERT OR IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
        SELECT e.id, e.domain, @gname, @grp, e.position, e.pid, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
       { ...params, to },
     );
     if (at - known.persistedAt >= PERSIST_MS) {
-      this.#run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
+      this.#sql.run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
     }
     return to;
   }
@@ -289,7 +217,7 @@ export class SqliteLedger implements DeliveryLedger {
     if (!cached) return { claimed: [], dead: [], nextDue: undefined, missing: true };
     let watermark = cached.materialized;
     const lookForExpired = at - cached.expiredAt >= EXPIRED_CHECK_MS;
-    const result = this.#immediate((): ClaimResult => {
+    const result = this.#sql.immediate((): ClaimResult => {
       const updated = now();
       const group = cached.row;
       watermark = this.#materialize(cached, key, updated, upTo, at);
@@ -309,7 +237,7 @@ export class SqliteLedger implements DeliveryLedger {
            SELECT * FROM (SELECT d.rowid, 0 AS k, d.deadline AS o ${from} WHERE ${filter} AND d.deadline <= @now ORDER BY d.deadline LIMIT @limit)
            UNION ALL SELECT * FROM (SELECT d.rowid, 1 AS k, d.position AS o ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT @limit)
          ) ORDER BY k, o LIMIT @limit`;
-      const all = this.#all<{ event_id: string; attempts: number; delivery: string; position: number; last_error: string | null }>(
+      const all = this.#sql.all<{ event_id: string; attempts: number; delivery: string; position: number; last_error: string | null }>(
         `UPDATE eventflow_delivery SET delivery = eventflow_delivery_id(@secret, event_id), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated, claimed_at = @now
          WHERE rowid IN (${page}) RETURNING event_id, attempts, delivery, position, last_error`,
         params,
@@ -320,19 +248,19 @@ export class SqliteLedger implements DeliveryLedger {
       const taken = spent.length === 0 ? all : all.filter((row) => row.attempts - 1 < maxAttempts);
       for (const row of spent) {
         const error = row.last_error ?? 'lease expired';
-        this.#run(`UPDATE eventflow_delivery SET outcome = 'dead', attempts = @attempts, last_error = @error, deadline = NULL, owner = NULL, updated = @updated, settled_at = @now WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
+        this.#sql.run(`UPDATE eventflow_delivery SET outcome = 'dead', attempts = @attempts, last_error = @error, deadline = NULL, owner = NULL, updated = @updated, settled_at = @now WHERE event_id = @id AND gname = @gname AND grp = @grp`, {
           ...params,
           id: row.event_id,
           attempts: row.attempts,
           error,
         });
         if (!v4) continue;
-        this.#run(`UPDATE event_published SET failed = @updated WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: row.event_id, updated });
-        this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error, updated });
+        this.#sql.run(`UPDATE event_published SET failed = @updated WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: row.event_id, updated });
+        this.#sql.run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error, updated });
       }
       taken.sort((a, b) => a.position - b.position);
       if (taken.length > 0 && v4) {
-        this.#run(`UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer WHERE event_id IN (SELECT value FROM json_each(@ids))`, {
+        this.#sql.run(`UPDATE event_published SET consumed_spoke = @updated, consumer = @consumer WHERE event_id IN (SELECT value FROM json_each(@ids))`, {
           ids: JSON.stringify(taken.map((row) => row.event_id)),
           updated,
           consumer,
@@ -351,7 +279,7 @@ export class SqliteLedger implements DeliveryLedger {
       }
       const nextDue =
         spent.length + taken.length < limit
-          ? (this.#get<{ next: number | null }>(
+          ? (this.#sql.get<{ next: number | null }>(
               `SELECT MIN(CASE WHEN d.deadline > @now THEN d.deadline ELSE d.available_at END) AS next FROM eventflow_delivery d
                WHERE ${rowScope(key)} AND d.outcome IS NULL AND (d.deadline > @now OR d.available_at > @now)`,
               params,
@@ -370,7 +298,7 @@ export class SqliteLedger implements DeliveryLedger {
   #events(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
     const { events, missing } = atHand(ids, known);
     if (missing.length > 0) {
-      for (const row of this.#all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
+      for (const row of this.#sql.all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
         events.set(row.id, toStoredEvent(row));
       }
     }
@@ -378,7 +306,7 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
-    return this.#immediate(() => {
+    return this.#sql.immediate(() => {
       const updated = now();
       const at = Date.now();
       // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
@@ -390,7 +318,7 @@ export class SqliteLedger implements DeliveryLedger {
       const outcomes = [...first.values()].filter((action) => action.kind !== 'release');
       if (outcomes.length > 0) {
         const rows = JSON.stringify(outcomes.map((action) => ({ d: action.delivery, o: action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : null, e: action.error ?? null })));
-        for (const row of this.#all<RefRow & { delivery: string }>(
+        for (const row of this.#sql.all<RefRow & { delivery: string }>(
           `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated, settled_at = @at
            FROM (SELECT json_extract(value, '$.d') AS dl, json_extract(value, '$.o') AS o, json_extract(value, '$.e') AS e FROM json_each(@rows)) AS j
            WHERE d.delivery = j.dl AND d.outcome IS NULL
@@ -403,7 +331,7 @@ export class SqliteLedger implements DeliveryLedger {
         for (const column of ['success', 'failed'] as const) {
           const ids = v4.filter((action) => (column === 'success' ? action.kind === 'outcome' && action.outcome === 'success' : !(action.kind === 'outcome' && action.outcome === 'success')));
           if (ids.length === 0) continue;
-          this.#run(`UPDATE event_published SET ${column} = @updated WHERE event_id IN (SELECT value FROM json_each(@ids)) AND success IS NULL AND failed IS NULL`, {
+          this.#sql.run(`UPDATE event_published SET ${column} = @updated WHERE event_id IN (SELECT value FROM json_each(@ids)) AND success IS NULL AND failed IS NULL`, {
             updated,
             ids: JSON.stringify(ids.map((action) => ended.get(action.delivery)?.event_id)),
           });
@@ -411,7 +339,7 @@ export class SqliteLedger implements DeliveryLedger {
         for (const action of v4) {
           if (action.kind !== 'dead') continue;
           const row = ended.get(action.delivery) as RefRow;
-          this.#run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error: action.error, updated });
+          this.#sql.run(`INSERT OR REPLACE INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (@id, @attempts, @error, @updated)`, { id: row.event_id, attempts: row.attempts, error: action.error, updated });
         }
       }
       // Releases (rarer) one by one: the delivery id is voided, so the row is read first.
@@ -420,7 +348,7 @@ export class SqliteLedger implements DeliveryLedger {
         const row = this.#current(action.delivery);
         if (!row) continue;
         const uncount = action.uncount ? 1 : 0;
-        this.#run(
+        this.#sql.run(
           `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, available_at = @availableAt, last_error = COALESCE(@error, last_error),
              attempts = MAX(0, attempts - @uncount), updated = @updated, settled_at = @at WHERE event_id = @id AND gname = @gname AND grp = @grp`,
           { id: row.event_id, gname: row.gname, grp: row.grp, availableAt: action.availableAt ?? null, error: action.error ?? null, uncount, updated, at },
@@ -436,7 +364,7 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   #current(delivery: string): RefRow | undefined {
-    return this.#get<RefRow>(`SELECT event_id, domain, gname, grp, name, attempts FROM eventflow_delivery WHERE delivery = @delivery AND outcome IS NULL`, { delivery });
+    return this.#sql.get<RefRow>(`SELECT event_id, domain, gname, grp, name, attempts FROM eventflow_delivery WHERE delivery = @delivery AND outcome IS NULL`, { delivery });
   }
 
   async delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined> {
@@ -445,18 +373,18 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {
-    return this.#run(`UPDATE eventflow_delivery SET deadline = @deadline WHERE delivery = @delivery AND outcome IS NULL`, { delivery, deadline }) > 0;
+    return this.#sql.run(`UPDATE eventflow_delivery SET deadline = @deadline WHERE delivery = @delivery AND outcome IS NULL`, { delivery, deadline }) > 0;
   }
 
   /** The default group's v4 claim back to NULL (the lease being released is the claim). */
   #unclaim(eventId: string): void {
-    this.#run(`UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: eventId });
+    this.#sql.run(`UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id = @id AND success IS NULL AND failed IS NULL`, { id: eventId });
   }
 
   async releaseOwner(owner: string): Promise<number> {
-    return this.#immediate(() => {
-      const rows = this.#all<{ event_id: string; grp: string }>(`SELECT event_id, grp FROM eventflow_delivery WHERE owner = @owner AND outcome IS NULL AND deadline IS NOT NULL`, { owner });
-      this.#run(
+    return this.#sql.immediate(() => {
+      const rows = this.#sql.all<{ event_id: string; grp: string }>(`SELECT event_id, grp FROM eventflow_delivery WHERE owner = @owner AND outcome IS NULL AND deadline IS NOT NULL`, { owner });
+      this.#sql.run(
         `UPDATE eventflow_delivery SET delivery = NULL, owner = NULL, deadline = NULL, attempts = MAX(0, attempts - 1) WHERE owner = @owner AND outcome IS NULL AND deadline IS NOT NULL`,
         { owner },
       );
@@ -465,43 +393,5 @@ export class SqliteLedger implements DeliveryLedger {
     });
   }
 
-  async deadLetters({ domain, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
-    const where = domain === undefined ? '' : 'AND d.domain = @domain';
-    const rows = this.#all<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: string }>(
-      `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.gname, d.grp, d.attempts, d.last_error AS lastError, d.updated AS at
-       FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' ${where}
-       ORDER BY d.updated DESC, d.rowid DESC LIMIT @limit OFFSET @offset`,
-      { domain: domain ?? null, limit, offset },
-    );
-    return rows.map(({ gname, grp, lastError, ...row }) => ({ ...row, consumes: keyOf(row.domain, gname, grp, row.name).name, group: grp, lastError: lastError ?? '' }));
-  }
 
-  async requeue(key: GroupKey, eventId: string): Promise<boolean> {
-    const params = { id: eventId, domain: key.domain, ...ledgerColumns(key), updated: now() };
-    return this.#immediate(() => {
-      const changed = this.#run(
-        `UPDATE eventflow_delivery SET outcome = NULL, attempts = 0, deadline = NULL, available_at = NULL, delivery = NULL, owner = NULL, updated = @updated
-         WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead'`,
-        params,
-      );
-      if (changed === 0) return false;
-      if (key.group === DEFAULT_GROUP) {
-        this.#run(`UPDATE event_published SET failed = NULL, consumed_spoke = NULL, consumer = NULL WHERE event_id = @id`, params);
-        this.#run(`DELETE FROM eventflow_dead_letter WHERE event_id = @id`, params);
-      }
-      return true;
-    });
-  }
-
-  async discard(key: GroupKey, eventId: string): Promise<boolean> {
-    const params = { id: eventId, domain: key.domain, ...ledgerColumns(key), updated: now() };
-    return this.#immediate(() => {
-      const changed = this.#run(
-        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead'`,
-        params,
-      );
-      if (changed > 0 && key.group === DEFAULT_GROUP) this.#run(`DELETE FROM eventflow_dead_letter WHERE event_id = @id`, params);
-      return changed > 0;
-    });
-  }
 }

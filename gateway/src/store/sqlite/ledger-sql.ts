@@ -1,0 +1,63 @@
+/** The SQLite ledger's statements (cached by text) and transaction, and the SQL its parts share (ledger.ts, ledger-operator.ts). */
+import type Database from 'better-sqlite3';
+import { DEFAULT_GROUP, UNSETTLED, type GroupKey, type GroupRecord } from '../ledger.js';
+
+export type GroupRow = { domain: string; name: string; grp: string; created_position: number; created_at: string; ordered: number; materialized: number | null };
+
+export const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
+export const toRecord = (row: GroupRow): GroupRecord => ({
+  domain: row.domain,
+  name: row.name,
+  group: row.grp,
+  createdPosition: row.created_position,
+  createdAt: row.created_at,
+  ordered: row.ordered === 1,
+});
+
+/** The group's filter on event rows `e` (and v4's outcome, default group), as SQL with named parameters. */
+export function eventScope(key: GroupKey): string {
+  const name = key.name === '*' ? '' : 'AND e.name = @name';
+  const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
+  return `FROM event e JOIN event_published p ON p.event_id = e.id WHERE e.domain = @domain ${name} AND ${FIRED} ${settled}`;
+}
+
+/** The rows of the group's ledger (`d`): the default group of a name takes only that name's rows of the shared ledger. */
+export const rowScope = (key: GroupKey): string =>
+  `d.domain = @domain AND d.gname = @gname AND d.grp = @grp ${key.group === DEFAULT_GROUP && key.name !== '*' ? 'AND d.name = @name' : ''}`;
+
+export class LedgerSql {
+  readonly #db: Database.Database;
+  readonly #cache = new Map<string, Database.Statement>();
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  stmt(sql: string): Database.Statement {
+    let statement = this.#cache.get(sql);
+    if (!statement) this.#cache.set(sql, (statement = this.#db.prepare(sql)));
+    return statement;
+  }
+
+  get<T>(sql: string, params: object = {}): T | undefined {
+    return this.stmt(sql).get(params) as T | undefined;
+  }
+
+  all<T>(sql: string, params: object = {}): T[] {
+    return this.stmt(sql).all(params) as T[];
+  }
+
+  run(sql: string, params: object = {}): number {
+    return this.stmt(sql).run(params).changes;
+  }
+
+  /** One transaction function for all: better-sqlite3 builds a wrapper per db.transaction() call. */
+  readonly #transaction = (work: () => unknown): unknown => work();
+  #wrapped: Database.Transaction<(work: () => unknown) => unknown> | undefined;
+
+  immediate<T>(work: () => T): T {
+    this.#wrapped ??= this.#db.transaction(this.#transaction);
+    return this.#wrapped.immediate(work) as T;
+  }
+
+}
