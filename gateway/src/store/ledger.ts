@@ -19,7 +19,8 @@
  * at most one delivery per (domain, pid) is open across all gateways, in position order.
  *
  * Every write that ends or moves a delivery (`apply`, `extend`) is guarded by its delivery id, which
- * is unguessable (a hash of a secret per claim and the event id) and cleared when the delivery ends:
+ * is unguessable (128 random bits on SQLite; a hash of a secret per claim and the event id on MySQL)
+ * and cleared when the delivery ends:
  * what the store answers is what happened, so a gateway answers a settle only with what it recorded.
  *
  * Times are milliseconds since the epoch from the gateways' clocks (lease deadlines, retry delays):
@@ -92,7 +93,7 @@ export interface ClaimRequest {
   owner: string;
   /** v4's `consumer` of the default group's claim (the gateway id). */
   consumer: string;
-  /** Makes the claim's delivery ids (deliveryId); never leaves the gateway. */
+  /** Makes the claim's delivery ids (deliveryId) where the store hashes them (MySQL); never leaves the gateway. */
   secret: string;
   deadline: number;
   now: number;
