@@ -47,5 +47,6 @@ export function welcomeFrame(context: SessionContext, connection: string, head: 
     gateway: context.gatewayId,
     head,
     limits: { maxFrameBytes: context.maxFrameBytes, ...context.announced },
+    waitsInOrder: true,
   };
 }

@@ -40,6 +40,8 @@ export interface Connection extends Peer {
   removeConsumer(handle: string): Promise<void>;
   wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void>;
   cancelWait(handle: string): void;
+  /** Before publishing event `id`: a request()'s wait for it being registered or refused on this connection (request-waits.ts), to be awaited; undefined when there is none. */
+  requestWait(id: string): Promise<void> | undefined;
 }
 
 export type Operation<O extends OperationName> = (session: Connection, params: Params<O>, request: RequestScope) => Promise<Result<O>>;

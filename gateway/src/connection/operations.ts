@@ -68,6 +68,8 @@ export type { Operation, Operations } from './operation.js';
 export const operations: Operations = {
   async publish(session, { event, expectedVersion, requireConsumer }, request) {
     const { store, router, gatewayId } = session.context;
+    const linked = event.id === undefined ? undefined : session.requestWait(event.id);
+    if (linked) await linked;
     if (requireConsumer && !(await store.ledger().consumed(event.domain, event.name))) {
       throw new EventflowError('E_EVENTFLOW_NO_CONSUMER', `no consumer group takes ${event.domain} › ${event.name}; register a consumer first, or pass requireConsumer: false`, {
         details: { domain: event.domain, name: event.name },
@@ -161,6 +163,14 @@ export const operations: Operations = {
   },
 
   async wait(session, { wait, domain, pid, names, afterId, afterPosition, request }) {
+    if (afterId === undefined) {
+      // Registered in the turn the frame is read (the head asked for first): a request()'s publish
+      // may come right behind it (request-waits.ts), and its outcome must find the wait.
+      const head = session.context.store.head();
+      const registered = session.wait(wait, domain, pid, names, afterPosition, request);
+      const [position] = await Promise.all([head, registered]);
+      return { head: position };
+    }
     const head = await session.context.store.head();
     let after = afterPosition;
     if (after === undefined && afterId !== undefined) after = (await session.eventFor('wait', 'subscribe', afterId)).position;

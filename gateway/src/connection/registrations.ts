@@ -14,6 +14,7 @@ import type { SessionContext } from './context.js';
 import { PatternSubscriptions } from './pattern-subscriptions.js';
 import { Replays, type SubscriptionState } from './replay.js';
 import type { Registration } from './request-limits.js';
+import { RequestWaits } from './request-waits.js';
 import { limitExceeded } from './limits.js';
 import type { RetryPolicy } from '../delivery/retry-policy.js';
 
@@ -65,6 +66,7 @@ export class Registrations {
   #consumersMade: Map<string, ConsumerState> | undefined;
   /** Handles of the waits registered and not finished yet. */
   #waitsMade: Set<string> | undefined;
+  #requestWaitsMade: RequestWaits | undefined;
   /**
    * The consumer groups (domain, name, group) this connection has registered consumers in, over its
    * life (EVENTFLOW_MAX_GROUPS_PER_CONNECTION): groups are durable, so removing the consumer does
@@ -95,6 +97,11 @@ export class Registrations {
 
   get #waits(): Set<string> {
     return (this.#waitsMade ??= new Set());
+  }
+
+  /** request()'s waits and the publishes right behind them (request-waits.ts). */
+  get requestWaits(): RequestWaits {
+    return (this.#requestWaitsMade ??= new RequestWaits());
   }
 
   get #replays(): Replays {

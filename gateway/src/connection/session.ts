@@ -20,6 +20,7 @@ import type { Connection, Operation, Operations } from './operation.js';
 import { Outbound } from './outbound.js';
 import { Registrations, type ConsumeOptions, type RegistrationHost } from './registrations.js';
 import { RequestLimits } from './request-limits.js';
+import type { Fate } from './request-waits.js';
 import { ConnectionRights } from './rights.js';
 import type { PatternFilter } from '../delivery/patterns.js';
 import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
@@ -171,9 +172,8 @@ export class Session implements Connection, RegistrationHost {
   }
 
   /**
-   * Throws as the request's own check would (auth.ts refusalOf) when the connection may no longer
-   * do `action` on `domain`: for a request about to register something after awaiting, during
-   * which `authenticate` may have narrowed the rights (and already dropped what they no longer cover).
+   * Throws as the request's own check would (auth.ts refusalOf) when the connection may no longer do
+   * `action` on `domain`: after an await, `authenticate` may have narrowed the rights.
    */
   recheck(op: OperationName, action: Action, domain: string): void {
     const auth = this.#rights.current;
@@ -324,6 +324,10 @@ export class Session implements Connection, RegistrationHost {
     return this.#registrations.wait(handle, domain, pid, names, after, request);
   }
 
+  requestWait(id: string): Promise<void> | undefined {
+    return this.#registrationsMade?.requestWaits.check(id);
+  }
+
   cancelWait(handle: string): void {
     this.#registrations.cancelWait(handle);
   }
@@ -343,17 +347,23 @@ export class Session implements Connection, RegistrationHost {
 
   /** Counts the request in flight (EVENTFLOW_MAX_IN_FLIGHT) while it runs. */
   async #request<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+    const decided = op === 'wait' ? this.#registrations.requestWaits.begin(params) : undefined;
     const busy = this.#limits.enter(op);
-    if (busy) return this.#out.coded(id, busy);
+    if (busy) {
+      this.#out.coded(id, busy);
+      return decided?.(busy);
+    }
     try {
-      await this.#perform(id, op, params);
+      // Performed whether or not a wait is decided (an optional call skips its arguments).
+      const fate = await this.#perform(id, op, params);
+      decided?.(fate);
     } finally {
       this.#limits.leave();
     }
   }
 
   /** Validates, checks (rights, publish rate, registration limit), runs and answers one request. */
-  async #perform<O extends OperationName>(id: number, op: O, params: unknown): Promise<void> {
+  async #perform<O extends OperationName>(id: number, op: O, params: unknown): Promise<Fate> {
     // A write's span (tracing.ts), only when the gateway traces: validation is its first step.
     const trace = tracer && writes.has(op) ? new WriteTrace(op, params) : undefined;
     const read = readParams(id, op, params, this.context.limits);
@@ -378,24 +388,24 @@ export class Session implements Connection, RegistrationHost {
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
       this.#out.send({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
+      return undefined;
     } catch (error) {
       trace?.end(error);
       this.#registrationsMade?.takeAfterResult();
-      if (error instanceof EventflowError) {
-        this.#out.error(id, error.code, error.message, error.details);
-      } else {
-        this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
-        this.#out.error(id, 'E_EVENTFLOW_STORE_FAILED', `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`);
-      }
+      if (!(error instanceof EventflowError)) this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
+      const answer = error instanceof EventflowError ? error : { code: 'E_EVENTFLOW_STORE_FAILED', message: `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`, details: undefined };
+      this.#out.error(id, answer.code, answer.message, answer.details);
+      return answer;
     } finally {
       reserved?.();
     }
   }
 
   /** A refused request's answer, its write span ended with the refusal. */
-  #refused(trace: WriteTrace | undefined, refusal: { code: string; message: string }, answer: () => void): void {
+  #refused(trace: WriteTrace | undefined, refusal: NonNullable<Fate>, answer: () => void): Fate {
     trace?.end(new EventflowError(refusal.code as ErrorCode, refusal.message));
     answer();
+    return refusal;
   }
 
   async #hello(protocol: number, client: string | undefined, token: string | undefined): Promise<void> {

@@ -344,6 +344,12 @@ export const welcomeFrame = z.object({
     /** Settles one `settleMany` may carry; absent: the gateway has no settleMany (older ones). */
     maxSettleBatch: z.optional(z.int().check(z.positive())),
   }),
+  /**
+   * The gateway registers a request()'s wait in the turn its frame is read, and refuses the publish
+   * of the event it answers when it refused the wait: request() sends both at once. Absent (older
+   * gateways): request() waits for the wait's answer before it publishes.
+   */
+  waitsInOrder: z.optional(z.literal(true)),
 });
 
 export const resultFrame = z.object({

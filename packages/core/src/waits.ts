@@ -9,7 +9,7 @@ import type { RequestEventOptions, WaitOptions } from './client-types.js';
 import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
 import { EventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
-import type { EventInput, Params, ServerFrame, StoredEvent } from './protocol.js';
+import type { EventInput, Params, ServerFrame, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, pending, type Settle } from './requests.js';
 import { assertIdentifier, assertNames, assertRegistrable, withId } from './validate.js';
 
@@ -23,12 +23,15 @@ interface Entry {
 export class Waits implements FeaturePart {
   readonly #host: FeatureHost;
   readonly #entries = new Map<string, Entry>();
+  /** The gateway takes a request()'s publish right behind its wait (welcome.waitsInOrder). */
+  #inOrder = false;
 
   constructor(host: FeatureHost) {
     this.#host = host;
   }
 
-  opened(): void {
+  opened(welcome: WelcomeFrame): void {
+    this.#inOrder = welcome.waitsInOrder === true;
     for (const entry of this.#entries.values()) void entry.register();
   }
 
@@ -101,11 +104,14 @@ export class Waits implements FeaturePart {
     // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say).
     const cancel = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, cancel.signal]) : cancel.signal;
-    // Goes on once the wait is registered (or fails with it). The handlers also keep a rejection
-    // of the outcome from going unhandled when publish fails first.
-    await new Promise((resolve, reject) => {
+    // Goes on once the wait is registered (or fails with it), or at once when the gateway takes the
+    // publish right behind the wait (and refuses it with the wait). The handlers also keep a
+    // rejection of the outcome from going unhandled when publish fails first.
+    const registered = new Promise((resolve, reject) => {
       (outcome = this.#wait(input.domain, input.pid, options.outcomes, options.timeout, { signal }, resolve, input.id)).then(resolve, reject);
     });
+    if (this.#inOrder) registered.catch(() => undefined);
+    else await registered;
     try {
       await this.#host.client.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
     } catch (error) {

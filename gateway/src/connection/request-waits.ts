@@ -1,0 +1,58 @@
+/**
+ * request()'s pipelining: a client told `welcome.waitsInOrder` sends a request()'s publish right
+ * behind its wait, without waiting for the wait's answer (one round trip less). The gateway reads a
+ * connection's frames in order and registers a request()'s wait in the turn its frame is read
+ * (operations.ts › wait), so the publish's outcome finds it. What is left is a wait that is
+ * refused: the publish of the event it answers waits here for the wait's fate and is refused with
+ * the same error, so that nothing is stored that nobody waits for (as when the client waited).
+ */
+import { EventflowError, type ErrorCode } from '@eventflow/core';
+
+/** Refused waits kept for a publish that may follow (a client that does not pipeline sends none). */
+const KEPT = 64;
+/** Longest event id kept as a key (identifiers are shorter: a longer one is refused anyway). */
+const MAX_ID = 512;
+
+/** A wait's refusal (its error answer), or undefined once it is registered. */
+export type Fate = { readonly code: string; readonly message: string; readonly details?: Record<string, unknown> | undefined } | undefined;
+
+export class RequestWaits {
+  /** Event id → its wait's fate: pending while the wait runs; kept when it was refused. */
+  readonly #fates = new Map<string, Promise<Fate>>();
+
+  /**
+   * A wait arrived (raw params: the event id is picked before validation, which may refuse the
+   * wait). Returns what to call with the wait's refusal, or with nothing once it is registered.
+   */
+  begin(params: unknown): ((refusal: Fate) => void) | undefined {
+    const id = (params as { request?: unknown } | null | undefined)?.request;
+    if (typeof id !== 'string' || id.length > MAX_ID) return undefined;
+    let decide!: (fate: Fate) => void;
+    const fate = new Promise<Fate>((resolve) => (decide = resolve));
+    this.#fates.delete(id);
+    this.#fates.set(id, fate);
+    return (refusal) => {
+      decide(refusal);
+      if (refusal === undefined && this.#fates.get(id) === fate) this.#fates.delete(id);
+      // Bounded: the oldest refusals go first (a Map iterates in insertion order).
+      for (const key of this.#fates.keys()) {
+        if (this.#fates.size <= KEPT) break;
+        this.#fates.delete(key);
+      }
+    };
+  }
+
+  /** Before a publish of `eventId`: throws its wait's refusal, if it was refused (once). */
+  check(eventId: string): Promise<void> | undefined {
+    const fate = this.#fates.get(eventId);
+    return fate && this.#refuse(eventId, fate);
+  }
+
+  async #refuse(eventId: string, fate: Promise<Fate>): Promise<void> {
+    const refusal = await fate;
+    this.#fates.delete(eventId);
+    if (refusal) {
+      throw new EventflowError(refusal.code as ErrorCode, `${refusal.message} (the wait of this request() was refused, so its event was not published)`, { details: refusal.details });
+    }
+  }
+}
