@@ -59,6 +59,7 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       const joined = Date.now();
       await member(2, 0);
       await eventually(() => (handled[2] ?? 0) > 0, 5_000, 'the late member to get a share');
+      console.info(`credit: the late member's first job ${Date.now() - joined} ms after it joined`);
       expect(Date.now() - joined).toBeLessThan(1_000);
       await eventually(() => handled.reduce((a, b) => a + b, 0) === EVENTS, 30_000, 'every job handled');
       expect(peak.every((value) => value <= 5)).toBe(true);
