@@ -108,8 +108,9 @@ class GroupBacklog {
     while (!this.#drained && !this.#backlog.stopped && this.#inFlight < MAX_CLAIMS) {
       const limit = Math.min(CLAIM_BATCH, this.#free() - this.#reserved);
       // A small claim while another is under way waits for it (or for more credit): it would cost a
-      // transaction for a few events.
-      if (limit <= 0 || (this.#inFlight > 0 && limit < Math.max(MIN_OVERLAPPING_CLAIM, this.#credit() / 4))) return;
+      // transaction for a few events. Half the members' credit: on MariaDB a drain of 2 × 64 ran 12%
+      // faster than with a quarter (fewer, larger pages: the database's CPU is the limit there).
+      if (limit <= 0 || (this.#inFlight > 0 && limit < Math.max(MIN_OVERLAPPING_CLAIM, this.#credit() / 2))) return;
       this.#inFlight += 1;
       this.#reserved += limit;
       void this.#claim(limit);
