@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { likePatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ProcessSummary, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
+import { likePatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';

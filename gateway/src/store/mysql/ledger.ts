@@ -11,8 +11,8 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { CLAIMABLE_V4, cut, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
-import { ATTEMPTS, driverCode, notOpen, openPool, run, type MysqlStoreOptions } from './db.js';
+import { CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { ATTEMPTS, driverCode, notOpen, run, type MysqlStoreOptions } from './db.js';
 import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';

@@ -8,23 +8,26 @@
  * parsed here, so that a JSON string value stays a string.
  *
  * Positions, and the lazy positioning of events written by v4 spokes: positions.ts. The write path: appends.ts.
+ * Firing scheduled events: scheduled.ts. The hub's routing claim decided before its commit: early-claim.ts.
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
-import { createSchema, lockSequence } from './schema.js';
+import { createSchema } from './schema.js';
 import { GroupCommit, type BatchTurn } from '../group-commit.js';
 import { affected, select, type Params } from './statements.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { driverCode, exec, isStoreStateError, notOpen, openPool, run, storeError, transaction, utcNow, validDate, type MysqlStoreOptions } from './db.js';
+import { driverCode, exec, isStoreStateError, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
 import { WriteHealth, writeFailed } from '../write-health.js';
 import { appendTransaction, type PreparedAppend } from './appends.js';
-import { Positions, setPosition } from './positions.js';
-import { COLUMNS, FIRED, toStoredEvent, WITH_POSITION, type EventRow, type Read } from './rows.js';
+import { Positions } from './positions.js';
+import { FIRED, type Read } from './rows.js';
 import { readSnapshot, writeSnapshot } from './snapshots.js';
 import type { SnapshotRead } from '../snapshots.js';
 import type { DeliveryLedger } from '../ledger.js';
 import { MysqlLedger } from './ledger.js';
 import { MysqlCatalog } from './catalog.js';
+import { claimEarly } from './early-claim.js';
+import { fireDue } from './scheduled.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -339,29 +342,8 @@ export class MysqlStore implements EventStore {
     const claimer = this.#claimer;
     if (claimer === undefined) throw notOpen();
     const conn = await run(this.#pool, 'claim the event for routing', () => claimer.getConnection());
-    const end = (statement: 'COMMIT' | 'ROLLBACK'): Promise<void> =>
-      conn.query(statement).then(
-        () => conn.release(),
-        (error: unknown) => {
-          conn.destroy();
-          throw storeError(error, 'commit the routing claim');
-        },
-      );
-    let won: boolean;
-    try {
-      won = (await affected(conn, CLAIM_FOR_ROUTING, [hub, eventId])) === 1;
-    } catch (error) {
-      await end('ROLLBACK').catch(() => undefined);
-      // A deadlock victim had no effect: claimed as claimForRouting does (which runs it again).
-      if (driverCode(error) === 'ER_LOCK_DEADLOCK') return { won: await this.claimForRouting(eventId, hub), durable: Promise.resolve() };
-      throw storeError(error, 'claim the event for routing');
-    }
-    if (!won) {
-      // Nothing changed: the transaction ends without anyone waiting for it.
-      void end('ROLLBACK').catch(() => undefined);
-      return { won, durable: Promise.resolve() };
-    }
-    return { won, durable: end('COMMIT') };
+    // A deadlock victim had no effect: claimed as claimForRouting does (which runs it again).
+    return claimEarly(conn, CLAIM_FOR_ROUTING, [hub, eventId], () => this.claimForRouting(eventId, hub));
   }
 
   /** A router's id needs a hub row before it can claim (see PLACEHOLDER_HUB). */
@@ -455,30 +437,7 @@ export class MysqlStore implements EventStore {
 
   async claimDueScheduled(at: Date): Promise<StoredEvent[]> {
     const now = validDate(at, 'now');
-    // Events scheduled by v4 spokes have no eventflow_schedule row: their due time is v4's column.
-    const dueSql = `SELECT s.event_id AS id FROM event_scheduled s
-      LEFT JOIN eventflow_schedule d ON d.event_id = s.event_id LEFT JOIN eventflow_position x ON x.event_id = s.event_id
-      WHERE s.executed IS NULL AND COALESCE(d.due, s.scheduled) <= ?
-      ORDER BY COALESCE(d.due, s.scheduled), x.position IS NULL, x.position, s.event_id`;
-    const work = async (conn: PoolConnection): Promise<StoredEvent[]> => {
-      const base = await lockSequence(conn);
-      const due = await select<{ id: string }>(conn, dueSql, [now]);
-      if (due.length === 0) return [];
-      const firedAt = await utcNow(conn);
-      const fired: string[] = [];
-      for (const { id } of due) {
-        // Guarded (v4's own update of executed is not): exactly one claimer wins each event.
-        const claim = 'UPDATE event_scheduled SET executed = UTC_TIMESTAMP() WHERE event_id = ? AND executed IS NULL';
-        if ((await affected(conn, claim, [id])) !== 1) continue;
-        fired.push(id);
-        await setPosition(conn, id, base + fired.length);
-        await affected(conn, 'UPDATE event SET timestamp = ? WHERE id = ?', [firedAt, id]);
-      }
-      if (fired.length === 0) return [];
-      const rows = await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?) ORDER BY x.position`, [fired]);
-      return rows.map(toStoredEvent);
-    };
-    return this.#do('fire scheduled events', () => this.#transaction(work));
+    return this.#do('fire scheduled events', () => this.#transaction((conn) => fireDue(conn, now)));
   }
 
   async settleScheduled(eventId: string, outcome: Outcome): Promise<void> {
