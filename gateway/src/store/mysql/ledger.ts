@@ -18,7 +18,6 @@ import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { claimState, LOCKED_COLUMNS, lockedEvents, nextDue, rowScope, type ClaimState, type LockedRow } from './ledger-claim.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { outcomesOnly, settleOutcomes } from './ledger-settle.js';
 import { GROUP_READ_MS, groupId, ID_TABLE, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
@@ -313,8 +312,6 @@ export class MysqlLedger implements DeliveryLedger {
 
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
     if (actions.length === 0) return [];
-    // Outcomes only (the common batch): two round trips without a transaction (ledger-settle.ts).
-    if (outcomesOnly(actions)) return this.#do('record the deliveries', (pool) => settleOutcomes(pool, actions));
     return this.#tx('record the deliveries', async (conn) => {
       const ids = JSON.stringify(actions.map((action) => action.delivery));
       const rows = await select<RefRow>(
