@@ -7,9 +7,7 @@
  *   statement of the claim's transaction (no read of the group before it).
  * - lockRows: the locking read carries the events' columns (scalar subqueries, which take no locks:
  *   a claim locks ledger rows only), so a claim of events not at hand reads them in the same trip.
- * - nextDue: through the queue index (its deadlines, then the free rows' retry times); read by
- *   claimState too when the group's last claim came back short, as the next one likely will (a
- *   group keeping up with its events), where the free rows it ranges over are few.
+ * - nextDue: through the queue index (its deadlines, then the free rows' retry times).
  */
 import type { PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
@@ -35,8 +33,6 @@ export interface ClaimState {
   head: number;
   /** Rows whose lease ran out, earliest deadline first (at most the claim's limit). */
   expired: string[];
-  /** Asked for (`withDue`): nextDue before this claim's leases; otherwise not read. */
-  due?: { at: number | undefined };
 }
 
 /**
@@ -45,21 +41,19 @@ export interface ClaimState {
  * force past it, an open delivery whose settle would then wait for this claim. They are locked by
  * key after (lockRows).
  */
-export async function claimState(conn: PoolConnection, key: GroupKey, now: number, limit: number, withDue: boolean): Promise<ClaimState | undefined> {
+export async function claimState(conn: PoolConnection, key: GroupKey, now: number, limit: number): Promise<ClaimState | undefined> {
   const scope = rowScope(key);
   const v4 = key.group === DEFAULT_GROUP;
-  const due = withDue ? dueColumns(key, now) : undefined;
-  type Row = { created_position: number | string; ordered: number; materialized: number | string | null; head: number | string; expired: string | null } & DueRow;
-  const [row] = await select<Row>(
+  const [row] = await select<{ created_position: number | string; ordered: number; materialized: number | string | null; head: number | string; expired: string | null }>(
     conn,
-    `SELECT g.created_position, g.ordered, g.materialized, (SELECT value FROM eventflow_sequence WHERE name = 'event') AS head, ${due ? `${due.sql},` : ''}
+    `SELECT g.created_position, g.ordered, g.materialized, (SELECT value FROM eventflow_sequence WHERE name = 'event') AS head,
        (SELECT JSON_ARRAYAGG(t.event_id) FROM (
          SELECT d.event_id FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}
          WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline <= ? ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
            AND d.position > (SELECT created_position FROM eventflow_group WHERE domain = ? AND name = ? AND grp = ?)
          ORDER BY d.deadline LIMIT ?) t) AS expired
      FROM eventflow_group g WHERE g.domain = ? AND g.name = ? AND g.grp = ?`,
-    [...(due?.params ?? []), ...scope.params, now, key.domain, key.name, key.group, limit, key.domain, key.name, key.group],
+    [...scope.params, now, key.domain, key.name, key.group, limit, key.domain, key.name, key.group],
   );
   if (!row) return undefined;
   return {
@@ -68,7 +62,6 @@ export async function claimState(conn: PoolConnection, key: GroupKey, now: numbe
     materialized: Number(row.materialized ?? row.created_position),
     head: Number(row.head),
     expired: row.expired === null ? [] : (JSON.parse(row.expired) as string[]),
-    ...(due ? { due: { at: earliest(row) } } : {}),
   };
 }
 
@@ -109,28 +102,18 @@ export function lockedEvents(rows: readonly LockedRow[], known: ((id: string) =>
   return { events, missing };
 }
 
-type DueRow = { lease?: number | string | null; retry?: number | string | null };
-
-/** The earliest lease deadline after `now`, and the earliest retry time of a free row: two ranges of the queue index (a table scan otherwise, whatever the statistics say). */
-function dueColumns(key: GroupKey, now: number): { sql: string; params: Params } {
-  const scope = rowScope(key);
-  return {
-    sql: `(SELECT MIN(d.deadline) FROM eventflow_delivery d FORCE INDEX (idx_delivery_queue) WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline > ?) AS lease,
-      (SELECT MIN(d.available_at) FROM eventflow_delivery d FORCE INDEX (idx_delivery_queue)
-       WHERE ${scope.sql} AND d.outcome IS NULL AND (d.deadline IS NULL OR d.deadline <= ?) AND d.available_at > ?) AS retry`,
-    params: [...scope.params, now, ...scope.params, now, now],
-  };
-}
-
-function earliest(row: DueRow | undefined): number | undefined {
-  const lease = num(row?.lease);
-  const retry = num(row?.retry);
-  return lease === undefined ? retry : retry === undefined ? lease : Math.min(lease, retry);
-}
-
 /** The earliest time after `now` a leased or delayed row of the group comes free (ClaimResult.nextDue). */
 export async function nextDue(conn: PoolConnection, key: GroupKey, now: number): Promise<number | undefined> {
-  const due = dueColumns(key, now);
-  const [row] = await select<DueRow>(conn, `SELECT ${due.sql}`, due.params);
-  return earliest(row);
+  const scope = rowScope(key);
+  // Two ranges of the queue index: a whole-table scan otherwise, whatever the table's statistics say.
+  const [due] = await select<{ lease: number | string | null; retry: number | string | null }>(
+    conn,
+    `SELECT (SELECT MIN(d.deadline) FROM eventflow_delivery d FORCE INDEX (idx_delivery_queue) WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline > ?) AS lease,
+       (SELECT MIN(d.available_at) FROM eventflow_delivery d FORCE INDEX (idx_delivery_queue)
+        WHERE ${scope.sql} AND d.outcome IS NULL AND (d.deadline IS NULL OR d.deadline <= ?) AND d.available_at > ?) AS retry`,
+    [...scope.params, now, ...scope.params, now, now],
+  );
+  const lease = num(due?.lease);
+  const retry = num(due?.retry);
+  return lease === undefined ? retry : retry === undefined ? lease : Math.min(lease, retry);
 }

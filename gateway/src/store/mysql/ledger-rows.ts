@@ -29,8 +29,6 @@ export interface CachedGroup {
   materialized: number;
   /** When the watermark was last written to the store. */
   persistedAt: number;
-  /** The last claim took fewer rows than it asked for. */
-  short: boolean;
 }
 
 export const groupId = (key: GroupKey): string => `${key.domain}\u0000${key.name}\u0000${key.group}`;

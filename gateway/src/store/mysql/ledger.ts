@@ -167,7 +167,6 @@ export class MysqlLedger implements DeliveryLedger {
       ordered: state.ordered,
       materialized: Math.max(cached?.created === state.created ? cached.materialized : 0, state.materialized),
       persistedAt: cached?.persistedAt ?? now,
-      short: cached?.short ?? false,
     };
     this.#groups.set(id, fresh);
     return fresh;
@@ -216,7 +215,7 @@ export class MysqlLedger implements DeliveryLedger {
     return this.#tx('claim events for a consumer group', async (conn) => {
       // The group, the head and the expired leases, read now (ledger-claim.ts): a member joined, a
       // timer or a route, the rows up to the head are written first.
-      const state = await claimState(conn, key, now, limit, this.#groups.get(groupId(key))?.short === true);
+      const state = await claimState(conn, key, now, limit);
       if (!state) {
         this.#groups.delete(groupId(key));
         return { claimed: [], dead: [], nextDue: undefined, missing: true };
@@ -294,12 +293,9 @@ export class MysqlLedger implements DeliveryLedger {
         );
         for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
       }
-      // Fewer than asked: when a lease or a retry delay ends next, this claim's leases included (the
-      // rows it took were neither leased nor delayed when claimState read them).
-      group.short = rows.length < limit;
-      let due: number | undefined;
-      if (group.short) due = state.due ? Math.min(state.due.at ?? Infinity, claimed.length > 0 ? deadline : Infinity) : await nextDue(conn, key, now);
-      return { claimed, dead, nextDue: due === Infinity ? undefined : due, missing: false };
+      // Fewer than asked: when a lease or a retry delay ends next (this claim's leases included).
+      const due = rows.length < limit ? await nextDue(conn, key, now) : undefined;
+      return { claimed, dead, nextDue: due, missing: false };
     }).then((result) => {
       // The watermark moves here once the transaction committed: rows rolled back must be written again.
       if (group && materialized > group.materialized) {
