@@ -18,7 +18,7 @@ export const toRecord = (row: GroupRow): GroupRecord => ({
 /** A JSON_TABLE of strings (ids) for joins: one prepared statement whatever the list's length. */
 export const ID_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) j`;
 
-/** How often a gateway writes a group's watermark to the store at most. */
+/** How long a gateway goes by the group row it read (its `ordered`, the watermark in the store). */
 export const GROUP_READ_MS = 1_000;
 
 /** A group as the claims of this gateway know it. */
@@ -27,6 +27,9 @@ export interface CachedGroup {
   ordered: boolean;
   /** Every event of the group's filter up to this position has its row. */
   materialized: number;
+  /** The store's head when the row was read. */
+  head: number;
+  readAt: number;
   /** When the watermark was last written to the store. */
   persistedAt: number;
 }

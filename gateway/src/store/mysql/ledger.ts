@@ -11,14 +11,13 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { ATTEMPTS, driverCode, notOpen, run, type MysqlStoreOptions } from './db.js';
 import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
-import { claimState, LOCKED_COLUMNS, lockedEvents, nextDue, rowScope, type ClaimState, type LockedRow } from './ledger-claim.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { GROUP_READ_MS, groupId, ID_TABLE, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { GROUP_READ_MS, groupId, ID_TABLE, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
@@ -28,6 +27,14 @@ const MATERIALIZE_STEPS = 5;
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
 
 
+
+
+/** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
+function rowScope(key: GroupKey): { sql: string; params: Params } {
+  const { gname, grp } = ledgerColumns(key);
+  const named = key.group === DEFAULT_GROUP && key.name !== '*';
+  return { sql: `d.domain = ? AND d.gname = ? AND d.grp = ? ${named ? 'AND d.name = ?' : ''}`, params: [key.domain, gname, grp, ...(named ? [key.name] : [])] };
+}
 
 
 export class MysqlLedger implements DeliveryLedger {
@@ -155,17 +162,26 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   /**
-   * The group as the claim that opened its transaction read it (claimState), with how far its rows
-   * are written here (the watermark: every event of the group's filter up to it has its row; the
-   * higher of the store's and this gateway's, as another gateway may have written further).
+   * The group as this gateway last read it, and how far its rows are written (the watermark: every
+   * event of the group's filter up to it has its row). Read again at least every GROUP_READ_MS, so
+   * that `ordered` set by another gateway's member applies here within that time.
    */
-  #refresh(key: GroupKey, state: ClaimState, now: number): CachedGroup {
+  async #cached(pool: Pool, key: GroupKey, now: number, reread = false): Promise<CachedGroup | undefined> {
     const id = groupId(key);
     const cached = this.#groups.get(id);
+    if (cached && !reread && now - cached.readAt < GROUP_READ_MS) return cached;
+    const row = await this.#groupRow(pool, key);
+    if (!row) {
+      this.#groups.delete(id);
+      return undefined;
+    }
     const fresh: CachedGroup = {
-      created: state.created,
-      ordered: state.ordered,
-      materialized: Math.max(cached?.created === state.created ? cached.materialized : 0, state.materialized),
+      created: Number(row.created_position),
+      ordered: Number(row.ordered) === 1,
+      // Another gateway may have written further: the higher of the two.
+      materialized: Math.max(cached?.materialized ?? 0, Number(row.materialized ?? row.created_position)),
+      head: Number(row.head),
+      readAt: now,
       persistedAt: cached?.persistedAt ?? now,
     };
     this.#groups.set(id, fresh);
@@ -205,104 +221,125 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
-    const v4 = key.group === DEFAULT_GROUP;
-    const { gname, grp } = ledgerColumns(key);
-    const scope = rowScope(key);
-    const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
-    const v4Free = v4 ? `AND ${CLAIMABLE_V4}` : '';
-    let group: CachedGroup | undefined;
-    let materialized = 0;
-    return this.#tx('claim events for a consumer group', async (conn) => {
-      // The group, the head and the expired leases, read now (ledger-claim.ts): a member joined, a
-      // timer or a route, the rows up to the head are written first.
-      const state = await claimState(conn, key, now, limit);
-      if (!state) {
-        this.#groups.delete(groupId(key));
-        return { claimed: [], dead: [], nextDue: undefined, missing: true };
-      }
-      group = this.#refresh(key, state, now);
-      materialized = group.materialized;
-      const to = Math.max(upTo ?? 0, state.head);
-      if (group.materialized < to) materialized = await this.#materialize(conn, key, group, to, now);
-      const free = `d.outcome IS NULL AND d.position > ? AND (d.deadline IS NULL OR d.deadline <= ?) AND (d.available_at IS NULL OR d.available_at <= ?) ${v4Free}`;
+    return this.#do('claim events for a consumer group', async (pool) => {
+      // Not caused by a route (a member joined, a timer): the head is read now, with the group (the
+      // watermark known here stays: writing rows again takes locks on them that settles wait for).
+      const group = await this.#cached(pool, key, now, upTo === undefined);
+      if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
+      const to = Math.max(upTo ?? 0, group.head);
+      let materialized = group.materialized;
+      const v4 = key.group === DEFAULT_GROUP;
+      const { gname, grp } = ledgerColumns(key);
+      const scope = rowScope(key);
+      const free = `d.outcome IS NULL AND d.position > ? AND (d.deadline IS NULL OR d.deadline <= ?) AND (d.available_at IS NULL OR d.available_at <= ?) ${v4 ? `AND ${CLAIMABLE_V4}` : ''}`;
       const freeParams = [group.created, now, now];
-      const byKey = (ids: readonly string[], where: string, params: Params, order = ''): Promise<LockedRow[]> =>
-        select<LockedRow>(
-          conn,
-          `SELECT ${LOCKED_COLUMNS} FROM ${ID_TABLE} JOIN eventflow_delivery d ON d.event_id = j.id AND d.gname = ? AND d.grp = ? ${join} WHERE ${where} ${order} FOR UPDATE SKIP LOCKED`,
-          [JSON.stringify(ids), gname, grp, ...params],
-        );
-      let rows: LockedRow[];
-      if (!group.ordered) {
-        // The expired leases locked by key; then rows with no lease, in position order: the index's
-        // range of NULL deadlines, which examines no lease.
-        rows = state.expired.length === 0 ? [] : await byKey(state.expired, `d.outcome IS NULL AND d.deadline <= ? ${v4Free}`, [now]);
-        if (rows.length < limit) {
-          const more = await select<LockedRow>(
+      const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
+      type Candidate = { event_id: string; attempts: number; last_error: string | null };
+      return this.#transaction(async (conn) => {
+        if (group.materialized < to) materialized = await this.#materialize(conn, key, group, to, now);
+        let rows: Candidate[];
+        if (!group.ordered) {
+          // Leases that ran out first (their gateways died or stalled): looked for without locks (a
+          // locking read of the range `deadline <= now` also locks the first lease in force past it, an
+          // open delivery whose settle would then wait for this claim), then locked by key. Then rows with
+          // no lease, in position order: the index's range of NULL deadlines, which examines no lease.
+          const v4Free = v4 ? `AND ${CLAIMABLE_V4}` : '';
+          const expired = await select<{ event_id: string }>(
             conn,
-            `SELECT ${LOCKED_COLUMNS} FROM eventflow_delivery d ${join}
-             WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline IS NULL AND d.position > ? AND (d.available_at IS NULL OR d.available_at <= ?) ${v4Free}
-             ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
-            [...scope.params, group.created, now, limit - rows.length],
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline <= ? AND d.position > ? ${v4Free} ORDER BY d.deadline LIMIT ?`,
+            [...scope.params, now, group.created, limit],
           );
-          rows = [...rows, ...more];
+          rows =
+            expired.length === 0
+              ? []
+              : await select<Candidate>(
+                  conn,
+                  `SELECT d.event_id, d.attempts, d.last_error FROM ${ID_TABLE} JOIN eventflow_delivery d ON d.event_id = j.id AND d.gname = ? AND d.grp = ? ${join}
+                   WHERE d.outcome IS NULL AND d.deadline <= ? ${v4Free} FOR UPDATE SKIP LOCKED`,
+                  [JSON.stringify(expired.map((row) => row.event_id)), gname, grp, now],
+                );
+          if (rows.length < limit) {
+            const more = await select<Candidate>(
+              conn,
+              `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join}
+               WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline IS NULL AND d.position > ? AND (d.available_at IS NULL OR d.available_at <= ?) ${v4Free}
+               ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
+              [...scope.params, group.created, now, limit - rows.length],
+            );
+            rows = [...rows, ...more];
+          }
+        } else {
+          // The first unsettled row of each pid, read without locks (a locking read would lock the
+          // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
+          const sameName = v4 && key.name !== '*' ? 'AND o.name = d.name' : '';
+          const firsts = await select<{ event_id: string }>(
+            conn,
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free}
+               AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${sameName})
+             ORDER BY d.position LIMIT ?`,
+            [...scope.params, ...freeParams, limit],
+          );
+          rows =
+            firsts.length === 0
+              ? []
+              : await select<Candidate>(
+                  conn,
+                  `SELECT d.event_id, d.attempts, d.last_error FROM ${ID_TABLE} JOIN eventflow_delivery d ON d.event_id = j.id AND d.gname = ? AND d.grp = ? ${join}
+                   WHERE ${free} ORDER BY d.position FOR UPDATE SKIP LOCKED`,
+                  [JSON.stringify(firsts.map((row) => row.event_id)), gname, grp, ...freeParams],
+                );
         }
-      } else {
-        // The first unsettled row of each pid, read without locks (a locking read would lock the
-        // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
-        const sameName = v4 && key.name !== '*' ? 'AND o.name = d.name' : '';
-        const firsts = await select<{ event_id: string }>(
-          conn,
-          `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free}
-             AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${sameName})
-           ORDER BY d.position LIMIT ?`,
-          [...scope.params, ...freeParams, limit],
-        );
-        rows = firsts.length === 0 ? [] : await byKey(firsts.map((row) => row.event_id), free, freeParams, 'ORDER BY d.position');
-      }
-      const ids = rows.map((row) => row.event_id);
-      const { events, missing } = lockedEvents(rows, known);
-      if (missing.length > 0) {
-        for (const row of await select<EventRow>(conn, `SELECT ${COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN event e FORCE INDEX (PRIMARY) ON e.id = j.id JOIN eventflow_position x ON x.event_id = e.id`, [JSON.stringify(missing)])) {
-          events.set(row.id, toStoredEvent(row));
+        const ids = rows.map((row) => row.event_id);
+        const { events, missing } = atHand(ids, known);
+        if (missing.length > 0) {
+          for (const row of await select<EventRow>(conn, `SELECT ${COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN event e FORCE INDEX (PRIMARY) ON e.id = j.id JOIN eventflow_position x ON x.event_id = e.id`, [JSON.stringify(missing)])) {
+            events.set(row.id, toStoredEvent(row));
+          }
         }
-      }
-      // Rows of events deleted behind the ledger (no foreign key): dropped.
-      const gone = ids.filter((id) => !events.has(id));
-      if (gone.length > 0) await affected(conn, `DELETE d FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`, [JSON.stringify(gone), gname, grp]);
-      const dead: ClaimedDead[] = [];
-      const letters = rows
-        .filter((row) => Number(row.attempts) >= maxAttempts && events.has(row.event_id))
-        .map((row) => ({ id: row.event_id, error: row.last_error ?? 'lease expired', attempts: Number(row.attempts) }));
-      if (letters.length > 0) {
-        await deadLetters(conn, gname, grp, letters);
-        for (const letter of letters) dead.push({ event: events.get(letter.id) as StoredEvent, attempts: letter.attempts, lastError: letter.error });
-      }
-      const claiming = rows.filter((row) => Number(row.attempts) < maxAttempts && events.has(row.event_id));
-      const claimed: Claimed[] = [];
-      if (claiming.length > 0) {
-        const list = JSON.stringify(claiming.map((row) => row.event_id));
-        // One statement: the rows' leases, and for the default group v4's claim beside them.
-        await affected(
-          conn,
-          `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
-             ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
-           SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
-             ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
-          [list, gname, grp, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
-        );
-        for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
-      }
-      // Fewer than asked: when a lease or a retry delay ends next (this claim's leases included).
-      const due = rows.length < limit ? await nextDue(conn, key, now) : undefined;
-      return { claimed, dead, nextDue: due, missing: false };
-    }).then((result) => {
-      // The watermark moves here once the transaction committed: rows rolled back must be written again.
-      if (group && materialized > group.materialized) {
-        group.materialized = materialized;
-        if (now - group.persistedAt >= GROUP_READ_MS) group.persistedAt = now;
-      }
-      return result;
+        // Rows of events deleted behind the ledger (no foreign key): dropped.
+        const gone = ids.filter((id) => !events.has(id));
+        if (gone.length > 0) await affected(conn, `DELETE d FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`, [JSON.stringify(gone), gname, grp]);
+        const dead: ClaimedDead[] = [];
+        const letters = rows
+          .filter((row) => Number(row.attempts) >= maxAttempts && events.has(row.event_id))
+          .map((row) => ({ id: row.event_id, error: row.last_error ?? 'lease expired', attempts: Number(row.attempts) }));
+        if (letters.length > 0) {
+          await deadLetters(conn, gname, grp, letters);
+          for (const letter of letters) dead.push({ event: events.get(letter.id) as StoredEvent, attempts: letter.attempts, lastError: letter.error });
+        }
+        const claiming = rows.filter((row) => Number(row.attempts) < maxAttempts && events.has(row.event_id));
+        const claimed: Claimed[] = [];
+        if (claiming.length > 0) {
+          const list = JSON.stringify(claiming.map((row) => row.event_id));
+          // One statement: the rows' leases, and for the default group v4's claim beside them.
+          await affected(
+            conn,
+            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
+               ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
+             SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
+               ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
+            [list, gname, grp, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
+          );
+          for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
+        }
+        let nextDue: number | undefined;
+        if (rows.length < limit) {
+          const [due] = await select<{ next: number | string | null }>(
+            conn,
+            `SELECT MIN(CASE WHEN d.deadline > ? THEN d.deadline ELSE d.available_at END) AS next FROM eventflow_delivery d
+             WHERE ${scope.sql} AND d.outcome IS NULL AND (d.deadline > ? OR d.available_at > ?)`,
+            [now, ...scope.params, now, now],
+          );
+          nextDue = num(due?.next);
+        }
+        return { claimed, dead, nextDue, missing: false };
+      }).then((result) => {
+        if (materialized > group.materialized) {
+          group.materialized = materialized;
+          if (now - group.persistedAt >= GROUP_READ_MS) group.persistedAt = now;
+        }
+        return result;
+      });
     });
   }
 
