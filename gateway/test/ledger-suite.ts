@@ -60,6 +60,29 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(await claim(store, group)).toMatchObject({ claimed: [], missing: true });
     });
 
+    it('a page of any size takes exactly that many events, in position order, none twice; expired leases first', async () => {
+      const store = await open();
+      const group = await store.ledger().ensureGroup(named);
+      const published: string[] = [];
+      for (let i = 0; i < 120; i++) published.push((await publish(store)).id);
+      const now = Date.now();
+      const taken: string[] = [];
+      // Sizes with several bits set (a store may take a page in parts) and one; the first page's
+      // leases are short, the others' long.
+      for (const [limit, lease] of [[10, 5_000], [27, 60_000], [1, 60_000], [23, 60_000], [6, 60_000]] as const) {
+        const page = ids(await claim(store, group, { now, limit, lease }));
+        expect(page).toEqual(published.slice(taken.length, taken.length + limit));
+        taken.push(...page);
+      }
+      // The first 10 leases ran out: a page of 15 takes them first, then 5 free rows in position order.
+      const expired = await claim(store, group, { now: now + 20_000, limit: 15, lease: 60_000 });
+      expect(ids(expired).slice(0, 10).sort()).toEqual(published.slice(0, 10).sort());
+      expect(ids(expired).slice(10)).toEqual(published.slice(67, 72));
+      const rest = ids(await claim(store, group, { now: now + 20_000, limit: 1000 }));
+      // The other leases are in force: only the free rows are left, once each.
+      expect(rest).toEqual(published.slice(72));
+    });
+
     it('delivery ids are unguessable and distinct per claim; one claim wins per group; groups are independent; an expired lease is taken over', async () => {
       const store = await open();
       const billing = await store.ledger().ensureGroup(named);
