@@ -204,6 +204,30 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect((await store.ledger().ensureGroup(named)).ordered).toBe(false);
     });
 
+    it('a group made ordered keeps per-pid order over the rows written while it (or, for the default groups, every group of the ledger) was not', async () => {
+      const store = await open();
+      const domainWide: GroupKey = { domain: 'orders', name: '*', group: '' };
+      const group = await store.ledger().ensureGroup(named);
+      const wide = await store.ledger().ensureGroup(domainWide);
+      await store.ledger().ensureGroup(fallback);
+      const a1 = await publish(store, 'created', 'a');
+      const a2 = await publish(store, 'created', 'a');
+      const a3 = await publish(store, 'created', 'a');
+      const now = Date.now();
+      // Unordered: the rows of all three are written, one is taken.
+      expect(ids(await claim(store, group, { now, limit: 1 }))).toEqual([a1.id]);
+      expect(ids(await claim(store, wide, { now, limit: 1 }))).toEqual([a1.id]);
+      const ordered = await store.ledger().ensureGroup(named, { ordered: true });
+      expect(ids(await claim(store, ordered, { now }))).toEqual([]);
+      // The default groups share one ledger: an ordered one of a name orders the rows the domain's wrote.
+      const byName = await store.ledger().ensureGroup(fallback, { ordered: true });
+      expect(ids(await claim(store, byName, { now }))).toEqual([]);
+      expect(ids(await claim(store, byName, { now: now + 20_000 }))).toEqual([a1.id]);
+      expect(ids(await claim(store, ordered, { now: now + 20_000 }))).toEqual([a1.id]);
+      void a2;
+      void a3;
+    });
+
     it('a row out of attempts becomes a dead letter at its claim; dead letters carry the last error, list newest first, and are requeued or discarded only in their own domain', async () => {
       const store = await open();
       const billing = await store.ledger().ensureGroup(named);

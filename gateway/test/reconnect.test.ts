@@ -79,6 +79,9 @@ describe('reconnect', () => {
     await worker.consume('jobs', 'run', async (event) => void handled.push(event.id));
     const before = await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p-before' });
     await eventually(() => handled.length === 1, 5_000, 'the first job');
+    // Its outcome stored before the stop: the handler ran, and the settle follows it (a stop without a
+    // drain hands an unsettled job back, and it would be delivered again).
+    await eventually(() => h.gateway.dispatcher.stats.deliveries === 0, 5_000, 'the first job settled');
     await h.gateway.close();
     // Published while the worker is away and nobody else consumes: unclaimed (marked orphan).
     const offline = await startOnSameFile();

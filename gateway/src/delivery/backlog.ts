@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
 import type { Logger } from '../log.js';
 import { CLAIM_BATCH, GROUP_POLL_MS } from '../defaults.js';
-import type { DeliveryLedger, GroupKey, GroupOptions, GroupRecord } from '../store/ledger.js';
+import type { AppendClaimer, Claimed, DeliveryLedger, GroupKey, GroupOptions, GroupRecord } from '../store/ledger.js';
 import { groupId, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
 import type { Leases } from './leases.js';
 
@@ -58,6 +58,32 @@ class GroupBacklog {
   #turn = 0;
   /** Event id → the member it last went to without an outcome: another is preferred for it. */
   readonly #avoid = new Map<string, ConsumerRef>();
+  /** Leases given to appends under way (the store's claimAtAppend), not committed yet. */
+  #atAppend = 0;
+  /** Every event of the group up to this position was leased at its append: its route needs no claim. */
+  #leasedUpTo = 0;
+  /**
+   * While the members wait for work (the last claim came up short, none under way), the store leases
+   * new events in their append's transaction, up to the free credit: no claim per event, and the job
+   * goes out once it is stored instead of after its route.
+   */
+  readonly #claimer: AppendClaimer = {
+    lease: () => {
+      const backlog = this.#backlog;
+      if (!this.#drained || this.#inFlight > 0 || backlog.stopped || this.#free() - this.#reserved - this.#atAppend <= 0) return undefined;
+      this.#atAppend += 1;
+      const now = Date.now();
+      return { owner: backlog.leases.owner, consumer: backlog.leases.consumerId, deadline: now + backlog.leases.leaseMs, now };
+    },
+    committed: (claimed, given, covered) => {
+      this.#atAppend -= given;
+      if (covered !== undefined) this.#leasedUpTo = Math.max(this.#leasedUpTo, covered);
+      this.#hand(claimed);
+    },
+    abandoned: (given) => {
+      this.#atAppend -= given;
+    },
+  };
 
   constructor(key: GroupKey, backlog: Backlog) {
     this.key = key;
@@ -89,7 +115,7 @@ class GroupBacklog {
   /** An event of the group was routed here (at `position`). */
   routed(position: number): void {
     this.#routedUpTo = Math.max(this.#routedUpTo ?? 0, position);
-    this.signal();
+    if (position > this.#leasedUpTo) this.signal();
   }
 
   /** Something may be claimable now. */
@@ -120,6 +146,7 @@ class GroupBacklog {
   stop(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    void this.#record?.then((record) => this.#backlog.ledger().claimAtAppend?.(record, undefined)).catch(() => undefined);
   }
 
   /** The members' credit, free or not. */
@@ -171,19 +198,12 @@ class GroupBacklog {
         this.#dirty = true;
       }
       if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
-      const unsent = [];
-      for (const claimed of result.claimed) {
-        const stale = leases.supersede(this.key, claimed.event.id);
-        const member = this.#next(stale ?? this.#avoid.get(claimed.event.id));
-        this.#avoid.delete(claimed.event.id);
-        if (member && !backlog.stopped) leases.open(member, this.key, claimed);
-        else unsent.push(claimed);
-      }
-      if (unsent.length > 0) void leases.giveBack(this.key, unsent);
+      this.#hand(result.claimed);
       if (result.claimed.length + result.dead.length < limit && !result.missing) {
         // Drained, unless something changed while it was being read.
         if (!this.#dirty) this.#drained = true;
         this.#arm(Math.min(result.nextDue ?? Infinity, Date.now() + GROUP_POLL_MS));
+        if (this.#drained && !record.ordered && !backlog.stopped) backlog.ledger().claimAtAppend?.(record, this.#claimer);
       }
     } catch (error) {
       this.#failures += 1;
@@ -195,6 +215,20 @@ class GroupBacklog {
       this.#reserved -= limit;
     }
     this.wake();
+  }
+
+  /** Claimed events to members with free credit, in turn; those none can take are given back. */
+  #hand(claimed: readonly Claimed[]): void {
+    const backlog = this.#backlog;
+    const unsent = [];
+    for (const one of claimed) {
+      const stale = backlog.leases.supersede(this.key, one.event.id);
+      const member = this.#next(stale ?? this.#avoid.get(one.event.id));
+      this.#avoid.delete(one.event.id);
+      if (member && !backlog.stopped) backlog.leases.open(member, this.key, one);
+      else unsent.push(one);
+    }
+    if (unsent.length > 0) void backlog.leases.giveBack(this.key, unsent);
   }
 
   /** The event ended unsettled with `consumer`: its next delivery goes to another member if one has credit. */

@@ -137,6 +137,25 @@ export interface ClaimResult {
   missing: boolean;
 }
 
+/**
+ * A group whose members wait for work (its last claim came up short): the store may lease the group's
+ * events to it as they are appended, in the append's transaction (SQLite), instead of a claim after
+ * the route. The store asks `lease` in position order, in the transaction; after the commit it hands
+ * over what it leased (`claimed`), or tells that nothing was (`abandoned`, the transaction failed).
+ */
+export interface AppendClaimer {
+  /** The lease to take the event with, or undefined: the group takes no more now (no credit, a claim under way). */
+  lease(event: StoredEvent): { owner: string; consumer: string; deadline: number; now: number } | undefined;
+  /**
+   * Committed: `claimed` were leased, in position order, of the `given` leases asked for (the others'
+   * rows another default group of the ledger took); `covered`: every event of the group up to this
+   * position was leased at its append (its route needs no claim), or undefined.
+   */
+  committed(claimed: Claimed[], given: number, covered: number | undefined): void;
+  /** The append failed: none of the `given` leases was taken. */
+  abandoned(given: number): void;
+}
+
 /** What ends or moves a delivery; each is applied only while `delivery` is the row's current delivery. */
 export type LedgerAction =
   | { kind: 'outcome'; delivery: string; outcome: 'success' | 'failed'; error?: string | undefined }
@@ -179,6 +198,12 @@ export interface DeliveryLedger {
    * unsettled. Rows at `maxAttempts` become dead letters instead.
    */
   claim(request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Where the store can (SQLite): the group's events are leased as they are appended while `claimer`
+   * is set (undefined: no more). Only an unordered group, and only while its rows are written up to
+   * the head (the store checks); anything else goes through `claim`.
+   */
+  claimAtAppend?(group: GroupRecord, claimer: AppendClaimer | undefined): void;
   /** Applies each action in one transaction; per action, the delivery it ended, or undefined when it was not current. */
   apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>>;
   /** The current (open) delivery `delivery` and its domain, for a settle that did not come through the gateway holding it. */

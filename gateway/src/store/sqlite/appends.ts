@@ -1,7 +1,8 @@
 /** The SQLite store's write path: each append of a group commit (see ../group-commit.ts), checked then inserted in the batch's transaction. */
 import { EventflowError, type StoredEvent } from '@eventflow/core';
 import { isSameEvent } from '../same-event.js';
-import { versionConflict, type AppendOptions, type AppendRequest, type AppendResult, type NewEvent } from '../store.js';
+import { versionConflict, type AppendOptions, type AppendOutcome, type AppendRequest, type AppendResult, type NewEvent } from '../store.js';
+import { writeFailed } from '../write-health.js';
 import { isoDate, toStoredEvent, type Statements } from './statements.js';
 
 /** An append checked and serialised outside the transaction, or the error that ends it there. */
@@ -80,4 +81,24 @@ function storedAlready(s: Statements, event: NewEvent, otherwise: () => Error): 
     `event id "${event.id}" is already used by another event; use a new id, or omit it and let the client generate one`,
     { details: { id: event.id } },
   );
+}
+
+/**
+ * After a batch failed with the database: what it stored, read back (a COMMIT can report an error
+ * after the commit itself succeeded). Each request is answered as committed, or as not stored
+ * (retryable), or as unknown when even the read fails.
+ */
+export function readBack(s: Statements, prepared: readonly PreparedAppend[], headBefore: number, error: unknown): AppendOutcome[] {
+  return prepared.map((append): AppendOutcome => {
+    if (!append.ok) return append;
+    let stored: StoredEvent | undefined;
+    try {
+      const row = s.read.get({ id: append.event.id });
+      stored = row === undefined ? undefined : toStoredEvent(row);
+    } catch {
+      return { ok: false, error: writeFailed(error, 'the SQLite store could not write', append.event.id, 'unknown') };
+    }
+    if (stored !== undefined && stored.position > headBefore && isSameEvent(stored, append.event)) return { ok: true, result: { event: stored, created: true } };
+    return { ok: false, error: writeFailed(error, 'the SQLite store could not write', append.event.id, false) };
+  });
 }

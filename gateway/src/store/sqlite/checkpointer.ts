@@ -24,7 +24,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 /** How often the worker checkpoints; PASSIVE on an up-to-date WAL costs next to nothing. */
-const INTERVAL_MS = 200;
+const INTERVAL_MS = 50;
 
 /**
  * Frames (pages) the WAL may hold before the worker starts it over; the store's own automatic

@@ -6,56 +6,13 @@
  */
 import type Database from 'better-sqlite3';
 import type { StoredEvent } from '@eventflow/core';
-import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
+import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { COLUMNS, now, toStoredEvent, type EventRow } from './statements.js';
 import { eventScope, LedgerSql, rowScope, toRecord, type GroupRow } from './ledger-sql.js';
 import { SqliteLedgerOperator } from './ledger-operator.js';
-
-const TABLES = `
-CREATE TABLE IF NOT EXISTS eventflow_group (
-  domain TEXT NOT NULL, name TEXT NOT NULL, grp TEXT NOT NULL,
-  created_position INTEGER NOT NULL, created_at TEXT NOT NULL,
-  PRIMARY KEY (domain, name, grp)
-);
-CREATE TABLE IF NOT EXISTS eventflow_delivery (
-  event_id TEXT NOT NULL REFERENCES event(id) ON DELETE CASCADE ON UPDATE CASCADE,
-  domain TEXT NOT NULL, gname TEXT NOT NULL, grp TEXT NOT NULL,
-  delivery TEXT NULL, owner TEXT NULL, deadline INTEGER NULL, available_at INTEGER NULL,
-  attempts INTEGER NOT NULL DEFAULT 0, outcome TEXT NULL, last_error TEXT NULL, updated TEXT NOT NULL,
-  PRIMARY KEY (event_id, gname, grp)
-);`;
-
-/** Columns added by the work engine (schema version 2) and by tracing to tables that older gateways created. */
-const ADDED: ReadonlyArray<readonly [table: string, column: string, ddl: string]> = [
-  ['eventflow_group', 'ordered', 'ordered INTEGER NOT NULL DEFAULT 0'],
-  ['eventflow_group', 'materialized', 'materialized INTEGER NULL'],
-  ['eventflow_delivery', 'position', 'position INTEGER NULL'],
-  ['eventflow_delivery', 'pid', 'pid TEXT NULL'],
-  ['eventflow_delivery', 'name', 'name TEXT NULL'],
-  // When its current (or last) delivery began and when a delivery of it last ended, in ms (tracing: queue and handler time).
-  ['eventflow_delivery', 'claimed_at', 'claimed_at INTEGER NULL'],
-  ['eventflow_delivery', 'settled_at', 'settled_at INTEGER NULL'],
-];
-
-/**
- * Partial indexes: the queue and the per-pid order hold only unsettled rows, so neither a claim nor
- * a count of what is pending grows with the group's history.
- */
-const INDEXES = `
-DROP INDEX IF EXISTS idx_delivery_group;
-DROP INDEX IF EXISTS idx_delivery_id;
-DROP INDEX IF EXISTS idx_delivery_owner;
-CREATE INDEX IF NOT EXISTS idx_delivery_open ON eventflow_delivery (delivery) WHERE outcome IS NULL AND delivery IS NOT NULL;
-CREATE INDEX IF NOT EXISTS idx_delivery_groupkey ON eventflow_delivery (domain, gname, grp);
-DROP INDEX IF EXISTS idx_delivery_queue;
-CREATE INDEX IF NOT EXISTS idx_delivery_free ON eventflow_delivery (domain, gname, grp, deadline, position) WHERE outcome IS NULL;
-CREATE INDEX IF NOT EXISTS idx_delivery_pid ON eventflow_delivery (domain, gname, grp, pid, position) WHERE outcome IS NULL;
-CREATE INDEX IF NOT EXISTS idx_delivery_dead ON eventflow_delivery (updated) WHERE outcome = 'dead';
-CREATE INDEX IF NOT EXISTS idx_delivery_redelivered ON eventflow_delivery (domain, gname, grp) WHERE attempts > 1;
--- The latency view (catalog readLatency): settled rows of an event name by settle time; a row enters it once, with its outcome.
-CREATE INDEX IF NOT EXISTS idx_delivery_settled ON eventflow_delivery (domain, name, settled_at) WHERE outcome IS NOT NULL;
-`;
+import { AppendClaims } from './append-claims.js';
+import { ADDED, INDEXES, TABLES } from './ledger-schema.js';
 
 /** Events per claim whose rows are written at most (the watermark moves in steps: bounded transactions). */
 const MATERIALIZE_PAGE = 10_000;
@@ -94,11 +51,14 @@ export class SqliteLedger implements DeliveryLedger {
    * group changes go through this ledger, so they stay true; ensureGroup and deleteGroup drop them.
    */
   readonly #known = new Map<string, KnownGroup>();
+  /** The groups whose events are leased as they are appended (append-claims.ts). */
+  readonly #atAppend: AppendClaims;
 
   constructor(db: Database.Database) {
     this.#db = db;
     this.#sql = new LedgerSql(db);
     this.#operator = new SqliteLedgerOperator(this.#sql);
+    this.#atAppend = new AppendClaims(this.#sql, (key) => this.#known.get(`${key.domain}\u0000${key.name}\u0000${key.group}`), (key) => this.#pidsRead(key));
     db.transaction(() => {
       db.exec(TABLES);
       for (const [table, column, ddl] of ADDED) {
@@ -133,6 +93,21 @@ export class SqliteLedger implements DeliveryLedger {
 
   #forget(key: GroupKey): void {
     this.#known.delete(`${key.domain}\u0000${key.name}\u0000${key.group}`);
+    this.#atAppend.forget(key);
+  }
+
+  claimAtAppend(group: GroupRecord, claimer: AppendClaimer | undefined): void {
+    this.#atAppend.set(group, claimer);
+  }
+
+  /** In an append's transaction (sqlite.ts): the waiting groups lease the batch's routed events. */
+  leaseAppended(published: readonly StoredEvent[], before: number, after: number): void {
+    this.#atAppend.lease(published, before, after);
+  }
+
+  /** The append's transaction ended (committed or not): its leases go to their groups, or are given up. */
+  appendEnded(committed: boolean): void {
+    this.#atAppend.ended(committed);
   }
 
   async ensureGroup(key: GroupKey, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
@@ -145,6 +120,14 @@ export class SqliteLedger implements DeliveryLedger {
         { ...key, now: now(), ordered },
       );
       if (options.ordered !== undefined) this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+      // Ordered from now on: the rows written while no ordered group read them get their pids.
+      if (ordered === 1) {
+        this.#sql.run(
+          `UPDATE eventflow_delivery SET pid = (SELECT e.pid FROM event e WHERE e.id = event_id)
+           WHERE domain = @domain AND gname = @gname AND grp = @grp AND outcome IS NULL AND pid IS NULL`,
+          { domain: key.domain, ...ledgerColumns(key) },
+        );
+      }
       return toRecord(this.#groupRow(key) as GroupRow);
     });
   }
@@ -197,19 +180,31 @@ export class SqliteLedger implements DeliveryLedger {
     const from = known.materialized;
     const head = upTo !== undefined && upTo > from ? upTo : (this.#sql.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
     if (head <= from) return from;
-    const params = { domain: key.domain, name: key.name, from, ...ledgerColumns(key), updated };
+    const params = { domain: key.domain, name: key.name, from, ...ledgerColumns(key), updated, withPid: this.#pidsRead(key) ? 1 : 0 };
     // A long way behind (a backlog, a group without members for a while): a bounded step.
     const far = head - from > MATERIALIZE_PAGE ? this.#sql.get<{ position: number }>(`SELECT e.position FROM event e WHERE e.domain = @domain AND e.position > @from ORDER BY e.position LIMIT 1 OFFSET ${MATERIALIZE_PAGE - 1}`, params) : undefined;
     const to = far?.position ?? head;
     this.#sql.run(
       `INSERT OR IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
-       SELECT e.id, e.domain, @gname, @grp, e.position, e.pid, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
+       SELECT e.id, e.domain, @gname, @grp, e.position, CASE WHEN @withPid = 1 THEN e.pid END, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
       { ...params, to },
     );
     if (at - known.persistedAt >= PERSIST_MS) {
       this.#sql.run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
     }
     return to;
+  }
+
+  /**
+   * Whether an ordered group reads the rows of the key's ledger: the group itself, or, on the default
+   * groups' shared ledger, any default group of the domain. Read in the transaction that writes rows.
+   */
+  #pidsRead(key: GroupKey): boolean {
+    const sql =
+      key.group === DEFAULT_GROUP
+        ? `SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND grp = '' AND ordered = 1 LIMIT 1`
+        : `SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group AND ordered = 1`;
+    return this.#sql.get(sql, key) !== undefined;
   }
 
   async claim({ group: key, owner, consumer, deadline, now: at, limit, maxAttempts, known, upTo }: ClaimRequest): Promise<ClaimResult> {
