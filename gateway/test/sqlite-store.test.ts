@@ -214,4 +214,42 @@ describe('SqliteStore', () => {
     expect(await store.catalog.cancelScheduled(later.event.id, later.event.domain)).toBe(true);
     expect(await store.readPublishedAfter({ domain: 'orders', name: '*' }, 0, 10)).toEqual([{ ...child.event, rid: null }]);
   });
+
+  it('leases a waiting group\'s new events in their append, in position order and up to what it takes; the rest wait for a claim', async () => {
+    const store = await open(nextFile());
+    const ledger = store.ledger();
+    const group = await ledger.ensureGroup({ domain: 'orders', name: 'created', group: 'billing' });
+    const claim = (now = Date.now()) => ledger.claim({ group, owner: 'gw', consumer: 'GW', secret: 's', deadline: now + 10_000, now, limit: 10, maxAttempts: 5 });
+    const publish = (name = 'created') => store.append(newEvent({ name }), { publisher: 's' });
+    let credit = 2;
+    const committed: Array<{ ids: string[]; given: number; covered: number | undefined }> = [];
+    const claimer = {
+      lease: () => (credit-- > 0 ? { owner: 'gw', consumer: 'GW', deadline: Date.now() + 10_000, now: Date.now() } : undefined),
+      committed: (claimed: Array<{ event: { id: string } }>, given: number, covered: number | undefined) => void committed.push({ ids: claimed.map((c) => c.event.id), given, covered }),
+      abandoned: () => expect.unreachable('the appends commit'),
+    };
+    // Its rows are written up to an event appended before it waited, not to the head: nothing is leased at append.
+    expect((await claim()).claimed).toEqual([]);
+    const unseen = await publish();
+    ledger.claimAtAppend?.(group, claimer);
+    const before = await publish();
+    expect(committed).toEqual([]);
+    expect((await claim()).claimed.map((c) => c.event.id)).toEqual([unseen.event.id, before.event.id]);
+    // Written up to the head now: one batch of four, two of the group's taken, one left free.
+    const batch = await Promise.all([publish(), publish('other'), publish(), publish()]);
+    expect(committed).toEqual([{ ids: [batch[0]!.event.id, batch[2]!.event.id], given: 2, covered: undefined }]);
+    // Leased once: a claim takes only the one left, and the leased ones settle by their delivery ids.
+    const rest = await claim();
+    expect(rest.claimed.map((c) => c.event.id)).toEqual([batch[3]!.event.id]);
+    // Credit again, every event of the group leased at its append: covered up to the batch's head.
+    credit = 5;
+    const next = await Promise.all([publish(), publish('other')]);
+    expect(committed[1]).toEqual({ ids: [next[0]!.event.id], given: 1, covered: next[1]!.event.position });
+    expect((await claim()).claimed).toEqual([]);
+    // Disarmed: appends are claimed as before.
+    ledger.claimAtAppend?.(group, undefined);
+    const later = await publish();
+    expect(committed).toHaveLength(2);
+    expect((await claim()).claimed.map((c) => c.event.id)).toEqual([later.event.id]);
+  });
 });
