@@ -2,7 +2,7 @@
  * Gateway configuration: one zod schema, read from EVENTFLOW_* environment variables. An invalid
  * value fails start with a message naming the variable.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { EventflowError } from '@eventflow/core';
 import { actions, type Action } from './connection/auth.js';
 import { parseAllowedHosts, parseAllowedOrigins } from './connection/limits.js';

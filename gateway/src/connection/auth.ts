@@ -6,7 +6,7 @@
  * EVENTFLOW_AUTH=none (the default) gives every connection every action on every domain.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EventflowError, type OperationName } from '@eventflow/core';
 import { glob, type Glob } from './glob.js';
 
