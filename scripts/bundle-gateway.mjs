@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 /**
- * Bundles the built gateway (gateway/dist, from `tsc -b`) for start-up: gateway/bundle/main.mjs and
- * the chunks of what it imports lazily (the MySQL store, the hub mesh, the NATS router, the hub CLI).
- * Start-up then reads and compiles a handful of files instead of ~700 modules (zod, pino, ws,
- * prom-client, our own): bench/start.mjs measures both. The bin (gateway/bin/eventflow-gateway.js)
- * runs the bundle when it is at least as new as the last build of dist/.
+ * Bundles the built gateway (gateway/dist, from `tsc -b`) for start-up: one CommonJS script,
+ * gateway/bundle/<build>/main.cjs, run by gateway/bundle/main.mjs through gateway/bin/run-bundle.js,
+ * which keeps V8's code cache beside it. Start-up then reads one file instead of ~700 modules (zod,
+ * pino, ws, prom-client, our own), and from the second start on compiles next to none of it:
+ * bench/start.mjs measures both. The bin (gateway/bin/eventflow-gateway.js) runs the bundle when it
+ * is at least as new as the last build of dist/.
  *
- * Each build goes to a directory of its own (bundle/<build>/); main.mjs, which imports the current
+ * Each build goes to a directory of its own (bundle/<build>/); main.mjs, which runs the current
  * one, is replaced atomically (written aside, then renamed), so a gateway starting while another
  * process rebuilds (tests, `npm start` beside `npm run build`) sees either build whole, and the build
- * before is kept for a process still loading its lazy chunks. `--prune` keeps only the new one
- * (packing the package).
+ * before is kept for a process that has read main.mjs and not yet its build. `--prune` keeps only
+ * the new one, without a code cache (packing the package).
  *
  * External (resolved from node_modules at run time): better-sqlite3 (native), and what is only
  * loaded for one configuration (mysql2, NATS, jose for EVENTFLOW_AUTH=jwt, @peculiar/x509 for
@@ -47,57 +48,103 @@ if (process.argv.includes('--if-stale') && bundleIsCurrent()) {
 }
 
 /**
- * prom-client's process CPU metric requires `@opentelemetry/api` when it is loaded, for exemplars
- * the gateway does not enable: ~90 files read and compiled before listening (~25 ms of a start).
- * In the bundle that require gets a stand-in that loads the API on first use, so the metric works
- * as before, exemplars included, and a gateway without them never loads it.
+ * Modules that bundled packages require when they are loaded but use only in code a gateway may
+ * never run. Each such require gets a stand-in that requires the module on first use (a property
+ * read, a call, `new`), so that it behaves as the module itself and costs nothing until then:
+ * - prom-client's process CPU metric requires `@opentelemetry/api`, for exemplars the gateway does
+ *   not enable: ~90 files read and compiled (~25 ms).
+ * - ws requires `https` and `tls` for WebSocket clients (the gateway is a server) and `zlib` for
+ *   permessage-deflate (off: gateway.ts), prom-client its Pushgateway (https, zlib), pino's
+ *   sonic-boom and thread-stream `assert` for a few checks: ~10 ms of Node's own modules.
  */
-const lazyOpenTelemetryForPromClient = {
-  name: 'lazy-opentelemetry-for-prom-client',
+const LAZY = [
+  { importer: /[\\/]node_modules[\\/]prom-client[\\/]/, path: /^@opentelemetry\/api$/ },
+  { importer: /[\\/]node_modules[\\/]ws[\\/]/, path: /^(https|tls|zlib)$/ },
+  { importer: /[\\/]node_modules[\\/]prom-client[\\/]index\.js$/, path: /^\.\/lib\/pushgateway$/ },
+  { importer: /[\\/]node_modules[\\/](sonic-boom|thread-stream)[\\/]/, path: /^assert$/ },
+];
+const lazyRequires = {
+  name: 'lazy-requires',
   setup(build) {
-    build.onResolve({ filter: /^@opentelemetry\/api$/ }, (args) =>
-      /[\\/]node_modules[\\/]prom-client[\\/]/.test(args.importer) ? { path: 'prom-client-opentelemetry-api', namespace: 'lazy' } : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'lazy' }, () => ({
+    build.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind !== 'require-call' || args.pluginData?.real) return undefined;
+      if (!LAZY.some(({ importer, path }) => importer.test(args.importer) && path.test(args.path))) return undefined;
+      return { path: args.path, namespace: 'lazy', pluginData: { resolveDir: args.resolveDir } };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({
       loader: 'js',
-      contents: `let api;
-const load = () => (api ??= require('@opentelemetry/api'));
-module.exports = new Proxy({}, { get: (_, key) => load()[key], has: (_, key) => key in load() });`,
+      resolveDir: args.pluginData.resolveDir,
+      pluginData: { real: true },
+      // A function as the target, so that calls (assert) and `new` (Pushgateway) pass through too.
+      contents: `let real;
+const load = () => (real ??= require(${JSON.stringify(args.path)}));
+module.exports = new Proxy(function () {}, {
+  get: (_, key) => load()[key],
+  has: (_, key) => key in load(),
+  apply: (_, self, args) => Reflect.apply(load(), self, args),
+  construct: (_, args) => Reflect.construct(load(), args),
+});`,
     }));
+  },
+};
+
+/**
+ * The packages the gateway imports dynamically (jose for EVENTFLOW_AUTH=jwt, @opentelemetry/api once
+ * an SDK is registered) are required instead, in the same place and turn: an import() in a script
+ * compiled with a code cache fails in Node 20 once its function is compiled lazily (a start after a
+ * `--version` wrote the cache refused every JWT). jose is an ES module: require() loads it since
+ * Node 20.19, the gateway's engines. Dynamic imports of our own modules stay in the bundle as lazy
+ * module initialisers, with no import() either; the build fails if one is left.
+ */
+const requireDynamicImports = {
+  name: 'require-dynamic-imports',
+  setup(build) {
+    build.onResolve({ filter: /.*/ }, (args) => (args.kind === 'dynamic-import' && !args.path.startsWith('.') ? { path: args.path, namespace: 'required' } : undefined));
+    build.onLoad({ filter: /.*/, namespace: 'required' }, (args) => ({ loader: 'js', contents: `module.exports = require(${JSON.stringify(args.path)});` }));
   },
 };
 
 const id = `${Date.now().toString(36)}-${process.pid}`;
 mkdirSync(bundleRoot, { recursive: true });
-await build({
+const { metafile } = await build({
   entryPoints: [entry],
-  outdir: join(bundleRoot, id),
+  outfile: join(bundleRoot, id, 'main.cjs'),
   bundle: true,
-  // Lazy imports stay lazy: each becomes a chunk loaded when the configuration needs it.
-  splitting: true,
-  format: 'esm',
+  // One CommonJS script, not ES modules: Node 20 caches compiled code for scripts only (vm.Script's
+  // cachedData; gateway/bin/run-bundle.js). The lazy wings are in it, evaluated only when
+  // configured; compiled only then too once the cache holds the start.
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  outExtension: { '.js': '.mjs' },
   external: ['better-sqlite3', 'mysql2', 'mysql2/*', '@nats-io/*', 'jose', '@peculiar/*', 'reflect-metadata', 'bufferutil', 'utf-8-validate', '@opentelemetry/*'],
-  // CommonJS dependencies bundled into ES modules still call require() for Node built-ins.
-  banner: { js: "import { createRequire as __eventflowRequire } from 'node:module'; const require = __eventflowRequire(import.meta.url);" },
-  plugins: [lazyOpenTelemetryForPromClient],
+  // Strict, as the ES modules it is made of; import.meta.url is the bundle's (package-root.ts).
+  banner: { js: `"use strict";\nconst __eventflowImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
+  define: { 'import.meta.url': '__eventflowImportMetaUrl' },
+  plugins: [lazyRequires, requireDynamicImports],
+  metafile: true,
   // Whitespace and syntax only (names stay, for stack traces): a third less source to read and
-  // compile at each start (bench/README.md › start).
+  // compile at a start without the cache.
   minifyWhitespace: true,
   minifySyntax: true,
   legalComments: 'eof',
   logLevel: 'warning',
 });
+const dynamicImports = Object.values(metafile.outputs).flatMap((output) => output.imports.filter((imported) => imported.kind === 'dynamic-import'));
+if (dynamicImports.length > 0) throw new Error(`bundle-gateway: import() left in the bundle (${dynamicImports.map((imported) => imported.path).join(', ')}): see requireDynamicImports`);
+// dist/main.js's #! line would end up inside the function run-bundle.js wraps the script in.
+const script = join(bundleRoot, id, 'main.cjs');
+writeFileSync(script, readFileSync(script, 'utf8').replace(/^#!.*\n/, ''));
 const aside = join(bundleRoot, `.main-${id}.mjs`);
-writeFileSync(aside, `// Made by scripts/bundle-gateway.mjs: the current build of the gateway.\nawait import('./${id}/main.mjs');\n`);
+writeFileSync(
+  aside,
+  `// Made by scripts/bundle-gateway.mjs: runs the current build of the gateway.\nimport { runBundle } from '../bin/run-bundle.js';\nrunBundle(new URL('./${id}/main.cjs', import.meta.url));\n`,
+);
 renameSync(aside, join(bundleRoot, 'main.mjs'));
 pruneBuilds(id);
 
 /** The build main.mjs imports. */
 function readCurrent() {
-  return /import\('\.\/([^/]+)\/main\.mjs'\)/.exec(readFileSync(join(bundleRoot, 'main.mjs'), 'utf8'))?.[1];
+  return /'\.\/([^/]+)\/main\.cjs'/.exec(readFileSync(join(bundleRoot, 'main.mjs'), 'utf8'))?.[1];
 }
 
 /** Removes the builds older than `current`, keeping the one before it unless --prune. */
@@ -107,4 +154,6 @@ function pruneBuilds(current) {
     .map((entry) => ({ name: entry.name, at: mtime(join(bundleRoot, entry.name)) }))
     .sort((a, b) => b.at - a.at);
   for (const { name } of older.slice(prune ? 0 : 1)) rmSync(join(bundleRoot, name), { recursive: true, force: true });
+  // A package carries no code cache of the machine that packed it (run-bundle.js writes its own).
+  if (prune && current !== undefined) rmSync(join(bundleRoot, current, 'main.cjs.cache'), { force: true });
 }
