@@ -13,7 +13,7 @@
  * before is kept for a process that has read main.mjs and not yet its build. `--prune` keeps only
  * the new one, without a code cache (packing the package).
  *
- * External (resolved from node_modules at run time): better-sqlite3 (native), and what is only
+ * External (resolved from node_modules at run time): better-sqlite3's native addon, and what is only
  * loaded for one configuration (mysql2, NATS, jose for EVENTFLOW_AUTH=jwt, @peculiar/x509 for
  * certificates, OpenTelemetry for tracing), so that the bundle does not grow by what a SQLite gateway never runs; ws's optional
  * native helpers.
@@ -104,6 +104,26 @@ const requireDynamicImports = {
   },
 };
 
+/**
+ * better-sqlite3's JavaScript is bundled (~15 files the CommonJS loader read and compiled at each
+ * start, ~9 ms; now in the code cache), its native addon is not: `bindings` finds it from the
+ * installed package's directory, which it would otherwise guess from the caller's file (the bundle).
+ */
+const sqliteAddonFromPackage = {
+  name: 'sqlite-addon-from-package',
+  setup(build) {
+    build.onResolve({ filter: /^bindings$/ }, (args) => (/[\\/]node_modules[\\/]better-sqlite3[\\/]/.test(args.importer) ? { path: 'bindings', namespace: 'sqlite-addon' } : undefined));
+    build.onLoad({ filter: /.*/, namespace: 'sqlite-addon' }, () => ({
+      loader: 'js',
+      contents: `const { dirname } = require('node:path');
+const { createRequire } = require('node:module');
+const root = dirname(require.resolve('better-sqlite3/package.json'));
+const bindings = createRequire(root + '/')('bindings');
+module.exports = (name) => bindings({ bindings: name, module_root: root });`,
+    }));
+  },
+};
+
 const id = `${Date.now().toString(36)}-${process.pid}`;
 mkdirSync(bundleRoot, { recursive: true });
 const { metafile } = await build({
@@ -116,11 +136,11 @@ const { metafile } = await build({
   format: 'cjs',
   platform: 'node',
   target: 'node20',
-  external: ['better-sqlite3', 'mysql2', 'mysql2/*', '@nats-io/*', 'jose', '@peculiar/*', 'reflect-metadata', 'bufferutil', 'utf-8-validate', '@opentelemetry/*'],
+  external: ['better-sqlite3/package.json', 'mysql2', 'mysql2/*', '@nats-io/*', 'jose', '@peculiar/*', 'reflect-metadata', 'bufferutil', 'utf-8-validate', '@opentelemetry/*'],
   // Strict, as the ES modules it is made of; import.meta.url is the bundle's (package-root.ts).
   banner: { js: `"use strict";\nconst __eventflowImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
   define: { 'import.meta.url': '__eventflowImportMetaUrl' },
-  plugins: [lazyRequires, requireDynamicImports],
+  plugins: [lazyRequires, requireDynamicImports, sqliteAddonFromPackage],
   metafile: true,
   // Whitespace and syntax only (names stay, for stack traces): a third less source to read and
   // compile at a start without the cache.

@@ -3,11 +3,11 @@
 // modules (module.enableCompileCache is Node 22). A start then deserializes the functions compiled
 // by an earlier run instead of parsing and compiling ~650 kB of JavaScript (bench/README.md › start).
 //
-// The cache is main.cjs.cache beside the script. It is written when the process exits (as Node 22's
-// compile cache is), with what that run compiled, by a run that found none or found it rejected: V8
-// checks it against the source, its own version and its flags, and compiles from source when it does
-// not match. Written aside, then renamed, so that a process starting meanwhile reads it whole; not
-// written where the package cannot be written to (the gateway starts as fast as without a cache).
+// The cache is main.cjs.cache beside the script, written when the process exits (as Node 22's
+// compile cache is) with what that run compiled: when there was none, when V8 rejected it (it checks
+// the source, its own version and its flags), or when this run compiled more than it holds (a
+// `--version` may have written it, before any gateway ran). Written aside, then renamed, so that a
+// process starting meanwhile reads it whole; not written where the package cannot be written to.
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { dirname } from 'node:path';
@@ -26,16 +26,23 @@ export function runBundle(url) {
   }
   // No import() in it (scripts/bundle-gateway.mjs › requireDynamicImports): none would work from a cache.
   const script = new vm.Script(Module.wrap(readFileSync(file, 'utf8')), { filename: file, cachedData });
-  if (cachedData === undefined || script.cachedDataRejected === true) process.once('exit', () => writeCache(script, cacheFile));
+  const held = script.cachedDataRejected === true ? 0 : (cachedData?.length ?? 0);
+  process.once('exit', () => writeCache(script, cacheFile, held));
   const module = { exports: {} };
   script.runInThisContext().call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
 }
 
-/** @param {vm.Script} script @param {string} cacheFile */
-function writeCache(script, cacheFile) {
+/**
+ * Replaces the cache when this run compiled a tenth more than it holds: it then settles after the
+ * first run that started a gateway, instead of being rewritten at every exit.
+ * @param {vm.Script} script @param {string} cacheFile @param {number} held bytes of usable cache read at start
+ */
+function writeCache(script, cacheFile, held) {
   const aside = `${cacheFile}.${process.pid}`;
   try {
-    writeFileSync(aside, script.createCachedData());
+    const data = script.createCachedData();
+    if (data.length <= held * 1.1) return;
+    writeFileSync(aside, data);
     renameSync(aside, cacheFile);
   } catch {
     // A read-only install, a full disk: the next start compiles from source, as this one did.
