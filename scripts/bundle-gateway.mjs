@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 /**
  * Bundles the built gateway (gateway/dist, from `tsc -b`) for start-up: one CommonJS script,
- * gateway/bundle/<build>/main.cjs, run by gateway/bundle/main.mjs through gateway/bin/run-bundle.js,
+ * gateway/bundle/<build>/main.cjs, run by gateway/bundle/main.cjs through gateway/bin/run-bundle.js,
  * which keeps V8's code cache beside it. Start-up then reads one file instead of ~700 modules (zod,
  * pino, ws, prom-client, our own), and from the second start on compiles next to none of it:
  * bench/start.mjs measures both. The bin (gateway/bin/eventflow-gateway.js) runs the bundle when it
  * is at least as new as the last build of dist/.
  *
- * Each build goes to a directory of its own (bundle/<build>/); main.mjs, which runs the current
+ * Each build goes to a directory of its own (bundle/<build>/); main.cjs, which runs the current
  * one, is replaced atomically (written aside, then renamed), so a gateway starting while another
  * process rebuilds (tests, `npm start` beside `npm run build`) sees either build whole, and the build
- * before is kept for a process that has read main.mjs and not yet its build. `--prune` keeps only
+ * before is kept for a process that has read main.cjs and not yet its build. `--prune` keeps only
  * the new one, without a code cache (packing the package).
  *
  * External (resolved from node_modules at run time): better-sqlite3's native addon, and what is only
@@ -35,7 +35,7 @@ const prune = process.argv.includes('--prune');
 /** The bin's rule: the bundle is current when no build of dist/ (the gateway's or core's) is newer. */
 function bundleIsCurrent() {
   const lastBuild = Math.max(mtime(join(root, 'gateway/tsconfig.tsbuildinfo')), mtime(join(root, 'packages/core/tsconfig.tsbuildinfo')));
-  return existsSync(join(bundleRoot, 'main.mjs')) && mtime(join(bundleRoot, 'main.mjs')) >= lastBuild;
+  return existsSync(join(bundleRoot, 'main.cjs')) && mtime(join(bundleRoot, 'main.cjs')) >= lastBuild;
 }
 
 if (!existsSync(entry)) {
@@ -154,17 +154,21 @@ if (dynamicImports.length > 0) throw new Error(`bundle-gateway: import() left in
 // dist/main.js's #! line would end up inside the function run-bundle.js wraps the script in.
 const script = join(bundleRoot, id, 'main.cjs');
 writeFileSync(script, readFileSync(script, 'utf8').replace(/^#!.*\n/, ''));
-const aside = join(bundleRoot, `.main-${id}.mjs`);
-writeFileSync(
-  aside,
-  `// Made by scripts/bundle-gateway.mjs: runs the current build of the gateway.\nimport { runBundle } from '../bin/run-bundle.js';\nrunBundle(new URL('./${id}/main.cjs', import.meta.url));\n`,
-);
-renameSync(aside, join(bundleRoot, 'main.mjs'));
+// main.cjs runs the current build (what the bin requires); main.mjs the same for `node gateway/bundle/main.mjs`.
+const pointers = {
+  'main.cjs': `// Made by scripts/bundle-gateway.mjs: runs the current build of the gateway.\nrequire('../bin/run-bundle.js').runBundle(require('node:path').join(__dirname, '${id}', 'main.cjs'));\n`,
+  'main.mjs': `// Made by scripts/bundle-gateway.mjs: runs the current build of the gateway (main.cjs).\nimport './main.cjs';\n`,
+};
+for (const [name, text] of Object.entries(pointers)) {
+  const aside = join(bundleRoot, `.${name}-${id}`);
+  writeFileSync(aside, text);
+  renameSync(aside, join(bundleRoot, name));
+}
 pruneBuilds(id);
 
-/** The build main.mjs imports. */
+/** The build main.cjs runs. */
 function readCurrent() {
-  return /'\.\/([^/]+)\/main\.cjs'/.exec(readFileSync(join(bundleRoot, 'main.mjs'), 'utf8'))?.[1];
+  return /join\(__dirname, '([^']+)', 'main\.cjs'\)/.exec(readFileSync(join(bundleRoot, 'main.cjs'), 'utf8'))?.[1];
 }
 
 /** Removes the builds older than `current`, keeping the one before it unless --prune. */

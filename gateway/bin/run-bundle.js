@@ -8,15 +8,13 @@
 // the source, its own version and its flags), or when this run compiled more than it holds (a
 // `--version` may have written it, before any gateway ran). Written aside, then renamed, so that a
 // process starting meanwhile reads it whole; not written where the package cannot be written to.
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import Module, { createRequire } from 'node:module';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import vm from 'node:vm';
+const { readFileSync, renameSync, rmSync, writeFileSync } = require('node:fs');
+const Module = require('node:module');
+const { dirname } = require('node:path');
+const vm = require('node:vm');
 
-/** @param {URL} url the bundle's main.cjs */
-export function runBundle(url) {
-  const file = fileURLToPath(url);
+/** @param {string} file the bundle's main.cjs */
+exports.runBundle = function runBundle(file) {
   const cacheFile = `${file}.cache`;
   let cachedData;
   try {
@@ -29,8 +27,8 @@ export function runBundle(url) {
   const held = script.cachedDataRejected === true ? 0 : (cachedData?.length ?? 0);
   process.once('exit', () => writeCache(script, cacheFile, held));
   const module = { exports: {} };
-  script.runInThisContext().call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
-}
+  script.runInThisContext().call(module.exports, module.exports, Module.createRequire(file), module, file, dirname(file));
+};
 
 /**
  * Replaces the cache when this run compiled a tenth more than it holds: it then settles after the
