@@ -19,18 +19,24 @@ export class BackgroundCheckpointer {
   #stopped = false;
 
   constructor(path: string, hooks: BackgroundCheckpointerHooks) {
-    this.#starting = startCheckpointer(path, () => {
-      this.#running = undefined;
-      hooks.gone();
-    }).then(
-      (checkpointer) => {
-        // Stopped while it started: the store has closed, its connection with it.
-        if (this.#stopped) return checkpointer.stop();
-        this.#running = checkpointer;
-        hooks.started();
-      },
-      () => undefined,
-    );
+    // From the next turn of the event loop: making the thread costs the loop ~4 ms, and its boot
+    // takes a core for ~40 ms, which a gateway still starting (a turn of promises) needs more.
+    this.#starting = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      if (this.#stopped) return;
+      let checkpointer: Checkpointer;
+      try {
+        checkpointer = await startCheckpointer(path, () => {
+          this.#running = undefined;
+          hooks.gone();
+        });
+      } catch {
+        return;
+      }
+      // Stopped while it started: the store has closed, its connection with it.
+      if (this.#stopped) return checkpointer.stop();
+      this.#running = checkpointer;
+      hooks.started();
+    });
   }
 
   /**
