@@ -115,11 +115,19 @@ const sqliteAddonFromPackage = {
     build.onResolve({ filter: /^bindings$/ }, (args) => (/[\\/]node_modules[\\/]better-sqlite3[\\/]/.test(args.importer) ? { path: 'bindings', namespace: 'sqlite-addon' } : undefined));
     build.onLoad({ filter: /.*/, namespace: 'sqlite-addon' }, () => ({
       loader: 'js',
-      contents: `const { dirname } = require('node:path');
+      // build/Release first, where better-sqlite3's install puts it (prebuilt or compiled): bindings
+      // tries two other places before it, each a failed require().
+      contents: `const { dirname, join } = require('node:path');
 const { createRequire } = require('node:module');
 const root = dirname(require.resolve('better-sqlite3/package.json'));
-const bindings = createRequire(root + '/')('bindings');
-module.exports = (name) => bindings({ bindings: name, module_root: root });`,
+module.exports = (name) => {
+  try {
+    return require(join(root, 'build', 'Release', name));
+  } catch (error) {
+    if (error?.code !== 'MODULE_NOT_FOUND') throw error;
+  }
+  return createRequire(root + '/')('bindings')({ bindings: name, module_root: root });
+};`,
     }));
   },
 };
