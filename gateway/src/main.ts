@@ -6,33 +6,38 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseGatewayArgs } from './cli-args.js';
+import { parseGatewayArgs, type GatewayCommand } from './cli-args.js';
 import { packageRoot } from './package-root.js';
 import { stopOnSignals } from './shutdown.js';
 import { exitCodes, explainStartupFailure } from './startup-failure.js';
 
-const command = parseGatewayArgs(process.argv.slice(2));
-switch (command.kind) {
-  case 'help':
-    process.stdout.write(command.usage);
-    break;
-  case 'version': {
-    const manifest = JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string };
-    process.stdout.write(`eventflow-gateway ${manifest.version}\n`);
-    break;
+// Not a top-level await: the bundle the bin runs is one CommonJS script, whose compiled code V8 can
+// cache from one start to the next (scripts/bundle-gateway.mjs). A rejection ends the process (exit 1).
+void run(parseGatewayArgs(process.argv.slice(2)));
+
+async function run(command: GatewayCommand): Promise<void> {
+  switch (command.kind) {
+    case 'help':
+      process.stdout.write(command.usage);
+      break;
+    case 'version': {
+      const manifest = JSON.parse(readFileSync(new URL('package.json', packageRoot), 'utf8')) as { version: string };
+      process.stdout.write(`eventflow-gateway ${manifest.version}\n`);
+      break;
+    }
+    case 'usage-error':
+      process.stderr.write(`eventflow-gateway: ${command.problem}\n\n${command.usage}`);
+      process.exitCode = exitCodes.usage;
+      break;
+    case 'hub': {
+      const { runHubCli } = await import('./v4/hub/main.js');
+      await runHubCli();
+      break;
+    }
+    case 'gateway':
+      await runGateway();
+      break;
   }
-  case 'usage-error':
-    process.stderr.write(`eventflow-gateway: ${command.problem}\n\n${command.usage}`);
-    process.exitCode = exitCodes.usage;
-    break;
-  case 'hub': {
-    const { runHubCli } = await import('./v4/hub/main.js');
-    await runHubCli();
-    break;
-  }
-  case 'gateway':
-    await runGateway();
-    break;
 }
 
 /**

@@ -6,7 +6,7 @@
  * EVENTFLOW_AUTH=none (the default) gives every connection every action on every domain.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EventflowError, type OperationName } from '@eventflow/core';
 import { glob, type Glob } from './glob.js';
 
@@ -65,12 +65,17 @@ export function denied(auth: Authorization, op: OperationName, action: Action, d
       });
 }
 
-/** The `eventflow` claim. Unknown actions are ignored, so that newer tokens work with older gateways. */
-const claim = z.object(
-  Object.fromEntries(actions.map((action) => [action, z.array(z.string().min(1).max(256)).max(1000).optional()])) as {
-    [A in Action]: z.ZodOptional<z.ZodArray<z.ZodString>>;
-  },
-);
+/**
+ * The `eventflow` claim. Unknown actions are ignored, so that newer tokens work with older gateways.
+ * Made with the first JWT authenticator: a gateway without authentication does not build it at start.
+ */
+const eventflowClaim = () =>
+  z.object(
+    Object.fromEntries(actions.map((action) => [action, z.array(z.string().min(1).max(256)).max(1000).optional()])) as {
+      [A in Action]: z.ZodOptional<z.ZodArray<z.ZodString>>;
+    },
+  );
+let claim: ReturnType<typeof eventflowClaim> | undefined;
 
 export interface AuthSettings {
   mode: 'none' | 'jwt';
@@ -139,6 +144,7 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
     expiresAt: undefined,
   };
   const maxLifetimeMs = settings.maxLifetimeS * 1000;
+  const claimSchema = (claim ??= eventflowClaim());
   // jose (~180 modules) is loaded only with EVENTFLOW_AUTH=jwt, and from here on, so that a gateway
   // without authentication starts without it and the first hello does not wait for it.
   const jose = import('jose');
@@ -161,7 +167,7 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
         const reason = error instanceof joseErrors.JWTExpired ? 'the token has expired' : error instanceof joseErrors.JOSEError ? `the token is not valid (${error.code})` : 'the token is not valid';
         throw new EventflowError('E_EVENTFLOW_UNAUTHORIZED', `${reason}; get a new one and reconnect`);
       }
-      const parsed = claim.safeParse(payload['eventflow'] ?? {});
+      const parsed = claimSchema.safeParse(payload['eventflow'] ?? {});
       if (!parsed.success) throw new EventflowError('E_EVENTFLOW_UNAUTHORIZED', 'the token\'s "eventflow" claim is malformed: it must map actions to arrays of domain patterns');
       const grants: { [A in Action]?: DomainPattern[] } = {};
       for (const action of actions) {

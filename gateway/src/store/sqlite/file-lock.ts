@@ -58,8 +58,11 @@ export async function lockSqliteFile(dbPath: string, gateway: string): Promise<S
     const db = new Database(path, { timeout: 0 });
     try {
       const token = randomUUID();
-      db.exec('CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, gateway TEXT NOT NULL, since TEXT NOT NULL, token TEXT NOT NULL)');
-      db.prepare('INSERT OR REPLACE INTO holder (id, pid, host, gateway, since, token) VALUES (1, ?, ?, ?, ?, ?)').run(process.pid, hostname(), gateway, new Date().toISOString(), token);
+      // One commit, not two: on a new file each is a journal written and synced (~3 ms of a start).
+      db.transaction(() => {
+        db.exec('CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, gateway TEXT NOT NULL, since TEXT NOT NULL, token TEXT NOT NULL)');
+        db.prepare('INSERT OR REPLACE INTO holder (id, pid, host, gateway, since, token) VALUES (1, ?, ?, ?, ?, ?)').run(process.pid, hostname(), gateway, new Date().toISOString(), token);
+      })();
       db.pragma('locking_mode = EXCLUSIVE');
       const row = db.prepare('SELECT pid, host, gateway, since, token FROM holder WHERE id = 1').get() as (LockHolder & { token: string }) | undefined;
       if (row?.token === token) return held(db, path);

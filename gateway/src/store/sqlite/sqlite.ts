@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
 import { GroupCommit } from '../group-commit.js';
-import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+import { BackgroundCheckpointer } from './background-checkpointer.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
 import { ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
@@ -36,7 +36,7 @@ export class SqliteStore implements EventStore {
   readonly kind = 'sqlite';
   readonly #path: string;
   #open: { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } | undefined;
-  #checkpointer: Checkpointer | undefined;
+  #checkpointer: BackgroundCheckpointer | undefined;
   #ledger: SqliteLedger | undefined;
   /** retakeConsumerClaim's statement, prepared on first use (per open database). */
   #retake: Database.Statement<[{ id: string; now: string; consumer: string; owner: string; at: number }]> | undefined;
@@ -93,17 +93,13 @@ export class SqliteStore implements EventStore {
       throw error;
     }
     if (this.#path === ':memory:') return;
-    try {
-      // The worker gone: SQLite checkpoints again inside the next commits.
-      this.#checkpointer = await startCheckpointer(this.#path, () => {
-        this.#checkpointer = undefined;
-        this.#open?.db.pragma('wal_autocheckpoint = 1000');
-      });
+    // Not waited for (background-checkpointer.ts); until it runs, the automatic checkpoint stays on.
+    this.#checkpointer = new BackgroundCheckpointer(this.#path, {
       // Only a backstop: the worker starts the WAL over at WAL_LIMIT_FRAMES (checkpointer.ts).
-      this.#open.db.pragma(`wal_autocheckpoint = ${2 * WAL_LIMIT_FRAMES}`);
-    } catch {
-      // Without a worker the automatic checkpoint stays on: slower tail, same data.
-    }
+      started: () => db.pragma(`wal_autocheckpoint = ${2 * WAL_LIMIT_FRAMES}`),
+      // The worker gone: SQLite checkpoints again inside the next commits.
+      gone: () => this.#open?.db.pragma('wal_autocheckpoint = 1000'),
+    });
   }
 
   async close(): Promise<void> {

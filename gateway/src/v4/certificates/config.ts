@@ -3,7 +3,7 @@
  * Unlike v4, environment strings are coerced and validated: a bad value fails at construction with
  * E_EVENTFLOW_CONFIG naming the key, instead of surfacing as an OpenSSL or crypto error later.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { EventflowError } from '@eventflow/core';
 import { CertificateError } from './errors.js';
 

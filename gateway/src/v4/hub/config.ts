@@ -5,7 +5,7 @@
  * by the certificate module's own schema (../certificates/config.ts), reported under their variable names.
  */
 import { isIPv4 } from 'node:net';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
 import { configSchema } from '../../config.js';
 import { describeConfigIssue, expected } from '../../config-issues.js';

@@ -1,0 +1,59 @@
+/**
+ * The checkpoint worker (checkpointer.ts), started without making the store's open wait for it. Its
+ * thread takes ~70 ms to boot (a Node environment, better-sqlite3, its connection), which the
+ * gateway spent idle before it could listen (bench/README.md › start). Until it runs, or when it
+ * cannot start, SQLite's own automatic checkpoint does its work: the same data, a slower tail.
+ */
+import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+
+export interface BackgroundCheckpointerHooks {
+  /** The worker runs: the store may leave checkpoints to it. */
+  started(): void;
+  /** The worker died after it started: the store checkpoints again itself. */
+  gone(): void;
+}
+
+export class BackgroundCheckpointer {
+  #running: Checkpointer | undefined;
+  readonly #starting: Promise<void>;
+  #stopped = false;
+
+  constructor(path: string, hooks: BackgroundCheckpointerHooks) {
+    // From the next turn of the event loop: making the thread costs the loop ~4 ms, and its boot
+    // takes a core for ~40 ms, which a gateway still starting (a turn of promises) needs more.
+    this.#starting = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      if (this.#stopped) return;
+      let checkpointer: Checkpointer;
+      try {
+        checkpointer = await startCheckpointer(path, () => {
+          this.#running = undefined;
+          hooks.gone();
+        });
+      } catch {
+        return;
+      }
+      // Stopped while it started: the store has closed, its connection with it.
+      if (this.#stopped) return checkpointer.stop();
+      this.#running = checkpointer;
+      hooks.started();
+    });
+  }
+
+  /**
+   * Checkpoints and truncates the WAL (checkpointer.ts › truncate), once the worker runs; false
+   * when there is no worker to do it.
+   */
+  async truncate(): Promise<boolean> {
+    await this.#starting;
+    return (await this.#running?.truncate()) ?? false;
+  }
+
+  /** Stops the worker, or waits for it to start and stops it then. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#starting;
+    const running = this.#running;
+    this.#running = undefined;
+    await running?.stop();
+  }
+}
