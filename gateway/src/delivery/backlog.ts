@@ -15,6 +15,9 @@
  * or retry time the store reported, and at least every GROUP_POLL_MS. That timer is how a lease left
  * by a gateway that died is taken over, how a release or settle on another gateway is seen, and how
  * the group resumes after the store failed: no pass has to finish first, and no restart is needed.
+ * While a claim has come up short and none is under way, a store that can (SQLite) leases the
+ * group's new events in their append's transaction instead (`#claimer`, store/ledger.ts
+ * AppendClaimer): the members' credit bounds those leases as it bounds claims.
  */
 import { randomBytes } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
