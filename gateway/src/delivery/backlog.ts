@@ -81,7 +81,13 @@ class GroupBacklog {
     committed: (claimed, given, covered) => {
       this.#atAppend -= given;
       if (covered !== undefined) this.#leasedUpTo = Math.max(this.#leasedUpTo, covered);
-      this.#hand(claimed);
+      // Called by the store right after its commit: nothing here may fail the append. A lease not
+      // handed out runs out and its event is claimed again.
+      try {
+        this.#hand(claimed);
+      } catch (error) {
+        this.#backlog.failed(this.key, error);
+      }
     },
     abandoned: (given) => {
       this.#atAppend -= given;
