@@ -40,6 +40,8 @@ let worker: Worker | undefined;
 let slowWorker: Worker | undefined;
 /** How long the slow worker's handler takes per order (its `handlerMs`). */
 const HANDLER_MS = 300;
+/** A handler time the gateway may report for HANDLER_MS of work: at least the sleep (less 1 ms of timer and clock rounding), at most a quarter more. */
+const nearHandler = (ms: number): boolean => ms >= HANDLER_MS - 1 && ms <= HANDLER_MS * 1.25;
 const TRACE_LINK = 'http://tracing.example/trace/{traceId}';
 let client: EventflowClient | undefined;
 let browser: Browser | undefined;
@@ -318,11 +320,14 @@ describe('the console end to end', () => {
     const rows = await page.locator('[data-testid="latency-row"]').evaluateAll((list) => list.map((row) => [...row.querySelectorAll('th, td')].map((cell) => cell.textContent ?? '')));
     const ms = (text: string): number => (text.endsWith(' ms') ? Number(text.slice(0, -3)) : text.endsWith(' s') ? Number(text.slice(0, -2)) * 1000 : NaN);
     const [queue, handler, total] = rows;
-    // Handler time is the handler's sleep (plus its two publishes and the settle): within 10%.
-    for (const cell of handler!.slice(1)) expect(Math.abs(ms(cell) - HANDLER_MS) / HANDLER_MS, `handler ${cell}`).toBeLessThanOrEqual(0.1);
-    // Nothing waited for a consumer; end to end is queue + handler, so within 10% of it too.
+    // Handler time is the handler's sleep plus its two publishes and the settle: never under the
+    // sleep, and over it by no more than those round trips take on a loaded two-core CI machine (they
+    // have taken 34 ms there while every other test file ran; a figure in seconds, or one that
+    // counted the queue twice, is still far outside).
+    for (const cell of handler!.slice(1)) expect(ms(cell), `handler ${cell}`).toSatisfy(nearHandler);
+    // Nothing waited for a consumer; end to end is queue + handler, so within the same bounds.
     expect(ms(queue![1]!)).toBeLessThan(HANDLER_MS * 0.1);
-    expect(Math.abs(ms(total![1]!) - HANDLER_MS) / HANDLER_MS).toBeLessThanOrEqual(0.1);
+    expect(ms(total![1]!), `end to end ${total![1]!}`).toSatisfy(nearHandler);
     const slow = page.locator('[data-testid="latency-slow"]');
     expect(await slow.count()).toBe(4);
     expect((await slow.evaluateAll((list) => list.map((row) => row.getAttribute('data-pid')))).sort()).toEqual(pids);
@@ -334,7 +339,7 @@ describe('the console end to end', () => {
     const orderRow = page.locator('[data-testid="timeline-row"][data-name="order-placed"]');
     await orderRow.waitFor();
     const handlerMs = Number(await orderRow.locator('[data-testid="row-timing"]').getAttribute('data-handler-ms'));
-    expect(Math.abs(handlerMs - HANDLER_MS) / HANDLER_MS).toBeLessThanOrEqual(0.1);
+    expect(handlerMs).toSatisfy(nearHandler);
     await orderRow.click();
     const link = page.locator('[data-testid="trace-link"]');
     expect(await link.textContent()).toBe(traceId);
