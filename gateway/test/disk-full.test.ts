@@ -75,7 +75,7 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the SQLite store on a full 
     // The space freed stays usable: the WAL does not grow into it.
     for (let i = 0; i < 2_000; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => publish(`after-${(i + j) % 10}`)));
     console.info(`full disk: /readyz 200 ${readyMs} ms and the held publish stored ${heldMs} ms after the filler was removed; WAL at most ${(walMax / 2 ** 20).toFixed(1)} MB`);
-    // 500 pages make the worker start it over; SQLite's own checkpoint at 1,000 (4 MB) is the backstop.
+    // On a disk this small the worker starts it over at 500 pages (2 MB); SQLite's own checkpoint at 1,000 (4 MB) is the backstop.
     expect(walMax).toBeLessThan(6 * 2 ** 20);
     expect((await readyz(gateway)).status).toBe(200);
 

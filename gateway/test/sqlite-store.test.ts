@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite/sqlite.js';
+import { WAL_BOUNDS, walLimitFrames } from '../src/store/sqlite/checkpointer.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { mulberry32 } from './fuzz-support.js';
@@ -49,6 +50,23 @@ describe('SqliteStore', () => {
     await store.close();
     const reopened = await open(file);
     expect(await reopened.head()).toBeGreaterThanOrEqual(2_000);
+  });
+
+  it('lets the WAL hold up to 4,000 pages before starting it over where that is an eighth of the room at most, 500 on a small disk', () => {
+    const page = 4096;
+    const MB = 2 ** 20;
+    // A roomy disk: few restarts (each one stalls a commit that meets it).
+    expect(walLimitFrames(100_000 * MB, page, WAL_BOUNDS)).toBe(4_000);
+    // In steps of two: 1,000 pages × 4 kB × 8 = 31.25 MB of room; 2,000 need 62.5 MB.
+    expect(walLimitFrames(32 * MB, page, WAL_BOUNDS)).toBe(1_000);
+    expect(walLimitFrames(62.5 * MB, page, WAL_BOUNDS)).toBe(2_000);
+    expect(walLimitFrames(62.5 * MB - 1, page, WAL_BOUNDS)).toBe(1_000);
+    // A small or full disk (disk-full.test.ts): never under 500, and 500 there.
+    expect(walLimitFrames(10 * MB, page, WAL_BOUNDS)).toBe(500);
+    expect(walLimitFrames(0, page, WAL_BOUNDS)).toBe(500);
+    // Larger pages: the same bytes, fewer frames.
+    expect(walLimitFrames(60 * MB, 2 * page, WAL_BOUNDS)).toBe(500);
+    expect(walLimitFrames(60 * MB, page, WAL_BOUNDS)).toBe(1_000);
   });
 
   /** A second, read-only connection that looks at the state columns the interface does not expose. */

@@ -7,8 +7,12 @@
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 
 export interface BackgroundCheckpointerHooks {
-  /** The worker runs: the store may leave checkpoints to it. */
-  started(): void;
+  /**
+   * The worker runs and the WAL may hold `frames` before it starts it over (checkpointer.ts ›
+   * walLimitFrames): the store leaves checkpoints to it, with its own as a backstop above that.
+   * Called again whenever the limit changes.
+   */
+  limit(frames: number): void;
   /** The worker died after it started: the store checkpoints again itself. */
   gone(): void;
 }
@@ -25,17 +29,22 @@ export class BackgroundCheckpointer {
       if (this.#stopped) return;
       let checkpointer: Checkpointer;
       try {
-        checkpointer = await startCheckpointer(path, () => {
-          this.#running = undefined;
-          hooks.gone();
-        });
+        checkpointer = await startCheckpointer(
+          path,
+          () => {
+            this.#running = undefined;
+            hooks.gone();
+          },
+          (frames) => {
+            if (!this.#stopped) hooks.limit(frames);
+          },
+        );
       } catch {
         return;
       }
       // Stopped while it started: the store has closed, its connection with it.
       if (this.#stopped) return checkpointer.stop();
       this.#running = checkpointer;
-      hooks.started();
     });
   }
 

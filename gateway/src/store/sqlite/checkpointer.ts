@@ -10,15 +10,20 @@
  * transaction begins with every frame checkpointed; under steady writes a checkpoint from another
  * connection always ends behind the latest commit, so the WAL grew by every commit until writes
  * paused (9.8 MB after 500 publishes), and on a full disk it kept the space freed next to it
- * (issue 22). So once the WAL holds more than WAL_LIMIT_FRAMES, the worker starts it over with a
- * RESTART checkpoint that does not wait for the gateway's writes (tried again 10 ms later when one
- * is in progress; a write waits for it while it runs, for the frames copied since the PASSIVE one),
- * and the gateway's next commit cuts the file back to `journal_size_limit`. The store's own
- * automatic checkpoint stays on at 2 × that (SQLite's default) as a backstop, should the worker
- * fall behind: it then finds most pages copied already. A WAL that could outgrow the free space
- * would hold it for good: its pages cannot be copied into a database file that cannot grow. After a
- * failed write (`truncate()`: no space, I/O) the worker truncates the WAL to nothing, which gives
- * its space back to the database file, at every tick until it can.
+ * (issue 22). So once the WAL holds more than its limit, the worker starts it over with a RESTART
+ * checkpoint that does not wait for the gateway's writes (tried again 10 ms later when one is in
+ * progress), and the gateway's next commit cuts the file back to `journal_size_limit`. A RESTART
+ * holds the write lock while it copies the frames since the last PASSIVE and syncs, and a commit
+ * that meets it sleeps in SQLite's busy handler (1, 2, 5 ms…): at a steady 500 jobs/s and 500
+ * frames that was six stalls a second and the whole p99 of enqueue → handler start (bench/README.md
+ * › work). Hence a second PASSIVE first, so the RESTART copies next to nothing, and a limit that
+ * follows the disk (walLimitFrames): 4,000 frames (16 MB of 4 kB pages) where that is at most an
+ * eighth of the room, down to 500 on a small disk. The store's own automatic checkpoint stays on at
+ * twice the limit as a backstop, should the worker fall behind: it then finds most pages copied
+ * already. A WAL that could outgrow the free space would hold it for good: its pages cannot be
+ * copied into a database file that cannot grow. After a failed write (`truncate()`: no space, I/O)
+ * the worker truncates the WAL to nothing, which gives its space back to the database file, at
+ * every tick until it can.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -35,10 +40,23 @@ const INTERVAL_MS = 200;
 const BUSY_INTERVAL_MS = 50;
 
 /**
- * Frames (pages) the WAL may hold before the worker starts it over; the store's own automatic
- * checkpoint stays on at twice that, SQLite's default of 1,000 pages, as the backstop.
+ * Frames (pages) the WAL may hold before the worker starts it over, at the least (a small disk, or
+ * before the worker has looked) and at the most, and the share of its room it may take (the disk's
+ * free space and its own frames); the store's own automatic checkpoint stays on at twice the limit as
+ * the backstop (at the least, SQLite's default of 1,000 pages).
  */
-export const WAL_LIMIT_FRAMES = 500;
+export const WAL_BOUNDS = { min: 500, max: 4_000, share: 8 } as const;
+
+/**
+ * The WAL's limit for `roomBytes` of room: the largest of min × 2^k up to max that is at most
+ * 1/share of it. Steps, so that it changes (and the store's backstop with it) only when the room
+ * does by a factor of two. Self-contained: the worker runs its source.
+ */
+export function walLimitFrames(roomBytes: number, pageSize: number, bounds: { min: number; max: number; share: number }): number {
+  let frames = bounds.min;
+  while (frames * 2 <= bounds.max && frames * 2 * pageSize * bounds.share <= roomBytes) frames *= 2;
+  return frames;
+}
 
 /** After a restart the gateway's writes kept from happening, the next attempt. */
 const RETRY_MS = 10;
@@ -46,8 +64,22 @@ const RETRY_MS = 10;
 // An eval worker is CommonJS and resolves nothing relative to this file, hence the resolved path.
 const source = `
 const { workerData, parentPort } = require('node:worker_threads');
+const { statfsSync } = require('node:fs');
+const { dirname } = require('node:path');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { timeout: 5000 });
+const pageSize = db.pragma('page_size', { simple: true });
+const walLimitFrames = ${walLimitFrames.toString()};
+let limit = 0;
+/** The limit for the room the WAL has now; the gateway is told when it changes (its backstop follows). */
+const measure = (walFrames) => {
+  let next = workerData.bounds.min;
+  try {
+    const disk = statfsSync(dirname(workerData.path));
+    next = walLimitFrames(disk.bavail * disk.bsize + walFrames * pageSize, pageSize, workerData.bounds);
+  } catch {}
+  if (next !== limit) parentPort.postMessage({ limit: (limit = next) });
+};
 /** Requests to truncate, answered once a TRUNCATE checkpoint has run (ok: it completed). */
 const waiting = [];
 let reported = false;
@@ -68,9 +100,14 @@ const tick = () => {
       for (const id of waiting.splice(0)) parentPort.postMessage({ truncated: id, ok: done });
     } else {
       const log = checkpoint('PASSIVE', true).log;
-      // Start the WAL over (the next commit cuts the file to journal_size_limit); while the gateway is writing, again in a moment.
-      if (log > workerData.limitFrames) soon = checkpoint('RESTART', false).busy !== 0;
-      else busy = log > workerData.limitFrames / 2;
+      measure(log);
+      // Start the WAL over (the next commit cuts the file to journal_size_limit); the frames written
+      // while the first PASSIVE ran are copied without the write lock first; while the gateway is
+      // writing, again in a moment.
+      if (log > limit) {
+        checkpoint('PASSIVE', true);
+        soon = checkpoint('RESTART', false).busy !== 0;
+      } else busy = log > limit / 2;
     }
     reported = false;
   } catch (error) {
@@ -88,6 +125,7 @@ parentPort.on('message', (message) => {
   timer = setTimeout(tick, 0);
 });
 parentPort.postMessage('ready');
+measure(0);
 `;
 
 export interface Checkpointer {
@@ -100,10 +138,14 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-/** Starts the worker; resolves once its connection is open, rejects when it cannot start. `onError`: the worker died. */
-export function startCheckpointer(path: string, onError: (message: string) => void): Promise<Checkpointer> {
+/**
+ * Starts the worker; resolves once its connection is open, rejects when it cannot start. `onError`:
+ * the worker died. `onLimit`: the frames the WAL may now hold (walLimitFrames), once the worker has
+ * looked at the disk and whenever that changes.
+ */
+export function startCheckpointer(path: string, onError: (message: string) => void, onLimit: (frames: number) => void): Promise<Checkpointer> {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, busyIntervalMs: BUSY_INTERVAL_MS, retryMs: RETRY_MS, limitFrames: WAL_LIMIT_FRAMES } });
+  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, busyIntervalMs: BUSY_INTERVAL_MS, retryMs: RETRY_MS, bounds: WAL_BOUNDS } });
   let next = 0;
   const answers = new Map<number, (ok: boolean) => void>();
   let stopped = false;
@@ -121,7 +163,8 @@ export function startCheckpointer(path: string, onError: (message: string) => vo
       };
       worker.on('error', (error) => gone(String(error)));
       worker.on('exit', (code) => gone(`the checkpoint worker exited (${code})`));
-      worker.on('message', (message: { truncated?: number; ok?: boolean }) => {
+      worker.on('message', (message: { truncated?: number; ok?: boolean; limit?: number }) => {
+        if (message.limit !== undefined && !stopped) onLimit(message.limit);
         // A failed checkpoint ({ failed }) is tried again by the worker; the store learns of a full disk from its writes.
         if (message.truncated === undefined) return;
         answers.get(message.truncated)?.(message.ok === true);

@@ -22,7 +22,7 @@ import { SqliteLedger } from './ledger.js';
 import { SqliteCatalog } from './catalog.js';
 import { RecentPublished } from './recent.js';
 import { WriteHealth } from '../write-health.js';
-import { WAL_LIMIT_FRAMES } from './checkpointer.js';
+import { WAL_BOUNDS } from './checkpointer.js';
 
 /** What the write check writes (then deletes) while writes fail: a few publishes' worth of pages. */
 const WRITE_CHECK_BYTES = 64 * 1024;
@@ -65,8 +65,8 @@ export class SqliteStore implements EventStore {
       // A WAL that grew past the backstop's size (a large batch, a checkpoint held back) is cut back to it
       // when it starts over. Not to the worker's limit: a WAL cut at every restart is grown again by the
       // next commits, and a write that extends the file cost twice one into its allocated pages (a
-      // steady 500 jobs/s: the gateway's commits ~25% slower).
-      db.pragma(`journal_size_limit = ${2 * WAL_LIMIT_FRAMES * Number(db.pragma('page_size', { simple: true }))}`);
+      // steady 500 jobs/s: the gateway's commits ~25% slower). Raised with the limit (walLimited).
+      db.pragma(`journal_size_limit = ${2 * WAL_BOUNDS.min * Number(db.pragma('page_size', { simple: true }))}`);
       db.pragma('foreign_keys = ON');
       // IMMEDIATE so that two gateways initialising one file at once do not interleave.
       db.transaction(() => {
@@ -95,8 +95,12 @@ export class SqliteStore implements EventStore {
     if (this.#path === ':memory:') return;
     // Not waited for (background-checkpointer.ts); until it runs, the automatic checkpoint stays on.
     this.#checkpointer = new BackgroundCheckpointer(this.#path, {
-      // Only a backstop: the worker starts the WAL over at WAL_LIMIT_FRAMES (checkpointer.ts).
-      started: () => db.pragma(`wal_autocheckpoint = ${2 * WAL_LIMIT_FRAMES}`),
+      // Only a backstop: the worker starts the WAL over at `frames` (checkpointer.ts).
+      limit: (frames) => {
+        const open = this.#open?.db;
+        open?.pragma(`wal_autocheckpoint = ${2 * frames}`);
+        open?.pragma(`journal_size_limit = ${2 * frames * Number(open.pragma('page_size', { simple: true }))}`);
+      },
       // The worker gone: SQLite checkpoints again inside the next commits.
       gone: () => this.#open?.db.pragma('wal_autocheckpoint = 1000'),
     });
