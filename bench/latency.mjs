@@ -12,6 +12,7 @@
 //             rate, received by the same subscriber process.
 // v4's own workload (500 sequential publishes, one subscriber) is bench/latency-v4.mjs.
 // Each run: 1 s warm-up, then DURATION s measured; every delivery to every subscriber is a sample.
+// BENCH_LATENCY_ROUNDS (default 3) alternating rounds of both servers; each reports its median round.
 import { createNodeClient } from '@eventflow/node';
 import WebSocket from 'ws';
 import { startClients } from './clients-support.mjs';
@@ -115,9 +116,23 @@ async function runBaseline() {
   }
 }
 
-const gateway = await runGateway();
-const baseline = await runBaseline();
-console.log(`${SUBSCRIBERS} subscribers, ${RATE} events/s for ${DURATION_MS / 1000} s after ${WARMUP_MS / 1000} s warm-up; latency = subscriber's receipt − publish call (ms)`);
+// Alternating rounds (gateway, ceiling, gateway, …): each server's figures are its round with the
+// median p99, and the ratio compares those two. One round of each swung the ratio from 1.1× to 4.9×
+// between runs on a loaded 2-core machine (2026-12-06); the rounds are all kept in the results.
+const ROUNDS = Number(process.env.BENCH_LATENCY_ROUNDS ?? 3);
+if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1)) {
+  console.error('bench latency: BENCH_LATENCY_ROUNDS must be an integer >= 1');
+  process.exit(2);
+}
+const rounds = { gateway: [], baseline: [] };
+for (let round = 0; round < ROUNDS; round++) {
+  rounds.gateway.push(await runGateway());
+  rounds.baseline.push(await runBaseline());
+}
+const medianRound = (runs) => [...runs].sort((a, b) => a.p99 - b.p99)[Math.floor((runs.length - 1) / 2)];
+const gateway = medianRound(rounds.gateway);
+const baseline = medianRound(rounds.baseline);
+console.log(`${SUBSCRIBERS} subscribers, ${RATE} events/s for ${DURATION_MS / 1000} s after ${WARMUP_MS / 1000} s warm-up; latency = subscriber's receipt − publish call (ms); ${ROUNDS} alternating round(s), each server's median round by p99 (p99 of every round: gateway ${rounds.gateway.map((r) => r.p99).join(' / ')}, ceiling ${rounds.baseline.map((r) => r.p99).join(' / ')})`);
 console.table(
   [
     ['gateway (SQLite, durable)', gateway],
@@ -125,13 +140,13 @@ console.table(
     ['reference: eventflow v4.8 on MariaDB, its own workload (earlier, not this run)', { p50: V4.p50, p99: V4.p99 }],
   ].map(([name, r]) => ({ server: name, samples: r.samples ?? '', delivered: r.delivered ?? '', 'of': r.expected ?? '', p50: r.p50, p90: r.p90 ?? '', p99: r.p99, 'p99.9': r.p999 ?? '', max: r.max ?? '', 'server cpu µs/event': r.serverCpuUsPerEvent ?? '' })),
 );
-const complete = gateway.delivered === gateway.expected && !gateway.errors && !gateway.bad;
+const complete = rounds.gateway.every((r) => r.delivered === r.expected && !r.errors && !r.bad);
 const p99Ratio = gateway.p99 / baseline.p99;
 console.log(`gateway p99 ${gateway.p99} ms, ${p99Ratio.toFixed(2)}x the ceiling's ${baseline.p99} ms (target <= ${TARGET_P99_RATIO}x: ${p99Ratio <= TARGET_P99_RATIO ? 'meets' : 'BELOW'} target; the former absolute ${REFERENCE_P99} ms: ${gateway.p99 <= REFERENCE_P99 ? 'within' : 'above'})`);
 console.log(`reference (its own workload, not this one, not this run): eventflow v4.8 on this machine's MariaDB measured p50 ${V4.p50} ms, p99 ${V4.p99} ms`);
-if (!complete) console.log(`gateway: ${gateway.delivered} of ${gateway.expected} deliveries, ${gateway.errors} publish errors (first: ${gateway.firstError}), ${gateway.bad} bad frames (first: ${gateway.firstBad})`);
+if (!complete) for (const r of rounds.gateway) console.log(`gateway round: ${r.delivered} of ${r.expected} deliveries, ${r.errors} publish errors (first: ${r.firstError}), ${r.bad} bad frames (first: ${r.firstBad})`);
 writeResult('latency', {
-  subscribers: SUBSCRIBERS, rate: RATE, durationMs: DURATION_MS, gateway, baseline, v4Reference: V4,
+  subscribers: SUBSCRIBERS, rate: RATE, durationMs: DURATION_MS, rounds: ROUNDS, gateway, baseline, gatewayRounds: rounds.gateway, baselineRounds: rounds.baseline, v4Reference: V4,
   summary: [
     { measure: `gateway p50 / p99 ms, ${RATE}/s, ${SUBSCRIBERS} subscribers`, value: `${gateway.p50} / ${gateway.p99}`, baseline: `ceiling ${baseline.p50} / ${baseline.p99}`, ratio: `p99 ${p99Ratio.toFixed(2)}x`, target: `p99 <= ${TARGET_P99_RATIO}x the ceiling's`, meets: complete && p99Ratio <= TARGET_P99_RATIO, note: [complete ? '' : 'incomplete, see output', `former absolute target p99 ${REFERENCE_P99} ms: ${gateway.p99 <= REFERENCE_P99 ? 'within' : 'above'}`].filter(Boolean).join('; ') },
     { measure: 'server CPU µs per event (100 deliveries)', value: gateway.serverCpuUsPerEvent, baseline: `ceiling ${baseline.serverCpuUsPerEvent}`, ratio: `${(gateway.serverCpuUsPerEvent / baseline.serverCpuUsPerEvent).toFixed(1)}x`, target: '' },

@@ -23,7 +23,7 @@ const STEPS = [
   { name: 'browser-open', script: 'bench/browser-open.mjs', timeoutMs: 90_000 },
   { name: 'console-open', script: 'bench/console-open.mjs', timeoutMs: 180_000 },
   { name: 'fan-out', script: 'bench/fan-out.mjs', timeoutMs: 90_000 },
-  { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 90_000 },
+  { name: 'latency', script: 'bench/latency.mjs', timeoutMs: 150_000 },
   { name: 'latency-v4', script: 'bench/latency-v4.mjs', timeoutMs: 150_000 },
   { name: 'work', script: 'bench/work.mjs', timeoutMs: 300_000 },
   { name: 'idle-memory', script: 'bench/idle-memory.mjs', timeoutMs: 90_000 },
