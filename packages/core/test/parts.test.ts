@@ -82,6 +82,27 @@ describe('ids', () => {
     }
   });
 
+  it('an event id is its time and two random 32-bit words in base 36, each word 7 digits', () => {
+    const words = [0, 2 ** 32 - 1, 35, 36, 1_234_567_890, 2 ** 31, 7, 2 ** 32 - 36];
+    const spy = vi.spyOn(crypto, 'getRandomValues').mockImplementation(<T extends ArrayBufferView | null>(array: T): T => {
+      const pool = array as unknown as Uint32Array;
+      pool.fill(1);
+      pool.set(words);
+      return array;
+    });
+    try {
+      // Uses up what the pool held before the mock; the id that refills it takes its first two words.
+      const times = [1_700_000_000_000, 1_700_000_000_000, 1_700_000_000_001, 0];
+      let first = generateEventId(times[0]);
+      while (spy.mock.calls.length === 0) first = generateEventId(times[0]);
+      const ids = [first, ...times.slice(1).map((time) => generateEventId(time))];
+      const base36 = (n: number): string => n.toString(36).padStart(7, '0');
+      expect(ids).toEqual(times.map((time, i) => `${time.toString(36)}-${base36(words[2 * i]!)}${base36(words[2 * i + 1]!)}`));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('pids are lower-case <characteristic>-<name>-<base36 time>', () => {
     expect(generatePid(0)).toMatch(/^[a-z]+-[a-z]+-0$/);
   });
