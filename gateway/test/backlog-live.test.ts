@@ -91,4 +91,16 @@ describe('Backlog: a group waiting for work', () => {
     await tick();
     expect(claimer()!.lease(event(1))).toBeDefined();
   });
+
+  it('does not lease at append for a group whose members left while its claim was under way', async () => {
+    const { backlog, member, claims, claimer } = setUp();
+    await backlog.join(member, {});
+    await tick();
+    backlog.consumers.remove(member.peer, member.handle);
+    backlog.left(key);
+    await tick();
+    claims[0]!.answer(short);
+    await tick();
+    expect(claimer()).toBeUndefined();
+  });
 });

@@ -89,6 +89,8 @@ class GroupBacklog {
    */
   #live = false;
   #unleased = 0;
+  /** Its members left (stop): a claim under way then must not arm the store's leases at append again. */
+  #left = false;
   /**
    * While the members wait for work (`#live`), the store leases new events in their append's
    * transaction, up to the free credit: no claim per event, and the job goes out once it is stored
@@ -188,6 +190,7 @@ class GroupBacklog {
   }
 
   stop(): void {
+    this.#left = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     void this.#record?.then((record) => this.#backlog.ledger().claimAtAppend?.(record, undefined)).catch(() => undefined);
@@ -252,7 +255,7 @@ class GroupBacklog {
         }
         const now = Date.now();
         this.#arm(Math.min(result.nextDue ?? Infinity, now + (now < this.#joinedUntil ? JOINED_RETRY_MS : GROUP_POLL_MS)));
-        if (this.#live && !backlog.stopped) backlog.ledger().claimAtAppend?.(record, this.#claimer);
+        if (this.#live && !backlog.stopped && !this.#left) backlog.ledger().claimAtAppend?.(record, this.#claimer);
       }
     } catch (error) {
       this.#live = false;
