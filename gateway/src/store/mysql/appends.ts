@@ -10,6 +10,7 @@ import { isSameEvent } from '../same-event.js';
 import { versionConflict, type AppendOptions, type AppendOutcome, type NewEvent } from '../store.js';
 import { ATTEMPTS, driverCode, notOpen } from './db.js';
 import { FIRED, INSERT_BATCH, toStoredEvent, WITH_POSITION, type EventRow } from './rows.js';
+import type { AppendLeases, BatchLeases } from './append-leases.js';
 
 /** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
 export interface PreparedAppend {
@@ -54,9 +55,11 @@ const INSERT = {
   position: `INSERT INTO eventflow_position (position, event_id, traceparent, tracestate) SELECT j.position, j.id, j.tp, j.ts FROM ${table(
     `position BIGINT PATH '$[0]', id LONGTEXT PATH '$[1]', tp LONGTEXT PATH '$[2]', ts LONGTEXT PATH '$[3]'`,
   )}`,
-  published: `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub) SELECT j.id, UTC_TIMESTAMP(), j.publisher, j.hub, IF(j.hub IS NULL, NULL, UTC_TIMESTAMP()) FROM ${table(
-    `id LONGTEXT PATH '$.i', publisher LONGTEXT PATH '$.p', hub LONGTEXT PATH '$.h'`,
-  )}`,
+  // `c`: the default group's lease taken at append (append-leases.ts) is v4's consumer claim.
+  published: `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub, consumer, consumed_spoke)
+    SELECT j.id, UTC_TIMESTAMP(), j.publisher, j.hub, IF(j.hub IS NULL, NULL, UTC_TIMESTAMP()), j.c, IF(j.c IS NULL, NULL, UTC_TIMESTAMP()) FROM ${table(
+      `id LONGTEXT PATH '$.i', publisher LONGTEXT PATH '$.p', hub LONGTEXT PATH '$.h', c LONGTEXT PATH '$.c'`,
+    )}`,
   scheduled: `INSERT INTO event_scheduled (event_id, timestamp, scheduled) SELECT j.id, UTC_TIMESTAMP(), j.at FROM ${table(`id LONGTEXT PATH '$[0]', at DATETIME PATH '$[1]'`)}`,
   due: `INSERT INTO eventflow_schedule (event_id, due) SELECT j.id, j.due FROM ${table(`id LONGTEXT PATH '$[0]', due DATETIME(3) PATH '$[1]'`)}`,
 };
@@ -79,6 +82,8 @@ const LOOKUP_ON = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_R
  *
  * `beforeCommit` is called as the COMMIT is sent (the group commit's turn, see group-commit.ts): the sequence row is
  * locked by this transaction until that commit, so a batch started then takes its positions after this one's.
+ * `leases`: the groups waiting for work lease the batch's events in it (append-leases.ts), handed over after the
+ * commit, before the outcomes are answered.
  */
 export async function appendTransaction(
   writer: Pool | undefined,
@@ -86,6 +91,7 @@ export async function appendTransaction(
   retryOn: readonly string[],
   unpositionedSince: Date | undefined,
   beforeCommit: () => void = () => undefined,
+  leases?: AppendLeases,
 ): Promise<AppendOutcome[]> {
   if (writer === undefined) throw notOpen();
   // A version conflict is decided before the insert, and must not be one that a retry of a stored event causes.
@@ -97,11 +103,15 @@ export async function appendTransaction(
   };
   for (let attempt = 1; ; attempt += 1) {
     const conn = await writer.getConnection();
+    const leased: { batch?: BatchLeases } = {};
     try {
-      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit);
+      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leases, leased);
       conn.release();
+      leased.batch?.end(true);
       return outcomes;
     } catch (error) {
+      // A failed COMMIT may have committed: leases not handed out run out, and their events are claimed again.
+      leased.batch?.end(false);
       await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
       // A failed COMMIT is not run again: the next batch may hold the sequence lock already.
       if (committing) throw error;
@@ -129,6 +139,8 @@ async function appendAll(
   unpositionedSince: Date | undefined,
   lookup: boolean,
   beforeCommit: () => void,
+  leases: AppendLeases | undefined,
+  leased: { batch?: BatchLeases },
 ): Promise<AppendOutcome[]> {
   // The writer connection has autocommit off: the locking UPDATE opens the transaction, COMMIT ends it. First the
   // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
@@ -238,6 +250,19 @@ async function appendAll(
     return { ok: true, result: { event: made, created: true } };
   });
 
+  // Every position of the batch is one of its new events (none a v4 spoke's positioned here): the waiting groups lease
+  // those in their backlogs (published, fired).
+  if (leases !== undefined && rows.position.length === created.size) {
+    const publishedRows = rows.published as Array<Record<string, string>>;
+    const ids = new Set(publishedRows.map((row) => row.i));
+    for (const [id] of rows.due as string[][]) ids.delete(id);
+    const batch = await leases.take(conn, [...created.values()].filter((made) => ids.has(made.id)), base, next);
+    leased.batch = batch;
+    for (const row of batch === undefined ? [] : publishedRows) {
+      const consumer = batch?.spokes.get(row.i as string);
+      if (consumer !== undefined) row.c = consumer;
+    }
+  }
   // Then one INSERT per table (more only past INSERT_BATCH rows or INSERT_BYTES of data), the sequence if it differs
   // from what was reserved, and the commit.
   const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
@@ -248,6 +273,7 @@ async function appendAll(
   await insert(INSERT.published, rows.published);
   await insert(INSERT.scheduled, rows.scheduled);
   await insert(INSERT.due, rows.due);
+  await leased.batch?.write(conn);
   if (next !== base + reserved) await setSequence(conn, next);
   const committed = conn.query('COMMIT');
   beforeCommit();

@@ -72,8 +72,11 @@ export function validDate(date: Date, what: string): Date {
 
 export const notOpen = (): EventflowError => new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the MySQL store is not open; call init() first');
 
-/** A pool of `limit` connections on the options' database; `autocommit` false for group commits. */
-export function openPool(options: MysqlStoreOptions, limit: number, autocommit: boolean): Pool {
+/**
+ * A pool of `limit` connections on the options' database; `autocommit` false for group commits;
+ * `readCommitted`: its transactions at READ COMMITTED (their reads lock nothing, see append-leases.ts).
+ */
+export function openPool(options: MysqlStoreOptions, limit: number, autocommit: boolean, readCommitted = false): Pool {
   const { host = '127.0.0.1', port = 3306, database = 'eventflow', sessionTimeZone } = options;
   const { user = 'root', password = '' } = options;
   // One statement per query on every pool (multipleStatements off), values only in prepared statements (statements.ts).
@@ -98,6 +101,7 @@ export function openPool(options: MysqlStoreOptions, limit: number, autocommit: 
   // The session is set up before the connection's first use (queued ahead of it): a known sql_mode whatever the
   // server's default, and the time zone when asked. A connection whose session cannot be set up is dropped.
   setSessionOnConnect(created, autocommit ? [] : ['autocommit = 0']);
+  if (readCommitted) created.pool.on('connection', (conn) => conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (error) => error && conn.destroy()));
   if (sessionTimeZone !== undefined) {
     created.pool.on('connection', (conn) => conn.execute('SET time_zone = ?', [sessionTimeZone], (error) => error && conn.destroy()));
   }

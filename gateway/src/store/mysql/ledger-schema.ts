@@ -91,7 +91,5 @@ async function ignoreDuplicate(statement: Promise<unknown>): Promise<void> {
 
 /** A pool of the ledger's own: the store's session set-up, and READ COMMITTED (see the header). */
 export function openLedgerPool(options: MysqlStoreOptions, autocommit: boolean): Pool {
-  const pool = openPool(options, 6, autocommit);
-  pool.pool.on('connection', (conn) => conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (error) => error && conn.destroy()));
-  return pool;
+  return openPool(options, 6, autocommit, true);
 }

@@ -10,14 +10,15 @@
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
-import type { Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
+import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { ATTEMPTS, driverCode, notOpen, run, type MysqlStoreOptions } from './db.js';
-import { COLUMNS, FIRED, toStoredEvent, type EventRow } from './rows.js';
+import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { GROUP_READ_MS, groupId, ID_TABLE, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { GROUP_READ_MS, groupId, ID_TABLE, materializeRows, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { AppendLeases } from './append-leases.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
@@ -45,12 +46,16 @@ export class MysqlLedger implements DeliveryLedger {
   readonly #groups = new Map<string, CachedGroup>();
   /** The listings and the dead letters' operations (ledger-operator.ts). */
   readonly #operator = new MysqlLedgerOperator({ do: (what, work) => this.#do(what, work), tx: (what, work) => this.#tx(what, work) });
+  /** The groups whose members wait for work, leased to in the appends' transactions (the store's appendBatch). */
+  readonly atAppend = new AppendLeases({
+    cached: (key) => this.#groups.get(groupId(key)),
+    read: (conn, key, now, head) => this.#cached(conn, key, now, false, head),
+  });
 
   constructor(options: MysqlStoreOptions) {
     this.#options = options;
   }
 
-  /** Creates or upgrades the ledger's tables (safe to run again, and by several gateways at once), and opens its pool. */
   /** Creates or upgrades the ledger's tables (ledger-schema.ts), and opens its pools. */
   async open(setup: Pool): Promise<void> {
     await createLedgerTables(setup);
@@ -63,6 +68,7 @@ export class MysqlLedger implements DeliveryLedger {
     this.#pool = undefined;
     this.#writer = undefined;
     this.#groups.clear();
+    this.atAppend.clear();
     await Promise.all(pools.map((pool) => pool?.end()));
   }
 
@@ -130,6 +136,7 @@ export class MysqlLedger implements DeliveryLedger {
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
     this.#groups.delete(groupId(key));
+    this.atAppend.forget(key);
     return this.#tx('delete the consumer group', async (conn) => {
       const deleted = (await affected(conn, `DELETE FROM eventflow_group WHERE domain = ? AND name = ? AND grp = ?`, [key.domain, key.name, key.group])) > 0;
       if (deleted && key.group !== DEFAULT_GROUP) await affected(conn, `DELETE FROM eventflow_delivery WHERE domain = ? AND gname = ? AND grp = ?`, [key.domain, key.name, key.group]);
@@ -166,7 +173,7 @@ export class MysqlLedger implements DeliveryLedger {
    * event of the group's filter up to it has its row). Read again at least every GROUP_READ_MS, so
    * that `ordered` set by another gateway's member applies here within that time.
    */
-  async #cached(pool: Pool, key: GroupKey, now: number, reread = false): Promise<CachedGroup | undefined> {
+  async #cached(pool: Pool | PoolConnection, key: GroupKey, now: number, reread = false, head = Infinity): Promise<CachedGroup | undefined> {
     const id = groupId(key);
     const cached = this.#groups.get(id);
     if (cached && !reread && now - cached.readAt < GROUP_READ_MS) return cached;
@@ -180,7 +187,7 @@ export class MysqlLedger implements DeliveryLedger {
       ordered: Number(row.ordered) === 1,
       // Another gateway may have written further: the higher of the two.
       materialized: Math.max(cached?.materialized ?? 0, Number(row.materialized ?? row.created_position)),
-      head: Number(row.head),
+      head: Math.min(head, Number(row.head)),
       readAt: now,
       persistedAt: cached?.persistedAt ?? now,
     };
@@ -190,27 +197,17 @@ export class MysqlLedger implements DeliveryLedger {
 
   /**
    * In the claim's transaction: the group's rows for the events positioned after its watermark up to
-   * `to`, in one statement per MATERIALIZE_SPAN positions (INSERT IGNORE: several gateways may write
-   * the same rows). Positions commit in order (the sequence lock), so every position up to `to` (the
+   * `to`, in one statement per MATERIALIZE_SPAN positions (those without one: several gateways, and
+   * this one's appends, may write the same rows; ledger-rows.ts materializeRows). Positions commit in order (the sequence lock), so every position up to `to` (the
    * head read, or a routed event's) is visible: the rows up to the watermark are complete. The
    * watermark in the store moves at most once per GROUP_READ_MS (a later claim writes the same rows
    * again, ignored, should this gateway stop before).
    */
   async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<number> {
-    const { gname, grp } = ledgerColumns(key);
-    const name = key.name === '*' ? '' : 'AND e.name = ?';
-    const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
     let from = group.materialized;
     for (let step = 0; step < MATERIALIZE_STEPS && from < to; step++) {
       const end = Math.min(to, from + MATERIALIZE_SPAN);
-      await affected(
-        conn,
-        `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
-         SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
-         FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-         WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}`,
-        [gname, grp, from, end, key.domain, ...(key.name === '*' ? [] : [key.name])],
-      );
+      await materializeRows(conn, key, from, end);
       from = end;
     }
     if (now - group.persistedAt >= GROUP_READ_MS) {
@@ -222,8 +219,7 @@ export class MysqlLedger implements DeliveryLedger {
 
   async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
-      // Not caused by a route (a member joined, a timer): the head is read now, with the group (the
-      // watermark known here stays: writing rows again takes locks on them that settles wait for).
+      // Not caused by a route (a member joined, a timer): the head is read now, with the group.
       const group = await this.#cached(pool, key, now, upTo === undefined);
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       const to = Math.max(upTo ?? 0, group.head);
@@ -341,6 +337,10 @@ export class MysqlLedger implements DeliveryLedger {
         return result;
       });
     });
+  }
+
+  claimAtAppend(group: GroupRecord, claimer: AppendClaimer | undefined): void {
+    this.atAppend.set(group, claimer);
   }
 
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {

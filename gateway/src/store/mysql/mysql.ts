@@ -70,8 +70,8 @@ export class MysqlStore implements EventStore {
     if (this.#open !== undefined) return;
     const { host = '127.0.0.1', port = 3306, database = 'eventflow', connectionLimit = 10 } = this.#options;
     const pool = openPool(this.#options, connectionLimit, true);
-    // Group commits run one at a time, on their own connections (see appends.ts).
-    const writer = openPool(this.#options, 2, false);
+    // Group commits run one at a time, on their own connections at READ COMMITTED (appends.ts, append-leases.ts).
+    const writer = openPool(this.#options, 2, false, true);
     // mysql2 pools connect on first use: a store that never claims early (a gateway) opens none.
     const claimer = openPool(this.#options, 4, false);
     try {
@@ -199,7 +199,7 @@ export class MysqlStore implements EventStore {
     try {
       for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
       const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
-      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release));
+      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
       this.#writes.succeeded();
     } catch (error) {
