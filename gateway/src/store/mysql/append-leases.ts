@@ -205,8 +205,9 @@ export class AppendLeases {
   #ended(taken: Taken, committed: boolean): void {
     const { armed, range } = taken;
     if (!committed) {
-      const ranges = this.#ranges.get(groupId(armed.group));
-      ranges?.splice(ranges.indexOf(range) >>> 0, 1);
+      const ranges = this.#ranges.get(groupId(armed.group)) ?? [];
+      const at = ranges.indexOf(range);
+      if (at >= 0) ranges.splice(at, 1);
       armed.claimer.abandoned(taken.given);
       return;
     }
