@@ -3,6 +3,11 @@
  * of the event loop, or while a batch is being written, go to the store together (`apply`: one
  * transaction), as appends do (store/group-commit.ts). Each caller learns its own result, and only
  * once the store has committed it: a settle is answered "recorded" only when it was.
+ *
+ * Appends due in the same turn go first, once: a new job's delivery (and a request()'s answer)
+ * waits on its append's commit, while a settle's answer only returns capacity a moment later. On
+ * SQLite both are one writer, so a settle batch cut first put a whole transaction before the
+ * append's; a settle yields one turn at most, so a stream of appends cannot starve settles.
  */
 import { LEDGER_BATCH } from '../defaults.js';
 import type { DeliveryLedger, DeliveryRef, LedgerAction } from '../store/ledger.js';
@@ -22,9 +27,14 @@ export class LedgerWriter {
   /** Batches being written (two may overlap: on MariaDB one's round trips overlap the other's commit). */
   #writing = 0;
   #scheduled = false;
+  /** The store's appends are waiting for their batch (EventStore.appendsDue). */
+  readonly #appendsDue: () => boolean;
+  /** The scheduled batch has already let appends go first. */
+  #yielded = false;
 
-  constructor(ledger: () => DeliveryLedger) {
+  constructor(ledger: () => DeliveryLedger, appendsDue: () => boolean = () => false) {
     this.#ledger = ledger;
+    this.#appendsDue = appendsDue;
   }
 
   /** The delivery the action ended or moved, or undefined when it was not current; rejects when the store failed. */
@@ -43,6 +53,13 @@ export class LedgerWriter {
   }
 
   async #flush(): Promise<void> {
+    if (!this.#yielded && this.#appendsDue()) {
+      this.#yielded = true;
+      // An immediate queued now runs in the next turn's check phase, after the append batch's.
+      setImmediate(() => void this.#flush());
+      return;
+    }
+    this.#yielded = false;
     this.#scheduled = false;
     const batch = this.#queue.slice(0, LEDGER_BATCH);
     this.#queue = this.#queue.slice(batch.length);

@@ -76,6 +76,11 @@ export class GroupCommit {
     });
   }
 
+  /** Appends wait for a batch that is scheduled and not yet cut: it runs in the check phase now running or the next. */
+  get due(): boolean {
+    return this.#scheduled;
+  }
+
   /** Settles once every append submitted so far has been written (or has failed). */
   idle(): Promise<void> {
     return this.#idle;

@@ -243,6 +243,11 @@ export interface EventStore {
 
   /** The consumer groups' delivery ledger (ledger.ts); available after init(). */
   ledger(): DeliveryLedger;
+  /**
+   * Appends are waiting for their batch (group-commit.ts), to be cut in this turn of the event loop
+   * or the next: the ledger's writes let it go first (delivery/ledger-writer.ts).
+   */
+  appendsDue(): boolean;
 
   // ── scheduling ──
 

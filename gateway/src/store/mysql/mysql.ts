@@ -151,6 +151,10 @@ export class MysqlStore implements EventStore {
     return Number(row?.value ?? 0);
   }
 
+  appendsDue(): boolean {
+    return this.#group.due;
+  }
+
   append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
     return this.#group.append(event, options);
   }

@@ -158,6 +158,10 @@ export class SqliteStore implements EventStore {
     });
   }
 
+  appendsDue(): boolean {
+    return this.#group.due;
+  }
+
   append(event: NewEvent, options: AppendOptions = {}): Promise<AppendResult> {
     return this.#group.append(event, options);
   }
