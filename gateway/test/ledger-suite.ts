@@ -58,6 +58,9 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(await store.ledger().deleteGroup(named)).toBe(false);
       expect(await store.ledger().consumed('orders', 'created')).toBe(false);
       expect(await claim(store, group)).toMatchObject({ claimed: [], missing: true });
+      // Asked before and answered false: a group made since answers true at once.
+      await store.ledger().ensureGroup({ ...named, name: 'other' });
+      expect(await store.ledger().consumed('orders', 'other')).toBe(true);
     });
 
     it('a page of any size takes exactly that many events, in position order, none twice; expired leases first', async () => {

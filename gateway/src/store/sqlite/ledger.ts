@@ -33,6 +33,8 @@ interface KnownGroup {
   expiredAt: number;
 }
 
+/** `consumed` answers kept at most (see #consumed). */
+const CONSUMED_KEPT = 4096;
 /** How often the watermark is written to the group's row (a restart writes the rows after it again, ignored). */
 const PERSIST_MS = 1_000;
 /**
@@ -53,6 +55,12 @@ export class SqliteLedger implements DeliveryLedger {
   readonly #known = new Map<string, KnownGroup>();
   /** The groups whose events are leased as they are appended (append-claims.ts). */
   readonly #atAppend: AppendClaims;
+  /**
+   * `consumed` by domain and name: asked by every publish that requires a consumer (request()),
+   * and a read outside a transaction costs a snapshot. True for as long as the groups stay as they
+   * are, which only this ledger changes (#forget empties it).
+   */
+  readonly #consumed = new Map<string, boolean>();
 
   constructor(db: Database.Database) {
     this.#db = db;
@@ -92,6 +100,7 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   #forget(key: GroupKey): void {
+    this.#consumed.clear();
     this.#known.delete(`${key.domain}\u0000${key.name}\u0000${key.group}`);
     this.#atAppend.forget(key);
   }
@@ -168,7 +177,15 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async consumed(domain: string, name: string): Promise<boolean> {
-    return this.#sql.get(`SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name IN (@name, '*') LIMIT 1`, { domain, name }) !== undefined;
+    const id = `${domain}\u0000${name}`;
+    let consumed = this.#consumed.get(id);
+    if (consumed === undefined) {
+      consumed = this.#sql.get(`SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name IN (@name, '*') LIMIT 1`, { domain, name }) !== undefined;
+      // Bounded: names published to by requests are few; a client making up names just empties it.
+      if (this.#consumed.size >= CONSUMED_KEPT) this.#consumed.clear();
+      this.#consumed.set(id, consumed);
+    }
+    return consumed;
   }
 
   /**
