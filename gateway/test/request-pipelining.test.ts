@@ -4,7 +4,12 @@
  * error, so that the client may send both at once without losing a fast outcome or storing an
  * event nobody waits for.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildOnce, freePort, startGatewayProcess, stop } from '@eventflow/test-support/gateway-process';
 import { connect, type Frame } from '@eventflow/test-support/raw-socket';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
@@ -64,4 +69,42 @@ describe('request() pipelining', () => {
     });
     await expect(client.read('never-stored')).rejects.toMatchObject({ code: 'E_EVENTFLOW_EVENT_NOT_FOUND' });
   });
+
+  it("a request()'s wait is answered together with its publish, in one write after the commit; a wait with no publish behind it still is", async () => {
+    // A gateway process of its own: in this process its writes would all be read in one turn anyway.
+    await buildOnce();
+    const dir = mkdtempSync(join(tmpdir(), 'eventflow-pipelining-'));
+    const port = await freePort();
+    const { proc } = await startGatewayProcess(port, join(dir, 'gateway.db'));
+    try {
+      const raw = await connect(`ws://127.0.0.1:${port}/`);
+      // Which read of the socket each answer came in: one write of the gateway is one read here.
+      let reads = 0;
+      const socket = (raw.ws as unknown as { _socket: Socket })._socket;
+      socket.prependListener('data', () => reads++);
+      const readOf = new Map<number, number>();
+      raw.ws.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as Frame;
+        if (typeof frame.id === 'number') readOf.set(frame.id, reads);
+      });
+      for (let i = 0; i < 10; i++) {
+        const id = `together-${i}`;
+        // In one write, as request() sends them.
+        socket.cork();
+        const wait = raw.sendRequest('wait', { wait: `t${i}`, domain: 'orders', pid: `q${i}`, names: ['success'], request: id });
+        const publish = raw.sendRequest('publish', { event: { id, domain: 'orders', name: 'place', pid: `q${i}`, data: {} } });
+        socket.uncork();
+        expect(await raw.next(answerOf(wait))).toMatchObject({ type: 'result' });
+        expect(await raw.next(answerOf(publish))).toMatchObject({ type: 'result', result: { id } });
+        expect(readOf.get(wait)).toBe(readOf.get(publish));
+      }
+      // A client that waits for the wait's answer before it publishes (no waitsInOrder) gets it.
+      expect(await raw.request('wait', { wait: 'alone', domain: 'orders', pid: 'q-alone', names: ['success'], request: 'never-published' })).toMatchObject({ type: 'result' });
+      expect(await raw.request('wait', { wait: 'plain', domain: 'orders', pid: 'q-plain', names: ['success'] })).toMatchObject({ type: 'result' });
+      raw.ws.close();
+    } finally {
+      await stop(proc);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

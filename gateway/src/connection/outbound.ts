@@ -23,6 +23,8 @@ export interface OutboundOptions {
 
 export class Outbound {
   readonly #o: OutboundOptions;
+  /** Frames held back by `hold`, sent before the connection's next frame. */
+  #held: ServerFrame[] = [];
 
   constructor(options: OutboundOptions) {
     this.#o = options;
@@ -32,13 +34,33 @@ export class Outbound {
     if (!this.#o.stopped()) this.frame(JSON.stringify(frame), frame.type, frame.type === 'delivery' ? frame.attempt : 1);
   }
 
+  /**
+   * Sends `frame` right before the connection's next frame. For a request()'s wait answer whose
+   * publish came in behind it (request-waits.ts › publishBehind): its client does not wait for it
+   * (welcome.waitsInOrder), and the publish is always answered, so it leaves in one write with that
+   * answer, after the event's commit and delivery, rather than in a write (and a wake-up of the
+   * client) of its own ahead of them.
+   */
+  hold(frame: ServerFrame): void {
+    this.#held.push(frame);
+  }
+
+  #release(): void {
+    if (this.#held.length === 0) return;
+    const held = this.#held;
+    this.#held = [];
+    for (const frame of held) this.send(frame);
+  }
+
   /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encode.ts). */
   frame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
+    this.#release();
     if (this.#admit(type, attempt)) this.#o.transport.send(frame);
   }
 
   /** A fan-out's event frame, the same string for every subscribed connection (encode.ts): the transport may frame it once for all. */
   sharedEvent(frame: string): void {
+    this.#release();
     if (!this.#admit('event')) return;
     const { transport } = this.#o;
     if (transport.sendShared) transport.sendShared(frame);

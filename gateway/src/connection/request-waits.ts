@@ -19,6 +19,8 @@ export type Fate = { readonly code: string; readonly message: string; readonly d
 export class RequestWaits {
   /** Event id → its wait's fate: pending while the wait runs; kept when it was refused. */
   readonly #fates = new Map<string, Promise<Fate>>();
+  /** Publishes waiting for their wait's fate (`check`), by event id. */
+  readonly #behind = new Set<string>();
 
   /**
    * A wait arrived (raw params: the event id is picked before validation, which may refuse the
@@ -45,12 +47,23 @@ export class RequestWaits {
   /** Before a publish of `eventId`: throws its wait's refusal, if it was refused (once). */
   check(eventId: string): Promise<void> | undefined {
     const fate = this.#fates.get(eventId);
-    return fate && this.#refuse(eventId, fate);
+    if (!fate) return undefined;
+    this.#behind.add(eventId);
+    return this.#refuse(eventId, fate);
+  }
+
+  /**
+   * The publish of `eventId` came in right behind its wait and waits for the wait's fate: the wait's
+   * answer can go out with the publish's (outbound.ts › hold).
+   */
+  publishBehind(eventId: string): boolean {
+    return this.#behind.has(eventId);
   }
 
   async #refuse(eventId: string, fate: Promise<Fate>): Promise<void> {
     const refusal = await fate;
     this.#fates.delete(eventId);
+    this.#behind.delete(eventId);
     if (refusal) {
       throw new EventflowError(refusal.code as ErrorCode, `${refusal.message} (the wait of this request() was refused, so its event was not published)`, { details: refusal.details });
     }

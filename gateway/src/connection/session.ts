@@ -7,7 +7,7 @@
  * beyond the connection's limits (limits.ts): requests in flight, subscriptions + consumers + waits
  * (request-limits.ts), and the publish rate.
  */
-import { EventflowError, type ErrorCode, type OperationName, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, type ErrorCode, type OperationName, type Params, type StoredEvent, type Transport } from '@eventflow/core';
 import { tracer, WriteTrace } from '../tracing.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
@@ -386,7 +386,8 @@ export class Session implements Connection, RegistrationHost {
       // The outbound rule for results: only events of domains the connection may read leave.
       const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
-      this.#out.send({ type: 'result', id, result: readable });
+      const behind = op === 'wait' && this.#registrationsMade?.requestWaits.publishBehind((data as Params<'wait'>).request ?? '');
+      this.#out[behind ? 'hold' : 'send']({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
       return undefined;
     } catch (error) {
