@@ -85,7 +85,7 @@ export async function startServer(kind, { gatewayConfig = {}, exposeGc = false }
 export function spawnGateway(env, timeoutMs = 30_000) {
   const childEnv = { ...process.env, EVENTFLOW_HOST: '127.0.0.1', EVENTFLOW_PORT: '0', EVENTFLOW_LOG_LEVEL: 'warn', ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) };
   delete childEnv.NODE_OPTIONS;
-  const execArgv = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const execArgv = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, ...(process.env.BENCH_CPU_PROF_INTERVAL ? [`--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL}`] : [])] : [];
   const child = spawn(process.execPath, [...execArgv, gatewayBin], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -26,7 +26,8 @@
 //   (or BENCH_WORK_STORES, BENCH_WORK_ONLY, BENCH_WORK_BASELINES, BENCH_WORK_CONCURRENCY,
 //   BENCH_WORK_ROUNDS). --concurrency (default 64) is passed to ours as consume(…, { concurrency })
 //   (0: not passed) and to JetStream as the pull's max_messages per worker, and BullMQ's Worker
-//   concurrency: the open jobs one worker process may hold. BENCH_CPU_PROF=<dir> profiles the gateways.
+//   concurrency: the open jobs one worker process may hold. BENCH_CPU_PROF=<dir> profiles the gateways
+//   (BENCH_CPU_PROF_INTERVAL=<µs> samples more often than the 1 ms default, for one short path).
 // Each row is bounded in time (drain 20 s; steady 11 s + 5 s to catch up; request 8 s once 50 are
 // measured, 20 s at most; then up to 5 s for the system to say all is settled; the gateways stop
 // with a 1 s drain), so the step stays under ~3 minutes even with today's MariaDB figures.
