@@ -64,6 +64,7 @@ const integration = [
   // Chromium, the bin as a child process (OTLP exporters), a MariaDB: a few seconds.
   'gateway/test/tracing.test.ts',
   'gateway/test/mysql-sql-mode.test.ts',
+  'gateway/test/mysql-binlog.test.ts',
   'gateway/test/data-keys.test.ts',
   'gateway/test/availability.test.ts',
   'gateway/test/bad-input.test.ts',

@@ -28,7 +28,8 @@ Options:
 
 Exit codes: 0 stopped cleanly, 1 failed while running or stopping, 2 bad command line,
 3 invalid configuration, 4 cannot listen on the address, 5 the store cannot be opened or reached,
-6 another gateway holds the SQLite file.
+6 another gateway holds the SQLite file, 7 a MySQL server setting (binlog_format) refuses the
+gateway's writes.
 `;
 
 export const hubUsage = `Usage: eventflow-gateway hub [--help]

@@ -1,8 +1,10 @@
 /**
  * Start-up failures a person can act on. The errors of a store that cannot be opened or reached
  * and of an address that cannot be listened on are turned into coded errors whose message names
- * what is wrong (the path, host, port, database, user) and the variable to change;
- * `explainStartupFailure` gives the bins their first stderr line and their exit code.
+ * what is wrong (the path, host, port, database, user) and the variable to change; a store that
+ * refuses a start itself with its own code (a SQLite file held, a MySQL server setting that would
+ * refuse its writes) keeps it. `explainStartupFailure` gives the bins their first stderr line and
+ * their exit code.
  */
 import { EventflowError } from '@eventflow/core';
 
@@ -21,6 +23,8 @@ export const exitCodes = {
   store: 5,
   /** E_EVENTFLOW_STORE_LOCKED: another gateway holds the SQLite file. */
   storeLocked: 6,
+  /** E_EVENTFLOW_STORE_UNSUPPORTED: the MySQL server answers, but a setting of it (binlog_format) would refuse the gateway's writes. */
+  storeUnsupported: 7,
 } as const;
 
 export type StoreTarget =
@@ -48,9 +52,12 @@ const causeCode = (error: unknown): string | undefined => {
 };
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** Start-up failures of a store that already say what to do: kept, not made E_EVENTFLOW_STORE_UNAVAILABLE. */
+const ownStoreCodes: ReadonlySet<string> = new Set(['E_EVENTFLOW_STORE_UNAVAILABLE', 'E_EVENTFLOW_STORE_LOCKED', 'E_EVENTFLOW_STORE_UNSUPPORTED']);
+
 /** A store's open/connect failure as E_EVENTFLOW_STORE_UNAVAILABLE, saying what to check and which variable to set. */
 export function storeUnavailable(error: unknown, target: StoreTarget): EventflowError {
-  if (error instanceof EventflowError && (error.code === 'E_EVENTFLOW_STORE_UNAVAILABLE' || error.code === 'E_EVENTFLOW_STORE_LOCKED')) return error;
+  if (error instanceof EventflowError && ownStoreCodes.has(error.code)) return error;
   return new EventflowError('E_EVENTFLOW_STORE_UNAVAILABLE', target.kind === 'sqlite' ? sqliteProblem(error, target.path) : mysqlProblem(error, target), { cause: error });
 }
 
@@ -119,19 +126,19 @@ export interface StartupFailure {
   readonly exitCode: number;
 }
 
+/** Each start-up failure's code, and the exit code that says its kind; anything else is `failed`. */
+const exitCodeOf: ReadonlyMap<string, number> = new Map([
+  ['E_EVENTFLOW_CONFIG', exitCodes.config],
+  ['E_EVENTFLOW_LISTEN_FAILED', exitCodes.listen],
+  ['E_EVENTFLOW_STORE_UNAVAILABLE', exitCodes.store],
+  ['E_EVENTFLOW_STORE_LOCKED', exitCodes.storeLocked],
+  ['E_EVENTFLOW_STORE_UNSUPPORTED', exitCodes.storeUnsupported],
+]);
+
 /** What a bin prints (first, on stderr) and exits with when `what` could not start. */
 export function explainStartupFailure(error: unknown, what: 'gateway' | 'hub'): StartupFailure {
   const code = codeOf(error);
-  const exitCode =
-    code === 'E_EVENTFLOW_CONFIG'
-      ? exitCodes.config
-      : code === 'E_EVENTFLOW_LISTEN_FAILED'
-        ? exitCodes.listen
-        : code === 'E_EVENTFLOW_STORE_UNAVAILABLE'
-          ? exitCodes.store
-          : code === 'E_EVENTFLOW_STORE_LOCKED'
-            ? exitCodes.storeLocked
-            : exitCodes.failed;
+  const exitCode = (code === undefined ? undefined : exitCodeOf.get(code)) ?? exitCodes.failed;
   const reason = exitCode === exitCodes.failed ? `${messageOf(error)}${code ? ` (${code})` : ''}` : `${messageOf(error)} (${code})`;
   return { line: `eventflow ${what} cannot start: ${reason}`, exitCode };
 }

@@ -53,6 +53,8 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'The store cannot be opened or reached at start: the message names the SQLite path, or the MySQL host, port, database and user, and the variable to change. Fix it and restart.',
   E_EVENTFLOW_STORE_LOCKED:
     'Another gateway holds the SQLite database file (the message names the file and that gateway, its process and host): one gateway per file, since gateways on one SQLite file would not route to each other. Stop the other gateway, or set EVENTFLOW_SQLITE_PATH to another file; for several gateways on one store use EVENTFLOW_STORE=mysql. A gateway that died (even by kill -9) holds nothing: restart it.',
+  E_EVENTFLOW_STORE_UNSUPPORTED:
+    "The MySQL/MariaDB server answers, but a setting of it would refuse the gateway's writes, so the gateway does not start (instead of failing every publish): the message names the setting, its value and how to change it. Checked: a binary log in STATEMENT format (binlog_format), which InnoDB refuses for the gateway's READ COMMITTED writes; set binlog_format to ROW (or MIXED) on the server and in its configuration, and restart.",
   E_EVENTFLOW_LIMIT_EXCEEDED:
     'The connection reached a gateway limit (details.limit names it, details.value is its value): too many unanswered requests, or too many subscriptions, consumers and waits; or (in the JSON body of an HTTP 503 refusing the WebSocket upgrade) the gateway holds EVENTFLOW_MAX_CONNECTIONS connections. Nothing was done. Wait for answers or remove registrations, spread the work over more connections, or raise the limit on the gateway.',
   E_EVENTFLOW_RATE_LIMITED:

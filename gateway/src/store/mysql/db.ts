@@ -2,6 +2,7 @@
 import { createPool, type Pool, type PoolConnection } from 'mysql2/promise';
 import { EventflowError } from '@eventflow/core';
 import { affected, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './statements.js';
+import { STATEMENT_LOG_AT_RUN, STATEMENT_LOG_REFUSED } from './binlog.js';
 
 /** Defaults as v4's: 127.0.0.1:3306, root without password, database eventflow, 10 connections. */
 export interface MysqlStoreOptions {
@@ -19,6 +20,11 @@ export interface MysqlStoreOptions {
    * an event without a position (its sweeps and reads position them).
    */
   v4Writers?: boolean | undefined;
+  /**
+   * Whether init refuses a server whose binary log would refuse the store's READ COMMITTED writes (binlog.ts); on by
+   * default. The v4 hub turns it off: its claims and firings run at the server's own isolation level.
+   */
+  checkBinlogFormat?: boolean | undefined;
 }
 
 export const ATTEMPTS = 5;
@@ -61,7 +67,9 @@ export function isStoreStateError(code: string | undefined): boolean {
 export function storeError(error: unknown, what: string): EventflowError {
   if (error instanceof EventflowError) return error;
   const code = driverCode(error);
-  const message = `the MySQL store could not ${what}${code ? ` (${code})` : ''}; check the database and the gateway log`;
+  // Every write fails so until the server changes: the message says what to change, not just the code.
+  const next = code === STATEMENT_LOG_REFUSED ? STATEMENT_LOG_AT_RUN : 'check the database and the gateway log';
+  const message = `the MySQL store could not ${what}${code ? ` (${code})` : ''}; ${next}`;
   return new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
 }
 

@@ -28,6 +28,7 @@ import { MysqlLedger } from './ledger.js';
 import { MysqlCatalog } from './catalog.js';
 import { claimEarly } from './early-claim.js';
 import { fireDue } from './scheduled.js';
+import { checkBinlogFormat } from './binlog.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -76,6 +77,7 @@ export class MysqlStore implements EventStore {
     const claimer = openPool(this.#options, 4, false);
     try {
       await createSchema(pool);
+      if (this.#options.checkBinlogFormat !== false) await checkBinlogFormat(pool, writer, { host, port, user: this.#options.user ?? 'root' });
       await this.#ledger.open(pool);
       this.#open = pool;
       this.#writer = writer;
