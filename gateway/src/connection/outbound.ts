@@ -8,7 +8,12 @@ import type { Refusal } from './frames.js';
 /** A transport that can write a frame many connections get without framing it again per connection (server/ws-transport.ts). */
 export interface SharingTransport extends Transport {
   sendShared?(frame: string): void;
+  /** `urgent`: another party waits on the frame, so it may leave ahead of other connections' answers (server/ws-transport.ts). */
+  send(frame: string, urgent?: boolean): void;
 }
+
+/** Frames another party is waiting on: a job's delivery, a subscription's event, a wait's outcome. */
+const URGENT: ReadonlySet<ServerFrame['type']> = new Set(['delivery', 'event', 'waited', 'waitFailed']);
 
 /** What the write path needs of its session. */
 export interface OutboundOptions {
@@ -55,7 +60,7 @@ export class Outbound {
   /** `type` and `attempt` only feed the metrics: event frames arrive here already encoded (encode.ts). */
   frame(frame: string, type: ServerFrame['type'] = 'event', attempt = 1): void {
     this.#release();
-    if (this.#admit(type, attempt)) this.#o.transport.send(frame);
+    if (this.#admit(type, attempt)) this.#o.transport.send(frame, URGENT.has(type));
   }
 
   /** A fan-out's event frame, the same string for every subscribed connection (encode.ts): the transport may frame it once for all. */
@@ -64,7 +69,7 @@ export class Outbound {
     if (!this.#admit('event')) return;
     const { transport } = this.#o;
     if (transport.sendShared) transport.sendShared(frame);
-    else transport.send(frame);
+    else transport.send(frame, true);
   }
 
   /** Whether a frame may go out now; a client too slow is closed instead (and counted). */
