@@ -11,6 +11,7 @@ import { createClient } from '@eventflow/core';
 import { startGateway } from '../src/index.js';
 import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql/mysql.js';
 import { checkBinlogFormat, logsStatements, readBinlogFormat, STATEMENT_LOG_AT_RUN, statementLogRefusal } from '../src/store/mysql/binlog.js';
+import { mysqlGatewayEnv } from '@eventflow/test-support/mysql';
 import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
 import { finished, gateway } from './cli/support.js';
 
@@ -55,16 +56,7 @@ describe.skipIf(unavailable !== undefined)('the MySQL store on a server writing 
     password,
     database,
   });
-  const gatewaySettings = (): Record<string, string | number> => ({
-    EVENTFLOW_PORT: 0,
-    EVENTFLOW_STORE: 'mysql',
-    EVENTFLOW_MYSQL_HOST: server.host,
-    EVENTFLOW_MYSQL_PORT: server.port,
-    EVENTFLOW_MYSQL_USER: server.user,
-    EVENTFLOW_MYSQL_PASSWORD: server.password,
-    EVENTFLOW_MYSQL_DATABASE: DATABASE,
-    EVENTFLOW_LOG_LEVEL: 'silent',
-  });
+  const gatewaySettings = (): Record<string, string | number> => ({ EVENTFLOW_PORT: 0, ...mysqlGatewayEnv(storeOptions()), EVENTFLOW_LOG_LEVEL: 'silent' });
   const format = async (value: 'STATEMENT' | 'ROW' | 'MIXED'): Promise<void> => void (await admin.query(`SET GLOBAL binlog_format = '${value}'`));
   /** The store's init: undefined when it opened (then closed), else its error. */
   const opening = async (options: MysqlStoreOptions): Promise<unknown> => {
