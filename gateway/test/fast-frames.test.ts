@@ -140,18 +140,20 @@ describe('fast frame path', () => {
     const text = (): unknown => pick(['', 'x', 'ü📦', 'a'.repeat(4096), 'a'.repeat(4097), 'a'.repeat(128), 'a'.repeat(129), 5, null, {}, []]);
     for (let i = 0; i < 20_000; i++) {
       const valid: Record<string, unknown> = { delivery: pick(['d', 'a'.repeat(32), 'a'.repeat(64)]), outcome: pick(['success', 'failed', 'release', 'retry']) };
-      if (random() < 0.3) valid.delayMs = pick([0, 1, 86_400_000, int(1e6)]);
+      // delayMs goes with retry only; beside another outcome it is a mutation (roll 6).
+      if (valid.outcome === 'retry' && random() < 0.5) valid.delayMs = pick([0, 1, 86_400_000, int(1e6)]);
       if (random() < 0.3) valid.error = random() < 0.5 ? { message: 'boom' } : { message: 'boom', code: 'E_X' };
       const params: Record<string, unknown> = structuredClone(valid);
       const plain = i % 4 === 0;
       if (!plain) {
-        const roll = int(7);
+        const roll = int(8);
         if (roll === 0) params.delivery = pick(['', 'a'.repeat(65), 5, null, ['d']]);
         else if (roll === 1) params.outcome = pick(['Success', 'dead', '', 1, null]);
         else if (roll === 2) params.delayMs = pick([-1, 1.5, 86_400_001, '5', null, 2 ** 53]);
         else if (roll === 3) params.error = pick([null, 'boom', [], {}, { message: text() }, { message: 'x', code: text() }, { message: 'x', extra: 1 }, { code: 'x' }]);
         else if (roll === 4) params[pick(['extra', 'Delivery', '__proto__', 'ms'])] = 1;
         else if (roll === 5) delete params[pick(['delivery', 'outcome'])];
+        else if (roll === 6) params.delayMs = pick([0, 1, 86_400_000]);
         else params.error = { message: text() };
       }
       const parsed: unknown = JSON.parse(JSON.stringify(params));

@@ -103,7 +103,8 @@ const validValues: Record<Kind, unknown> = {
   iso: '2026-01-01T00:00:00.000Z',
   event: validEvent,
   names: ['placed', 'paid'],
-  outcome: 'success',
+  // The outcome that takes every optional settle field (delayMs goes with retry only).
+  outcome: 'retry',
   settleError: { message: 'boom', code: 'X' },
   credit: 8,
   bool: true,

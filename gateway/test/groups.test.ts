@@ -45,7 +45,7 @@ describe('consumer groups', () => {
     const client = h.client();
     let runs = 0;
     let healed = false;
-    await client.consume(
+    const consumer = await client.consume(
       'jobs',
       'run',
       async (_event: StoredEvent, context) => {
@@ -65,6 +65,7 @@ describe('consumer groups', () => {
     await eventually(() => runs === 3, 5_000, 'the requeued event to run');
     await eventually(async () => (await listDeadLetters(client)).length === 0, 5_000, 'no dead letter left');
     expect(await discardDeadLetter(client, { eventId: id, domain: 'jobs', name: 'run', group: 'billing' })).toBe(false);
+    await consumer.remove();
     expect(await deleteGroup(client, 'jobs', 'run', 'billing')).toBe(true);
     expect((await listGroups(client, 'jobs')).map((g) => g.group)).toEqual([]);
   });
@@ -72,14 +73,18 @@ describe('consumer groups', () => {
   it('the CLI lists groups and dead letters and deletes a group', async () => {
     h = await startHarness();
     const client = h.client();
-    await client.consume('jobs', 'run', () => undefined, { group: 'audit' });
+    const consumer = await client.consume('jobs', 'run', () => undefined, { group: 'audit' });
     let out = '';
-    const io = { stdout: { write: (chunk: string) => (out += chunk) }, stderr: { write: () => true }, env: {} };
+    let err = '';
+    const io = { stdout: { write: (chunk: string) => (out += chunk) }, stderr: { write: (chunk: string) => (err += chunk) }, env: {} };
     expect(await runCli(['groups', 'jobs', '--url', h.gateway.url], io)).toBe(0);
     expect(JSON.parse(out.trim())).toMatchObject({ domain: 'jobs', name: 'run', group: 'audit', members: 1 });
     out = '';
     expect(await runCli(['dead-letters', '--url', h.gateway.url, '--limit', '5'], io)).toBe(0);
     expect(out).toBe('');
+    expect(await runCli(['group-delete', 'jobs', 'run', 'audit', '--url', h.gateway.url], io)).toBe(1);
+    expect(err).toMatch(/^E_EVENTFLOW_GROUP_IN_USE: deleteGroup: jobs › run \(group "audit"\) has 1 member registered on this gateway; stop its workers/);
+    await consumer.remove();
     expect(await runCli(['group-delete', 'jobs', 'run', 'audit', '--url', h.gateway.url], io)).toBe(0);
     expect(JSON.parse(out.trim())).toEqual({ deleted: true });
   });
@@ -89,16 +94,33 @@ describe('consumer groups', () => {
     const worker = createClient(h.gateway.url, { token: await token({ consume: ['jobs'], publish: ['jobs'] }), onError: () => undefined });
     const admin = createClient(h.gateway.url, { token: await token({ consume: ['jobs'], manage: ['jobs'] }), onError: () => undefined });
     try {
-      await worker.consume('jobs', 'run', () => undefined, { group: 'billing' });
+      const consumer = await worker.consume('jobs', 'run', () => undefined, { group: 'billing' });
       expect((await listGroups(worker)).map((g) => g.group)).toEqual(['billing']);
       const refused = await deleteGroup(worker, 'jobs', 'run', 'billing').catch((error: unknown) => error);
       expect(isEventflowError(refused, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
       const requeue = await requeueDeadLetter(worker, { eventId: 'x', domain: 'jobs', name: 'run', group: 'billing' }).catch((error: unknown) => error);
       expect(isEventflowError(requeue, 'E_EVENTFLOW_FORBIDDEN')).toBe(true);
+      await consumer.remove();
       expect(await deleteGroup(admin, 'jobs', 'run', 'billing')).toBe(true);
     } finally {
       await worker.close();
       await admin.close();
+    }
+  });
+
+  it('a group with a member registered here is not deleted (the member would record it again, and the events published in between would be lost)', async () => {
+    h = await startHarness();
+    const client = h.client();
+    const got: string[] = [];
+    for (const group of ['audit', '']) {
+      const consumer = await client.consume('jobs', 'run', (event: StoredEvent) => void got.push(`${group}:${event.pid}`), { group });
+      const refused = await deleteGroup(client, 'jobs', 'run', group).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: 'E_EVENTFLOW_GROUP_IN_USE', details: { domain: 'jobs', name: 'run', group, members: 1 } });
+      // The group is intact: the next event reaches the member.
+      await client.publish({ domain: 'jobs', name: 'run', pid: `after-${group}` });
+      await eventually(() => got.includes(`${group}:after-${group}`), 5_000, 'the event published after the refused delete');
+      await consumer.remove();
+      expect(await deleteGroup(client, 'jobs', 'run', group)).toBe(true);
     }
   });
 

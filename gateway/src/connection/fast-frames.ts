@@ -79,6 +79,8 @@ export function acceptSettle(params: unknown): { delivery: string; outcome: 'suc
       if (typeof value.message !== 'string') return undefined;
     } else return undefined;
   }
+  // delayMs beside another outcome: zod refuses it (it would be ignored).
+  if (params.delayMs !== undefined && params.outcome !== 'retry') return undefined;
   return required === 2 ? (params as { delivery: string; outcome: 'success' | 'failed' | 'release' | 'retry' }) : undefined;
 }
 

@@ -5,6 +5,7 @@
  * handler's error text); delete a group, requeue or discard a dead letter behind the `manage` right
  * of the domain (auth.ts rules).
  */
+import { EventflowError } from '@eventflow/core';
 import type { Operation } from './operation.js';
 import type { GroupKey } from '../store/ledger.js';
 
@@ -29,6 +30,14 @@ export const manageOperations: ManageOperations = {
 
   async deleteGroup(session, key) {
     const { store, dispatcher } = session.context;
+    // A member still registered records the group again at its next claim, from the head then: the
+    // events published between the delete and that claim would reach no outcome for the group.
+    const members = dispatcher.members(key);
+    if (members > 0) {
+      throw new EventflowError('E_EVENTFLOW_GROUP_IN_USE', `deleteGroup: ${describeGroup(key)} has ${members} member${members === 1 ? '' : 's'} registered on this gateway; stop its workers (or remove their consumers) first, then delete it`, {
+        details: { ...key, members },
+      });
+    }
     const deleted = await store.ledger().deleteGroup(key);
     if (deleted) dispatcher.forgetGroup(key);
     return { deleted };
@@ -50,5 +59,7 @@ export const manageOperations: ManageOperations = {
     return { discarded: await session.context.store.ledger().discard(groupKey(key), eventId) };
   },
 };
+
+const describeGroup = ({ domain, name, group }: GroupKey): string => `${domain} › ${name} (${group === '' ? 'the default group' : `group ${JSON.stringify(group)}`})`;
 
 const groupKey = (key: GroupKey): GroupKey => ({ domain: key.domain, name: key.name, group: key.group });

@@ -23,10 +23,23 @@ export function assertSignal(value: unknown, field = 'signal'): void {
   if (value !== undefined && (typeof signal?.aborted !== 'boolean' || typeof signal.addEventListener !== 'function')) refuse(field, 'an AbortSignal', value);
 }
 
-/** An optional number of at least `min`: of milliseconds (finite), or an integer. */
+/**
+ * An options object with only `known` keys: a misspelt option (`concurrancy`, `timout`) would
+ * otherwise be ignored without a word, and the call run with the default it meant to change.
+ */
+export function assertKeys(value: unknown, field: string, known: readonly string[]): void {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) refuse(field, `an object with any of ${known.join(', ')}`, value);
+  const unknown = Object.keys(value as object).filter((key) => !known.includes(key));
+  if (unknown.length) throw invalid(`${field}: unrecognized key${unknown.length > 1 ? 's' : ''} ${unknown.map((key) => JSON.stringify(key)).join(', ')}; known: ${known.join(', ')}`);
+}
+
+/**
+ * An optional number of at least `min`: of milliseconds, or an integer. Milliseconds stop below 2³¹:
+ * a timer given more fires at once (Node and browsers), so a huge timeout would time out at once.
+ */
 export function assertNumber(value: unknown, field: string, integer = false, min = 0): void {
-  if (value !== undefined && !(typeof value === 'number' && value >= min && (integer ? Number.isSafeInteger(value) : value < Infinity))) {
-    refuse(field, integer ? `an integer ≥ ${min}` : 'a number of ms ≥ 0', value);
+  if (value !== undefined && !(typeof value === 'number' && value >= min && (integer ? Number.isSafeInteger(value) : value < 2 ** 31))) {
+    refuse(field, integer ? `an integer ≥ ${min}` : 'a number of ms from 0 to 2147483647', value);
   }
 }
 

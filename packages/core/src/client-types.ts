@@ -57,7 +57,8 @@ export interface ConsumeContext {
    * as an attempt (NATS nak-with-delay): when the handler then resolves, the gateway redelivers the
    * event to the group after the delay, or makes it a dead letter after the last attempt. Throwing
    * still marks the event failed. `reason` (an Error or a message) is recorded as the last error,
-   * which a dead letter carries.
+   * which a dead letter carries. Called after the handler returned (its outcome is reported
+   * already), it throws E_EVENTFLOW_UNKNOWN_DELIVERY.
    */
   retry(ms?: number, reason?: unknown): void;
 }
@@ -138,7 +139,7 @@ export interface RequestEventOptions extends TraceOptions {
 export interface ConsumeOptions {
   signal?: AbortSignal;
   /**
-   * The consumer group (default: the default group of (domain, name)). Every group gets every event
+   * The consumer group (default, or '': the default group of (domain, name)). Every group gets every event
    * published after it was created (its first registration); members of one group compete.
    */
   group?: string;

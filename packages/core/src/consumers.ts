@@ -3,7 +3,7 @@
  * again on every connection from the position they reached, and their deliveries (deliveries.ts:
  * handlers, leases, settles). Only applications that pass `consuming` bundle it.
  */
-import { assertFunction, assertSignal } from './arguments.js';
+import { assertFunction, assertKeys, assertSignal } from './arguments.js';
 import type { ClientTracing } from './client-tracing.js';
 import type { Consumer, ConsumeOptions, ConsumeRetry } from './client-types.js';
 import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
@@ -68,11 +68,13 @@ export class Consumers implements FeaturePart {
   /** Registers a consumer; resolves with its `remove` once the gateway has it. */
   async consume(domain: string, name: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
     const host = this.#host;
-    const { signal, group, concurrency, ordered, retry } = options;
     assertRegistrable(host.closed(), domain, name, 'name');
     assertFunction(handler, 'handler');
+    assertKeys(options, 'options', consumeKeys);
+    const { signal, group, concurrency, ordered, retry } = options;
     assertSignal(signal, 'options.signal');
-    if (group !== undefined) assertIdentifier(group, 'options.group');
+    // '' is the default group, as the gateway, listGroups and deleteGroup name it.
+    if (group !== undefined && group !== '') assertIdentifier(group, 'options.group');
     if (concurrency !== undefined) assertInteger(concurrency, 'options.concurrency', 1, MAX_CONSUME_CONCURRENCY);
     if (ordered !== undefined && typeof ordered !== 'boolean') throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'options.ordered must be a boolean');
     if (retry !== undefined) assertRetry(retry);
@@ -126,12 +128,19 @@ function assertInteger(value: unknown, what: string, min: number, max: number): 
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be an integer from ${min} to ${max}`);
 }
 
+const consumeKeys = ['signal', 'group', 'concurrency', 'ordered', 'retry'];
+const retryKeys = ['attempts', 'backoff', 'delayMs', 'maxDelayMs'];
+
 function assertRetry(retry: ConsumeRetry): void {
-  if (typeof retry !== 'object' || retry === null) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'options.retry must be an object: { attempts, backoff?, delayMs?, maxDelayMs? }');
+  assertKeys(retry, 'options.retry', retryKeys);
   assertInteger(retry.attempts, 'options.retry.attempts', 1, 100);
   if (retry.backoff !== undefined && retry.backoff !== 'exponential' && retry.backoff !== 'fixed') throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', "options.retry.backoff must be 'exponential' or 'fixed'");
   if (retry.delayMs !== undefined) assertInteger(retry.delayMs, 'options.retry.delayMs', 0, 86_400_000);
   if (retry.maxDelayMs !== undefined) assertInteger(retry.maxDelayMs, 'options.retry.maxDelayMs', 0, 86_400_000);
+  // The gateway would raise the cap to delayMs without a word: the two given are a contradiction to fix.
+  if (retry.delayMs !== undefined && retry.maxDelayMs !== undefined && retry.maxDelayMs < retry.delayMs) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `options.retry.maxDelayMs (${retry.maxDelayMs}) must not be below options.retry.delayMs (${retry.delayMs})`);
+  }
 }
 
 /** Consumers for a client: `createBrowserClient(url, { features: [consuming] })` (createClient and createNodeClient have it). */

@@ -127,6 +127,8 @@ export class Deliveries {
   run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined): void {
     const lease = new Lease(Date.now() + this.#leaseMs);
     const extend = async (ms?: number): Promise<{ ms: number }> => {
+      // NaN and Infinity would reach the gateway as null, which it words as "expected number, received null".
+      if (ms !== undefined && !(Number.isSafeInteger(ms) && ms > 0)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `extend(ms): ms must be a positive integer (the gateway grants at most ten leases), got ${typeof ms === 'number' ? ms : typeof ms}`);
       const granted = await this.#send('extend', { delivery, ms });
       lease.deadline = Date.now() + granted.ms;
       return granted;
@@ -137,10 +139,13 @@ export class Deliveries {
       let error: Failure | undefined;
       let retryMs: number | undefined;
       let retryReason: Failure | undefined;
+      let ended = false;
       const retry = (ms = 0, reason?: unknown): void => {
+        // Later, the outcome has been reported already: a retry() from a callback the handler did not await would be lost.
+        if (ended) throw new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `retry() was called after the handler of delivery "${delivery}" returned, so its outcome was reported already; call it before the handler resolves`, { details: { delivery } });
         retryReason = reason === undefined ? undefined : describeFailure(reason);
         if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_RETRY_MS) {
-          throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `retry(ms): ms must be an integer from 0 to ${MAX_RETRY_MS}`);
+          throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `retry(ms): ms must be an integer from 0 to ${MAX_RETRY_MS}, got ${typeof ms === 'number' ? ms : typeof ms}`);
         }
         retryMs = ms;
       };
@@ -156,6 +161,7 @@ export class Deliveries {
       } catch (cause) {
         error = describeFailure(cause);
       }
+      ended = true;
       // A handler that gave up because its delivery was lost has no outcome to report.
       if (error && lease.lost) return;
       if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', retryReason, retryMs);
@@ -252,8 +258,32 @@ const MAX_RETRY_MS = 86_400_000;
 /** Answers that end a settle's retries without anything to report. */
 const settleEnds = /_(UNKNOWN_DELIVERY|REQUEST_TIMEOUT|OFFLINE|ABORTED|CLIENT_CLOSED)$/;
 
+/**
+ * What a handler threw (or gave retry() as its reason), as the settle reports it. Anything can be
+ * thrown: String() of an object without a prototype, or whose toString throws, throws itself, and
+ * the settle was never sent (an unhandled rejection, which ends a Node process, and the event only
+ * redelivered when its lease ran out). Objects that are not Errors but carry a `message` (as many
+ * libraries reject with) report it.
+ */
 function describeFailure(cause: unknown): Failure {
-  const isError = cause instanceof Error;
-  const code = isError ? (cause as { code?: unknown }).code : undefined;
-  return { message: (isError ? cause.message : String(cause)).slice(0, 4096), code: typeof code === 'string' ? code.slice(0, 128) : undefined };
+  let message: unknown;
+  let code: unknown;
+  try {
+    ({ message, code } = (typeof cause === 'object' && cause !== null ? cause : {}) as { message?: unknown; code?: unknown });
+  } catch {
+    // A getter that throws (a Proxy, say): described as a value below.
+  }
+  return { message: (typeof message === 'string' ? message : describeValue(cause)).slice(0, 4096), code: typeof code === 'string' ? code.slice(0, 128) : undefined };
+}
+
+function describeValue(value: unknown): string {
+  try {
+    return typeof value === 'object' && value !== null && !(value instanceof Error) ? (JSON.stringify(value) ?? String(value)) : String(value);
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return 'a value that cannot be described';
+    }
+  }
 }

@@ -24,7 +24,7 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_INVALID_DATE:
     'A date could not be parsed. Pass a Date, epoch milliseconds or an ISO-8601 string with an offset.',
   E_EVENTFLOW_UNKNOWN_DELIVERY:
-    'The delivery was already settled, expired or belongs to another connection. Nothing to do; the gateway decides its fate.',
+    'The delivery was already settled, expired or belongs to another connection. Nothing to do; the gateway decides its fate. From context.retry(): it was called after the handler returned, when its outcome was reported already; call it before the handler resolves.',
   E_EVENTFLOW_NO_CONSUMER:
     'No consumer group takes events of this (domain, name), so a request would wait for an outcome nobody produces; nothing was stored. Register a consumer first (a group exists from its first registration), or pass requireConsumer: false.',
   E_EVENTFLOW_WAIT_TIMEOUT:
@@ -71,6 +71,8 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
     'An event waited in the browser outbox longer than its maximum age (details.maxAge; createOutbox({ maxAge })) and was not sent. Publish it again if it still makes sense, or raise maxAge.',
   E_EVENTFLOW_FEATURE_NOT_ENABLED:
     "The client was created without the feature this method needs (details.feature): `consuming` for consume and removeConsumer, `waiting` for wait and request, `v4Reads` for readEventlogByTimestamp, readEventlogFilteredByNames, readEventlogByChildProcess, readEventlogByEid, readEventlogByDomainAndEid and the two persist…Association, `iterating` for events() (and, on a browser client, eventlogStates(), with the iterating of '@eventflow/browser/work'). Browser clients have none unless given: import them from '@eventflow/browser/work' and pass them, e.g. createBrowserClient(url, { features: [consuming, waiting] }).",
+  E_EVENTFLOW_GROUP_IN_USE:
+    'deleteGroup: the group has members registered on this gateway (details.members), and a member keeps the group alive: the delete would be undone at its next claim, losing the events published in between. Nothing was deleted. Stop the workers of the group (or remove their consumers), then delete it.',
 } as const;
 
 /**

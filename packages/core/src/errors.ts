@@ -39,6 +39,7 @@ const codeSuffixes = [
   'OUTBOX_EXPIRED',
   'NO_CONSUMER',
   'FEATURE_NOT_ENABLED',
+  'GROUP_IN_USE',
 ] as const;
 
 export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;

@@ -33,12 +33,15 @@ export function workOperations<I extends Schema, H extends Schema, R extends Sch
    * deliveries in all, `backoff` between them (exponential with jitter from `delayMs`, capped at
    * `maxDelayMs`; or fixed), then a dead letter with the last error.
    */
-  const retryPolicy = z.strictObject({
-    attempts: z.int().check(z.minimum(1), z.maximum(100)),
-    backoff: z.optional(z.enum(['exponential', 'fixed'])),
-    delayMs: z.optional(retryMs),
-    maxDelayMs: z.optional(retryMs),
-  });
+  const retryPolicy = z
+    .strictObject({
+      attempts: z.int().check(z.minimum(1), z.maximum(100)),
+      backoff: z.optional(z.enum(['exponential', 'fixed'])),
+      delayMs: z.optional(retryMs),
+      maxDelayMs: z.optional(retryMs),
+    })
+    // Both given and contradictory: the cap would be raised to delayMs without a word. One given alone keeps the other's default (the cap, then, at least delayMs).
+    .check(z.refine((policy) => policy.delayMs === undefined || policy.maxDelayMs === undefined || policy.maxDelayMs >= policy.delayMs, { error: 'must not be below delayMs', path: ['maxDelayMs'] }));
   /** A consumer group: (domain, name, group); `group` '' is the default group. */
   const groupKey = z.strictObject({ domain: identifier, name: identifier, group: groupName });
   const groupSummary = z.object({
@@ -80,7 +83,7 @@ export function workOperations<I extends Schema, H extends Schema, R extends Sch
     outcome: z.enum(['success', 'failed', 'release', 'retry']),
     delayMs: z.optional(z.int().check(z.nonnegative(), z.maximum(86_400_000))),
     error: z.optional(z.strictObject({ message: z.string().check(z.maxLength(4096)), code: z.optional(z.string().check(z.maxLength(128))) })),
-  });
+  }).check(z.refine((settle) => settle.delayMs === undefined || settle.outcome === 'retry', { error: 'is taken only with outcome "retry"', path: ['delayMs'] }));
   return {
     consume: {
       /**

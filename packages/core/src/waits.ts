@@ -4,14 +4,14 @@
  * registration), and `request`, which publishes an event and waits for its outcome. Only
  * applications that pass `waiting` bundle it.
  */
-import { assertNumber, assertSignal } from './arguments.js';
+import { assertKeys, assertNumber, assertSignal } from './arguments.js';
 import type { RequestEventOptions, WaitOptions } from './client-types.js';
 import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
 import { EventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { EventInput, Params, ServerFrame, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, pending, type Settle } from './requests.js';
-import { assertIdentifier, assertNames, assertRegistrable, withId } from './validate.js';
+import { assertIdentifier, assertNames, assertRegistrable, invalid, withId } from './validate.js';
 
 interface Entry {
   /** Registers it on the current connection (again after each reconnect). */
@@ -46,18 +46,17 @@ export class Waits implements FeaturePart {
   }
 
   /** client.wait. */
-  wait(domain: string, pid: string, outcomes?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<StoredEvent> {
+  async wait(domain: string, pid: string, outcomes?: string | string[], timeout?: number, options: WaitOptions = {}): Promise<StoredEvent> {
+    assertKeys(options, 'options', ['after', 'signal']);
     return this.#wait(domain, pid, outcomes, timeout, options);
   }
 
   /** `onRegistered` and `request` (the id of the event it waits on) are request()'s. */
   async #wait(domain: string, pid: string, outcomes: string | string[] = ['success', 'failed'], timeout = DEFAULT_WAIT_TIMEOUT, { after, signal }: WaitOptions, onRegistered?: (registered?: unknown) => void, request?: string): Promise<StoredEvent> {
     const host = this.#host;
-    const names = [outcomes].flat();
     assertRegistrable(host.closed(), domain, pid, 'pid');
-    assertNames(names);
+    const names = outcomeNames(outcomes, timeout);
     if (after !== undefined) assertIdentifier(after, 'after');
-    assertNumber(timeout, 'timeout');
     assertSignal(signal);
     const params: Params<'wait'> = { wait: host.handle('w'), domain, pid, names, afterId: after, ...(request ? { request } : {}) };
     const { wait } = params;
@@ -93,8 +92,13 @@ export class Waits implements FeaturePart {
 
   /** client.request: the wait exists before the event does, so a fast outcome cannot be missed. */
   async request(event: Partial<EventInput>, options: RequestEventOptions = {}): Promise<StoredEvent> {
+    assertKeys(options, 'options', requestKeys);
     const input = withId(event, options);
     assertSignal(options.signal);
+    // Checked before anything is sent: the publish goes out beside the wait's registration, which would fail too late.
+    outcomeNames(options.outcomes, options.timeout);
+    // Anything but false used to mean true: `requireConsumer: 'no'` published into a wait nobody answers.
+    if (options.requireConsumer !== undefined && typeof options.requireConsumer !== 'boolean') throw invalid('options.requireConsumer: must be a boolean');
     const { tracing } = this.#host;
     return tracing ? tracing.request(input, () => this.#request(input, options)) : this.#request(input, options);
   }
@@ -121,6 +125,16 @@ export class Waits implements FeaturePart {
     return outcome;
   }
 }
+
+/** A wait's outcome names (checked), after checking its timeout. */
+function outcomeNames(outcomes: string | string[] = ['success', 'failed'], timeout?: number): string[] {
+  const names = [outcomes].flat();
+  assertNames(names);
+  assertNumber(timeout, 'timeout');
+  return names;
+}
+
+const requestKeys = ['outcomes', 'timeout', 'signal', 'requireConsumer', 'traceparent', 'tracestate'];
 
 /** Waits and request for a client: `createBrowserClient(url, { features: [waiting] })` (createClient and createNodeClient have it). */
 export const waiting: ClientFeature<'waiting', Waits> = { name: 'waiting', create: (host) => new Waits(host) };

@@ -61,12 +61,18 @@ describe('options, signals, durations and ids are checked at the call', () => {
   it('timeouts, versions and positions must be numbers in range', async () => {
     const c = client();
     const event = { domain: 'd', name: 'n', pid: 'p' };
-    await refuses(() => c.wait('d', 'p', 'done', Number.NaN), 'timeout: must be a number of ms ≥ 0, got NaN');
+    await refuses(() => c.wait('d', 'p', 'done', Number.NaN), 'timeout: must be a number of ms from 0 to 2147483647, got NaN');
     await refuses(() => c.wait('d', 'p', 'done', '100' as never), 'timeout');
     await refuses(() => c.request(event, { timeout: -1 }), 'timeout');
     await refuses(() => c.publish(event, { expectedVersion: -1 }), 'options.expectedVersion: must be an integer ≥ 0, got -1');
     await refuses(() => c.persist(event, { expectedVersion: 1.5 }), 'options.expectedVersion');
     await refuses(() => c.publish(event, { timeout: 'soon' as never }), 'options.timeout');
+    // A timer of 2³¹ ms or more fires at once: such a timeout would have failed the call at once.
+    await refuses(() => c.request(event, { timeout: 2 ** 31 }), 'timeout: must be a number of ms from 0 to 2147483647, got 2147483648');
+    await refuses(() => c.wait('d', 'p', 'done', 1e12), 'timeout');
+    await refuses(() => c.publish(event, { timeout: 1e12 }), 'options.timeout');
+    await refuses(() => c.close({ drainTimeout: 2 ** 40 }), 'options.drainTimeout');
+    expect(() => new EventflowClient(offline, { requestTimeout: 2 ** 31 })).toThrow(invalid('options.requestTimeout'));
   });
 
   it('reads, deletes and associations check their ids before sending (a bad one would wait for a connection)', async () => {

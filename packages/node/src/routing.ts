@@ -129,8 +129,13 @@ function describeService(service: object): string {
   return typeof name === 'string' && name !== '' && name !== 'Object' ? name : 'object';
 }
 
+/** Anything can be thrown: String() of an object without a prototype (or whose toString throws) throws itself. */
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return Object.prototype.toString.call(error);
+  }
 }
 
 /** Calls the method; a throw goes to the service's onError when it has one. */
