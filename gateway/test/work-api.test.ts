@@ -123,3 +123,22 @@ describe('options that would be ignored or misread', () => {
     }
   });
 });
+
+describe('a request() whose wait ends with no outcome', () => {
+  it('says its event was published (details.published), after a timeout and after an abort, so that it is not published again under a new id', async () => {
+    const { client } = await worker();
+    // A consumer that takes the jobs and never publishes their outcome.
+    await client.consume('jobs', 'slow', async () => undefined);
+    const timedOut = await client.request({ id: 'slow-1', domain: 'jobs', name: 'slow', pid: 'p1' }, { timeout: 200 }).catch((error: unknown) => error);
+    expect(timedOut).toMatchObject({ code: 'E_EVENTFLOW_WAIT_TIMEOUT', details: { published: 'slow-1' } });
+    expect((timedOut as Error).message).toContain('its event slow-1 is published');
+    const abort = new AbortController();
+    const aborted = client.request({ id: 'slow-2', domain: 'jobs', name: 'slow', pid: 'p2' }, { signal: abort.signal }).catch((error: unknown) => error);
+    // Aborted once the event is stored (readable), not before.
+    await eventually(async () => (await client.read('slow-2').catch(() => undefined)) !== undefined, 5_000, 'the request event stored');
+    abort.abort();
+    expect(await aborted).toMatchObject({ code: 'E_EVENTFLOW_ABORTED', details: { published: 'slow-2' } });
+    // Not published twice: the log holds each once.
+    expect((await client.readEventlog('jobs', 'p1')).map((event) => event.id)).toEqual(['slow-1']);
+  });
+});

@@ -115,7 +115,9 @@ export function workOperations<I extends Schema, H extends Schema, R extends Sch
     /**
      * Several settles in one request (what a worker's handlers finished in one turn), each recorded or
      * refused on its own: `refused` lists those that were not, by index, with the code and message a
-     * `settle` of it would have had. A gateway that takes it announces `limits.maxSettleBatch`.
+     * `settle` of it would have had. The request is validated whole first: one malformed entry refuses
+     * all of them (E_EVENTFLOW_INVALID_INPUT naming the entry), and none is recorded. A gateway that
+     * takes it announces `limits.maxSettleBatch`.
      */
     settleMany: {
       params: z.strictObject({ settles: z.array(settleParams).check(z.minLength(1), z.maxLength(MAX_SETTLE_BATCH)) }),
