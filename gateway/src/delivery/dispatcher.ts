@@ -187,7 +187,7 @@ export class Dispatcher implements RouteTarget {
     await this.#leases.recall((consumer) => consumer === removed, 'consumer removed');
   }
 
-  /** Registers a wait; `after` also matches an outcome already stored after that position. */
+  /** Registers a wait; with `after`, only later events answer it, an outcome already stored after it included. */
   addWait(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
     return this.#waits.add(peer, handle, domain, pid, names, after, request);
   }

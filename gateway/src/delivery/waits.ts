@@ -9,6 +9,12 @@ interface WaitRef {
   readonly domain: string;
   readonly pid: string;
   readonly names: ReadonlySet<string>;
+  /**
+   * Events at or below this position never answer the wait, routed ones included: a domain's pump may hand out a
+   * page it read before the wait registered only after it did, and such a page can hold a v4 spoke's outcome that the
+   * request's own append positioned ahead of the request (stored before it), which would otherwise answer.
+   */
+  readonly after: number | undefined;
   /** The event this wait answers (request()): its consume failing fails the wait. */
   readonly request: string | undefined;
   /** When a request()'s wait was registered (ms), for its round trip (metrics). */
@@ -40,9 +46,9 @@ export class Waits {
     this.#answered = answered;
   }
 
-  /** Registers a wait; `after` also matches an outcome already stored after that position. */
+  /** Registers a wait; with `after`, only later events answer it, an outcome already stored after it included. */
   async add(peer: Peer, handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
-    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), request, registered: request === undefined ? 0 : Date.now(), done: false };
+    const wait: WaitRef = { peer, handle, domain, pid, names: new Set(names), after, request, registered: request === undefined ? 0 : Date.now(), done: false };
     const key = streamKey(domain, pid);
     // Re-registering a handle replaces its wait, under any (domain, pid); finishing the old one may drop its set.
     const existing = this.#byPeer.get(peer)?.get(handle);
@@ -88,11 +94,11 @@ export class Waits {
     for (const wait of [...(this.#byPeer.get(peer)?.values() ?? [])]) this.#finish(wait);
   }
 
-  /** Answers the waits the event finishes; false when there is none. */
+  /** Answers the waits the event finishes (those registered after a position, only with a later event); false when there is none. */
   match(event: StoredEvent): boolean {
     let waited = false;
     for (const wait of this.#byStream.get(streamKey(event.domain, event.pid)) ?? []) {
-      if (wait.done || !wait.names.has(event.name)) continue;
+      if (wait.done || !wait.names.has(event.name) || (wait.after !== undefined && event.position <= wait.after)) continue;
       this.#finish(wait, true);
       wait.peer.sendWaited(wait.handle, event);
       waited = true;

@@ -110,7 +110,7 @@ export interface ClientOptions {
 }
 
 export interface WaitOptions {
-  /** Also resolve with a matching event already stored after this event id. */
+  /** Only an event stored after this event id resolves the wait, one already stored included. */
   after?: string;
   signal?: AbortSignal;
 }
