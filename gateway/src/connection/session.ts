@@ -85,11 +85,7 @@ export class Session implements Connection, RegistrationHost {
       stopped: () => this.#closing || this.#rights.ended(),
       close: (code, reason) => this.close(code, reason),
     });
-    this.#limits = new RequestLimits(
-      context.limits,
-      (registration) => this.#registrationsMade?.holds(registration) ?? false,
-      () => this.#registrationsMade?.count ?? 0,
-    );
+    this.#limits = new RequestLimits(context.limits, (registration) => this.#registrationsMade?.holds(registration) ?? false, () => this.#registrationsMade?.count ?? 0);
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     if (context.authTimeout && !this.#rights.current.authenticated) {
       this.#authTimer = setTimeout(() => {
@@ -383,11 +379,11 @@ export class Session implements Connection, RegistrationHost {
       const result = await operation(this, data, request);
       trace?.end(undefined, (result as { position?: number }).position);
       this.context.metrics.handled(op);
-      // The outbound rule for results: only events of domains the connection may read leave.
+      // The outbound rule for results: only events of domains the connection may read leave. A
+      // request()'s wait with its publish right behind is answered with it (outbound.ts › hold).
       const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
-      const behind = op === 'wait' && this.#registrationsMade?.requestWaits.publishBehind((data as Params<'wait'>).request ?? '');
-      this.#out[behind ? 'hold' : 'send']({ type: 'result', id, result: readable });
+      this.#out[op === 'wait' && this.#registrationsMade?.requestWaits.publishBehind((data as Params<'wait'>).request ?? '') ? 'hold' : 'send']({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
       return undefined;
     } catch (error) {

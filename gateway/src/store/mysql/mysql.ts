@@ -163,19 +163,8 @@ export class MysqlStore implements EventStore {
 
   checkWrites(): Promise<void> {
     // A statement that needs a writable database (read-only refuses it) and the sequence row, committed; it changes nothing.
-    return this.#writes.check(() =>
-      this.#do('check that writes work', async () => {
-        const conn = await (this.#writer ?? this.#pool).getConnection();
-        try {
-          await conn.query(`UPDATE eventflow_sequence SET value = value WHERE name = 'event'`);
-          await conn.query('COMMIT');
-          conn.release();
-        } catch (error) {
-          conn.destroy();
-          throw error;
-        }
-      }),
-    );
+    const check = async (conn: PoolConnection): Promise<void> => void (await conn.query(`UPDATE eventflow_sequence SET value = value WHERE name = 'event'`));
+    return this.#writes.check(() => this.#do('check that writes work', () => transaction(this.#writer ?? this.#pool, check)));
   }
 
   /**
