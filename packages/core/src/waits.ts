@@ -124,7 +124,7 @@ export class Waits implements FeaturePart {
     }
     // Stored from here on: a wait that ends with no outcome says so, lest the event be published again under a new id.
     return outcome.catch((error: unknown) => {
-      const code = (error as EventflowError).code;
+      const code = (error as { code?: unknown } | null)?.code;
       throw code === 'E_EVENTFLOW_ABORTED' || code === 'E_EVENTFLOW_WAIT_TIMEOUT'
         ? new EventflowError(code, `${(error as Error).message}; its event ${input.id} is published`, { details: { ...(error as EventflowError).details, published: input.id } })
         : error;
