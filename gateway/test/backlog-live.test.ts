@@ -104,3 +104,22 @@ describe('Backlog: a group waiting for work', () => {
     expect(claimer()).toBeUndefined();
   });
 });
+
+describe('Backlog: credit freed by a batch of settles', () => {
+  it('makes one claim for the credit a whole batch freed, not a claim of one for the first settle of it', async () => {
+    const { backlog, member, claims, opened } = setUp();
+    await backlog.join(member, {});
+    await tick();
+    const full = [1, 2, 3, 4].map((position) => ({ event: event(position), delivery: `d${position}`, attempt: 1 }));
+    claims[0]!.answer({ ...short, claimed: full });
+    await tick();
+    expect(opened).toHaveLength(4);
+    // The ledger writer answers a batch's settles in one turn: each ends its delivery (credit back) in turn.
+    for (let i = 0; i < 4; i++) {
+      member.open -= 1;
+      backlog.ended(member, key, 'settled');
+    }
+    await tick();
+    expect(claims.map((claim) => claim.request.limit)).toEqual([4, 4]);
+  });
+});

@@ -91,6 +91,8 @@ class GroupBacklog {
   #unleased = 0;
   /** Its members left (stop): a claim under way then must not arm the store's leases at append again. */
   #left = false;
+  /** A wake is queued for the end of this run of microtasks (wakeSoon). */
+  #wakeQueued = false;
   /**
    * While the members wait for work (`#live`), the store leases new events in their append's
    * transaction, up to the free credit: no claim per event, and the job goes out once it is stored
@@ -167,7 +169,7 @@ class GroupBacklog {
     this.#live = false;
     this.#drained = false;
     this.#dirty = true;
-    this.wake();
+    this.wakeSoon();
   }
 
   /**
@@ -187,6 +189,21 @@ class GroupBacklog {
       if (this.#live) this.#unleased -= limit;
       void this.#claim(limit, this.#live);
     }
+  }
+
+  /**
+   * Wakes once the current run of microtasks is over: the settles of one ledger batch end one after
+   * the other in it, and a wake at each would claim the credit the first one freed alone, a store
+   * transaction for one event (a drain made every other claim one of a single event: on MariaDB ~6
+   * ms of the database's time each), while the rest waited for the next.
+   */
+  wakeSoon(): void {
+    if (this.#wakeQueued) return;
+    this.#wakeQueued = true;
+    queueMicrotask(() => {
+      this.#wakeQueued = false;
+      this.wake();
+    });
   }
 
   stop(): void {
@@ -371,7 +388,7 @@ export class Backlog {
     if (change === 'pending') this.signalLedger(key);
     // An outcome frees the next event of its pid in an ordered group; in others it changes nothing claimable.
     else if (change === 'settled') this.signalLedger(key, (group) => group.ordered);
-    if (consumer) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.wake();
+    if (consumer) this.#groups.get(groupId({ domain: consumer.domain, name: consumer.name, group: consumer.group }))?.wakeSoon();
   }
 
   /** Every group on the key's ledger looks again (the default groups of a domain share one), or those `only` selects. */
