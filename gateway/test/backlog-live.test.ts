@@ -39,7 +39,7 @@ function setUp() {
     deadLettered: () => undefined,
   } as unknown as Leases;
   const log = { error: () => undefined } as unknown as Logger;
-  const backlog = new Backlog(() => ledger, consumers, leases, log);
+  const backlog = new Backlog(() => ledger, consumers, leases, log, () => undefined);
   const member = consumers.add({ id: 'peer' } as Peer, 'c1', 'orders', 'created', { group: 'billing', concurrency: 4, retry: undefined });
   return { backlog, member, claims, opened, claimer: () => claimer };
 }

@@ -124,6 +124,31 @@ describe('consumer groups', () => {
     }
   });
 
+  it('a group deleted here with no member is recorded anew by a consumer registered afterwards, from then on, without an error', async () => {
+    h = await startHarness();
+    const errors: unknown[] = [];
+    const client = createClient(h.gateway.url, { onError: (error) => void errors.push(error) });
+    try {
+      const got: string[] = [];
+      const handler = (event: StoredEvent): void => void got.push(event.pid);
+      const first = await client.consume('jobs', 'run', handler, { group: 'audit' });
+      await client.publish({ domain: 'jobs', name: 'run', pid: 'first' });
+      await eventually(() => got.includes('first'), 5_000, 'the first event');
+      await first.remove();
+      expect(await deleteGroup(client, 'jobs', 'run', 'audit')).toBe(true);
+      await client.publish({ domain: 'jobs', name: 'run', pid: 'between' });
+      await client.consume('jobs', 'run', handler, { group: 'audit' });
+      expect(await listGroups(client, 'jobs')).toMatchObject([{ group: 'audit', members: 1 }]);
+      await client.publish({ domain: 'jobs', name: 'run', pid: 'after' });
+      await eventually(() => got.includes('after'), 5_000, 'the event published after the new registration');
+      // `after` came in position order after `between`: the new group starts after it.
+      expect(got).toEqual(['first', 'after']);
+      expect(errors).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("another tenant's dead letter is untouched by requeue and discard naming the caller's own domain, and answered as an unknown one", async () => {
     h = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 1 });
     const victim = createClient(h.gateway.url, { token: await token({ consume: ['payroll'], publish: ['payroll'], manage: ['payroll'] }), onError: () => undefined });

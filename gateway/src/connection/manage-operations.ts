@@ -8,6 +8,7 @@
 import { EventflowError } from '@eventflow/core';
 import type { Operation } from './operation.js';
 import type { GroupKey } from '../store/ledger.js';
+import { describeGroup } from '../delivery/consumers.js';
 
 type ManageOperations = {
   groups: Operation<'groups'>;
@@ -30,8 +31,9 @@ export const manageOperations: ManageOperations = {
 
   async deleteGroup(session, key) {
     const { store, dispatcher } = session.context;
-    // A member still registered records the group again at its next claim, from the head then: the
-    // events published between the delete and that claim would reach no outcome for the group.
+    // Refused while members are registered here, so that the operator stops these workers rather than
+    // cutting them off. Members on other gateways are not known here (the store keeps no members):
+    // their gateway's next claim finds the group gone and ends them (E_EVENTFLOW_GROUP_DELETED, backlog.ts).
     const members = dispatcher.members(key);
     if (members > 0) {
       throw new EventflowError('E_EVENTFLOW_GROUP_IN_USE', `deleteGroup: ${describeGroup(key)} has ${members} member${members === 1 ? '' : 's'} registered on this gateway; stop its workers (or remove their consumers) first, then delete it`, {
@@ -59,7 +61,5 @@ export const manageOperations: ManageOperations = {
     return { discarded: await session.context.store.ledger().discard(groupKey(key), eventId) };
   },
 };
-
-const describeGroup = ({ domain, name, group }: GroupKey): string => `${domain} › ${name} (${group === '' ? 'the default group' : `group ${JSON.stringify(group)}`})`;
 
 const groupKey = (key: GroupKey): GroupKey => ({ domain: key.domain, name: key.name, group: key.group });

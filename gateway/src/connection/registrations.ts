@@ -295,6 +295,18 @@ export class Registrations {
     await this.#context.dispatcher.removeConsumer(this.#host, handle);
   }
 
+  /**
+   * The gateway ended consumer `handle` (its group was deleted on another gateway): removed as by
+   * removeConsumer, its open deliveries revoked (the client did not ask, so it is told of each). False
+   * when it was not registered here (the client removed it meanwhile): nothing to tell.
+   */
+  endConsumer(handle: string): boolean {
+    const registered = this.#consumersMade?.delete(handle) ?? false;
+    // From the dispatcher whatever this map said: a member left there would record the group again.
+    void this.#context.dispatcher.removeConsumer(this.#host, handle, true);
+    return registered;
+  }
+
   /** Registers wait `handle`; `after` also matches an outcome already stored after that position. */
   async wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
     this.#host.recheck('wait', 'subscribe', domain);

@@ -78,13 +78,7 @@ export class Session implements Connection, RegistrationHost {
     this.#log = context.log.child({ connection: id });
     this.#rights = new ConnectionRights(context.auth.anonymous, context.auth.maxLifetimeMs, () => this.#expire());
     this.#conditions = new ConditionLog(this.#log);
-    this.#out = new Outbound({
-      transport,
-      context,
-      conditions: this.#conditions,
-      stopped: () => this.#closing || this.#rights.ended(),
-      close: (code, reason) => this.close(code, reason),
-    });
+    this.#out = new Outbound({ transport, context, conditions: this.#conditions, stopped: () => this.#closing || this.#rights.ended(), close: (code, reason) => this.close(code, reason) });
     this.#limits = new RequestLimits(context.limits, (registration) => this.#registrationsMade?.holds(registration) ?? false, () => this.#registrationsMade?.count ?? 0);
     this.#handshakeTimer = setTimeout(() => this.close(4000, 'handshake timeout'), context.handshakeTimeout);
     if (context.authTimeout && !this.#rights.current.authenticated) {
@@ -269,6 +263,11 @@ export class Session implements Connection, RegistrationHost {
 
   sendRevoked(delivery: string): void {
     this.#out.send({ type: 'revoked', delivery });
+  }
+
+  /** The gateway ends consumer `handle` (Peer.endConsumer): its registrations drop it, then its client is told why. */
+  endConsumer(handle: string, code: ErrorCode, message: string, details: Record<string, unknown>): void {
+    if (this.#registrations.endConsumer(handle)) this.#out.send({ type: 'consumerEnded', consumer: handle, code, message, details });
   }
 
   sendWaited(wait: string, event: StoredEvent): void {

@@ -134,9 +134,14 @@ class GroupBacklog {
 
   /** The group in the store with `options` (created now if it is not); then its backlog goes out. */
   async join(options: Partial<GroupOptions>): Promise<GroupRecord> {
+    const previous = this.#record;
     const record = this.#backlog.ledger().ensureGroup(this.key, options);
     this.#record = record;
-    record.catch(() => this.#record === record && (this.#record = undefined));
+    // Failed (the store): the members already here go on with the group as they had it, so that their
+    // claims still tell a delete elsewhere (#claim) from a group never recorded here.
+    record.catch(() => {
+      if (this.#record === record) this.#record = previous;
+    });
     const joined = await record;
     this.#ordered = joined.ordered;
     this.#joinedUntil = Date.now() + GROUP_POLL_MS;
@@ -144,7 +149,7 @@ class GroupBacklog {
     return joined;
   }
 
-  /** Created again at the next claim (it was deleted). */
+  /** This gateway deleted the group (a member registered meanwhile): recorded again at the next claim. */
   forget(): void {
     this.#record = undefined;
     this.#ordered = undefined;
@@ -178,7 +183,8 @@ class GroupBacklog {
    * trips, and SKIP LOCKED keeps them on different rows).
    */
   wake(): void {
-    while (!this.#drained && !this.#backlog.stopped && this.#inFlight < MAX_CLAIMS) {
+    // #left: a claim under way when the members left must not claim for a later member's GroupBacklog.
+    while (!this.#drained && !this.#backlog.stopped && !this.#left && this.#inFlight < MAX_CLAIMS) {
       const limit = Math.min(CLAIM_BATCH, this.#free() - this.#reserved, this.#live ? this.#unleased : Infinity);
       // A small claim while another is under way waits for it (or for more credit): it would cost a
       // transaction for a few events. Half the members' credit: on MariaDB a drain of 2 × 64 ran 12%
@@ -208,6 +214,7 @@ class GroupBacklog {
 
   stop(): void {
     this.#left = true;
+    this.#live = false;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     void this.#record?.then((record) => this.#backlog.ledger().claimAtAppend?.(record, undefined)).catch(() => undefined);
@@ -236,8 +243,8 @@ class GroupBacklog {
     // A microtask later: the routes of one pump page (or the settles of one batch) make one claim.
     await Promise.resolve();
     try {
-      this.#record ??= backlog.ledger().ensureGroup(this.key);
-      const record = await this.#record;
+      const recorded = (this.#record ??= backlog.ledger().ensureGroup(this.key));
+      const record = await recorded;
       this.#ordered = record.ordered;
       const leases = backlog.leases;
       const maxAttempts = Math.max(...this.#members().map((member) => leases.maxAttempts(member)), leases.maxAttempts(undefined));
@@ -259,7 +266,16 @@ class GroupBacklog {
       });
       this.#failures = 0;
       if (result.missing) {
-        this.#record = undefined;
+        // Deleted since the group was recorded here. When a registration here (join) or this gateway's
+        // own delete (forget) has replaced the record meanwhile, the next claim goes by that. Else it was
+        // deleted on another gateway under the members here: recording it again, at the head, would undo
+        // the delete and skip the events published in between unseen, so they end instead (the
+        // dispatcher's), and this backlog stops (`left`; while it still has the record, by which it
+        // takes back the store's leases at append).
+        if (this.#record === recorded) {
+          backlog.deleted(this.key);
+          this.#record = undefined;
+        }
         this.#dirty = true;
       }
       if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
@@ -327,7 +343,7 @@ class GroupBacklog {
 
   /** One timer: the earliest time something of the group may be claimable again. */
   #arm(at: number): void {
-    if (this.#backlog.stopped || (this.#timer !== undefined && this.#timerAt <= at)) return;
+    if (this.#backlog.stopped || this.#left || (this.#timer !== undefined && this.#timerAt <= at)) return;
     clearTimeout(this.#timer);
     this.#timerAt = at;
     // A few ms late, so that the deadline has passed on every clock reading of the claim.
@@ -346,17 +362,20 @@ export class Backlog {
   readonly consumers: Consumers;
   readonly leases: Leases;
   readonly #log: Logger;
+  /** A claim found a group deleted on another gateway under these members here (Dispatcher#groupDeleted ends them). */
+  readonly #deleted: (key: GroupKey, members: readonly ConsumerRef[]) => void;
   readonly #groups = new Map<string, GroupBacklog>();
   readonly #recent = new Map<string, StoredEvent>();
   #stopped = false;
   /** When the last claim failure was logged (one line per GROUP_POLL_MS while the store fails). */
   #loggedAt = 0;
 
-  constructor(ledger: () => DeliveryLedger, consumers: Consumers, leases: Leases, log: Logger) {
+  constructor(ledger: () => DeliveryLedger, consumers: Consumers, leases: Leases, log: Logger, deleted: (key: GroupKey, members: readonly ConsumerRef[]) => void) {
     this.ledger = ledger;
     this.consumers = consumers;
     this.leases = leases;
     this.#log = log;
+    this.#deleted = deleted;
   }
 
   get stopped(): boolean {
@@ -397,9 +416,20 @@ export class Backlog {
     for (const group of this.#groups.values()) if (ledgerId(group.key) === id && (only?.(group) ?? true)) group.signal();
   }
 
-  /** Forgets a deleted group's record here (its members stay registered and create it again at their next claim). */
+  /**
+   * This gateway deleted the group (refused while it had members here): a member registered while the
+   * delete was under way records it again at its next claim, as its registration would have after it.
+   */
   forget(key: GroupKey): void {
     this.#groups.get(groupId(key))?.forget();
+  }
+
+  /** A claim found the group deleted on another gateway: its members here end (a copy: ending them changes the list). */
+  deleted(key: GroupKey): void {
+    const members = [...this.consumers.members(key)];
+    if (members.length === 0) return;
+    this.#log.info('consumer group deleted on another gateway; ending its members here', { domain: key.domain, name: key.name, group: key.group, members: members.length });
+    this.#deleted(key, members);
   }
 
   /** A group's members all left: its timer stops. */

@@ -32,6 +32,9 @@ export interface ConsumerSpec {
 /** A group's identity as a map key. */
 export const groupId = (key: GroupKey): string => `${streamKey(key.domain, key.name)}\u0000${key.group}`;
 
+/** A group as messages name it: `jobs › run (group "billing")`, `jobs › run (the default group)`. */
+export const describeGroup = ({ domain, name, group }: GroupKey): string => `${domain} › ${name} (${group === DEFAULT_GROUP ? 'the default group' : `group ${JSON.stringify(group)}`})`;
+
 /** The group a consumer is a member of. */
 export const groupOf = (consumer: ConsumerRef): GroupKey => ({ domain: consumer.domain, name: consumer.name, group: consumer.group });
 

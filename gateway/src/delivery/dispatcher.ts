@@ -20,7 +20,7 @@ import type { RouteTarget, Router } from '../router/router.js';
 import type { EventStore } from '../store/store.js';
 import { DEFAULT_GROUP, type GroupKey, type GroupOptions, type GroupRecord } from '../store/ledger.js';
 import { Backlog } from './backlog.js';
-import { Consumers, groupOf, type ConsumerSpec } from './consumers.js';
+import { Consumers, describeGroup, groupOf, type ConsumerRef, type ConsumerSpec } from './consumers.js';
 import { LedgerWriter } from './ledger-writer.js';
 import { FanOut } from './fan-out.js';
 import { Interest } from './interest.js';
@@ -89,7 +89,7 @@ export class Dispatcher implements RouteTarget {
       ended: (consumer, key, change, unsettled) => this.#backlog.ended(consumer, key, change, unsettled),
       failed: (eventId, message, attempt) => this.#waits.consumeFailed(eventId, message, attempt),
     });
-    this.#backlog = new Backlog(ledger, this.#consumers, this.#leases, log);
+    this.#backlog = new Backlog(ledger, this.#consumers, this.#leases, log, (key, members) => this.#groupDeleted(key, members));
     this.#patterns = new PatternPump(store, this.#patternIndex, (error) => log.error('pattern subscriptions: reading published events failed', { error }));
   }
 
@@ -179,12 +179,30 @@ export class Dispatcher implements RouteTarget {
     }
   }
 
-  /** Unregisters a consumer; its open deliveries go to other consumers. */
-  async removeConsumer(peer: Peer, handle: string): Promise<void> {
+  /**
+   * Unregisters a consumer; its open deliveries go to other consumers. `ended`: the gateway ended it
+   * (#groupDeleted), not its client, which is then told of each delivery taken back (`revoked`).
+   */
+  async removeConsumer(peer: Peer, handle: string, ended = false): Promise<void> {
     const removed = this.#consumers.remove(peer, handle);
     if (!removed) return;
     this.#backlog.left(groupOf(removed));
-    await this.#leases.recall((consumer) => consumer === removed, 'consumer removed');
+    await this.#leases.recall((consumer) => consumer === removed, ended ? 'consumer group deleted' : 'consumer removed', ended);
+  }
+
+  /**
+   * A claim here found the group deleted under its members here: deleted on another gateway (this one
+   * refuses a delete while the group has members here). Recording it again at the head, as claims did,
+   * undid the operator's delete and silently skipped the events published in between; instead each
+   * member ends and its client is told (E_EVENTFLOW_GROUP_DELETED). A registration from then on records
+   * a new group, as any first registration does.
+   */
+  #groupDeleted(key: GroupKey, members: readonly ConsumerRef[]): void {
+    const message = `consume: the consumer group ${describeGroup(key)} was deleted, so the gateway ended this consumer and nothing more is delivered to it; register the consumer again to start a new group from now (without the events published since the delete), or ask the operator who deleted it`;
+    for (const { peer, handle } of members) {
+      if (peer.endConsumer) peer.endConsumer(handle, 'E_EVENTFLOW_GROUP_DELETED', message, { ...key });
+      else void this.removeConsumer(peer, handle, true);
+    }
   }
 
   /** Registers a wait; with `after`, only later events answer it, an outcome already stored after it included. */

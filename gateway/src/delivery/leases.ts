@@ -273,10 +273,17 @@ export class Leases {
     return granted;
   }
 
-  /** Ends the deliveries `match` selects (their consumer or connection is gone) and hands their events back. */
-  async recall(match: (consumer: ConsumerRef) => boolean, reason: string): Promise<void> {
+  /**
+   * Ends the deliveries `match` selects (their consumer or connection is gone) and hands their events
+   * back. `revoke`: the gateway, not the client, ended the consumer, so the client is told of each
+   * (`revoked`: its handler's signal aborts, and it does not settle).
+   */
+  async recall(match: (consumer: ConsumerRef) => boolean, reason: string, revoke = false): Promise<void> {
     const recalled = [...this.#open.values()].filter((open) => match(open.consumer) && !open.settling);
-    for (const delivery of recalled) this.#end(delivery, 'recalled', reason);
+    for (const delivery of recalled) {
+      this.#end(delivery, 'recalled', reason);
+      if (revoke) delivery.consumer.peer.sendRevoked?.(delivery.id);
+    }
     await Promise.all(recalled.map((delivery) => this.#handBack(delivery, reason)));
   }
 

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '@eventflow/core';
+import type { ErrorCode, StoredEvent } from '@eventflow/core';
 
 /** What the dispatcher needs from a connection (connection/session.ts is the one in the gateway). */
 export interface Peer {
@@ -13,6 +13,12 @@ export interface Peer {
   sendDeleted(domain: string, pid: string, id: string | undefined): void;
   /** The delivery is no longer open (its lease expired); optional for peers that hold no consumers. */
   sendRevoked?(delivery: string): void;
+  /**
+   * The gateway ends the peer's consumer `handle` (its group was deleted on another gateway): the
+   * connection drops its registration (which removes it here, its open deliveries revoked) and tells
+   * its client why (`consumerEnded`). Optional: without it the dispatcher removes the consumer itself.
+   */
+  endConsumer?(handle: string, code: ErrorCode, message: string, details: Record<string, unknown>): void;
   /** Whether the peer's token may consume the domain: a settle of a delivery sent to another connection is taken only then. */
   mayConsume?(domain: string): boolean;
   /** Logs a line this peer can cause once per event, counted per condition (Session.note); else the dispatcher logs it. */

@@ -10,9 +10,9 @@ import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
 import { EventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
-import type { ServerFrame, WelcomeFrame } from './protocol.js';
+import type { ConsumerEndedFrame, ServerFrame, WelcomeFrame } from './protocol.js';
 import { registration } from './registrations.js';
-import { connectionLost } from './requests.js';
+import { connectionLost, errorFromFrame } from './requests.js';
 import { assertIdentifier, assertRegistrable } from './validate.js';
 
 interface Entry {
@@ -54,6 +54,18 @@ export class Consumers implements FeaturePart {
     // A closing client takes no new deliveries: they are released at once.
     if (frame.type === 'delivery') this.#deliveries.run(frame, this.#host.closed() ? undefined : traced(this.#host.tracing, this.#handlerFor(frame.consumer, frame.event.position)));
     else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
+    else if (frame.type === 'consumerEnded') this.#ended(frame);
+  }
+
+  /**
+   * The gateway ended a consumer (its group was deleted on another gateway): it is not registered
+   * again on a later connection, which would record the group anew without the application knowing,
+   * and onError says why, as for a registration the gateway refused. Its `remove` then does nothing.
+   */
+  #ended(frame: ConsumerEndedFrame): void {
+    if (!this.#entries.delete(frame.consumer)) return;
+    this.#host.registered.delete(frame.consumer);
+    this.#host.refused(frame.consumer, errorFromFrame(frame));
   }
 
   /**

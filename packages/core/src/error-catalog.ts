@@ -72,7 +72,9 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_FEATURE_NOT_ENABLED:
     "The client was created without the feature this method needs (details.feature): `consuming` for consume and removeConsumer, `waiting` for wait and request, `v4Reads` for readEventlogByTimestamp, readEventlogFilteredByNames, readEventlogByChildProcess, readEventlogByEid, readEventlogByDomainAndEid and the two persist…Association, `iterating` for events() (and, on a browser client, eventlogStates(), with the iterating of '@eventflow/browser/work'). Browser clients have none unless given: import them from '@eventflow/browser/work' and pass them, e.g. createBrowserClient(url, { features: [consuming, waiting] }).",
   E_EVENTFLOW_GROUP_IN_USE:
-    'deleteGroup: the group has members registered on this gateway (details.members), and a member keeps the group alive: the delete would be undone at its next claim, losing the events published in between. Nothing was deleted. Stop the workers of the group (or remove their consumers), then delete it.',
+    'deleteGroup: the group has members registered on this gateway (details.members). Nothing was deleted. Stop the workers of the group (or remove their consumers), then delete it. Members registered on other gateways are not counted: the delete ends them (E_EVENTFLOW_GROUP_DELETED).',
+  E_EVENTFLOW_GROUP_DELETED:
+    "The consumer's group (details: domain, name, group) was deleted (deleteGroup, `eventflow group-delete`) while the consumer was registered on another gateway, so that gateway ended it: nothing more is delivered to it, its open deliveries were revoked, and it is not registered again on reconnect (the client reports this through onError). To go on consuming, register the consumer again (consume): that starts a new group from now, without the events published since the delete. If the delete was not meant, ask the operator who deleted it.",
 } as const;
 
 /**

@@ -40,6 +40,7 @@ const codeSuffixes = [
   'NO_CONSUMER',
   'FEATURE_NOT_ENABLED',
   'GROUP_IN_USE',
+  'GROUP_DELETED',
 ] as const;
 
 export type ErrorCode = `E_EVENTFLOW_${(typeof codeSuffixes)[number]}`;

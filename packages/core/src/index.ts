@@ -1,6 +1,7 @@
 // Types only: the zod schemas are in '@eventflow/core/protocol', which no client module imports.
 export type {
   ClientFrame,
+  ConsumerEndedFrame,
   DeletedFrame,
   DeliveryFrame,
   ErrorFrame,

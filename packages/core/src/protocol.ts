@@ -278,6 +278,21 @@ export const deliveryFrame = z.object({
 export const revokedFrame = z.object({ type: z.literal('revoked'), delivery: handle });
 
 /**
+ * The gateway ended the consumer `consumer`: it is no longer registered on this connection, and no
+ * delivery comes to it any more (those open were revoked first). `code` says why:
+ * E_EVENTFLOW_GROUP_DELETED, its group was deleted on another gateway (details: domain, name,
+ * group). The client does not register it again; registering it anew (consume) is the
+ * application's choice.
+ */
+export const consumerEndedFrame = z.object({
+  type: z.literal('consumerEnded'),
+  consumer: handle,
+  code: z.string(),
+  message: z.string(),
+  details: z.optional(z.record(z.string(), z.unknown())),
+});
+
+/**
  * Events were deleted through this gateway: one (`id`) or a whole eventlog (no `id`). Sent to
  * every connection subscribed to anything in the domain, so that caches can drop what they hold.
  */
@@ -315,6 +330,7 @@ export const serverFrame = z.discriminatedUnion('type', [
   waitedFrame,
   deletedFrame,
   revokedFrame,
+  consumerEndedFrame,
 ]);
 export type WelcomeFrame = z.infer<typeof welcomeFrame>;
 export type ResultFrame = z.infer<typeof resultFrame>;
@@ -326,6 +342,7 @@ export type WaitedFrame = z.infer<typeof waitedFrame>;
 export type WaitFailedFrame = z.infer<typeof waitFailedFrame>;
 export type DeletedFrame = z.infer<typeof deletedFrame>;
 export type RevokedFrame = z.infer<typeof revokedFrame>;
+export type ConsumerEndedFrame = z.infer<typeof consumerEndedFrame>;
 export type ServerFrame = z.infer<typeof serverFrame>;
 
 /**

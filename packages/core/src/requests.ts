@@ -15,7 +15,7 @@
 import { EventflowError, isCodeShaped } from './errors.js';
 import { DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
 import { backoffDelay } from './backoff.js';
-import type { ErrorFrame, OperationName, Params, Result, ResultFrame } from './protocol.js';
+import type { ConsumerEndedFrame, ErrorFrame, OperationName, Params, Result, ResultFrame } from './protocol.js';
 
 export interface RequestOptions {
   /** Milliseconds until E_EVENTFLOW_REQUEST_TIMEOUT; counted from the call, including time spent reconnecting. */
@@ -224,7 +224,7 @@ export class RequestManager {
   }
 }
 
-export function errorFromFrame({ code, message, details }: ErrorFrame): EventflowError {
+export function errorFromFrame({ code, message, details }: ErrorFrame | ConsumerEndedFrame): EventflowError {
   // A newer gateway may know codes this client does not list: they pass through as sent (the
   // list itself stays out of browser bundles). Anything else is kept in details for diagnostics.
   return isCodeShaped(code) ? new EventflowError(code, message, { details }) : new EventflowError('E_EVENTFLOW_INTERNAL', message, { details: { ...details, code } });
