@@ -95,13 +95,19 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       const [x, y] = await Promise.all([claim(store, billing, { now }), claim(store, billing, { now, owner: 'gw-2' })]);
       expect([...ids(x as ClaimResult), ...ids(y as ClaimResult)]).toEqual([event.id]);
       const first = [...(x as ClaimResult).claimed, ...(y as ClaimResult).claimed][0];
-      expect(first?.delivery).toMatch(/^[0-9a-f]{32}$/);
+      // The claim's time in ms (the ids of later claims sort after it: the index of open deliveries
+      // takes them at one edge), then 128 unguessable bits.
+      expect(first?.delivery).toMatch(/^[0-9a-f]{44}$/);
+      const claimedAt = parseInt(first?.delivery.slice(0, 12) ?? '', 16);
+      expect(claimedAt).toBeGreaterThanOrEqual(now - 1);
+      expect(claimedAt).toBeLessThanOrEqual(Date.now());
       expect((await claim(store, v4, { now })).claimed).toHaveLength(1);
       // The default group's claim is v4's too: a v4 spoke's guarded claim now fails.
       expect(await store.claimForConsumer(event.id, 'spoke')).toBe(false);
       const taken = await claim(store, billing, { now: now + 20_000 });
       expect(taken.claimed[0]).toMatchObject({ attempt: 2 });
       expect(taken.claimed[0]?.delivery).not.toBe(first?.delivery);
+      expect(taken.claimed[0]!.delivery.slice(0, 12) >= (first?.delivery.slice(0, 12) ?? '')).toBe(true);
       // The superseded delivery is refused; the current one is recorded once.
       expect(await store.ledger().apply([{ kind: 'outcome', delivery: first?.delivery as string, outcome: 'success' }])).toEqual([undefined]);
       const current = taken.claimed[0]?.delivery as string;

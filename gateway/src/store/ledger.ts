@@ -234,13 +234,27 @@ export function keyOf(domain: string, gname: string, grp: string, eventName: str
 }
 
 /**
- * A delivery id: unguessable without the claim's secret, distinct per claim. The MySQL ledger
- * computes the same in SQL (`LEFT(SHA2(CONCAT(secret, ':', event_id), 256), 32)`).
+ * The start of the delivery ids of one claim: the time in ms (12 hex digits), never lower than the
+ * last one this process gave. Both ledgers index the ids of open deliveries, and an id drawn at random
+ * put each claimed row's entry, and its removal at the settle, on a page of its own: on SQLite that
+ * index was half of a claim's time (20 µs an event in pages of 64, 9.7 with the ids rising from claim
+ * to claim). The random rest of the id keeps it unguessable.
  */
-export function deliveryId(secret: string, eventId: string): string {
+export function deliveryPrefix(): string {
+  lastPrefix = Math.max(Date.now(), lastPrefix);
+  return lastPrefix.toString(16).padStart(12, '0');
+}
+let lastPrefix = 0;
+
+/**
+ * A delivery id: the claim's `prefix` (deliveryPrefix), then a part unguessable without the claim's
+ * secret, distinct per claim. The MySQL ledger computes the same in SQL
+ * (`CONCAT(prefix, LEFT(SHA2(CONCAT(secret, ':', event_id), 256), 32))`).
+ */
+export function deliveryId(prefix: string, secret: string, eventId: string): string {
   // crypto.hash (Node 20.12+): a third of createHash's cost, per claimed event.
   const text = `${secret}:${eventId}`;
-  return (typeof hash === 'function' ? hash('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex')).slice(0, 32);
+  return prefix + (typeof hash === 'function' ? hash('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex')).slice(0, 32);
 }
 
 /** The events of `ids` the caller has at hand (ClaimRequest.known), and the ids to read from the store. */

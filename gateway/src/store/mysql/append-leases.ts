@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
-import { DEFAULT_GROUP, deliveryId, ledgerColumns, type AppendClaimer, type Claimed, type GroupKey, type GroupRecord } from '../ledger.js';
+import { DEFAULT_GROUP, deliveryId, deliveryPrefix, ledgerColumns, type AppendClaimer, type Claimed, type GroupKey, type GroupRecord } from '../ledger.js';
 import { groupId, materializeRows, type CachedGroup } from './ledger-rows.js';
 
 /** A watermark further behind than this is left to the claims. */
@@ -174,6 +174,7 @@ export class AppendLeases {
       const { gname, grp } = ledgerColumns(key);
       // One per group, as per claim: a delivery id is the event's and the secret's, and two groups lease one event.
       const secret = randomBytes(16).toString('hex');
+      const prefix = deliveryPrefix();
       let taking = true;
       for (const event of published) {
         if (event.domain !== key.domain || (key.name !== '*' && event.name !== key.name)) continue;
@@ -193,7 +194,7 @@ export class AppendLeases {
           continue;
         }
         taken.given += 1;
-        const delivery = deliveryId(secret, event.id);
+        const delivery = deliveryId(prefix, secret, event.id);
         batch.rows.push([...base, delivery, lease.owner, lease.deadline, lease.now] as LeaseRow);
         if (key.group === DEFAULT_GROUP) batch.spokes.set(event.id, lease.consumer);
         taken.claimed.push({ event, delivery, attempt: 1 });

@@ -11,7 +11,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { ATTEMPTS, driverCode, notOpen, run, type MysqlStoreOptions } from './db.js';
 import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
@@ -307,16 +307,17 @@ export class MysqlLedger implements DeliveryLedger {
         const claimed: Claimed[] = [];
         if (claiming.length > 0) {
           const list = JSON.stringify(claiming.map((row) => row.event_id));
+          const prefix = deliveryPrefix();
           // One statement: the rows' leases, and for the default group v4's claim beside them.
           await affected(
             conn,
             `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
                ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
-             SET d.delivery = LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
+             SET d.delivery = CONCAT(?, LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32)), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
                ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
-            [list, gname, grp, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
+            [list, gname, grp, prefix, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
           );
-          for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(secret, row.event_id), attempt: Number(row.attempts) + 1 });
+          for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(prefix, secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
         if (rows.length < limit) {

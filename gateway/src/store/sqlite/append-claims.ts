@@ -9,7 +9,7 @@
  * row here, leased when the group takes it, free otherwise (its route then claims it as before).
  */
 import type { StoredEvent } from '@eventflow/core';
-import { DEFAULT_GROUP, ledgerColumns, type AppendClaimer, type Claimed, type GroupKey, type GroupRecord } from '../ledger.js';
+import { DEFAULT_GROUP, deliveryPrefix, ledgerColumns, type AppendClaimer, type Claimed, type GroupKey, type GroupRecord } from '../ledger.js';
 import { now as isoNow } from './statements.js';
 import type { LedgerSql } from './ledger-sql.js';
 
@@ -66,6 +66,7 @@ export class AppendClaims {
     if (this.#armed.size === 0) return;
     const groups: Taken[] = [];
     const updated = isoNow();
+    const prefix = deliveryPrefix();
     for (const armed of this.#armed.values()) {
       const key = armed.group;
       const mark = this.#watermark(key);
@@ -82,7 +83,7 @@ export class AppendClaims {
         const row = this.#sql.get<{ delivery: string | null }>(
           `INSERT OR IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated, delivery, owner, deadline, claimed_at)
            VALUES (@id, @domain, @gname, @grp, @position, @pid, @name, @attempts, @updated,
-             CASE WHEN @leased = 1 THEN lower(hex(randomblob(16))) END, @owner, @deadline, @claimedAt)
+             CASE WHEN @leased = 1 THEN @prefix || lower(hex(randomblob(16))) END, @owner, @deadline, @claimedAt)
            RETURNING delivery`,
           {
             id: event.id,
@@ -94,6 +95,7 @@ export class AppendClaims {
             attempts: lease ? 1 : 0,
             updated,
             leased: lease ? 1 : 0,
+            prefix,
             owner: lease?.owner ?? null,
             deadline: lease?.deadline ?? null,
             claimedAt: lease?.now ?? null,

@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3';
 import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { COLUMNS, now, toStoredEvent, type EventRow } from './statements.js';
 import { eventScope, LedgerSql, rowScope, toRecord, type GroupRow } from './ledger-sql.js';
 import { SqliteLedgerOperator } from './ledger-operator.js';
@@ -235,7 +235,7 @@ export class SqliteLedger implements DeliveryLedger {
       const group = cached.row;
       watermark = this.#materialize(cached, key, updated, upTo, at);
       const v4 = key.group === DEFAULT_GROUP;
-      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), owner, consumer, deadline, updated, max: maxAttempts };
+      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), prefix: deliveryPrefix(), owner, consumer, deadline, updated, max: maxAttempts };
       // The page: leases that ran out (their gateways died or stalled), then rows with no lease in
       // position order (an ordered group's first unsettled row of each pid only). The index ranges
       // over deadlines: the expired ones, then the NULLs.
@@ -260,7 +260,7 @@ export class SqliteLedger implements DeliveryLedger {
       for (let size = PAGE_SIZES; size >= 1; size >>= 1) {
         if ((params.limit & size) === 0) continue;
         const taken = this.#sql.all<Taken>(
-          `UPDATE eventflow_delivery SET delivery = lower(hex(randomblob(16))), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated, claimed_at = @now
+          `UPDATE eventflow_delivery SET delivery = @prefix || lower(hex(randomblob(16))), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated, claimed_at = @now
            WHERE rowid IN (${page(size)}) RETURNING event_id, attempts, delivery, position, last_error`,
           params,
         );
