@@ -19,6 +19,7 @@ import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
 import { GROUP_READ_MS, groupId, ID_TABLE, materializeRows, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
+import { settleRows } from './ledger-settle.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
@@ -306,17 +307,17 @@ export class MysqlLedger implements DeliveryLedger {
         const claiming = rows.filter((row) => Number(row.attempts) < maxAttempts && events.has(row.event_id));
         const claimed: Claimed[] = [];
         if (claiming.length > 0) {
-          const list = JSON.stringify(claiming.map((row) => row.event_id));
+          const ids = claiming.map((row) => row.event_id);
           const prefix = deliveryPrefix();
-          // One statement: the rows' leases, and for the default group v4's claim beside them.
+          // Single-table statements (a multi-table UPDATE costs about a millisecond whatever its size:
+          // ledger-settle.ts): the rows' leases, and for the default group v4's claim beside them.
           await affected(
             conn,
-            `UPDATE ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id AND d.gname = ? AND d.grp = ?
-               ${v4 ? 'STRAIGHT_JOIN event_published p FORCE INDEX (PRIMARY) ON p.event_id = d.event_id' : ''}
-             SET d.delivery = CONCAT(?, LEFT(SHA2(CONCAT(?, ':', d.event_id), 256), 32)), d.owner = ?, d.deadline = ?, d.available_at = NULL, d.attempts = d.attempts + 1, d.updated = UTC_TIMESTAMP(3), d.claimed_at = ?
-               ${v4 ? ', p.consumed_spoke = UTC_TIMESTAMP(), p.consumer = ?' : ''}`,
-            [list, gname, grp, prefix, secret, owner, deadline, now, ...(v4 ? [consumer] : [])],
+            `UPDATE eventflow_delivery FORCE INDEX (PRIMARY) SET delivery = CONCAT(?, LEFT(SHA2(CONCAT(?, ':', event_id), 256), 32)), owner = ?, deadline = ?, available_at = NULL, attempts = attempts + 1, updated = UTC_TIMESTAMP(3), claimed_at = ?
+             WHERE event_id IN (?) AND gname = ? AND grp = ?`,
+            [prefix, secret, owner, deadline, now, ids, gname, grp],
           );
+          if (v4) await affected(conn, `UPDATE event_published FORCE INDEX (PRIMARY) SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id IN (?)`, [consumer, ids]);
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(prefix, secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
@@ -360,44 +361,16 @@ export class MysqlLedger implements DeliveryLedger {
       // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
       const acting = new Map<string, LedgerAction>();
       for (const action of actions) if (current.has(action.delivery) && !acting.has(action.delivery)) acting.set(action.delivery, action);
-      if (acting.size > 0) {
-        // Absent members are NULL (JSON_TABLE's NULL ON EMPTY).
-        const table = [...acting.values()].map((action) => ({
-          d: action.delivery,
-          k: action.kind,
-          ...(action.kind === 'release' ? {} : { o: action.kind === 'dead' ? 'dead' : action.outcome }),
-          ...(action.error === undefined ? {} : { e: action.error }),
-          ...(action.kind === 'release' && action.availableAt !== undefined ? { a: action.availableAt } : {}),
-          u: action.kind === 'release' && action.uncount ? 1 : 0,
-        }));
-        // One statement: the ledger rows, and for the default group v4's outcome or claim beside them.
-        await affected(
+      if (acting.size > 0) await settleRows(conn, [...acting.values()], current);
+      const letters = [...acting.values()].filter((action) => action.kind === 'dead' && current.get(action.delivery)?.grp === DEFAULT_GROUP);
+      if (letters.length > 0) {
+        await insertDeadLetters(
           conn,
-          `UPDATE JSON_TABLE(?, '$[*]' COLUMNS (
-             dl VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin PATH '$.d', k VARCHAR(16) PATH '$.k', o VARCHAR(16) PATH '$.o',
-             e LONGTEXT CHARACTER SET utf8mb4 PATH '$.e', a BIGINT PATH '$.a', u INT PATH '$.u')) j STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.dl
-             LEFT JOIN event_published p FORCE INDEX (PRIMARY) ON d.grp = '' AND p.event_id = d.event_id AND ${UNSETTLED}
-           SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
-             d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
-             d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?,
-             p.success = IF(j.o = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.o IN ('failed', 'dead'), UTC_TIMESTAMP(), p.failed),
-             p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
-           WHERE d.outcome IS NULL`,
-          [JSON.stringify(table), Date.now()],
+          letters.map((action) => {
+            const row = current.get(action.delivery) as RefRow;
+            return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
+          }),
         );
-        const v4 = [...acting.values()].filter((action) => current.get(action.delivery)?.grp === DEFAULT_GROUP);
-        if (v4.length > 0) {
-          const letters = v4.filter((action) => action.kind === 'dead');
-          if (letters.length > 0) {
-            await insertDeadLetters(
-              conn,
-              letters.map((action) => {
-                const row = current.get(action.delivery) as RefRow;
-                return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
-              }),
-            );
-          }
-        }
       }
       return actions.map((action) => {
         const row = acting.get(action.delivery) === action ? current.get(action.delivery) : undefined;
