@@ -33,7 +33,7 @@ export const manageOperations: ManageOperations = {
     const { store, dispatcher } = session.context;
     // Refused while members are registered here, so that the operator stops these workers rather than
     // cutting them off. Members on other gateways are not known here (the store keeps no members):
-    // their gateway's next claim finds the group gone and ends them (E_EVENTFLOW_GROUP_DELETED, backlog.ts).
+    // their gateway's next claim finds the group gone and ends them (E_EVENTFLOW_GROUP_DELETED, group-backlog.ts).
     const members = dispatcher.members(key);
     if (members > 0) {
       throw new EventflowError('E_EVENTFLOW_GROUP_IN_USE', `deleteGroup: ${describeGroup(key)} has ${members} member${members === 1 ? '' : 's'} registered on this gateway; stop its workers (or remove their consumers) first, then delete it`, {
