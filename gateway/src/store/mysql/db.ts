@@ -153,3 +153,13 @@ export async function transaction<T>(pool: Pool, work: (conn: PoolConnection) =>
     }
   }
 }
+
+/**
+ * Whether the server runs `INSERT … RETURNING` (MariaDB 10.5 and later; MySQL has none): the appends
+ * then read the clock in their event INSERT (appends.ts).
+ */
+export async function insertReturns(pool: Pool): Promise<boolean> {
+  const [row] = await select<{ version: string }>(pool, 'SELECT VERSION() AS version');
+  const match = /^(\d+)\.(\d+)\.\d+-MariaDB/i.exec(row?.version ?? '');
+  return match !== null && Number(match[1]) * 1000 + Number(match[2]) >= 10_005;
+}

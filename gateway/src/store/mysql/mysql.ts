@@ -16,7 +16,7 @@ import { createSchema } from './schema.js';
 import { GroupCommit, type BatchTurn } from '../group-commit.js';
 import { affected, select, type Params } from './statements.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { driverCode, exec, isStoreStateError, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
+import { driverCode, exec, insertReturns, isStoreStateError, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
 import { WriteHealth, writeFailed } from '../write-health.js';
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { Positions } from './positions.js';
@@ -53,6 +53,8 @@ export class MysqlStore implements EventStore {
   #writer: Pool | undefined;
   /** Connections for claimForRoutingEarly (autocommit off: the claim is decided before its COMMIT returns). */
   #claimer: Pool | undefined;
+  /** The server returns rows from an INSERT (db.ts insertReturns): the appends read the clock in their insert. */
+  #insertReturns = false;
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
@@ -77,6 +79,7 @@ export class MysqlStore implements EventStore {
     const claimer = openPool(this.#options, 4, false);
     try {
       await createSchema(pool);
+      this.#insertReturns = await insertReturns(pool);
       if (this.#options.checkBinlogFormat !== false) await checkBinlogFormat(pool, writer, { host, port, user: this.#options.user ?? 'root' });
       await this.#ledger.open(pool);
       this.#open = pool;
@@ -194,7 +197,7 @@ export class MysqlStore implements EventStore {
     try {
       for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
       const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
-      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend));
+      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend, this.#insertReturns));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
       this.#writes.succeeded();
     } catch (error) {
