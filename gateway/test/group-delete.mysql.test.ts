@@ -14,6 +14,7 @@ import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases, type TestDatabase 
 import { startGateway, type Gateway } from '../src/index.js';
 import { GROUP_POLL_MS } from '../src/defaults.js';
 import { GROUP_READ_MS } from '../src/store/mysql/ledger-rows.js';
+import { MysqlStore } from '../src/store/mysql/mysql.js';
 
 /**
  * How soon A ends its members: at its first claim that reads the group after the delete. A drained
@@ -96,6 +97,28 @@ describe.skipIf(mysqlUnavailable !== undefined)('a consumer group deleted on ano
     await eventually(() => got.includes('after'), 10_000, 'the new consume on A to get an event published after it');
     expect(got).toEqual(['before', 'after']);
     expect(errors.filter((error) => isEventflowError(error, 'E_EVENTFLOW_GROUP_DELETED'))).toHaveLength(1);
+  });
+
+  it('a group recorded again does not count the rows a stale claim wrote for the deleted one as its pending work', async () => {
+    const db = await databases.fresh();
+    const store = new MysqlStore(db.options);
+    await store.init();
+    databases.onCleanup(() => store.close());
+    const ledger = store.ledger();
+    const key = { domain: 'jobs', name: 'run', group: 'billing' };
+    const first = await ledger.ensureGroup(key);
+    const event = (await store.append({ id: 'e1', domain: 'jobs', name: 'run', pid: 'p1', data: {} }, { publisher: 'test' })).event;
+    expect(await ledger.deleteGroup(key)).toBe(true);
+    // What another gateway's claim going by its cached copy of the group writes after the delete: the group's row for the event, leased.
+    await db.query(
+      `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, position, name, attempts, updated, delivery, owner, deadline) VALUES (?, 'jobs', 'run', 'billing', ?, 'run', 1, UTC_TIMESTAMP(3), 'stale', 'gw-a', ?)`,
+      [event.id, event.position, Date.now() + 60_000],
+    );
+    const again = await ledger.ensureGroup(key);
+    expect(again.createdPosition).toBeGreaterThanOrEqual(first.createdPosition);
+    const [listed] = await ledger.groups(Date.now(), ['jobs']);
+    expect(listed).toMatchObject({ ...key, pending: 0, inFlight: 0 });
+    expect(await db.query('SELECT event_id FROM eventflow_delivery WHERE gname = ? AND grp = ?', ['run', 'billing'])).toEqual([]);
   });
 });
 

@@ -116,7 +116,7 @@ export class MysqlLedger implements DeliveryLedger {
   async ensureGroup(key: GroupKey, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
     return this.#do('record the consumer group', async (pool) => {
       const ordered = options.ordered === undefined ? 0 : Number(options.ordered);
-      await affected(
+      const created = await affected(
         pool,
         `INSERT IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at, ordered)
          SELECT ?, ?, ?, value, UTC_TIMESTAMP(3), ? FROM eventflow_sequence WHERE name = 'event'`,
@@ -126,6 +126,12 @@ export class MysqlLedger implements DeliveryLedger {
       this.#groups.delete(groupId(key));
       const row = await this.#groupRow(pool, key);
       if (!row) throw new Error('the group was not recorded (eventflow_sequence has no row)');
+      // Recorded now: rows of this key up to its start are an earlier group's, written after that one's
+      // delete by a claim going by its cached copy on another gateway (GROUP_READ_MS). Left, the
+      // listing would count them as this group's pending work for good.
+      if (created > 0 && key.group !== DEFAULT_GROUP) {
+        await affected(pool, `DELETE FROM eventflow_delivery WHERE domain = ? AND gname = ? AND grp = ? AND position <= ?`, [key.domain, key.name, key.group, row.created_position]);
+      }
       return toRecord(row);
     });
   }
