@@ -232,13 +232,18 @@ export const resultFrame = z.object({
   result: z.unknown(),
 });
 
+/** An error as every frame that reports one carries it: a stable code, a message saying what to do, optional details. */
+const reportedError = {
+  code: z.string(),
+  message: z.string(),
+  details: z.optional(z.record(z.string(), z.unknown())),
+};
+
 export const errorFrame = z.object({
   type: z.literal('error'),
   /** Absent when the failing frame had no readable request id. */
   id: z.optional(requestId),
-  code: z.string(),
-  message: z.string(),
-  details: z.optional(z.record(z.string(), z.unknown())),
+  ...reportedError,
 });
 
 /**
@@ -287,9 +292,7 @@ export const revokedFrame = z.object({ type: z.literal('revoked'), delivery: han
 export const consumerEndedFrame = z.object({
   type: z.literal('consumerEnded'),
   consumer: handle,
-  code: z.string(),
-  message: z.string(),
-  details: z.optional(z.record(z.string(), z.unknown())),
+  ...reportedError,
 });
 
 /**
@@ -314,9 +317,7 @@ export const waitedFrame = z.object({ type: z.literal('waited'), wait: handle, e
 export const waitFailedFrame = z.object({
   type: z.literal('waitFailed'),
   wait: handle,
-  code: z.string(),
-  message: z.string(),
-  details: z.optional(z.record(z.string(), z.unknown())),
+  ...reportedError,
 });
 
 export const serverFrame = z.discriminatedUnion('type', [
