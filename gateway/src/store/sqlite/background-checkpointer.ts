@@ -15,6 +15,11 @@ export interface BackgroundCheckpointerHooks {
   limit(frames: number): void;
   /** The worker died after it started: the store checkpoints again itself. */
   gone(): void;
+  /**
+   * The worker has copied the WAL but for the last commits: the store copies those on its own
+   * connection (a PASSIVE checkpoint), so that its next commit starts the WAL over (checkpointer.ts).
+   */
+  restart(): void;
 }
 
 export class BackgroundCheckpointer {
@@ -37,6 +42,9 @@ export class BackgroundCheckpointer {
           },
           (frames) => {
             if (!this.#stopped) hooks.limit(frames);
+          },
+          () => {
+            if (!this.#stopped) hooks.restart();
           },
         );
       } catch {

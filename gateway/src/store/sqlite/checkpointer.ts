@@ -10,17 +10,18 @@
  * transaction begins with every frame checkpointed; under steady writes a checkpoint from another
  * connection always ends behind the latest commit, so the WAL grew by every commit until writes
  * paused (9.8 MB after 500 publishes), and on a full disk it kept the space freed next to it
- * (issue 22). So once the WAL holds more than its limit, the worker starts it over with a RESTART
- * checkpoint that does not wait for the gateway's writes (tried again 10 ms later when one is in
- * progress), and the gateway's next commit cuts the file back to `journal_size_limit`. A RESTART
- * holds the write lock while it copies the frames since the last PASSIVE and syncs, and a commit
- * that meets it sleeps in SQLite's busy handler (1, 2, 5 ms…): at a steady 500 jobs/s and 500
- * frames that was six stalls a second and the whole p99 of enqueue → handler start (bench/README.md
- * › work). Hence a second PASSIVE first, so the RESTART copies next to nothing, and a limit that
- * follows the disk (walLimitFrames): 4,000 frames (16 MB of 4 kB pages) where that is at most an
- * eighth of the room, down to 500 on a small disk. The store's own automatic checkpoint stays on at
- * twice the limit as a backstop, should the worker fall behind: it then finds most pages copied
- * already. A WAL that could outgrow the free space would hold it for good: its pages cannot be
+ * (issue 22). So once the WAL holds more than its limit, the worker copies the frames written
+ * while its PASSIVE ran with a second one, and asks the gateway to finish (`onRestart`): a PASSIVE
+ * on the gateway's own connection copies the few frames left and syncs, with no other writer
+ * meanwhile, so the WAL is then all copied and the gateway's next commit starts it over and cuts the
+ * file back to `journal_size_limit`. Until then the worker checkpoints nothing. Before, the worker
+ * ran a RESTART checkpoint itself, which holds the write lock while it copies and syncs: a commit
+ * that met it slept in SQLite's busy handler on the event loop, 1 + 2 + 5 ms and at times 10 more,
+ * about twice a second at a steady 500 jobs/s (strace of the gateway), where the copy and sync take
+ * 2–5 ms on the gateway's connection. A limit that follows the disk (walLimitFrames): 4,000 frames
+ * (16 MB of 4 kB pages) where that is at most an eighth of the room, down to 500 on a small disk.
+ * The store's own automatic checkpoint stays on at twice the limit as a backstop, should the
+ * worker fall behind: it then finds most pages copied already. A WAL that could outgrow the free space would hold it for good: its pages cannot be
  * copied into a database file that cannot grow. After a failed write (`truncate()`: no space, I/O)
  * the worker truncates the WAL to nothing, which gives its space back to the database file, at
  * every tick until it can.
@@ -58,9 +59,6 @@ export function walLimitFrames(roomBytes: number, pageSize: number, bounds: { mi
   return frames;
 }
 
-/** After a restart the gateway's writes kept from happening, the next attempt. */
-const RETRY_MS = 10;
-
 // An eval worker is CommonJS and resolves nothing relative to this file, hence the resolved path.
 const source = `
 const { workerData, parentPort } = require('node:worker_threads');
@@ -82,6 +80,8 @@ const measure = (walFrames) => {
 };
 /** Requests to truncate, answered once a TRUNCATE checkpoint has run (ok: it completed). */
 const waiting = [];
+/** The gateway was asked to finish a restart (below): no checkpoint here until it has. */
+let restarting = false;
 let reported = false;
 let timer;
 /** Patient: waits (busy handler) for the gateway's write in progress; otherwise gives up at once. PASSIVE never waits. */
@@ -92,7 +92,7 @@ const checkpoint = (mode, patient) => {
 };
 const tick = () => {
   clearTimeout(timer);
-  let soon = false;
+  if (restarting) return;
   let busy = false;
   try {
     if (waiting.length > 0) {
@@ -101,13 +101,16 @@ const tick = () => {
     } else {
       const log = checkpoint('PASSIVE', true).log;
       measure(log);
-      // Start the WAL over (the next commit cuts the file to journal_size_limit); the frames written
-      // while the first PASSIVE ran are copied without the write lock first; while the gateway is
-      // writing, again in a moment.
+      // Start the WAL over: the frames written while the first PASSIVE ran are copied too, then the
+      // gateway copies the last few itself (restarting), and its next commit starts the WAL over.
       if (log > limit) {
         checkpoint('PASSIVE', true);
-        soon = checkpoint('RESTART', false).busy !== 0;
-      } else busy = log > limit / 2;
+        restarting = true;
+        reported = false;
+        parentPort.postMessage({ restart: true });
+        return;
+      }
+      busy = log > limit / 2;
     }
     reported = false;
   } catch (error) {
@@ -116,13 +119,14 @@ const tick = () => {
     if (!reported) parentPort.postMessage({ failed: String(error) });
     reported = true;
   }
-  timer = setTimeout(tick, soon ? workerData.retryMs : busy ? workerData.busyIntervalMs : workerData.intervalMs);
+  timer = setTimeout(tick, busy ? workerData.busyIntervalMs : workerData.intervalMs);
 };
 timer = setTimeout(tick, workerData.intervalMs);
 parentPort.on('message', (message) => {
   if (message === 'stop') { clearTimeout(timer); db.close(); parentPort.close(); return; }
+  if (message === 'restarted') { restarting = false; timer = setTimeout(tick, workerData.busyIntervalMs); return; }
   waiting.push(message.truncate);
-  timer = setTimeout(tick, 0);
+  if (!restarting) timer = setTimeout(tick, 0);
 });
 parentPort.postMessage('ready');
 measure(0);
@@ -143,9 +147,9 @@ export interface Checkpointer {
  * the worker died. `onLimit`: the frames the WAL may now hold (walLimitFrames), once the worker has
  * looked at the disk and whenever that changes.
  */
-export function startCheckpointer(path: string, onError: (message: string) => void, onLimit: (frames: number) => void): Promise<Checkpointer> {
+export function startCheckpointer(path: string, onError: (message: string) => void, onLimit: (frames: number) => void, onRestart: () => void): Promise<Checkpointer> {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, busyIntervalMs: BUSY_INTERVAL_MS, retryMs: RETRY_MS, bounds: WAL_BOUNDS } });
+  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, busyIntervalMs: BUSY_INTERVAL_MS, bounds: WAL_BOUNDS } });
   let next = 0;
   const answers = new Map<number, (ok: boolean) => void>();
   let stopped = false;
@@ -163,8 +167,20 @@ export function startCheckpointer(path: string, onError: (message: string) => vo
       };
       worker.on('error', (error) => gone(String(error)));
       worker.on('exit', (code) => gone(`the checkpoint worker exited (${code})`));
-      worker.on('message', (message: { truncated?: number; ok?: boolean; limit?: number }) => {
+      worker.on('message', (message: { truncated?: number; ok?: boolean; limit?: number; restart?: boolean }) => {
         if (message.limit !== undefined && !stopped) onLimit(message.limit);
+        if (message.restart === true) {
+          if (stopped) return;
+          // The gateway's own connection copies the frames left: nothing else writes meanwhile, so the
+          // WAL is then all copied, and its next commit starts it over (see the header).
+          try {
+            onRestart();
+          } catch {
+            // A failed checkpoint (no space, I/O): the worker goes on and asks again; the store learns of a full disk from its writes.
+          }
+          worker.postMessage('restarted');
+          return;
+        }
         // A failed checkpoint ({ failed }) is tried again by the worker; the store learns of a full disk from its writes.
         if (message.truncated === undefined) return;
         answers.get(message.truncated)?.(message.ok === true);

@@ -103,6 +103,8 @@ export class SqliteStore implements EventStore {
       },
       // The worker gone: SQLite checkpoints again inside the next commits.
       gone: () => this.#open?.db.pragma('wal_autocheckpoint = 1000'),
+      // Between transactions (this runs as a message from the worker); PASSIVE never waits on a lock.
+      restart: () => this.#open?.db.pragma('wal_checkpoint(PASSIVE)'),
     });
   }
 
