@@ -49,7 +49,7 @@ function report(dir) {
   const all = [];
   for (const file of readdirSync(dir)) {
     const { role, events } = JSON.parse(readFileSync(join(dir, file), 'utf8'));
-    for (const [at, kind, bytes] of events) all.push({ at, who: role, kind, bytes });
+    for (const [at, kind, bytes, took] of events) all.push({ at, who: role, kind, bytes, took });
   }
   all.sort((a, b) => a.at - b.at);
   const next = (from, test) => {
@@ -57,20 +57,22 @@ function report(dir) {
     return -1;
   };
   const is = (who, kind, min, max = Infinity) => (event) => event.who === who && event.kind === kind && event.bytes >= min && event.bytes < max;
-  // Frame sizes: the requester's wait + publish (> 500 B), a delivery (> 400 B), the worker's publish (150–300 B), waited (200–300 B).
+  // Frame sizes: the requester's wait + publish (> 500 B), a delivery (> 400 B), the worker's publish (150–300 B), waited (> 200 B: 200–300, more with the publish's answer in the same write).
   const steps = [
     ['requester write → gateway read', is('gateway', 'R', 500)],
     ['gateway read → delivery written', is('gateway', 'W', 400)],
     ['→ worker read', is('worker', 'R', 400)],
     ['worker read → its publish written', is('worker', 'W', 150, 300)],
     ['→ gateway read', is('gateway', 'R', 150, 400)],
-    ['gateway read → waited written', is('gateway', 'W', 200, 300)],
+    ['gateway read → waited written', is('gateway', 'W', 200)],
     ['→ requester read', is('requester', 'R', 200)],
   ];
   const legs = steps.map(() => []);
   const totals = [];
   let reads = 0;
   let cycles = 0;
+  /** Per role: socket writes, and the time their calls took, in the round trips cut. */
+  const writes = new Map();
   for (let start = next(0, is('requester', 'W', 500)); start >= 0; ) {
     const following = next(start + 1, is('requester', 'W', 500));
     const at = [start];
@@ -79,7 +81,15 @@ function report(dir) {
     if (!at.includes(-1) && (following < 0 || at.at(-1) < following) && cycles++ >= WARMUP) {
       steps.forEach((_, i) => legs[i].push(all[at[i + 1]].at - all[at[i]].at));
       totals.push(all[at.at(-1)].at - all[start].at);
-      for (let i = start; i < (following < 0 ? all.length : following); i++) if (all[i].who === 'requester' && all[i].kind === 'R') reads++;
+      for (let i = start; i < (following < 0 ? all.length : following); i++) {
+        const event = all[i];
+        if (event.who === 'requester' && event.kind === 'R') reads++;
+        if (event.kind !== 'W') continue;
+        const count = writes.get(event.who) ?? { calls: 0, ms: 0 };
+        count.calls += 1;
+        count.ms += event.took;
+        writes.set(event.who, count);
+      }
     }
     start = following;
   }
@@ -87,4 +97,5 @@ function report(dir) {
   const mean = (values) => values.reduce((sum, value) => sum + value, 0) / values.length;
   console.table([...steps.map(([name], i) => ({ leg: name, 'p50 ms': +p50(legs[i]).toFixed(3), 'mean ms': +mean(legs[i]).toFixed(3) })), { leg: 'round trip (first write → waited read)', 'p50 ms': +p50(totals).toFixed(3), 'mean ms': +mean(totals).toFixed(3) }]);
   console.log(`${totals.length} round trips cut; the requester read ${(reads / totals.length).toFixed(2)} times a request`);
+  for (const [who, { calls, ms }] of writes) console.log(`${who}: ${(calls / totals.length).toFixed(2)} socket writes a request, ${((1000 * ms) / calls).toFixed(0)} µs a call`);
 }

@@ -59,6 +59,11 @@ export const configDefaults = {
 
 /** After the gateway sends a close frame, how long it waits for the client's before it drops the socket. */
 export const CLOSE_GRACE_MS = 1_000;
+/**
+ * How long the answer to a request()'s publish may wait for the request's outcome, to leave in one
+ * write with it (connection/outbound.ts › holdBriefly). Far below any client's request timeout.
+ */
+export const REQUEST_ANSWER_HOLD_MS = 25;
 
 /** Subscription replay pages: large enough to be quick, small enough to bound memory per subscription. */
 export const REPLAY_PAGE = 500;

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildOnce, freePort, startGatewayProcess, stop } from '@eventflow/test-support/gateway-process';
 import { connect, type Frame } from '@eventflow/test-support/raw-socket';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { createNodeClient } from '@eventflow/node';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -70,7 +71,7 @@ describe('request() pipelining', () => {
     await expect(client.read('never-stored')).rejects.toMatchObject({ code: 'E_EVENTFLOW_EVENT_NOT_FOUND' });
   });
 
-  it("a request()'s wait is answered together with its publish, in one write after the commit; a wait with no publish behind it still is", async () => {
+  it("a request()'s wait is answered together with its publish, in one write after the commit, and the publish's answer with the outcome when it follows at once; a wait with no publish behind it still is", async () => {
     // A gateway process of its own: in this process its writes would all be read in one turn anyway.
     await buildOnce();
     const dir = mkdtempSync(join(tmpdir(), 'eventflow-pipelining-'));
@@ -97,6 +98,30 @@ describe('request() pipelining', () => {
         expect(await raw.next(answerOf(wait))).toMatchObject({ type: 'result' });
         expect(await raw.next(answerOf(publish))).toMatchObject({ type: 'result', result: { id } });
         expect(readOf.get(wait)).toBe(readOf.get(publish));
+      }
+      // With a consumer that answers at once, the publish's answer waits for the outcome and leaves in
+      // the same write: one read of the requester's socket for the whole request().
+      const worker = createNodeClient(`ws://127.0.0.1:${port}/`, { clientName: 'pipelining-worker' });
+      try {
+        await worker.consume('orders', 'ask', async (event) => {
+          await worker.publish({ domain: 'orders', name: 'success', pid: event.pid, rid: event.id });
+        });
+        const waitedRead = new Map<string, number>();
+        raw.ws.on('message', (data) => {
+          const frame = JSON.parse(String(data)) as Frame;
+          if (frame.type === 'waited') waitedRead.set(String(frame['wait']), reads);
+        });
+        for (let i = 0; i < 10; i++) {
+          const id = `answered-${i}`;
+          socket.cork();
+          raw.sendRequest('wait', { wait: `a${i}`, domain: 'orders', pid: `r${i}`, names: ['success'], request: id });
+          const publish = raw.sendRequest('publish', { event: { id, domain: 'orders', name: 'ask', pid: `r${i}`, data: {} }, requireConsumer: true });
+          socket.uncork();
+          expect(await raw.next((frame) => frame.type === 'waited' && frame['wait'] === `a${i}`, 5_000)).toMatchObject({ event: { name: 'success', rid: id } });
+          expect(readOf.get(publish)).toBe(waitedRead.get(`a${i}`));
+        }
+      } finally {
+        await worker.close();
       }
       // A client that waits for the wait's answer before it publishes (no waitsInOrder) gets it.
       expect(await raw.request('wait', { wait: 'alone', domain: 'orders', pid: 'q-alone', names: ['success'], request: 'never-published' })).toMatchObject({ type: 'result' });

@@ -21,6 +21,8 @@ export class RequestWaits {
   readonly #fates = new Map<string, Promise<Fate>>();
   /** Publishes waiting for their wait's fate (`check`), by event id. */
   readonly #behind = new Set<string>();
+  /** Publishes that came in behind their wait, which was registered: their answer may wait for its outcome (`takeAnswered`). */
+  readonly #registered = new Set<string>();
 
   /**
    * A wait arrived (raw params: the event id is picked before validation, which may refuse the
@@ -60,12 +62,22 @@ export class RequestWaits {
     return this.#behind.has(eventId);
   }
 
+  /**
+   * The publish of `eventId` is over: whether it came in behind its request()'s wait, which was
+   * registered, so that its answer can go out with the outcome (outbound.ts › holdBriefly).
+   */
+  takeAnswered(eventId: string): boolean {
+    return this.#registered.delete(eventId);
+  }
+
   async #refuse(eventId: string, fate: Promise<Fate>): Promise<void> {
     const refusal = await fate;
     this.#fates.delete(eventId);
     this.#behind.delete(eventId);
-    if (refusal) {
-      throw new EventflowError(refusal.code as ErrorCode, `${refusal.message} (the wait of this request() was refused, so its event was not published)`, { details: refusal.details });
+    if (!refusal) {
+      this.#registered.add(eventId);
+      return;
     }
+    throw new EventflowError(refusal.code as ErrorCode, `${refusal.message} (the wait of this request() was refused, so its event was not published)`, { details: refusal.details });
   }
 }

@@ -7,7 +7,8 @@
  * beyond the connection's limits (limits.ts): requests in flight, subscriptions + consumers + waits
  * (request-limits.ts), and the publish rate.
  */
-import { EventflowError, type ErrorCode, type OperationName, type Params, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, type ErrorCode, type OperationName, type Params, type ServerFrame, type StoredEvent, type Transport } from '@eventflow/core';
+import { REQUEST_ANSWER_HOLD_MS } from '../defaults.js';
 import { tracer, WriteTrace } from '../tracing.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
@@ -382,12 +383,15 @@ export class Session implements Connection, RegistrationHost {
       // request()'s wait with its publish right behind is answered with it (outbound.ts › hold).
       const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
-      this.#out[op === 'wait' && this.#registrationsMade?.requestWaits.publishBehind((data as Params<'wait'>).request ?? '') ? 'hold' : 'send']({ type: 'result', id, result: readable });
+      const answer: ServerFrame = { type: 'result', id, result: readable };
+      if (op === 'publish' && this.#answeredWithOutcome(data as Params<'publish'>)) this.#out.holdBriefly(answer, REQUEST_ANSWER_HOLD_MS);
+      else this.#out[op === 'wait' && this.#registrationsMade?.requestWaits.publishBehind((data as Params<'wait'>).request ?? '') ? 'hold' : 'send'](answer);
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
       return undefined;
     } catch (error) {
       trace?.end(error);
       this.#registrationsMade?.takeAfterResult();
+      if (op === 'publish') this.#answeredWithOutcome(data as Params<'publish'>);
       if (!(error instanceof EventflowError)) this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
       const answer = error instanceof EventflowError ? error : { code: 'E_EVENTFLOW_STORE_FAILED', message: `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`, details: undefined };
       this.#out.error(id, answer.code, answer.message, answer.details);
@@ -395,6 +399,11 @@ export class Session implements Connection, RegistrationHost {
     } finally {
       reserved?.();
     }
+  }
+
+  /** Whether a publish came in behind its request()'s wait, which was registered (request-waits.ts › takeAnswered). */
+  #answeredWithOutcome(params: Params<'publish'>): boolean {
+    return params.event.id !== undefined && this.#registrationsMade?.requestWaits.takeAnswered(params.event.id) === true;
   }
 
   /** A refused request's answer, its write span ended with the refusal. */
