@@ -28,6 +28,7 @@
 //   (0: not passed) and to JetStream as the pull's max_messages per worker, and BullMQ's Worker
 //   concurrency: the open jobs one worker process may hold. BENCH_CPU_PROF=<dir> profiles the gateways
 //   (BENCH_CPU_PROF_INTERVAL=<µs> samples more often than the 1 ms default, for one short path).
+//   BENCH_WORK_WARMUP_MS: the steady row's warm-up (default 1000), for a probe of a longer one.
 // Each row is bounded in time (drain 20 s; steady 11 s + 5 s to catch up; request 8 s once 50 are
 // measured, 20 s at most; then up to 5 s for the system to say all is settled; the gateways stop
 // with a 1 s drain), so the step stays under ~3 minutes even with today's MariaDB figures.
@@ -64,7 +65,7 @@ const DRAIN_JOBS = Number(process.env.BENCH_WORK_DRAIN_JOBS ?? 10_000);
 const DRAIN_BUDGET_MS = 20_000;
 const ENQUEUE_IN_FLIGHT = 500;
 const RATE = 500;
-const WARMUP_MS = 1_000;
+const WARMUP_MS = Number(process.env.BENCH_WORK_WARMUP_MS ?? 1_000);
 const STEADY_MS = Number(process.env.BENCH_WORK_STEADY_MS ?? 10_000);
 const CATCH_UP_MS = 5_000;
 const REQUESTS = Number(process.env.BENCH_WORK_REQUESTS ?? 1_000);

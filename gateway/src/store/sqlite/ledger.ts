@@ -291,7 +291,7 @@ export class SqliteLedger implements DeliveryLedger {
           consumer,
         });
       }
-      const events = this.#events([...spent, ...taken].map((row) => row.event_id), known);
+      const events = this.#events([...spent, ...taken], known);
       const claimed: Claimed[] = [];
       for (const row of taken) {
         const event = events.get(row.event_id);
@@ -319,11 +319,16 @@ export class SqliteLedger implements DeliveryLedger {
     return result;
   }
 
-  /** The events of `ids`: those at hand, the rest read in one statement. */
-  #events(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
-    const { events, missing } = atHand(ids, known);
+  /**
+   * The events of the claimed rows: those at hand, the rest read in one statement, by position (the
+   * table's rowid: one b-tree search each, where the id is two, through its index).
+   */
+  #events(rows: ReadonlyArray<{ event_id: string; position: number }>, known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
+    const { events, missing } = atHand(rows.map((row) => row.event_id), known);
     if (missing.length > 0) {
-      for (const row of this.#sql.all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.id IN (SELECT value FROM json_each(@ids))`, { ids: JSON.stringify(missing) })) {
+      const wanted = new Set(missing);
+      const positions = rows.filter((row) => wanted.has(row.event_id)).map((row) => row.position);
+      for (const row of this.#sql.all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.position IN (SELECT value FROM json_each(@positions))`, { positions: JSON.stringify(positions) })) {
         events.set(row.id, toStoredEvent(row));
       }
     }
