@@ -171,14 +171,14 @@ export class SqliteStore implements EventStore {
   async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     const s = this.#s;
     const prepared = requests.map(prepareAppend);
-    // One writer per file: an event above this after a failed commit was stored by this batch.
-    const headBefore = s.head.get()?.seq ?? 0;
-    // One IMMEDIATE transaction: the write lock is taken up front, so no check can go stale
-    // before its insert, and the whole batch costs one commit.
+    // After a failed commit, an event above this was stored by this batch (one writer per file). Read in the transaction (outside, a read is a snapshot of its own): a failed BEGIN stored nothing.
+    let headBefore: number | undefined;
+    // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
     const run = this.#store.db.transaction(() => {
       const timestamp = now();
-      const before = s.head.get()?.seq ?? 0;
-      const version = s.dataVersion.get()?.data_version ?? 0;
+      const at = s.headAndVersion.get();
+      const before = (headBefore = at?.seq ?? 0);
+      const version = at?.data_version ?? 0;
       const published: StoredEvent[] = [];
       const outcomes = prepared.map((append): AppendOutcome => {
         if (!append.ok) return append;
@@ -213,7 +213,7 @@ export class SqliteStore implements EventStore {
         return outcomes;
       }
       // Anything else is the database's state (full, I/O, busy): it would fail each of them again.
-      return this.#afterFailedWrite(prepared, headBefore, error);
+      return this.#afterFailedWrite(prepared, headBefore ?? s.head.get()?.seq ?? 0, error);
     }
   }
 
@@ -295,8 +295,8 @@ export class SqliteStore implements EventStore {
   }
 
   #readRecent(filter: EventFilter | undefined, after: Position, limit: number): StoredEvent[] | undefined {
-    const s = this.#s;
-    return this.#recent.read(filter, after, limit, s.head.get()?.seq ?? 0, s.dataVersion.get()?.data_version ?? 0);
+    const now = this.#s.headAndVersion.get();
+    return this.#recent.read(filter, after, limit, now?.seq ?? 0, now?.data_version ?? 0);
   }
 
   async findOutcome(
