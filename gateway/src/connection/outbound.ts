@@ -1,6 +1,7 @@
 /** A connection's outbound frames: the one write path (slow clients cut off, metrics counted) and the error frames. */
 import type { EventflowError, ServerFrame, Transport } from '@eventflow/core';
 import type { ConditionLog } from '../condition-log.js';
+import { REQUEST_ANSWER_HOLD_MS } from '../defaults.js';
 import { logRefusal } from '../refusal-log.js';
 import type { SessionContext } from './context.js';
 import type { Refusal } from './frames.js';
@@ -43,7 +44,7 @@ export class Outbound {
 
   /**
    * Sends `frame` right before the connection's next frame. For a request()'s wait answer whose
-   * publish came in behind it (request-waits.ts › publishBehind): its client does not wait for it
+   * publish came in behind it (request-waits.ts › takeAnswer): its client does not wait for it
    * (welcome.waitsInOrder), and the publish is always answered, so it leaves in one write with that
    * answer, after the event's commit and delivery, rather than in a write (and a wake-up of the
    * client) of its own ahead of them.
@@ -53,18 +54,18 @@ export class Outbound {
   }
 
   /**
-   * Sends `frame` right before the connection's next frame, or within `ms` at the latest. For the
-   * answer to a request()'s publish: its client waits for the outcome as well, which usually follows
-   * within a few ms, and the two then leave in one write (one write and one wake-up of the client
-   * less per request); a slow outcome does not keep the answer past `ms`, well inside any timeout.
+   * Sends `frame` right before the connection's next frame, or within REQUEST_ANSWER_HOLD_MS at the
+   * latest. For the answer to a request()'s publish: its client waits for the outcome as well, which
+   * usually follows within a few ms, and the two then leave in one write (one write and one wake-up
+   * of the client less per request); a slower outcome finds the answer sent, well inside any timeout.
    */
-  holdBriefly(frame: ServerFrame, ms: number): void {
+  holdBriefly(frame: ServerFrame): void {
     this.#held.push(frame);
     if (this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#release();
-    }, ms);
+    }, REQUEST_ANSWER_HOLD_MS);
     this.#timer.unref();
   }
 

@@ -6,7 +6,7 @@
  * refused: the publish of the event it answers waits here for the wait's fate and is refused with
  * the same error, so that nothing is stored that nobody waits for (as when the client waited).
  */
-import { EventflowError, type ErrorCode } from '@eventflow/core';
+import { EventflowError, type ErrorCode, type OperationName } from '@eventflow/core';
 
 /** Refused waits kept for a publish that may follow (a client that does not pipeline sends none). */
 const KEPT = 64;
@@ -21,7 +21,7 @@ export class RequestWaits {
   readonly #fates = new Map<string, Promise<Fate>>();
   /** Publishes waiting for their wait's fate (`check`), by event id. */
   readonly #behind = new Set<string>();
-  /** Publishes that came in behind their wait, which was registered: their answer may wait for its outcome (`takeAnswered`). */
+  /** Publishes that came in behind their wait, which was registered: their answer may wait for its outcome (`takeAnswer`). */
   readonly #registered = new Set<string>();
 
   /**
@@ -55,19 +55,15 @@ export class RequestWaits {
   }
 
   /**
-   * The publish of `eventId` came in right behind its wait and waits for the wait's fate: the wait's
-   * answer can go out with the publish's (outbound.ts › hold).
+   * How the answer to a request goes out, asked once when it is made: a request()'s wait whose
+   * publish came in right behind it, with that publish's answer (`hold`: outbound.ts › hold); that
+   * publish's answer, once its wait was registered, with the outcome that usually follows within a
+   * few ms (outbound.ts › holdBriefly); any other at once (`send`).
    */
-  publishBehind(eventId: string): boolean {
-    return this.#behind.has(eventId);
-  }
-
-  /**
-   * The publish of `eventId` is over: whether it came in behind its request()'s wait, which was
-   * registered, so that its answer can go out with the outcome (outbound.ts › holdBriefly).
-   */
-  takeAnswered(eventId: string): boolean {
-    return this.#registered.delete(eventId);
+  takeAnswer(op: OperationName, params: unknown): 'hold' | 'holdBriefly' | 'send' {
+    if (op === 'wait') return this.#behind.has(String((params as { request?: unknown } | null)?.request ?? '')) ? 'hold' : 'send';
+    const id = op === 'publish' ? (params as { event?: { id?: unknown } } | null)?.event?.id : undefined;
+    return typeof id === 'string' && this.#registered.delete(id) ? 'holdBriefly' : 'send';
   }
 
   async #refuse(eventId: string, fate: Promise<Fate>): Promise<void> {

@@ -7,8 +7,7 @@
  * beyond the connection's limits (limits.ts): requests in flight, subscriptions + consumers + waits
  * (request-limits.ts), and the publish rate.
  */
-import { EventflowError, type ErrorCode, type OperationName, type Params, type ServerFrame, type StoredEvent, type Transport } from '@eventflow/core';
-import { REQUEST_ANSWER_HOLD_MS } from '../defaults.js';
+import { EventflowError, type ErrorCode, type OperationName, type Params, type StoredEvent, type Transport } from '@eventflow/core';
 import { tracer, WriteTrace } from '../tracing.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
@@ -380,18 +379,16 @@ export class Session implements Connection, RegistrationHost {
       trace?.end(undefined, (result as { position?: number }).position);
       this.context.metrics.handled(op);
       // The outbound rule for results: only events of domains the connection may read leave. A
-      // request()'s wait with its publish right behind is answered with it (outbound.ts › hold).
+      // request()'s wait and publish are answered together, and with the outcome (request-waits.ts › takeAnswer).
       const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
-      const answer: ServerFrame = { type: 'result', id, result: readable };
-      if (op === 'publish' && this.#answeredWithOutcome(data as Params<'publish'>)) this.#out.holdBriefly(answer, REQUEST_ANSWER_HOLD_MS);
-      else this.#out[op === 'wait' && this.#registrationsMade?.requestWaits.publishBehind((data as Params<'wait'>).request ?? '') ? 'hold' : 'send'](answer);
+      this.#out[this.#registrationsMade?.requestWaits.takeAnswer(op, data) ?? 'send']({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
       return undefined;
     } catch (error) {
       trace?.end(error);
       this.#registrationsMade?.takeAfterResult();
-      if (op === 'publish') this.#answeredWithOutcome(data as Params<'publish'>);
+      this.#registrationsMade?.requestWaits.takeAnswer(op, data);
       if (!(error instanceof EventflowError)) this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
       const answer = error instanceof EventflowError ? error : { code: 'E_EVENTFLOW_STORE_FAILED', message: `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`, details: undefined };
       this.#out.error(id, answer.code, answer.message, answer.details);
@@ -399,11 +396,6 @@ export class Session implements Connection, RegistrationHost {
     } finally {
       reserved?.();
     }
-  }
-
-  /** Whether a publish came in behind its request()'s wait, which was registered (request-waits.ts › takeAnswered). */
-  #answeredWithOutcome(params: Params<'publish'>): boolean {
-    return params.event.id !== undefined && this.#registrationsMade?.requestWaits.takeAnswered(params.event.id) === true;
   }
 
   /** A refused request's answer, its write span ended with the refusal. */
