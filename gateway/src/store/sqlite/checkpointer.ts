@@ -21,10 +21,10 @@
  * 2–5 ms on the gateway's connection. A limit that follows the disk (walLimitFrames): 4,000 frames
  * (16 MB of 4 kB pages) where that is at most an eighth of the room, down to 500 on a small disk.
  * The store's own automatic checkpoint stays on at twice the limit as a backstop, should the
- * worker fall behind: it then finds most pages copied already. A WAL that could outgrow the free space would hold it for good: its pages cannot be
- * copied into a database file that cannot grow. After a failed write (`truncate()`: no space, I/O)
- * the worker truncates the WAL to nothing, which gives its space back to the database file, at
- * every tick until it can.
+ * worker fall behind: it then finds most pages copied already. A WAL that could outgrow the free
+ * space would hold it for good: its pages cannot be copied into a database file that cannot grow.
+ * After a failed write (`truncate()`: no space, I/O) the worker truncates the WAL to nothing, which
+ * gives its space back to the database file, at every tick until it can.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
