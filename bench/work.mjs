@@ -30,9 +30,10 @@
 //   (BENCH_CPU_PROF_INTERVAL=<µs> samples more often than the 1 ms default, for one short path).
 //   BENCH_WORK_WARMUP_MS: the steady row's warm-up (default 1000), for a probe of a longer one;
 //   BENCH_WORK_REQUEST_WARMUP: the request row's warm-up requests (default 5000).
-// Each row is bounded in time (drain 20 s; steady 11 s + 5 s to catch up; request up to 15 s of warm-up, then 8 s once 50 are
-// measured, 20 s at most; then up to 5 s for the system to say all is settled; the gateways stop
-// with a 1 s drain), so the step stays under ~3 minutes even with today's MariaDB figures.
+// Each row is bounded in time (drain 20 s; steady 11 s + 5 s to catch up; request up to 15 s of
+// warm-up, then 8 s once 50 are measured, 20 s at most; then up to 5 s for the system to say all is
+// settled; the gateways stop with a 1 s drain), so the step stays under ~3 minutes even with today's
+// MariaDB figures (110 s at 12-06 17:20).
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startWorkers } from './work-worker.mjs';
