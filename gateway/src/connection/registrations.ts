@@ -191,6 +191,7 @@ export class Registrations {
   /** The wait ended (waited or failed): it no longer counts. */
   waitEnded(wait: string): void {
     this.#waitsMade?.delete(wait);
+    this.#requestWaitsMade?.ended(wait);
   }
 
   // ── registrations: only these methods change them, here and in the dispatcher ──

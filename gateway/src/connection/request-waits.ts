@@ -10,6 +10,8 @@ import { EventflowError, type ErrorCode, type OperationName } from '@eventflow/c
 
 /** Refused waits kept for a publish that may follow (a client that does not pipeline sends none). */
 const KEPT = 64;
+/** request()s whose wait and publish are both under way, known at most (one each, for a while). */
+const WAITS_KEPT = 4096;
 /** Longest event id kept as a key (identifiers are shorter: a longer one is refused anyway). */
 const MAX_ID = 512;
 
@@ -23,6 +25,9 @@ export class RequestWaits {
   readonly #behind = new Set<string>();
   /** Publishes that came in behind their wait, which was registered: their answer may wait for its outcome (`takeAnswer`). */
   readonly #registered = new Set<string>();
+  /** Event id → the handle of the wait whose request it is, until the publish is answered or the wait ends; and back. */
+  readonly #waitOf = new Map<string, string>();
+  readonly #requestOf = new Map<string, string>();
 
   /**
    * A wait arrived (raw params: the event id is picked before validation, which may refuse the
@@ -31,6 +36,17 @@ export class RequestWaits {
   begin(params: unknown): ((refusal: Fate) => void) | undefined {
     const id = (params as { request?: unknown } | null | undefined)?.request;
     if (typeof id !== 'string' || id.length > MAX_ID) return undefined;
+    const handle = (params as { wait?: unknown }).wait;
+    if (typeof handle === 'string') {
+      this.#forget(id);
+      this.#waitOf.set(id, handle);
+      this.#requestOf.set(handle, id);
+      // Bounded: the oldest go first; one forgotten only lets its answer wait the hold's full time.
+      for (const key of this.#waitOf.keys()) {
+        if (this.#waitOf.size <= WAITS_KEPT) break;
+        this.#forget(key);
+      }
+    }
     let decide!: (fate: Fate) => void;
     const fate = new Promise<Fate>((resolve) => (decide = resolve));
     this.#fates.delete(id);
@@ -63,7 +79,27 @@ export class RequestWaits {
   takeAnswer(op: OperationName, params: unknown): 'hold' | 'holdBriefly' | 'send' {
     if (op === 'wait') return this.#behind.has(String((params as { request?: unknown } | null)?.request ?? '')) ? 'hold' : 'send';
     const id = op === 'publish' ? (params as { event?: { id?: unknown } } | null)?.event?.id : undefined;
-    return typeof id === 'string' && this.#registered.delete(id) ? 'holdBriefly' : 'send';
+    if (typeof id !== 'string') return 'send';
+    this.#forget(id);
+    return this.#registered.delete(id) ? 'holdBriefly' : 'send';
+  }
+
+  /**
+   * Wait `handle` was answered (or failed) before its request's publish was: that publish's answer
+   * has nothing to wait for (an outcome already stored, another publisher's, may come that soon).
+   */
+  ended(handle: string): void {
+    const id = this.#requestOf.get(handle);
+    if (id === undefined) return;
+    this.#forget(id);
+    this.#registered.delete(id);
+  }
+
+  #forget(id: string): void {
+    const handle = this.#waitOf.get(id);
+    if (handle === undefined) return;
+    this.#waitOf.delete(id);
+    if (this.#requestOf.get(handle) === id) this.#requestOf.delete(handle);
   }
 
   async #refuse(eventId: string, fate: Promise<Fate>): Promise<void> {
