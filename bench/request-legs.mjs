@@ -14,8 +14,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-/** Requests before the measured ones (the first cut round trips are left out as well). */
-const WARMUP = 100;
+/**
+ * Requests before the measured ones (the first cut round trips are left out as well): as many as
+ * work.mjs's request row warms up with, since a gateway just spawned runs V8's unoptimized code for
+ * its first thousands of requests (bench/README.md › work, sixth session of 12-06).
+ */
+const WARMUP = 5_000;
 const probe = fileURLToPath(new URL('./socket-probe.mjs', import.meta.url));
 const { values: args } = parseArgs({ options: { store: { type: 'string', default: 'sqlite' }, requests: { type: 'string', default: '1500' } } });
 
