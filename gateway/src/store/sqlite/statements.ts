@@ -39,9 +39,10 @@ export function prepareStatements(db: Database.Database) {
   });
   return {
     head: stmt<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`),
-    /** Changes when another connection commits to the file (this one's own commits leave it): recent.ts. */
-    dataVersion: stmt<[], { data_version: number }>(`PRAGMA data_version`),
-    /** Both, in one statement (one read snapshot, not two): read before every read-back from memory (recent.ts). */
+    /**
+     * The head and SQLite's data_version, which changes when another connection commits to the file
+     * (this one's own commits leave it): one statement, one read snapshot (recent.ts).
+     */
     headAndVersion: stmt<[], { seq: number | null; data_version: number }>(
       `SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'event') AS seq, (SELECT data_version FROM pragma_data_version) AS data_version`,
     ),
