@@ -7,18 +7,20 @@
  * created on first use, and every gateway's /metrics appends them.
  *
  * Hot paths only bump plain numbers (one call, one increment); prom-client sees them when it is
- * scraped (`collect`). Labels are bounded: operations, frame kinds, outcomes, error codes, store
+ * scraped (`collect`), and the histograms are counting-histogram.ts's (a bucket search, no label
+ * hashing per observation). Labels are bounded: operations, frame kinds, outcomes, error codes, store
  * methods, router kinds. Never a domain, pid, event or connection id.
  *
  * Store and router latency come from decorators around the EventStore and Router objects, so the
  * store and router code stays as it is.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { OperationName, ServerFrame } from '@eventflow/core';
 import type { Router } from './router/router.js';
 import type { EventStore } from './store/store.js';
 import type { DeliveryLedger, GroupKey } from './store/ledger.js';
 import { METRICS_GROUP_SERIES } from './defaults.js';
+import { CountingHistogram, type HistogramSeries } from './counting-histogram.js';
 
 export type WriteOperation = 'publish' | 'persist' | 'schedule';
 export type ConsumeOutcome = 'success' | 'failed' | 'released' | 'retried' | 'revoked' | 'dead_lettered';
@@ -72,6 +74,8 @@ const waitBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 /** Store calls take tens of µs (SQLite) to tens of ms (a loaded MySQL): buckets from 50 µs to 5 s. */
 const latencyBuckets = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+const GROUP_LABELS = ['domain', 'name', 'group'] as const;
+
 const deliveredKinds = { event: 'subscription', delivery: 'consumer', waited: 'wait' } as const;
 type DeliveredKind = (typeof deliveredKinds)[keyof typeof deliveredKinds];
 type DropReason = 'slow_client' | 'no_recipient';
@@ -96,8 +100,8 @@ export class PrometheusMetrics implements GatewayMetrics {
   readonly #outcomes: Record<ConsumeOutcome, number> = { success: 0, failed: 0, released: 0, retried: 0, revoked: 0, dead_lettered: 0 };
   #redeliveries = 0;
   readonly #storeErrors = new Map<string, number>();
-  readonly #storeLatency: Histogram<'operation'>;
-  readonly #routerLatency: Histogram<'router'>;
+  readonly #storeLatency: CountingHistogram;
+  readonly #routerLatency: CountingHistogram;
   readonly #queueTime: LabelledHistogram;
   readonly #handlerTime: LabelledHistogram;
   readonly #requestTime: LabelledHistogram;
@@ -156,14 +160,14 @@ export class PrometheusMetrics implements GatewayMetrics {
         },
       });
     }
-    this.#storeLatency = new Histogram({
+    this.#storeLatency = new CountingHistogram({
       name: 'eventflow_store_operation_seconds',
       help: 'Store call latency, by store method.',
       labelNames: ['operation'],
       buckets: latencyBuckets,
       registers,
     });
-    this.#routerLatency = new Histogram({
+    this.#routerLatency = new CountingHistogram({
       name: 'eventflow_router_publish_seconds',
       help: 'Time from handing a stored event to the router until it is routed to this gateway\'s connections, by router kind.',
       labelNames: ['router'],
@@ -171,12 +175,13 @@ export class PrometheusMetrics implements GatewayMetrics {
       registers,
     });
     const groupHistogram = (name: string, help: string): LabelledHistogram =>
-      new LabelledHistogram(new Histogram({ name, help, labelNames: ['domain', 'name', 'group'], buckets: waitBuckets, registers }), groupLabels);
+      new LabelledHistogram(new CountingHistogram({ name, help, labelNames: GROUP_LABELS, buckets: waitBuckets, registers }), groupLabels, GROUP_LABELS);
     this.#queueTime = groupHistogram('eventflow_consume_queue_seconds', 'Consumer groups\' queue time: from an event\'s store to the start of each delivery of it here.');
     this.#handlerTime = groupHistogram('eventflow_consume_handler_seconds', 'Consumer groups\' handler time: from a delivery\'s start here to its consumer\'s settle, recorded.');
     this.#requestTime = new LabelledHistogram(
-      new Histogram({ name: 'eventflow_request_seconds', help: 'request() round trips at the gateway: from the wait\'s registration to its answer (the outcome event, or the consume\'s failure).', labelNames: ['domain'], buckets: waitBuckets, registers }),
+      new CountingHistogram({ name: 'eventflow_request_seconds', help: 'request() round trips at the gateway: from the wait\'s registration to its answer (the outcome event, or the consume\'s failure).', labelNames: ['domain'], buckets: waitBuckets, registers }),
       groupLabels,
+      ['domain'],
     );
   }
 
@@ -275,10 +280,10 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   /** The store, with every method call timed into eventflow_store_operation_seconds{operation}. */
   measureStore(store: EventStore): EventStore {
-    const children = new Map<string, { observe(seconds: number): void }>();
+    const children = new Map<string, HistogramSeries>();
     const observe = (operation: string, started: number, failed: boolean): void => {
       let child = children.get(operation);
-      if (!child) children.set(operation, (child = this.#storeLatency.labels(operation)));
+      if (!child) children.set(operation, (child = this.#storeLatency.labels({ operation })));
       child.observe((performance.now() - started) / 1000);
       if (failed) this.#storeErrors.set(operation, (this.#storeErrors.get(operation) ?? 0) + 1);
     };
@@ -291,7 +296,7 @@ export class PrometheusMetrics implements GatewayMetrics {
 
   /** The router, with `publish` timed into eventflow_router_publish_seconds{router}. */
   measureRouter(router: Router): Router {
-    const child = this.#routerLatency.labels(router.kind);
+    const child = this.#routerLatency.labels({ router: router.kind });
     return decorate(router, (name) => name === 'publish', (_operation, started) => child.observe((performance.now() - started) / 1000));
   }
 }
@@ -303,16 +308,15 @@ export class PrometheusMetrics implements GatewayMetrics {
  * and later ones share the empty labels, so that the scrape stays small.
  */
 class LabelledHistogram {
-  readonly #histogram: Histogram<string>;
+  readonly #histogram: CountingHistogram;
   readonly #labelled: boolean;
-  readonly #children = new Map<string, { observe(value: number): void }>();
-  readonly #others: { observe(value: number): void };
+  readonly #children = new Map<string, HistogramSeries>();
+  readonly #others: HistogramSeries;
 
-  constructor(histogram: Histogram<string>, labelled: boolean) {
+  constructor(histogram: CountingHistogram, labelled: boolean, labelNames: readonly string[]) {
     this.#histogram = histogram;
     this.#labelled = labelled;
-    const names = (histogram as unknown as { labelNames: string[] }).labelNames;
-    this.#others = histogram.labels(Object.fromEntries(names.map((name) => [name, ''])));
+    this.#others = histogram.labels(Object.fromEntries(labelNames.map((name) => [name, ''])));
   }
 
   observe(labels: { domain: string; name?: string; group?: string }, seconds: number): void {
