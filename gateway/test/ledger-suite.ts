@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { EventStore, NewEvent } from '../src/store/store.js';
+import type { StoredEvent } from '@eventflow/core';
 import type { ClaimResult, GroupKey, GroupRecord } from '../src/store/ledger.js';
 
 type Open = () => Promise<EventStore>;
@@ -142,6 +143,27 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(await store.ledger().apply([{ kind: 'outcome', delivery: second?.delivery as string, outcome: 'success' }])).toMatchObject([{ attempts: 2 }]);
       await store.releaseConsumerClaim(event.id);
       expect(await retake()).toBe(false);
+    });
+
+    it("the default group's backlog passes over events a v4 spoke claimed first (the spoke's work, not pending here) and takes the rest in position order, in pages", async () => {
+      const store = await open();
+      const group = await store.ledger().ensureGroup(fallback);
+      const events: StoredEvent[] = [];
+      for (let i = 0; i < 40; i++) events.push(await publish(store));
+      // Claimed by v4 spokes before any claim of ours: theirs until their outcome.
+      const spokes = new Set([1, 2, 3, 17, 30].map((i) => events[i]?.id as string));
+      for (const id of spokes) expect(await store.claimForConsumer(id, 'spoke')).toBe(true);
+      const pending = async () => (await store.ledger().groups(Date.now())).find((summary) => summary.group === '');
+      // Counted before any claim (no rows yet) as after (rows written).
+      expect(await pending()).toMatchObject({ pending: events.length - spokes.size, inFlight: 0 });
+      const ours = events.map((event) => event.id).filter((id) => !spokes.has(id));
+      const taken: string[] = [];
+      for (const limit of [1, 2, 5, 4, 3, 100]) taken.push(...ids(await claim(store, group, { limit })));
+      expect(taken).toEqual(ours);
+      expect(await pending()).toMatchObject({ pending: 0, inFlight: ours.length });
+      // Published after: taken next, as before.
+      const later = await publish(store);
+      expect(ids(await claim(store, group, { limit: 10 }))).toEqual([later.id]);
     });
 
     it('a settle counts only for the current delivery; release and retry delays make it pending again; a released id is void', async () => {

@@ -33,12 +33,13 @@ export class MysqlLedgerOperator {
       const v4Pending = `CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END`;
       // Events after a group's watermark in the store may have no row yet: counted from the events (a
       // short range while the group has members; the stored watermark lags a claim's by up to a second).
+      // A default group's event under a v4 spoke's claim is the spoke's work, not pending here (v4Pending).
       const NO_ROW = `NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = IF(g.grp = '', '', g.name) AND r.grp = g.grp)`;
       const rows = await select<GroupRow & { later: number | string; laterFirst: number | string | null }>(
         pool,
         `SELECT g.*,
            (SELECT COUNT(*) FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED})) AND ${NO_ROW}) AS later,
+             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED} AND p.consumed_spoke IS NULL)) AND ${NO_ROW}) AS later,
            (SELECT MIN(x.position) FROM eventflow_position x JOIN event e ON e.id = x.event_id
              WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND ${NO_ROW}) AS laterFirst
          FROM eventflow_group g WHERE 1 = 1 ${only.replace('domain', 'g.domain')} ORDER BY g.domain, g.name, g.grp`,

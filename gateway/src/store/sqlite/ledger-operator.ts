@@ -3,7 +3,7 @@
  * letters listed, requeued and discarded (each only in the domain its key names).
  */
 import type { DeadLetterQuery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter } from '../ledger.js';
-import { DEFAULT_GROUP, keyOf, ledgerColumns } from '../ledger.js';
+import { CLAIMABLE_V4, DEFAULT_GROUP, keyOf, ledgerColumns } from '../ledger.js';
 import { eventScope, toRecord, type GroupRow, type LedgerSql } from './ledger-sql.js';
 import { now } from './statements.js';
 
@@ -25,9 +25,10 @@ export class SqliteLedgerOperator {
     type Count = { domain: string; gname: string; grp: string; name: string | null; n: number; inFlight: number; oldest: number | null };
     // Per ledger and event name: the default groups of a domain share one ledger and take their own names of it.
     const tally = (sql: string) => this.#sql.all<Count>(sql, params);
+    // A default group's row under a v4 spoke's claim is the spoke's work, not pending here (as the claims' CLAIMABLE_V4).
     const open = tally(
-      `SELECT domain, gname, grp, name, COUNT(*) AS n, SUM(CASE WHEN deadline > @now THEN 1 ELSE 0 END) AS inFlight, MIN(position) AS oldest
-       FROM eventflow_delivery WHERE outcome IS NULL ${only} GROUP BY domain, gname, grp, name`,
+      `SELECT d.domain, d.gname, d.grp, d.name, SUM(CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END) AS n, SUM(CASE WHEN d.deadline > @now THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
+       FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id WHERE d.outcome IS NULL ${only.replace('domain', 'd.domain')} GROUP BY d.domain, d.gname, d.grp, d.name`,
     );
     const dead = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`);
     const redelivered = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`);
@@ -46,7 +47,7 @@ export class SqliteLedgerOperator {
       // Events after the watermark have no row yet: pending all the same.
       // (The watermark in the row lags the claims' by up to PERSIST_MS: rows already written are not counted twice.)
       const later = this.#sql.get<{ n: number; first: number | null }>(
-        `SELECT COUNT(*) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after
+        `SELECT SUM(CASE WHEN ${record.group === DEFAULT_GROUP ? 'p.consumed_spoke IS NULL' : '1'} THEN 1 ELSE 0 END) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after
            AND NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = @gname AND r.grp = @grp)`,
         { domain: record.domain, name: record.name, after: row.materialized ?? row.created_position, ...ledgerColumns(record) },
       );

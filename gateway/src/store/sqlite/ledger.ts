@@ -20,6 +20,8 @@ const MATERIALIZE_PAGE = 10_000;
 const PAGE_SIZES = 1024;
 
 type CandidateRow = EventRow & { attempts: number; last_error: string | null };
+/** A row a claim leased, as its statements return it. */
+type Taken = { event_id: string; attempts: number; delivery: string; position: number; last_error: string | null };
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number };
 
 /** What the claims know of a group: its row, how far its rows are written, when leases were last looked at. */
@@ -188,14 +190,27 @@ export class SqliteLedger implements DeliveryLedger {
     return consumed;
   }
 
+  /** How far the group's rows are to be written: `upTo` (a position routed here, committed), else the head. */
+  #head(from: number, upTo: number | undefined): number {
+    return upTo !== undefined && upTo > from ? upTo : (this.#sql.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
+  }
+
+  /** The watermark `to` into the group's row, at most once per PERSIST_MS (a restart writes the rows after it again, ignored). */
+  #persist(known: KnownGroup, key: GroupKey, to: number, at: number): void {
+    if (at - known.persistedAt >= PERSIST_MS) {
+      this.#sql.run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
+    }
+  }
+
   /**
-   * Writes the group's rows for the events published after its watermark, up to `upTo` (a position
-   * routed here, committed) or the head, at most MATERIALIZE_PAGE events of the domain at a time.
-   * Returns the new watermark (the caller keeps it once the transaction commits).
+   * An ordered group's claim: writes the group's rows for the events published after its watermark,
+   * up to `upTo` or the head, at most MATERIALIZE_PAGE events of the domain at a time (its first
+   * unsettled row of each pid is read from them). Returns the new watermark (the caller keeps it once
+   * the transaction commits).
    */
   #materialize(known: KnownGroup, key: GroupKey, updated: string, upTo: number | undefined, at: number): number {
     const from = known.materialized;
-    const head = upTo !== undefined && upTo > from ? upTo : (this.#sql.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
+    const head = this.#head(from, upTo);
     if (head <= from) return from;
     const params = { domain: key.domain, name: key.name, from, ...ledgerColumns(key), updated, withPid: this.#pidsRead(key) ? 1 : 0 };
     // A long way behind (a backlog, a group without members for a while): a bounded step.
@@ -206,10 +221,55 @@ export class SqliteLedger implements DeliveryLedger {
        SELECT e.id, e.domain, @gname, @grp, e.position, CASE WHEN @withPid = 1 THEN e.pid END, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
       { ...params, to },
     );
-    if (at - known.persistedAt >= PERSIST_MS) {
-      this.#sql.run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
-    }
+    this.#persist(known, key, to, at);
     return to;
+  }
+
+  /**
+   * An unordered group's claim, once the rows it has are taken: the next `wanted` events after the
+   * watermark get their rows leased as they are written, one INSERT where writing them free ahead of
+   * time and leasing them after cost two (and the second moves every index entry the first wrote),
+   * and a backlog's claim wrote 10,000 rows ahead in one transaction (22–35 ms of the event loop,
+   * once every 10,000 events of a drain). Every row the group
+   * has is at or before the watermark (append-claims.ts writes a batch's rows whole and moves it
+   * past them), so the free rows the caller took first come before these in position order. Rows
+   * written already (after a restart, the watermark in the store lags by up to PERSIST_MS) are left
+   * out, so that the watermark moves to the last event given a row, or to the head once short.
+   */
+  #leaseNew(known: KnownGroup, key: GroupKey, params: Record<string, unknown>, wanted: number, upTo: number | undefined, at: number): { taken: Taken[]; watermark: number } {
+    let from = known.materialized;
+    const to = this.#head(from, upTo);
+    const taken: Taken[] = [];
+    if (to <= from || wanted <= 0) return { taken, watermark: from };
+    const scope = { ...params, name: key.name, withPid: this.#pidsRead(key) ? 1 : 0, to };
+    // The default group's event under a v4 spoke's claim gets its row free, as the claims' filter
+    // (CLAIMABLE_V4) would leave it.
+    const leased = key.group === DEFAULT_GROUP ? 'p.consumed_spoke IS NULL' : '1';
+    // In literal page sizes (as the caller's): the largest power of two left, until the events up to
+    // `to` all have rows, or `wanted` are leased, or MATERIALIZE_PAGE rows are written (a long run
+    // of events under v4 spokes' claims: the next claim goes on from there).
+    for (let written = 0; taken.length < wanted && written < MATERIALIZE_PAGE; ) {
+      const size = Math.min(PAGE_SIZES, 2 ** Math.floor(Math.log2(wanted - taken.length)));
+      const rows = this.#sql.all<Omit<Taken, 'delivery'> & { delivery: string | null }>(
+        `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated, delivery, owner, deadline, claimed_at)
+         SELECT e.id, e.domain, @gname, @grp, e.position, CASE WHEN @withPid = 1 THEN e.pid END, e.name, CASE WHEN ${leased} THEN 1 ELSE 0 END, @updated,
+           CASE WHEN ${leased} THEN @prefix || lower(hex(randomblob(16))) END, CASE WHEN ${leased} THEN @owner END, CASE WHEN ${leased} THEN @deadline END, CASE WHEN ${leased} THEN @now END
+         ${eventScope(key)} AND e.position > @from AND e.position <= @to
+           AND NOT EXISTS (SELECT 1 FROM eventflow_delivery w WHERE w.event_id = e.id AND w.gname = @gname AND w.grp = @grp)
+         ORDER BY e.position LIMIT ${size}
+         RETURNING event_id, attempts, delivery, position, last_error`,
+        { ...scope, from },
+      );
+      for (const row of rows) if (row.delivery !== null) taken.push(row as Taken);
+      written += rows.length;
+      if (rows.length < size) {
+        from = to;
+        break;
+      }
+      for (const row of rows) if (row.position > from) from = row.position;
+    }
+    this.#persist(known, key, from, at);
+    return { taken, watermark: from };
   }
 
   /**
@@ -233,7 +293,8 @@ export class SqliteLedger implements DeliveryLedger {
     const result = this.#sql.immediate((): ClaimResult => {
       const updated = now();
       const group = cached.row;
-      watermark = this.#materialize(cached, key, updated, upTo, at);
+      // An ordered group reads the first unsettled row of each pid: its rows are written ahead.
+      if (group.ordered === 1) watermark = this.#materialize(cached, key, updated, upTo, at);
       const v4 = key.group === DEFAULT_GROUP;
       const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), prefix: deliveryPrefix(), owner, consumer, deadline, updated, max: maxAttempts };
       // The page: leases that ran out (their gateways died or stalled), then rows with no lease in
@@ -252,7 +313,6 @@ export class SqliteLedger implements DeliveryLedger {
            SELECT * FROM (SELECT d.rowid, 0 AS k, d.deadline AS o ${from} WHERE ${filter} AND d.deadline <= @now ORDER BY d.deadline LIMIT ${size})
            UNION ALL SELECT * FROM (${free(size).replace('SELECT d.rowid', 'SELECT d.rowid, 1 AS k, d.position AS o')})
          ) ORDER BY k, o LIMIT ${size}`;
-      type Taken = { event_id: string; attempts: number; delivery: string; position: number; last_error: string | null };
       const all: Taken[] = [];
       // The page in literal sizes (a LIMIT bound as a parameter makes SQLite prepare the statement
       // again at every run: ~50 µs a claim), the largest first: `limit` in binary, a statement per
@@ -266,6 +326,11 @@ export class SqliteLedger implements DeliveryLedger {
         );
         all.push(...taken);
         if (taken.length < size) break;
+      }
+      if (group.ordered !== 1 && all.length < params.limit) {
+        const fresh = this.#leaseNew(cached, key, params, params.limit - all.length, upTo, at);
+        all.push(...fresh.taken);
+        watermark = fresh.watermark;
       }
       // Out of attempts (a lease that ran out on the last one, say): a dead letter, not a delivery.
       // Rare, so taken back here rather than looked for by every claim.
