@@ -1,6 +1,7 @@
 /** The SQLite ledger's statements (cached by text) and transaction, and the SQL its parts share (ledger.ts, ledger-operator.ts). */
 import type Database from 'better-sqlite3';
 import { DEFAULT_GROUP, UNSETTLED, type GroupKey, type GroupRecord } from '../ledger.js';
+import { immediate } from './transactions.js';
 
 export type GroupRow = { domain: string; name: string; grp: string; created_position: number; created_at: string; ordered: number; materialized: number | null };
 
@@ -51,13 +52,8 @@ export class LedgerSql {
     return this.stmt(sql).run(params).changes;
   }
 
-  /** One transaction function for all: better-sqlite3 builds a wrapper per db.transaction() call. */
-  readonly #transaction = (work: () => unknown): unknown => work();
-  #wrapped: Database.Transaction<(work: () => unknown) => unknown> | undefined;
-
   immediate<T>(work: () => T): T {
-    this.#wrapped ??= this.#db.transaction(this.#transaction);
-    return this.#wrapped.immediate(work) as T;
+    return immediate(this.#db, work);
   }
 
 }

@@ -2,6 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { JsonObject, Position, StoredEvent } from '@eventflow/core';
 import type { SnapshotRead, SnapshotStore } from '../snapshots.js';
+import { deferred, immediate } from './transactions.js';
 
 /**
  * Created by init() with the rest of the schema. The trigger drops a snapshot in the transaction
@@ -53,21 +54,21 @@ export class SqliteSnapshots implements SnapshotStore {
 
   async readSnapshot(domain: string, pid: string): Promise<SnapshotRead> {
     // One read transaction: the snapshot and the events after it see the same database.
-    return this.#db.transaction((): SnapshotRead => {
+    return deferred(this.#db, (): SnapshotRead => {
       const row = this.#read.get({ domain, pid });
       if (row !== undefined) {
         const snapshot = { count: row.count, position: row.position, state: JSON.parse(row.state) as JsonObject };
         return { snapshot, events: this.#eventlog(domain, pid, row.position) };
       }
       return { snapshot: undefined, events: this.#eventlog(domain, pid, 0) };
-    })();
+    });
   }
 
   async writeSnapshot(domain: string, pid: string, snapshot: { count: number; position: Position; state: string }): Promise<void> {
     const { count, position, state } = snapshot;
     // Checked in the write's transaction: a covered event deleted since the read must not come back in a snapshot.
-    this.#db.transaction(() => {
+    immediate(this.#db, () => {
       if (this.#covered.get({ domain, pid, position })?.count === count) this.#write.run({ domain, pid, position, count, state, at: new Date().toISOString() });
-    }).immediate();
+    });
   }
 }

@@ -23,6 +23,7 @@ import { SqliteCatalog } from './catalog.js';
 import { RecentPublished } from './recent.js';
 import { WriteHealth } from '../write-health.js';
 import { WAL_BOUNDS } from './checkpointer.js';
+import { deferred, immediate } from './transactions.js';
 
 /** What the write check writes (then deletes) while writes fail: a few publishes' worth of pages. */
 const WRITE_CHECK_BYTES = 64 * 1024;
@@ -174,7 +175,8 @@ export class SqliteStore implements EventStore {
     // After a failed commit, an event above this was stored by this batch (one writer per file). Read in the transaction (outside, a read is a snapshot of its own): a failed BEGIN stored nothing.
     let headBefore: number | undefined;
     // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
-    const run = this.#store.db.transaction(() => {
+    const { db } = this.#store;
+    const run = () => {
       const timestamp = now();
       const at = s.headAndVersion.get();
       const before = (headBefore = at?.seq ?? 0);
@@ -195,9 +197,9 @@ export class SqliteStore implements EventStore {
       const after = s.head.get()?.seq ?? 0;
       this.#ledger?.leaseAppended(published, before, after);
       return { outcomes, before, after, version, published };
-    });
+    };
     try {
-      const { outcomes, before, after, version, published } = run.immediate();
+      const { outcomes, before, after, version, published } = immediate(db, run);
       this.#ledger?.appendEnded(true);
       this.#recent.committed(before, after, version, published);
       this.#writes.succeeded();
@@ -329,7 +331,7 @@ export class SqliteStore implements EventStore {
 
   #associate(eventId: string, insert: (s: Statements) => void): void {
     const { db, s } = this.#store;
-    db.transaction(() => {
+    deferred(db, () => {
       // Checked first so that an unknown event fails with the documented code, not a raw foreign-key error.
       if (s.exists.get(eventId) === undefined) {
         throw new EventflowError('E_EVENTFLOW_EVENT_NOT_FOUND', `no event has id "${eventId}"`, {
@@ -337,7 +339,7 @@ export class SqliteStore implements EventStore {
         });
       }
       insert(s);
-    })();
+    });
   }
 
   async claimForRouting(eventId: string, hub: string): Promise<boolean> {
@@ -347,7 +349,7 @@ export class SqliteStore implements EventStore {
   async claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]> {
     const { db, s } = this.#store;
     const at = now();
-    return db.transaction(() => eventIds.filter((id) => s.claimForRouting.run({ id, now: at, hub }).changes === 1))();
+    return deferred(db, () => eventIds.filter((id) => s.claimForRouting.run({ id, now: at, hub }).changes === 1));
   }
 
   async claimForConsumer(eventId: string, consumer: string): Promise<boolean> {
@@ -405,13 +407,12 @@ export class SqliteStore implements EventStore {
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
     const s = this.#s;
-    const run = this.#store.db.transaction((): boolean => {
+    return immediate(this.#store.db, (): boolean => {
       const at = now();
       if (s.settle.failed.run({ id: eventId, now: at }).changes !== 1) return false;
       s.insertDeadLetter.run({ id: eventId, now: at, attempts, reason });
       return true;
     });
-    return run.immediate();
   }
 
   async deadLetters(limit = 100): Promise<DeadLetter[]> {
@@ -426,7 +427,7 @@ export class SqliteStore implements EventStore {
   async claimDueScheduled(at: Date): Promise<StoredEvent[]> {
     const s = this.#s;
     const due = isoDate(at, 'now');
-    const run = this.#store.db.transaction((): StoredEvent[] => {
+    const fired = immediate(this.#store.db, (): StoredEvent[] => {
       const executed = now();
       const fired: StoredEvent[] = [];
       for (const row of s.dueScheduled.all({ now: due })) {
@@ -438,7 +439,6 @@ export class SqliteStore implements EventStore {
       }
       return fired;
     });
-    const fired = run.immediate();
     // A fired event moved to a new position, after the recent window's end.
     if (fired.length > 0) this.#recent.forget();
     return fired;
