@@ -228,13 +228,14 @@ export class SqliteLedger implements DeliveryLedger {
   /**
    * An unordered group's claim, once the rows it has are taken: the next `wanted` events after the
    * watermark get their rows leased as they are written, one INSERT where writing them free ahead of
-   * time and leasing them after cost two (and the second moves every index entry the first wrote),
-   * and a backlog's claim wrote 10,000 rows ahead in one transaction (22–35 ms of the event loop,
-   * once every 10,000 events of a drain). Every row the group
-   * has is at or before the watermark (append-claims.ts writes a batch's rows whole and moves it
-   * past them), so the free rows the caller took first come before these in position order. Rows
-   * written already (after a restart, the watermark in the store lags by up to PERSIST_MS) are left
-   * out, so that the watermark moves to the last event given a row, or to the head once short.
+   * time and leasing them after cost two (the second moving every index entry the first wrote), and
+   * where a backlog's claim wrote 10,000 rows ahead in one transaction (22–35 ms of the event loop,
+   * once every 10,000 events of a drain). The group's own rows are at or before its watermark
+   * (append-claims.ts writes a batch's rows whole and moves it past them), so the free rows the
+   * caller took first come before these in position order. Rows after it that exist already (another
+   * default group's of the same ledger; this gateway's before a restart, the watermark in the store
+   * lagging by up to PERSIST_MS) are left out, so that the watermark moves to the last event given a
+   * row, or to the head once short.
    */
   #leaseNew(known: KnownGroup, key: GroupKey, params: Record<string, unknown>, wanted: number, upTo: number | undefined, at: number): { taken: Taken[]; watermark: number } {
     let from = known.materialized;
