@@ -270,4 +270,31 @@ describe('SqliteStore', () => {
     expect(committed).toHaveLength(2);
     expect((await claim()).claimed.map((c) => c.event.id)).toEqual([later.event.id]);
   });
+
+  it("claims of an unordered group's backlog write only the rows they lease (not the backlog's ahead, in one long transaction); an ordered group's are written ahead", async () => {
+    const file = nextFile();
+    const store = await open(file);
+    const ledger = store.ledger();
+    const unordered = await ledger.ensureGroup({ domain: 'orders', name: 'created', group: 'billing' });
+    const ordered = await ledger.ensureGroup({ domain: 'orders', name: 'created', group: 'shipping' }, { ordered: true });
+    await Promise.all(Array.from({ length: 1_000 }, (_, i) => store.append(newEvent({ name: 'created', pid: `p${i % 10}` }), { publisher: 's' })));
+    const claim = (group: typeof unordered, limit: number) => {
+      const now = Date.now();
+      return ledger.claim({ group, owner: 'gw', consumer: 'GW', secret: 's', deadline: now + 10_000, now, limit, maxAttempts: 5 });
+    };
+    const reader = new Database(file, { readonly: true });
+    const rows = (grp: string): number => (reader.prepare(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = ?`).get(grp) as { n: number }).n;
+    try {
+      expect((await claim(unordered, 5)).claimed).toHaveLength(5);
+      expect(rows('billing')).toBe(5);
+      expect((await claim(unordered, 300)).claimed).toHaveLength(300);
+      expect(rows('billing')).toBe(305);
+      expect((await ledger.groups(Date.now())).find((summary) => summary.group === 'billing')).toMatchObject({ pending: 695, inFlight: 305 });
+      // An ordered group reads the first unsettled row of each pid: its backlog's rows come first.
+      expect((await claim(ordered, 5)).claimed).toHaveLength(5);
+      expect(rows('shipping')).toBe(1_000);
+    } finally {
+      reader.close();
+    }
+  });
 });
