@@ -5,9 +5,13 @@
 //   go      {} → { going }          registers the consumer (ours: consume() resolved; JetStream:
 //                                    consume() started; BullMQ: the Worker created), so both
 //                                    workers start together, when the parent says so.
+//   watch   {} → { watching }       from now on sends { progress: handled } every 5 ms when the
+//                                    count changed, for the parent waiting on the total.
 //   report  {} → { handled, counts, latencies, firstAt, lastAt, cpuUs (since `go`) }
 //   close   {} → exits (ours: client.close() lets running handlers settle first).
-// While consuming, it sends { progress: handled } every 5 ms when the count changed.
+// Progress is sent only once watched: a message every 5 ms from each worker woke the parent (the
+// publisher, in the steady row) 400 times a second and took ~15% of a worker's CPU at 500 jobs/s
+// (a CPU profile), load that every system's row carried on these two cores.
 // Every job's data is { seq, t, w, payload, reply? }: seq numbers the job (counts[seq] is how many
 // times this process handled it), t is process.hrtime.bigint() in ns taken by the publisher just
 // before its publish call (CLOCK_MONOTONIC: one clock for every process on the machine), w marks a
@@ -36,8 +40,9 @@ export async function startWorkers(count, connect) {
   }
   return {
     workers,
-    /** Jobs handled by all of them so far (from their progress messages). */
+    /** Jobs handled by all of them so far (from their progress messages, sent once `watch` was asked). */
     handled: () => workers.reduce((sum, worker) => sum + worker.progress, 0),
+    watch: () => Promise.all(workers.map((worker) => worker.ask({ cmd: 'watch' }))),
     go: () => Promise.all(workers.map((worker) => worker.ask({ cmd: 'go' }))),
     report: () => Promise.all(workers.map((worker) => worker.ask({ cmd: 'report' }))),
     close: () => Promise.all(workers.map((worker) => worker.close())),
@@ -45,7 +50,7 @@ export async function startWorkers(count, connect) {
 }
 
 function startWorker() {
-  const child = fork(self, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(self, [], { ...(process.env.BENCH_WORKER_PROF ? { execArgv: ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_WORKER_PROF] } : {}), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = [];
   const worker = {
     progress: 0,
@@ -112,8 +117,9 @@ async function run() {
   };
 
   let reported = -1;
+  let watched = false;
   setInterval(() => {
-    if (handled !== reported && process.connected) {
+    if (watched && handled !== reported && process.connected) {
       reported = handled;
       process.send({ progress: handled });
     }
@@ -195,6 +201,9 @@ async function run() {
         cpuAtGo = process.cpuUsage();
         await start();
         process.send({ going: true });
+      } else if (message.cmd === 'watch') {
+        watched = true;
+        process.send({ watching: true });
       } else if (message.cmd === 'report') {
         process.send({ handled, outOfRange, counts: Array.from(counts), latencies: Array.from(latencies.subarray(0, samples)), firstAt, lastAt, cpuUs: process.cpuUsage(cpuAtGo) });
       } else if (message.cmd === 'close') {

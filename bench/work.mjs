@@ -189,6 +189,7 @@ async function drain(name) {
       }),
     );
     const enqueuePerSecond = Math.round(DRAIN_JOBS / ((performance.now() - t0) / 1000));
+    await workers.watch();
     const cpu0 = system.cpuUs();
     const start = performance.now();
     const go = hrNow();
@@ -234,6 +235,7 @@ async function steady(name) {
       });
     });
     const afterPublish = performance.now();
+    await workers.watch();
     const handledAll = await until(() => workers.handled() >= sent, afterPublish + CATCH_UP_MS);
     const catchUpMs = performance.now() - afterPublish;
     const settled = handledAll && (await until(() => system.settled(), performance.now() + SETTLE_BUDGET_MS, 10));
@@ -290,6 +292,7 @@ async function request(name) {
       if (!warming) latencies.push(ms);
       else if (first.length < FIRST_REQUESTS) first.push(ms);
     }
+    await workers.watch();
     const handledAll = await until(() => workers.handled() >= sent, performance.now() + 2_000);
     const reports = await workers.report();
     const once = exactlyOnce(reports, sent);
