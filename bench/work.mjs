@@ -29,7 +29,8 @@
 //   BENCH_WORK_ROUNDS). --concurrency (default 64) is passed to ours as consume(…, { concurrency })
 //   (0: not passed) and to JetStream as the pull's max_messages per worker, and BullMQ's Worker
 //   concurrency: the open jobs one worker process may hold. BENCH_CPU_PROF=<dir> profiles the gateways
-//   (BENCH_CPU_PROF_INTERVAL=<µs> samples more often than the 1 ms default, for one short path).
+//   (BENCH_CPU_PROF_INTERVAL=<µs> samples more often than the 1 ms default, for one short path),
+//   BENCH_WORKER_PROF=<dir> the worker processes (every system's).
 //   BENCH_WORK_WARMUP_MS: the steady row's warm-up (default 1000), for a probe of a longer one;
 //   BENCH_WORK_REQUEST_WARMUP: the request row's warm-up requests (default 5000).
 // Each row is bounded in time (drain 20 s; steady 11 s + 5 s to catch up; request up to 15 s of
