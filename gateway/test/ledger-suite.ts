@@ -189,6 +189,39 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(third).toMatchObject({ attempt: 2 });
     });
 
+    it('an outcome voids its delivery id, in its batch and after: no second outcome, release, extend or lookup; a requeued dead letter gets a new one', async () => {
+      const store = await open();
+      const group = await store.ledger().ensureGroup(named);
+      const events = [await publish(store), await publish(store)];
+      const claimed = (await claim(store, group)).claimed;
+      expect(claimed).toHaveLength(2);
+      const [done, doomed] = claimed as [(typeof claimed)[0], (typeof claimed)[0]];
+      const first = await store.ledger().apply([
+        { kind: 'outcome', delivery: done.delivery, outcome: 'success' },
+        { kind: 'dead', delivery: doomed.delivery, error: 'poison' },
+      ]);
+      expect(first.map((ref) => ref?.eventId)).toEqual([events[0]?.id, events[1]?.id]);
+      for (const { delivery } of [done, doomed]) {
+        expect(await store.ledger().delivery(delivery)).toBeUndefined();
+        expect(await store.ledger().extend(delivery, Date.now() + 60_000)).toBe(false);
+        expect(
+          await store.ledger().apply([
+            { kind: 'outcome', delivery, outcome: 'failed' },
+            { kind: 'release', delivery },
+            { kind: 'dead', delivery, error: 'again' },
+          ]),
+        ).toEqual([undefined, undefined, undefined]);
+      }
+      expect(await store.ledger().requeue(named, events[1]?.id as string)).toBe(true);
+      // Pending again, under no delivery: the dead one's id stays void, and a claim gives a new one.
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: doomed.delivery, outcome: 'success' }])).toEqual([undefined]);
+      const [again] = (await claim(store, group)).claimed;
+      expect(again).toMatchObject({ event: { id: events[1]?.id }, attempt: 1 });
+      expect(again?.delivery).not.toBe(doomed.delivery);
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: doomed.delivery, outcome: 'success' }])).toEqual([undefined]);
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: again?.delivery as string, outcome: 'success' }])).toMatchObject([{ eventId: events[1]?.id }]);
+    });
+
     it('one batch of actions: each recorded only while current, the v4 columns of the default group with it', async () => {
       const store = await open();
       const group = await store.ledger().ensureGroup(fallback);

@@ -31,11 +31,17 @@ function plainKind(action: LedgerAction): Plain | undefined {
 }
 
 /** What a plain kind sets: on the ledger row, and on v4's row for the default group's. */
+/**
+ * An outcome leaves the row's delivery id in place: `outcome IS NULL`, in every statement that takes
+ * a delivery id, makes it void. Clearing it moved the row's entry in the delivery index, the one
+ * the statement reads its rows by: ~8% of a settle's page reads. A release clears it, as the row
+ * is open again.
+ */
 const PLAIN: Record<Plain, { row: string; v4: string }> = {
   success: { row: `outcome = 'success', last_error = NULL`, v4: 'success = UTC_TIMESTAMP()' },
   failed: { row: `outcome = 'failed', last_error = NULL`, v4: 'failed = UTC_TIMESTAMP()' },
-  release: { row: 'owner = NULL, available_at = NULL', v4: 'consumed_spoke = NULL, consumer = NULL' },
-  uncount: { row: 'owner = NULL, available_at = NULL, attempts = GREATEST(0, CAST(attempts AS SIGNED) - 1)', v4: 'consumed_spoke = NULL, consumer = NULL' },
+  release: { row: 'owner = NULL, available_at = NULL, delivery = NULL', v4: 'consumed_spoke = NULL, consumer = NULL' },
+  uncount: { row: 'owner = NULL, available_at = NULL, delivery = NULL, attempts = GREATEST(0, CAST(attempts AS SIGNED) - 1)', v4: 'consumed_spoke = NULL, consumer = NULL' },
 };
 
 /** Writes `acting` (one action per delivery, each delivery's row locked by the caller's transaction and in `rows`). */
@@ -53,7 +59,7 @@ export async function settleRows(conn: PoolConnection, acting: readonly LedgerAc
     const deliveries = actions.map((action) => action.delivery);
     // The delivery index, named: a locking statement keeps the lock of every row it examines, and a
     // plan through the outcome's index would examine every open delivery.
-    await affected(conn, `UPDATE eventflow_delivery FORCE INDEX (idx_delivery_id) SET ${set.row}, deadline = NULL, delivery = NULL, updated = UTC_TIMESTAMP(3), settled_at = ? WHERE delivery IN (?) AND outcome IS NULL`, [
+    await affected(conn, `UPDATE eventflow_delivery FORCE INDEX (idx_delivery_id) SET ${set.row}, deadline = NULL, updated = UTC_TIMESTAMP(3), settled_at = ? WHERE delivery IN (?) AND outcome IS NULL`, [
       settledAt,
       deliveries,
     ]);
@@ -84,7 +90,7 @@ async function settleCarrying(conn: PoolConnection, actions: readonly LedgerActi
        LEFT JOIN event_published p FORCE INDEX (PRIMARY) ON d.grp = '' AND p.event_id = d.event_id AND ${UNSETTLED}
      SET d.outcome = j.o, d.last_error = IF(j.k = 'release', COALESCE(j.e, d.last_error), j.e),
        d.available_at = IF(j.k = 'release', j.a, d.available_at), d.attempts = GREATEST(0, CAST(d.attempts AS SIGNED) - j.u),
-       d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = NULL, d.updated = UTC_TIMESTAMP(3), d.settled_at = ?,
+       d.owner = IF(j.k = 'release', NULL, d.owner), d.deadline = NULL, d.delivery = IF(j.k = 'release', NULL, d.delivery), d.updated = UTC_TIMESTAMP(3), d.settled_at = ?,
        p.success = IF(j.o = 'success', UTC_TIMESTAMP(), p.success), p.failed = IF(j.o IN ('failed', 'dead'), UTC_TIMESTAMP(), p.failed),
        p.consumed_spoke = IF(j.k = 'release', NULL, p.consumed_spoke), p.consumer = IF(j.k = 'release', NULL, p.consumer)
      WHERE d.outcome IS NULL`,
