@@ -137,7 +137,9 @@ export class Consumers implements FeaturePart {
 }
 
 function assertInteger(value: unknown, what: string, min: number, max: number): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be an integer from ${min} to ${max}`);
+  if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return;
+  const got = value === undefined ? 'it is missing' : `got ${typeof value === 'number' ? value : typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : value === null ? 'null' : typeof value}`;
+  throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be an integer from ${min} to ${max}; ${got}`);
 }
 
 const consumeKeys = ['signal', 'group', 'concurrency', 'ordered', 'retry'];

@@ -49,6 +49,23 @@ describe('listeners and handlers must be functions', () => {
 });
 
 describe('options, signals, durations and ids are checked at the call', () => {
+  it("consume's options: concurrency, ordered and retry are checked at the call, each message saying what was wrong", async () => {
+    const c = client();
+    const handler = () => undefined;
+    await refuses(() => c.consume('d', 'n', handler, { concurrency: 0 }), 'options.concurrency must be an integer from 1 to 1000; got 0');
+    await refuses(() => c.consume('d', 'n', handler, { concurrency: 1.5 }), 'got 1.5');
+    await refuses(() => c.consume('d', 'n', handler, { concurrency: '5' as never }), 'got "5"');
+    await refuses(() => c.consume('d', 'n', handler, { concurrency: null as never }), 'got null');
+    await refuses(() => c.consume('d', 'n', handler, { ordered: 'yes' as never }), 'options.ordered must be a boolean');
+    await refuses(() => c.consume('d', 'n', handler, { retry: { backoff: 'fixed' } as never }), 'options.retry.attempts must be an integer from 1 to 100; it is missing');
+    await refuses(() => c.consume('d', 'n', handler, { retry: { attempts: 101 } }), 'options.retry.attempts must be an integer from 1 to 100; got 101');
+    await refuses(() => c.consume('d', 'n', handler, { retry: { attempts: 3, backoff: 'linear' as never } }), "options.retry.backoff must be 'exponential' or 'fixed'");
+    await refuses(() => c.consume('d', 'n', handler, { retry: { attempts: 3, delayMs: -1 } }), 'options.retry.delayMs must be an integer from 0 to 86400000; got -1');
+    await refuses(() => c.consume('d', 'n', handler, { retry: { attempts: 3, delayMs: 10, maxDelayMs: 5 } }), 'options.retry.maxDelayMs (5) must not be below options.retry.delayMs (10)');
+    await refuses(() => c.consume('d', 'n', handler, { retry: { attempts: 3, tries: 2 } as never }), 'options.retry: unrecognized key "tries"');
+    await refuses(() => c.consume('d', 'n', handler, { priority: 1 } as never), 'options: unrecognized key "priority"');
+  });
+
   it('subscribe/consume/wait/request/ready refuse a signal that is not an AbortSignal', async () => {
     const c = client();
     await refuses(() => c.subscribe('d', 'n', () => undefined, { signal: {} as never }), 'options.signal: must be an AbortSignal');
