@@ -271,6 +271,34 @@ describe('SqliteStore', () => {
     expect((await claim()).claimed.map((c) => c.event.id)).toEqual([later.event.id]);
   });
 
+  it('rows leased at append carry their pid from the moment an ordered group reads their ledger (a default group of the domain made ordered)', async () => {
+    const file = nextFile();
+    const store = await open(file);
+    const ledger = store.ledger();
+    const group = await ledger.ensureGroup({ domain: 'orders', name: 'created', group: '' });
+    const now = Date.now();
+    expect((await ledger.claim({ group, owner: 'gw', consumer: 'GW', secret: 's', deadline: now + 10_000, now, limit: 10, maxAttempts: 5 })).claimed).toEqual([]);
+    const leased: string[] = [];
+    ledger.claimAtAppend?.(group, {
+      lease: () => ({ owner: 'gw', consumer: 'GW', deadline: Date.now() + 10_000, now: Date.now() }),
+      committed: (claimed: Array<{ event: { id: string } }>) => void leased.push(...claimed.map((c) => c.event.id)),
+      abandoned: () => expect.unreachable('the appends commit'),
+    });
+    const reader = new Database(file, { readonly: true });
+    const pid = (id: string): string | null => (reader.prepare(`SELECT pid FROM eventflow_delivery WHERE event_id = ?`).get(id) as { pid: string | null }).pid;
+    try {
+      const before = await store.append(newEvent({ pid: 'p-before' }), { publisher: 's' });
+      expect(pid(before.event.id)).toBeNull();
+      // The default groups of a domain share one ledger: one of them ordered, every row of it carries its pid.
+      await ledger.ensureGroup({ domain: 'orders', name: 'shipped', group: '' }, { ordered: true });
+      const after = await store.append(newEvent({ pid: 'p-after' }), { publisher: 's' });
+      expect(leased).toEqual([before.event.id, after.event.id]);
+      expect([pid(before.event.id), pid(after.event.id)]).toEqual(['p-before', 'p-after']);
+    } finally {
+      reader.close();
+    }
+  });
+
   it("claims of an unordered group's backlog write only the rows they lease (not the backlog's ahead, in one long transaction); an ordered group's are written ahead", async () => {
     const file = nextFile();
     const store = await open(file);

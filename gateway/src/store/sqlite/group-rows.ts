@@ -31,6 +31,8 @@ export interface KnownGroup {
 
 export class GroupRows {
   readonly #sql: LedgerSql;
+  /** pidsRead's answers, until the groups change (forgetPids): every lease at append asked. */
+  readonly #pids = new Map<string, boolean>();
 
   constructor(sql: LedgerSql) {
     this.#sql = sql;
@@ -121,13 +123,27 @@ export class GroupRows {
 
   /**
    * Whether an ordered group reads the rows of the key's ledger: the group itself, or, on the default
-   * groups' shared ledger, any default group of the domain. Read in the transaction that writes rows.
+   * groups' shared ledger, any default group of the domain. Kept until forgetPids: one gateway writes
+   * the file (the store's lock), and every change of a group goes through its ledger, which calls it.
    */
   pidsRead(key: GroupKey): boolean {
-    const sql =
-      key.group === DEFAULT_GROUP
+    const shared = key.group === DEFAULT_GROUP;
+    const id = shared ? `${key.domain}\u0000` : `${key.domain}\u0000${key.name}\u0000${key.group}`;
+    let read = this.#pids.get(id);
+    if (read === undefined) {
+      const sql = shared
         ? `SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND grp = '' AND ordered = 1 LIMIT 1`
         : `SELECT 1 AS one FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group AND ordered = 1`;
-    return this.#sql.get(sql, key) !== undefined;
+      read = this.#sql.get(sql, key) !== undefined;
+      // Bounded as the groups of a store are (EVENTFLOW_MAX_GROUPS_PER_DOMAIN a domain); cleared whole when full.
+      if (this.#pids.size >= 10_000) this.#pids.clear();
+      this.#pids.set(id, read);
+    }
+    return read;
+  }
+
+  /** A group was recorded, changed or deleted: pidsRead reads again. */
+  forgetPids(): void {
+    this.#pids.clear();
   }
 }

@@ -87,6 +87,7 @@ export class SqliteLedger implements DeliveryLedger {
 
   #forget(key: GroupKey): void {
     this.#consumed.clear();
+    this.#rows.forgetPids();
     this.#known.delete(`${key.domain}\u0000${key.name}\u0000${key.group}`);
     this.#atAppend.forget(key);
   }

@@ -174,18 +174,17 @@ export class SqliteStore implements EventStore {
     const prepared = requests.map(prepareAppend);
     // After a failed commit, an event above this was stored by this batch (one writer per file). Read in the transaction (outside, a read is a snapshot of its own): a failed BEGIN stored nothing.
     let headBefore: number | undefined;
-    // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
     const { db } = this.#store;
+    // IMMEDIATE (below): the write lock is taken up front, so no check goes stale before its insert; one commit.
     const run = () => {
-      const timestamp = now();
-      const at = s.headAndVersion.get();
-      const before = (headBefore = at?.seq ?? 0);
-      const version = at?.data_version ?? 0;
-      const published: StoredEvent[] = [];
+      const [timestamp, at, published] = [now(), s.headAndVersion.get(), [] as StoredEvent[]];
+      const [before, version] = [(headBefore = at?.seq ?? 0), at?.data_version ?? 0];
+      let after = before; // the head after the batch: its last new event's position (AUTOINCREMENT, one writer)
       const outcomes = prepared.map((append): AppendOutcome => {
         if (!append.ok) return append;
         try {
           const result = insertOne(s, append, timestamp);
+          if (result.created && result.event.position > after) after = result.event.position;
           if (result.created && append.options.publisher !== undefined && append.scheduled === undefined) published.push(result.event);
           return { ok: true, result };
         } catch (error) {
@@ -194,7 +193,6 @@ export class SqliteStore implements EventStore {
           throw error;
         }
       });
-      const after = s.head.get()?.seq ?? 0;
       this.#ledger?.leaseAppended(published, before, after);
       return { outcomes, before, after, version, published };
     };
