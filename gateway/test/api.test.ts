@@ -376,6 +376,23 @@ describe('waits', () => {
     await expect(waiting).rejects.toMatchObject({ code: 'E_EVENTFLOW_ABORTED' });
     await eventually(() => h.gateway.dispatcher.stats.waits === 0, 2_000, 'wait removed');
   });
+
+  it("a request() whose publish is refused takes its wait back; one aborted while it waits rejects with E_EVENTFLOW_ABORTED and takes it back", async () => {
+    const client = h.client();
+    await client.ready();
+    await expect(client.request({ domain: 'orders', name: 'nobody-consumes', pid: 'r1' }, { timeout: 10_000 })).rejects.toMatchObject({ code: 'E_EVENTFLOW_NO_CONSUMER' });
+    await eventually(() => h.gateway.dispatcher.stats.waits === 0, 2_000, 'wait of the refused publish removed');
+    const worker = h.client();
+    let finish = (): void => undefined;
+    await worker.consume('orders', 'slow', () => new Promise<void>((resolve) => (finish = resolve)));
+    const controller = new AbortController();
+    const asked = client.request({ domain: 'orders', name: 'slow', pid: 'r2' }, { timeout: 10_000, signal: controller.signal });
+    await eventually(() => h.gateway.dispatcher.stats.waits === 1 && h.gateway.dispatcher.stats.deliveries === 1, 2_000, 'wait registered, job delivered');
+    controller.abort();
+    await expect(asked).rejects.toMatchObject({ code: 'E_EVENTFLOW_ABORTED' });
+    await eventually(() => h.gateway.dispatcher.stats.waits === 0, 2_000, 'wait removed');
+    finish();
+  });
 });
 
 describe('listeners and consumers are independent (v4 §8.3–8.5 defects)', () => {
