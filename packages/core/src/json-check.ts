@@ -14,10 +14,18 @@ export const DATA_MAX_DEPTH = 256;
 /**
  * Where `value` (found at `path`) stops being JSON, as "path: what is wrong", or undefined when it
  * is JSON. An `undefined` property is allowed (JSON drops it, which reads back as the same absent
- * property); `undefined` in an array, which would turn into null, is not. `keys` is the path as
- * the gateway names it (dotted, `list.2.__proto__`), for the `__proto__` message.
+ * property); `undefined` in an array, which would turn into null, is not.
  */
-export function jsonProblem(value: unknown, path: string, ancestors: object[] = [], keys: Array<string | number> = [path]): string | undefined {
+export function jsonProblem(value: unknown, path: string): string | undefined {
+  return walk(value, [], [path]);
+}
+
+/**
+ * `keys` is the path walked so far: the root's name, then object keys (strings) and array indexes
+ * (numbers). The message's path is made from it only when there is a problem: building each
+ * child's path as the walk went was most of the check's cost on wide data.
+ */
+function walk(value: unknown, ancestors: object[], keys: Array<string | number>): string | undefined {
   const type = typeof value;
   if (type !== 'object' || value === null) {
     const why =
@@ -25,7 +33,7 @@ export function jsonProblem(value: unknown, path: string, ancestors: object[] = 
       : type === 'bigint' ? 'a bigint is not JSON; pass a string or a number'
       : type === 'function' || type === 'symbol' ? `a ${type} is not JSON (it would be dropped)`
       : '';
-    return why ? `${path}: ${why}` : undefined;
+    return why ? `${pathOf(keys)}: ${why}` : undefined;
   }
   const object = value as object;
   const prototype: unknown = Object.getPrototypeOf(object);
@@ -34,28 +42,35 @@ export function jsonProblem(value: unknown, path: string, ancestors: object[] = 
     : ancestors.length >= DATA_MAX_DEPTH ? `nested deeper than ${DATA_MAX_DEPTH} levels`
     : Array.isArray(object) || prototype === Object.prototype || prototype === null ? (Object.getOwnPropertySymbols(object).length ? 'symbol keys are not JSON' : '')
     : `a ${(object.constructor as { name?: string } | undefined)?.name || 'class instance'} is not JSON; convert it to a plain object, array or string`;
-  if (why) return `${path}: ${why}`;
+  if (why) return `${pathOf(keys)}: ${why}`;
+  // The gateway's name for the path: dotted (`list.2.__proto__`).
   if (Object.hasOwn(object, FORBIDDEN_DATA_KEY)) return `${[...keys, FORBIDDEN_DATA_KEY].join('.')}: ${forbiddenKeyMessage}`;
   ancestors.push(object);
   let problem: string | undefined;
   if (Array.isArray(object)) {
     for (let i = 0; !problem && i < object.length; i++) {
       const item: unknown = object[i];
-      if (item === undefined) problem = `${path}[${i}]: undefined in an array is not JSON (it would be stored as null)`;
-      else {
-        keys.push(i);
-        problem = jsonProblem(item, `${path}[${i}]`, ancestors, keys);
-        keys.pop();
-      }
+      keys.push(i);
+      problem = item === undefined ? `${pathOf(keys)}: undefined in an array is not JSON (it would be stored as null)` : walk(item, ancestors, keys);
+      keys.pop();
     }
   } else {
     for (const key in object) if (!problem && Object.hasOwn(object, key)) {
       keys.push(key);
-      // The child's path: dotted where the key is an identifier, else bracketed.
-      problem = jsonProblem((object as Record<string, unknown>)[key], /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`, ancestors, keys);
+      problem = walk((object as Record<string, unknown>)[key], ancestors, keys);
       keys.pop();
     }
   }
   ancestors.pop();
   return problem;
+}
+
+/** A path for a message: dotted where a key is an identifier, else bracketed; indexes bracketed. */
+function pathOf(keys: ReadonlyArray<string | number>): string {
+  let path = String(keys[0]);
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i] as string | number;
+    path += typeof key === 'number' ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  }
+  return path;
 }
