@@ -4,7 +4,7 @@
 // bench/socket-probe.mjs, which records every socket read and write on one clock; a request's round
 // trip is then cut at its frames: requester write → gateway read → the job's delivery written →
 // worker read → its `success` publish written → gateway read → `waited` written → requester read.
-// Also the gateway's CPU (all its threads) per request, and the reads per request here.
+// Also the gateway's CPU (all its threads) and the requester's (this process: the client) per request, and the reads per request here.
 // Usage: node bench/request-legs.mjs [--store=sqlite|mysql] [--requests=N]   (after npm run build)
 // Not part of `npm run bench`: a probe for a profile, not a target (its writes cost a few µs each).
 import { spawnSync } from 'node:child_process';
@@ -40,11 +40,14 @@ const system = await startOurs(args.store);
 const workers = await startWorkers(2, { ...system.workerConnect, mode: 'request', jobs: requests, concurrency: 64 });
 await workers.go();
 let cpu0 = 0;
+let own0 = process.cpuUsage();
 for (let seq = 0; seq < requests; seq++) {
-  if (seq === WARMUP) cpu0 = system.cpuUs();
+  if (seq === WARMUP) [cpu0, own0] = [system.cpuUs(), process.cpuUsage()];
   await system.request({ seq, t: 0, w: seq < WARMUP ? 1 : 0, payload: 'x'.repeat(200) }, `r${seq}`);
 }
-console.log(`${args.store}: ${requests - WARMUP} requests measured; gateway CPU ${Math.round((system.cpuUs() - cpu0) / (requests - WARMUP))} µs a request`);
+const own = process.cpuUsage(own0);
+const measured = requests - WARMUP;
+console.log(`${args.store}: ${measured} requests measured; gateway CPU ${Math.round((system.cpuUs() - cpu0) / measured)} µs a request, the requester's (this process) ${Math.round((own.user + own.system) / measured)}`);
 await workers.close();
 await system.close();
 
