@@ -30,12 +30,11 @@ function plainKind(action: LedgerAction): Plain | undefined {
   return undefined;
 }
 
-/** What a plain kind sets: on the ledger row, and on v4's row for the default group's. */
 /**
- * An outcome leaves the row's delivery id in place: `outcome IS NULL`, in every statement that takes
- * a delivery id, makes it void. Clearing it moved the row's entry in the delivery index, the one
- * the statement reads its rows by: ~8% of a settle's page reads. A release clears it, as the row
- * is open again.
+ * What a plain kind sets: on the ledger row, and on v4's row for the default group's. An outcome
+ * leaves the row's delivery id in place: `outcome IS NULL`, in every statement that takes a delivery
+ * id, makes it void, and clearing it moved the row's entry in the index the UPDATE reads its rows by
+ * (~8% of a settle's page reads). A release clears it: the row is open again.
  */
 const PLAIN: Record<Plain, { row: string; v4: string }> = {
   success: { row: `outcome = 'success', last_error = NULL`, v4: 'success = UTC_TIMESTAMP()' },

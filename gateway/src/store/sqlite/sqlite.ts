@@ -174,11 +174,13 @@ export class SqliteStore implements EventStore {
     const prepared = requests.map(prepareAppend);
     // After a failed commit, an event above this was stored by this batch (one writer per file). Read in the transaction (outside, a read is a snapshot of its own): a failed BEGIN stored nothing.
     let headBefore: number | undefined;
+    // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
     const { db } = this.#store;
-    // IMMEDIATE (below): the write lock is taken up front, so no check goes stale before its insert; one commit.
     const run = () => {
-      const [timestamp, at, published] = [now(), s.headAndVersion.get(), [] as StoredEvent[]];
+      const timestamp = now();
+      const at = s.headAndVersion.get();
       const [before, version] = [(headBefore = at?.seq ?? 0), at?.data_version ?? 0];
+      const published: StoredEvent[] = [];
       let after = before; // the head after the batch: its last new event's position (AUTOINCREMENT, one writer)
       const outcomes = prepared.map((append): AppendOutcome => {
         if (!append.ok) return append;
