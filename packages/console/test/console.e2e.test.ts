@@ -21,7 +21,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { createNodeClient, listDeadLetters, listProcesses, listScheduled, readTimeline, type EventflowClient } from '@eventflow/node';
+import { createNodeClient, listDeadLetters, listDomains, listProcesses, listScheduled, readTimeline, type EventflowClient } from '@eventflow/node';
 import { buildApp } from '@eventflow/test-support/app-build';
 import { chromiumArgs, chromiumPath } from '@eventflow/test-support/chromium';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
@@ -189,6 +189,9 @@ describe('the console end to end', () => {
   });
 
   it('Live after a process of the same domain: opens with its history (the shared subscription replays for it)', async () => {
+    // The demo worker publishes the domain's events as time passes: at least the feed's 50 stored
+    // (and one scheduled) before the feed opens, however fast the tests before this one ran.
+    await eventually(async () => (((await listDomains(client!)).domains.find((d) => d.domain === domain)?.events ?? 0) >= 51 ? true : undefined), 'the domain holds 50 published events');
     await go('#/d/orders/p/parent-1');
     await page.locator('[data-testid="current-state"]').waitFor();
     // Seen by the process view's watch, on the client's one (orders, *) subscription, before Live joins it.
