@@ -104,6 +104,14 @@ export class Registrations {
     return (this.#requestWaitsMade ??= new RequestWaits());
   }
 
+  /**
+   * The same, for reads that must not create it: every answer asks it how to go out, and a
+   * connection that never waits would otherwise hold its five empty collections (~1 kB).
+   */
+  get requestWaitsMade(): RequestWaits | undefined {
+    return this.#requestWaitsMade;
+  }
+
   get #replays(): Replays {
     const host = this.#host;
     return (this.#replaysMade ??= new Replays({

@@ -320,7 +320,7 @@ export class Session implements Connection, RegistrationHost {
   }
 
   requestWait(id: string): Promise<void> | undefined {
-    return this.#registrationsMade?.requestWaits.check(id);
+    return this.#registrationsMade?.requestWaitsMade?.check(id);
   }
 
   cancelWait(handle: string): void {
@@ -382,13 +382,13 @@ export class Session implements Connection, RegistrationHost {
       // request()'s wait and publish are answered together, and with the outcome (request-waits.ts › takeAnswer).
       const readable = keepReadable(result, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
-      this.#out[this.#registrationsMade?.requestWaits.takeAnswer(op, data) ?? 'send']({ type: 'result', id, result: readable });
+      this.#out[this.#registrationsMade?.requestWaitsMade?.takeAnswer(op, data) ?? 'send']({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();
       return undefined;
     } catch (error) {
       trace?.end(error);
       this.#registrationsMade?.takeAfterResult();
-      this.#registrationsMade?.requestWaits.takeAnswer(op, data);
+      this.#registrationsMade?.requestWaitsMade?.takeAnswer(op, data);
       if (!(error instanceof EventflowError)) this.#conditions.note(`request failed: ${op}`, 'error', 'request failed', { request: id, op, error });
       const answer = error instanceof EventflowError ? error : { code: 'E_EVENTFLOW_STORE_FAILED', message: `${op} failed inside the gateway; see the gateway log (connection ${this.id}, request ${id})`, details: undefined };
       this.#out.error(id, answer.code, answer.message, answer.details);
