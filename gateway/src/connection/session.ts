@@ -195,7 +195,7 @@ export class Session implements Connection, RegistrationHost {
     if (this.#closing) return;
     this.#grant(auth);
     // Narrower rights: registrations they no longer cover are dropped (registrations.ts).
-    await this.#registrations.narrow(auth);
+    await this.#registrationsMade?.narrow(auth);
   }
 
   #expire(): void {
