@@ -120,6 +120,27 @@ describe.skipIf(mysqlUnavailable !== undefined)('a consumer group deleted on ano
     expect(listed).toMatchObject({ ...key, pending: 0, inFlight: 0 });
     expect(await db.query('SELECT event_id FROM eventflow_delivery WHERE gname = ? AND grp = ?', ['run', 'billing'])).toEqual([]);
   });
+
+  it("request()'s check for a group sees a delete on another gateway within GROUP_READ_MS, its own at once, a new group at once", async () => {
+    const db = await databases.fresh();
+    const [here, there] = [new MysqlStore(db.options), new MysqlStore(db.options)];
+    for (const store of [here, there]) {
+      await store.init();
+      databases.onCleanup(() => store.close());
+    }
+    const key = { domain: 'jobs', name: 'run', group: 'billing' };
+    await there.ledger().ensureGroup(key);
+    // Recorded on another gateway: found at once (a group's absence is not kept).
+    expect(await here.ledger().consumed('jobs', 'run')).toBe(true);
+    expect(await there.ledger().deleteGroup(key)).toBe(true);
+    expect(await there.ledger().consumed('jobs', 'run')).toBe(false);
+    // `here` may go by what it found for up to GROUP_READ_MS, no longer.
+    await eventually(async () => (await here.ledger().consumed('jobs', 'run')) === false, GROUP_READ_MS + 3_000, 'the delete seen on the other store', { every: 50 });
+    await here.ledger().ensureGroup(key);
+    expect(await here.ledger().consumed('jobs', 'run')).toBe(true);
+    expect(await here.ledger().deleteGroup(key)).toBe(true);
+    expect(await here.ledger().consumed('jobs', 'run')).toBe(false);
+  });
 });
 
 async function positionOf(db: TestDatabase, eventId: string): Promise<number> {

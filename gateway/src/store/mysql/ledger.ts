@@ -39,12 +39,21 @@ function rowScope(key: GroupKey): { sql: string; params: Params } {
 }
 
 
+/** `consumed` answers kept at most (see #consumedAt). */
+const CONSUMED_KEPT = 4096;
+
 export class MysqlLedger implements DeliveryLedger {
   readonly #options: MysqlStoreOptions;
   #pool: Pool | undefined;
   /** Connections with autocommit off: a transaction opens with its first statement (no BEGIN round trip). */
   #writer: Pool | undefined;
   readonly #groups = new Map<string, CachedGroup>();
+  /**
+   * (domain, name) → when a group was last found for it (`consumed`): every request() asks, one
+   * round trip on its way. Kept GROUP_READ_MS, as the claims keep a group (a delete on another
+   * gateway is seen that late); "none" is not kept, so a group recorded anywhere counts at once.
+   */
+  readonly #consumedAt = new Map<string, number>();
   /** The listings and the dead letters' operations (ledger-operator.ts). */
   readonly #operator = new MysqlLedgerOperator({ do: (what, work) => this.#do(what, work), tx: (what, work) => this.#tx(what, work) });
   /** The groups whose members wait for work, leased to in the appends' transactions (the store's appendBatch). */
@@ -144,11 +153,14 @@ export class MysqlLedger implements DeliveryLedger {
   async deleteGroup(key: GroupKey): Promise<boolean> {
     this.#groups.delete(groupId(key));
     this.atAppend.forget(key);
-    return this.#tx('delete the consumer group', async (conn) => {
+    const deleted = await this.#tx('delete the consumer group', async (conn) => {
       const deleted = (await affected(conn, `DELETE FROM eventflow_group WHERE domain = ? AND name = ? AND grp = ?`, [key.domain, key.name, key.group])) > 0;
       if (deleted && key.group !== DEFAULT_GROUP) await affected(conn, `DELETE FROM eventflow_delivery WHERE domain = ? AND gname = ? AND grp = ?`, [key.domain, key.name, key.group]);
       return deleted;
     });
+    // After the commit: a `consumed` read while the delete ran may have found the group again.
+    this.#consumedAt.clear();
+    return deleted;
   }
 
   countGroups(domain: string): Promise<number> {
@@ -172,7 +184,17 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   async consumed(domain: string, name: string): Promise<boolean> {
-    return this.#do('read the consumer groups', async (pool) => (await select(pool, `SELECT 1 AS one FROM eventflow_group WHERE domain = ? AND name IN (?, '*') LIMIT 1`, [domain, name])).length > 0);
+    const id = `${domain}\u0000${name}`;
+    const at = this.#consumedAt.get(id);
+    if (at !== undefined && Date.now() - at < GROUP_READ_MS) return true;
+    const found = await this.#do('read the consumer groups', async (pool) => (await select(pool, `SELECT 1 AS one FROM eventflow_group WHERE domain = ? AND name IN (?, '*') LIMIT 1`, [domain, name])).length > 0);
+    if (!found) this.#consumedAt.delete(id);
+    else {
+      // Bounded: names published to by requests are few; a client making up names just empties it.
+      if (this.#consumedAt.size >= CONSUMED_KEPT) this.#consumedAt.clear();
+      this.#consumedAt.set(id, Date.now());
+    }
+    return found;
   }
 
   /**
