@@ -24,6 +24,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import { DEFAULT_GROUP, deliveryId, deliveryPrefix, ledgerColumns, type AppendClaimer, type Claimed, type GroupKey, type GroupRecord } from '../ledger.js';
 import { groupId, materializeRows, type CachedGroup } from './ledger-rows.js';
+import { appendInserts } from './append-sql.js';
 
 /** A watermark further behind than this is left to the claims. */
 const GAP_MAX = 1_000;
@@ -55,11 +56,7 @@ const RANGES_MAX = 64;
 type LeaseRow = [string, string, string, string, number, string, string, ...Array<string | number>];
 
 /** The rows, each as an array (JSON_TABLE's paths by index); a free row has no lease members (NULL ON EMPTY). */
-const INSERT_ROWS = `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated, delivery, owner, deadline, claimed_at)
-  SELECT j.id, j.domain, j.gname, j.grp, j.position, j.pid, j.name, IF(j.delivery IS NULL, 0, 1), UTC_TIMESTAMP(3), j.delivery, j.owner, j.deadline, j.claimed
-  FROM JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(64) PATH '$[0]', domain VARCHAR(64) PATH '$[1]', gname VARCHAR(64) PATH '$[2]', grp VARCHAR(64) PATH '$[3]',
-    position BIGINT PATH '$[4]', pid VARCHAR(64) PATH '$[5]', name VARCHAR(64) PATH '$[6]', delivery VARCHAR(96) PATH '$[7]', owner VARCHAR(64) PATH '$[8]',
-    deadline BIGINT PATH '$[9]', claimed BIGINT PATH '$[10]')) j`;
+const INSERT_ROWS = appendInserts('?').leases;
 
 /** What one batch leased: its rows and v4 claims to write, and its end (handed over, or given up). */
 export class BatchLeases {

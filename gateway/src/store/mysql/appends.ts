@@ -11,6 +11,8 @@ import { versionConflict, type AppendOptions, type AppendOutcome, type NewEvent 
 import { ATTEMPTS, driverCode, notOpen } from './db.js';
 import { FIRED, INSERT_BATCH, toStoredEvent, WITH_POSITION, type EventRow } from './rows.js';
 import type { AppendLeases, BatchLeases } from './append-leases.js';
+import { appendInserts } from './append-sql.js';
+import { callAppendRoutine } from './append-routine.js';
 
 /** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
 export interface PreparedAppend {
@@ -39,32 +41,20 @@ function chunks<T>(rows: readonly T[], bytes: (row: T) => number): T[][] {
   return cut;
 }
 
-/**
- * The inserts of a batch: INSERT … SELECT FROM JSON_TABLE(?), every row of a table in one JSON parameter, so that one
- * prepared statement per table serves every batch size in one round trip (multi-row VALUES need a statement per row
- * count: popcount(n) statements of power-of-two sizes). Strings are LONGTEXT in JSON_TABLE, so that a value too long
- * for its column fails as it would in VALUES (strict mode), instead of being cut to the JSON_TABLE column's length;
- * a missing member is NULL (NULL ON EMPTY, the default).
- */
-const table = (columns: string): string => `JSON_TABLE(?, '$[*]' COLUMNS (${columns})) j`;
-const EVENT_COLUMNS = `id LONGTEXT PATH '$.i', ts DATETIME(3) PATH '$.t', domain LONGTEXT PATH '$.d', rid LONGTEXT PATH '$.r', pid LONGTEXT PATH '$.p', name LONGTEXT PATH '$.n', data LONGTEXT PATH '$.x'`;
-const INSERT = {
-  event: `INSERT INTO event (id, timestamp, domain, rid, pid, name, data) SELECT j.id, j.ts, j.domain, j.rid, j.pid, j.name, j.data FROM ${table(EVENT_COLUMNS)}`,
-  // MariaDB (10.5+): the clock read by the insert itself, under the sequence lock as the check's read is, and returned.
-  eventClocked: `INSERT INTO event (id, timestamp, domain, rid, pid, name, data) SELECT j.id, UTC_TIMESTAMP(3), j.domain, j.rid, j.pid, j.name, j.data FROM ${table(EVENT_COLUMNS)}
-    RETURNING id, timestamp`,
-  // The trace context (PROTOCOL.md › Event input) beside the position: v4's `event` stays as v4 made it.
-  position: `INSERT INTO eventflow_position (position, event_id, traceparent, tracestate) SELECT j.position, j.id, j.tp, j.ts FROM ${table(
-    `position BIGINT PATH '$[0]', id LONGTEXT PATH '$[1]', tp LONGTEXT PATH '$[2]', ts LONGTEXT PATH '$[3]'`,
-  )}`,
-  // `c`: the default group's lease taken at append (append-leases.ts) is v4's consumer claim.
-  published: `INSERT INTO event_published (event_id, published, publisher, hub, consumed_hub, consumer, consumed_spoke)
-    SELECT j.id, UTC_TIMESTAMP(), j.publisher, j.hub, IF(j.hub IS NULL, NULL, UTC_TIMESTAMP()), j.c, IF(j.c IS NULL, NULL, UTC_TIMESTAMP()) FROM ${table(
-      `id LONGTEXT PATH '$.i', publisher LONGTEXT PATH '$.p', hub LONGTEXT PATH '$.h', c LONGTEXT PATH '$.c'`,
-    )}`,
-  scheduled: `INSERT INTO event_scheduled (event_id, timestamp, scheduled) SELECT j.id, UTC_TIMESTAMP(), j.at FROM ${table(`id LONGTEXT PATH '$[0]', at DATETIME PATH '$[1]'`)}`,
-  due: `INSERT INTO eventflow_schedule (event_id, due) SELECT j.id, j.due FROM ${table(`id LONGTEXT PATH '$[0]', due DATETIME(3) PATH '$[1]'`)}`,
-};
+const INSERT = appendInserts('?');
+
+/** What the server offers the appends: the clock read by the event INSERT (MariaDB), the append routine (append-routine.ts). */
+export interface AppendServer {
+  clockInInsert: boolean;
+  routine: boolean;
+}
+
+/** Whether a batch's rows fit in one CALL: each table in one statement's bounds, as the statements' chunks would be. */
+function oneCall(rows: { event: Array<Record<string, string>>; [table: string]: readonly unknown[] }, leaseRows: readonly unknown[]): boolean {
+  let bytes = 0;
+  for (const row of rows.event) bytes += (row.x as string).length;
+  return bytes <= INSERT_BYTES && Object.values(rows).every((list) => list.length <= INSERT_BATCH) && leaseRows.length <= INSERT_BATCH;
+}
 
 /** A UTC time as DATETIME(3) text. */
 const datetime = (date: Date): string => date.toISOString().slice(0, 23).replace('T', ' ');
@@ -94,7 +84,7 @@ export async function appendTransaction(
   unpositionedSince: Date | undefined,
   beforeCommit: () => void = () => undefined,
   leases?: AppendLeases,
-  clockInInsert = false,
+  server: AppendServer = { clockInInsert: false, routine: false },
 ): Promise<AppendOutcome[]> {
   if (writer === undefined) throw notOpen();
   // A version conflict is decided before the insert, and must not be one that a retry of a stored event causes.
@@ -108,7 +98,7 @@ export async function appendTransaction(
     const conn = await writer.getConnection();
     const leased: { batch?: BatchLeases } = {};
     try {
-      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leases, leased, clockInInsert);
+      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leases, leased, server);
       conn.release();
       leased.batch?.end(true);
       return outcomes;
@@ -144,7 +134,7 @@ async function appendAll(
   beforeCommit: () => void,
   leases: AppendLeases | undefined,
   leased: { batch?: BatchLeases },
-  clockInInsert: boolean,
+  { clockInInsert, routine }: AppendServer,
 ): Promise<AppendOutcome[]> {
   // The writer connection has autocommit off: the locking UPDATE opens the transaction, COMMIT ends it. First the
   // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
@@ -272,24 +262,33 @@ async function appendAll(
   }
   // Then one INSERT per table (more only past INSERT_BATCH rows or INSERT_BYTES of data), the sequence if it differs
   // from what was reserved, and the commit.
-  const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
-    for (const chunk of chunks(list, bytes)) await conn.execute(sql, [JSON.stringify(chunk)]);
+  const stamp = (stamped: ReadonlyArray<{ id: string; timestamp: Date }>): void => {
+    for (const row of stamped) {
+      const made = created.get(row.id);
+      if (made !== undefined) made.timestamp = row.timestamp.toISOString();
+    }
   };
-  if (!clocked) await insert(INSERT.event, rows.event, (row) => (row.x as string).length);
-  else {
-    for (const chunk of chunks(rows.event, (row) => (row.x as string).length)) {
-      const [stamped] = await conn.execute<RowDataPacket[]>(INSERT.eventClocked, [JSON.stringify(chunk)]);
-      for (const row of stamped as Array<{ id: string; timestamp: Date }>) {
-        const made = created.get(row.id);
-        if (made !== undefined) made.timestamp = row.timestamp.toISOString();
+  const leaseRows = leased.batch?.rows ?? [];
+  if (routine && clocked && rows.event.length > 0 && oneCall(rows, leaseRows)) {
+    // All of it in one round trip (append-routine.ts).
+    const json = JSON.stringify;
+    stamp(await callAppendRoutine(conn, { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows) }));
+  } else {
+    const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
+      for (const chunk of chunks(list, bytes)) await conn.execute(sql, [JSON.stringify(chunk)]);
+    };
+    if (!clocked) await insert(INSERT.event, rows.event, (row) => (row.x as string).length);
+    else {
+      for (const chunk of chunks(rows.event, (row) => (row.x as string).length)) {
+        stamp((await conn.execute<RowDataPacket[]>(INSERT.eventClocked, [JSON.stringify(chunk)]))[0] as Array<{ id: string; timestamp: Date }>);
       }
     }
+    await insert(INSERT.position, rows.position);
+    await insert(INSERT.published, rows.published);
+    await insert(INSERT.scheduled, rows.scheduled);
+    await insert(INSERT.due, rows.due);
+    await leased.batch?.write(conn);
   }
-  await insert(INSERT.position, rows.position);
-  await insert(INSERT.published, rows.published);
-  await insert(INSERT.scheduled, rows.scheduled);
-  await insert(INSERT.due, rows.due);
-  await leased.batch?.write(conn);
   if (next !== base + reserved) await setSequence(conn, next);
   const committed = conn.query('COMMIT');
   beforeCommit();

@@ -25,6 +25,8 @@ export interface MysqlStoreOptions {
    * default. The v4 hub turns it off: its claims and firings run at the server's own isolation level.
    */
   checkBinlogFormat?: boolean | undefined;
+  /** Whether appends may use the append routine (append-routine.ts) where the server and the user allow it; on by default. */
+  appendRoutine?: boolean | undefined;
 }
 
 export const ATTEMPTS = 5;

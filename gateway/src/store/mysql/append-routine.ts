@@ -1,0 +1,72 @@
+/**
+ * The append routine (MariaDB): a stored procedure that runs a batch's INSERTs (append-sql.ts) in one
+ * CALL, so that a batch costs three round trips (the sequence, the CALL, COMMIT) where it cost one
+ * per table (six for a job leased at append): on MariaDB each is ~150–250 µs of a request() or a
+ * steady job's way (bench/README.md › work, ninth session of 12-06). Values still go only as
+ * parameters of prepared statements (db.ts: multipleStatements off).
+ *
+ * Made at init with CREATE PROCEDURE IF NOT EXISTS, under a name that carries its version (a later
+ * body is a new name, so gateways of two versions on one database each call their own), then called
+ * once with nothing to insert to prove this user may run it. A user without CREATE ROUTINE or
+ * EXECUTE, or MySQL (no INSERT … RETURNING), appends with one statement per table as before. The
+ * procedure runs with the sql_mode of the session that made it, the store's (statements.ts), and
+ * with the caller's rights (SQL SECURITY INVOKER).
+ */
+import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
+import { appendInserts } from './append-sql.js';
+import { driverCode } from './db.js';
+
+export const APPEND_ROUTINE = 'eventflow_append_v1';
+
+const PARAMS = ['ev', 'pos', 'pub', 'sch', 'due', 'lse'] as const;
+
+/** The batch's rows, one JSON array per table; `ev` has at least one row. */
+export interface RoutineRows {
+  ev: string;
+  pos: string;
+  pub: string;
+  sch: string;
+  due: string;
+  lse: string;
+}
+
+const optional = (param: (typeof PARAMS)[number], insert: string): string => `IF ${param} <> '[]' THEN ${insert}; END IF;`;
+
+const DDL = `CREATE PROCEDURE IF NOT EXISTS ${APPEND_ROUTINE}(${PARAMS.map((param) => `IN ${param} LONGTEXT CHARACTER SET utf8mb4`).join(', ')})
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  ${appendInserts('ev').eventClocked};
+  ${optional('pos', appendInserts('pos').position)}
+  ${optional('pub', appendInserts('pub').published)}
+  ${optional('sch', appendInserts('sch').scheduled)}
+  ${optional('due', appendInserts('due').due)}
+  ${optional('lse', appendInserts('lse').leases)}
+END`;
+
+const CALL = `CALL ${APPEND_ROUTINE}(${PARAMS.map(() => '?').join(', ')})`;
+
+/** Errors that mean this user may not make or run the routine: the store appends without it. */
+const DENIED = new Set(['ER_DBACCESS_DENIED_ERROR', 'ER_TABLEACCESS_DENIED_ERROR', 'ER_PROCACCESS_DENIED_ERROR', 'ER_SPECIFIC_ACCESS_DENIED_ERROR', 'ER_COLUMNACCESS_DENIED_ERROR', 'ER_ACCESS_DENIED_ERROR']);
+
+/** Makes the routine where missing; whether this store's user can run it. Other errors are the store's (thrown). */
+export async function installAppendRoutine(pool: Pool): Promise<boolean> {
+  try {
+    await pool.query(DDL);
+  } catch (error) {
+    if (!DENIED.has(driverCode(error) ?? '')) throw error;
+    // Made by another user, perhaps: the CALL below says whether this one may run it.
+  }
+  try {
+    await pool.execute(CALL, ['[]', '[]', '[]', '[]', '[]', '[]']);
+    return true;
+  } catch (error) {
+    if (DENIED.has(driverCode(error) ?? '') || driverCode(error) === 'ER_SP_DOES_NOT_EXIST') return false;
+    throw error;
+  }
+}
+
+/** The batch's INSERTs in one round trip, in its transaction; the events' stored timestamps by id. */
+export async function callAppendRoutine(conn: PoolConnection, rows: RoutineRows): Promise<Array<{ id: string; timestamp: Date }>> {
+  const [sets] = await conn.execute<RowDataPacket[][]>(CALL, PARAMS.map((param) => rows[param]));
+  return (sets[0] ?? []) as Array<{ id: string; timestamp: Date }>;
+}

@@ -1,0 +1,101 @@
+/**
+ * The append routine (store/mysql/append-routine.ts): a batch's INSERTs in one CALL on MariaDB. It
+ * writes what the statements write, row for row, in every table a batch touches (leases at append
+ * included); and a database user who may not make or run it appends as before.
+ */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { StoredEvent } from '@eventflow/core';
+import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql/mysql.js';
+import { APPEND_ROUTINE } from '../src/store/mysql/append-routine.js';
+import type { AppendClaimer, Claimed } from '../src/store/ledger.js';
+
+/** The rows a batch writes, without what differs from run to run (times, delivery ids). */
+const TABLES = {
+  event: 'SELECT id, domain, rid, pid, name, data FROM event ORDER BY id',
+  eventflow_position: 'SELECT position, event_id, traceparent, tracestate FROM eventflow_position ORDER BY position',
+  event_published: 'SELECT event_id, publisher, hub, consumer, consumed_hub IS NULL AS unrouted, consumed_spoke IS NULL AS unclaimed FROM event_published ORDER BY event_id',
+  event_scheduled: 'SELECT event_id, scheduled FROM event_scheduled ORDER BY event_id',
+  eventflow_schedule: 'SELECT event_id, due FROM eventflow_schedule ORDER BY event_id',
+  eventflow_delivery: 'SELECT event_id, domain, gname, grp, position, pid, name, attempts, delivery IS NULL AS free, owner, deadline FROM eventflow_delivery ORDER BY event_id, grp',
+};
+
+const routines = async (db: TestDatabase): Promise<string[]> =>
+  (await db.query<{ name: string }>(`SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()`)).map((row) => row.name);
+
+describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', () => {
+  const databases = useTestDatabases();
+  const open = async (db: TestDatabase, options: Partial<MysqlStoreOptions> = {}): Promise<MysqlStore> => {
+    const store = new MysqlStore({ ...db.options, ...options });
+    databases.onCleanup(() => store.close());
+    await store.init();
+    return store;
+  };
+
+  /** One workload: plain, traced, scheduled and referring events, a retried id, and a group's leases at append. */
+  async function workload(store: MysqlStore): Promise<void> {
+    const ledger = store.ledger();
+    const group = await ledger.ensureGroup({ domain: 'jobs', name: 'run', group: 'billing' });
+    const leased: Claimed[] = [];
+    const claimer: AppendClaimer = {
+      lease: () => (leased.length < 2 ? { owner: 'gw-1', consumer: 'GW', deadline: 4_102_444_800_000, now: 1 } : undefined),
+      committed: (claimed) => void leased.push(...claimed),
+      abandoned: () => undefined,
+    };
+    ledger.claimAtAppend?.(group, claimer);
+    const first = await Promise.all([
+      store.append({ id: 'a', domain: 'jobs', name: 'run', pid: 'p1', data: { n: 1, text: 'é 😀' } }, { publisher: 'pub' }),
+      store.append({ id: 'b', domain: 'jobs', name: 'run', pid: 'p2', data: {}, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'k=v' }, { publisher: 'pub' }),
+      store.append({ id: 'c', domain: 'jobs', name: 'run', pid: 'p3', data: {} }, { publisher: 'pub' }),
+    ]);
+    expect(first.map((written) => written.event.id)).toEqual(['a', 'b', 'c']);
+    await store.append({ id: 'd', domain: 'jobs', name: 'other', pid: 'p1', rid: 'a', data: { big: 'x'.repeat(5_000) } }, { publisher: 'pub', routedBy: 'hub-1' });
+    await store.append({ id: 's', domain: 'jobs', name: 'later', pid: 'p1', data: {} }, { publisher: 'pub', scheduledAt: new Date(Date.UTC(2030, 0, 1, 12, 0, 0, 500)) });
+    // Persisted: no event_published row.
+    await store.append({ id: 'q', domain: 'jobs', name: 'quiet', pid: 'p1', data: {} });
+    // A retry of a stored event stores nothing; another event under its id is refused.
+    expect((await store.append({ id: 'a', domain: 'jobs', name: 'run', pid: 'p1', data: { n: 1, text: 'é 😀' } }, { publisher: 'pub' })).created).toBe(false);
+    await expect(store.append({ id: 'a', domain: 'jobs', name: 'run', pid: 'p1', data: { n: 2 } }, { publisher: 'pub' })).rejects.toMatchObject({ code: 'E_EVENTFLOW_DUPLICATE_ID' });
+    expect(leased.length).toBeGreaterThan(0);
+    ledger.claimAtAppend?.(group, undefined);
+  }
+
+  const rows = async (db: TestDatabase): Promise<Record<string, unknown[]>> =>
+    Object.fromEntries(await Promise.all(Object.entries(TABLES).map(async ([table, sql]) => [table, await db.query(sql)] as const)));
+
+  it('writes what the statements write, row for row, and stamps events with the time the database stored', async () => {
+    const [withRoutine, without] = [await databases.fresh(), await databases.fresh()];
+    const routed = await open(withRoutine);
+    const plain = await open(without, { appendRoutine: false });
+    expect(await routines(withRoutine)).toEqual([APPEND_ROUTINE]);
+    expect(await routines(without)).toEqual([]);
+    for (const store of [routed, plain]) await workload(store);
+    const [a, b] = [await rows(withRoutine), await rows(without)];
+    expect(a.event).toHaveLength(6);
+    expect(a.eventflow_delivery?.length).toBeGreaterThan(0);
+    expect(a).toEqual(b);
+    // The timestamp an append answers is the stored one.
+    const stored = (await routed.readEventlog('jobs', 'p2')).find((event) => event.id === 'b') as StoredEvent;
+    const [row] = await withRoutine.query<{ timestamp: string }>(`SELECT timestamp FROM event WHERE id = 'b'`);
+    expect(stored.timestamp).toBe(`${row?.timestamp.replace(' ', 'T')}Z`);
+  });
+
+  it('a database user without CREATE ROUTINE or EXECUTE appends with the statements, where the routine exists or not', async () => {
+    const user = `ef_plain_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(8).toString('hex');
+    const [fresh, made] = [await databases.fresh(), await databases.fresh()];
+    // Made by a user who may (root); the other database has none.
+    await open(made);
+    expect(await routines(made)).toEqual([APPEND_ROUTINE]);
+    await fresh.query(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
+    databases.onCleanup(() => fresh.query(`DROP USER IF EXISTS '${user}'@'%'`));
+    for (const db of [fresh, made]) await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, REFERENCES ON \`${db.name}\`.* TO '${user}'@'%'`);
+    for (const db of [fresh, made]) {
+      const store = await open(db, { user, password });
+      await workload(store);
+      expect((await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM event'))[0]?.n).toBe(6);
+    }
+    expect(await routines(fresh)).toEqual([]);
+  });
+});
