@@ -8,13 +8,12 @@
  * Made at init with CREATE PROCEDURE IF NOT EXISTS, under a name that carries its version (a later
  * body is a new name, so gateways of two versions on one database each call their own), then called
  * once with nothing to insert to prove this user may run it. A user without CREATE ROUTINE or
- * EXECUTE, or MySQL (no INSERT … RETURNING), appends with one statement per table as before. The
- * procedure runs with the sql_mode of the session that made it, the store's (statements.ts), and
- * with the caller's rights (SQL SECURITY INVOKER).
+ * EXECUTE, a server that refuses it otherwise, or MySQL (no INSERT … RETURNING), appends with one
+ * statement per table as before. The procedure runs with the sql_mode of the session that made it,
+ * the store's (statements.ts), and with the caller's rights (SQL SECURITY INVOKER).
  */
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { appendInserts } from './append-sql.js';
-import { driverCode } from './db.js';
 
 export const APPEND_ROUTINE = 'eventflow_append_v1';
 
@@ -45,23 +44,19 @@ END`;
 
 const CALL = `CALL ${APPEND_ROUTINE}(${PARAMS.map(() => '?').join(', ')})`;
 
-/** Errors that mean this user may not make or run the routine: the store appends without it. */
-const DENIED = new Set(['ER_DBACCESS_DENIED_ERROR', 'ER_TABLEACCESS_DENIED_ERROR', 'ER_PROCACCESS_DENIED_ERROR', 'ER_SPECIFIC_ACCESS_DENIED_ERROR', 'ER_COLUMNACCESS_DENIED_ERROR', 'ER_ACCESS_DENIED_ERROR']);
-
-/** Makes the routine where missing; whether this store's user can run it. Other errors are the store's (thrown). */
+/**
+ * Makes the routine where missing; whether this store's user can run it. Never fails the store's
+ * open: whatever refuses it (no CREATE ROUTINE or EXECUTE, a read-only server, a binary log that
+ * wants SUPER for routines) leaves the appends as they were without it.
+ */
 export async function installAppendRoutine(pool: Pool): Promise<boolean> {
-  try {
-    await pool.query(DDL);
-  } catch (error) {
-    if (!DENIED.has(driverCode(error) ?? '')) throw error;
-    // Made by another user, perhaps: the CALL below says whether this one may run it.
-  }
+  // Made by another user, perhaps, if refused here: the CALL says whether this one may run it.
+  await pool.query(DDL).catch(() => undefined);
   try {
     await pool.execute(CALL, ['[]', '[]', '[]', '[]', '[]', '[]']);
     return true;
-  } catch (error) {
-    if (DENIED.has(driverCode(error) ?? '') || driverCode(error) === 'ER_SP_DOES_NOT_EXIST') return false;
-    throw error;
+  } catch {
+    return false;
   }
 }
 
