@@ -33,6 +33,7 @@
 //   BENCH_WORKER_PROF=<dir> the worker processes (every system's).
 //   BENCH_WORK_WARMUP_MS: the steady row's warm-up (default 1000), for a probe of a longer one;
 //   BENCH_WORK_REQUEST_WARMUP: the request row's warm-up requests (default 5000).
+//   BENCH_WORK_RATE: the steady row's jobs a second (default 500, the target's), for a probe of a busier gateway.
 // Each row is bounded in time (drain 20 s; steady 11 s + 5 s to catch up; request up to 15 s of
 // warm-up, then 8 s once 50 are measured, 20 s at most; then up to 5 s for the system to say all is
 // settled; the gateways stop with a 1 s drain), so the step stays under ~3 minutes even with today's
@@ -69,7 +70,7 @@ const WORKERS = 2;
 const DRAIN_JOBS = Number(process.env.BENCH_WORK_DRAIN_JOBS ?? 10_000);
 const DRAIN_BUDGET_MS = 20_000;
 const ENQUEUE_IN_FLIGHT = 500;
-const RATE = 500;
+const RATE = Number(process.env.BENCH_WORK_RATE ?? 500);
 const WARMUP_MS = Number(process.env.BENCH_WORK_WARMUP_MS ?? 1_000);
 const STEADY_MS = Number(process.env.BENCH_WORK_STEADY_MS ?? 10_000);
 const CATCH_UP_MS = 5_000;

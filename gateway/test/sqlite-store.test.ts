@@ -183,7 +183,7 @@ describe('SqliteStore', () => {
     expect(await one.head()).toBe(fired[0]?.position);
   });
 
-  it('answers the reads after its own appends as the database does, with other connections writing, deleting and firing in between', async () => {
+  it('answers the head and the reads after its own appends as the database does, with other connections writing, deleting and firing in between', async () => {
     // The store keeps its latest batches' published events for these reads (recent.ts); a store that
     // never appends answers every read from the database, and is the reference here.
     const file = nextFile();
@@ -213,6 +213,8 @@ describe('SqliteStore', () => {
       else if (roll === 9 && appended.length > 0) await writer.append(newEvent({ id: anEvent() }), { publisher: 's' }).catch(() => undefined);
       const head = await reference.head();
       for (const store of [one, two]) {
+        // The head too: a store answers it from its last batch while no other connection has committed since.
+        expect(await store.head()).toBe(head);
         const after = Math.max(0, head - int(12));
         const limit = pick([1, 3, 100]);
         const filter = { domain: pick(['a', 'b']), name: pick(['*', 'x', 'y']) };

@@ -85,7 +85,7 @@ export class Dispatcher implements RouteTarget {
     this.#waits = new Waits(store, interest, (domain, seconds) => this.#metrics.requestAnswered(domain, seconds));
     this.#consumers = new Consumers(interest);
     const ledger = () => store.ledger();
-    this.#leases = new Leases(ledger, new LedgerWriter(ledger, () => store.appendsDue()), this.#consumers, consumerId, log, this.#metrics, options, {
+    this.#leases = new Leases(ledger, new LedgerWriter(ledger, () => store.appendsDue(), (actions) => store.applyWithAppends?.(actions)), this.#consumers, consumerId, log, this.#metrics, options, {
       ended: (consumer, key, change, unsettled) => this.#backlog.ended(consumer, key, change, unsettled),
       failed: (eventId, message, attempt) => this.#waits.consumeFailed(eventId, message, attempt),
     });

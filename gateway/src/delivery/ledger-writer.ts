@@ -4,10 +4,12 @@
  * transaction), as appends do (store/group-commit.ts). Each caller learns its own result, and only
  * once the store has committed it: a settle is answered "recorded" only when it was.
  *
- * Appends due in the same turn go first, once: a new job's delivery (and a request()'s answer)
- * waits on its append's commit, while a settle's answer only returns capacity a moment later. On
- * SQLite both are one writer, so a settle batch cut first put a whole transaction before the
- * append's; a settle yields one turn at most, so a stream of appends cannot starve settles.
+ * Appends due in the same turn go first: a new job's delivery (and a request()'s answer) waits on
+ * its append's commit, while a settle's answer only returns capacity a moment later. Where the
+ * store can (SQLite: both are one writer), the batch rides the appends' transaction
+ * (EventStore.applyWithAppends): one commit for both, and no settle transaction between a job's
+ * frame and its append. Elsewhere (MySQL) a settle yields one turn at most, so a stream of appends
+ * cannot starve settles.
  */
 import { LEDGER_BATCH } from '../defaults.js';
 import type { DeliveryLedger, DeliveryRef, LedgerAction } from '../store/ledger.js';
@@ -32,9 +34,13 @@ export class LedgerWriter {
   /** The scheduled batch has already let appends go first. */
   #yielded = false;
 
-  constructor(ledger: () => DeliveryLedger, appendsDue: () => boolean = () => false) {
+  /** The store writes ledger actions inside the append batch due now (EventStore.applyWithAppends), or says undefined. */
+  readonly #withAppends: WithAppends;
+
+  constructor(ledger: () => DeliveryLedger, appendsDue: () => boolean = () => false, withAppends: WithAppends = () => undefined) {
     this.#ledger = ledger;
     this.#appendsDue = appendsDue;
+    this.#withAppends = withAppends;
   }
 
   /** The delivery the action ended or moved, or undefined when it was not current; rejects when the store failed. */
@@ -53,26 +59,45 @@ export class LedgerWriter {
   }
 
   async #flush(): Promise<void> {
+    // Where the store can, the batch rides the appends' transaction instead of waiting for it.
+    const riding = this.#appendsDue() ? this.#take((batch) => this.#withAppends(batch)) : undefined;
+    if (riding) return riding;
     if (!this.#yielded && this.#appendsDue()) {
       this.#yielded = true;
       // An immediate queued now runs in the next turn's check phase, after the append batch's.
       setImmediate(() => void this.#flush());
       return;
     }
-    this.#yielded = false;
-    this.#scheduled = false;
+    return this.#take((batch) => this.#ledger().apply(batch));
+  }
+
+  /** Cuts the next batch and writes it with `write`; undefined (nothing cut) when `write` says undefined. */
+  #take(write: (actions: readonly LedgerAction[]) => Promise<Array<DeliveryRef | undefined>> | undefined): Promise<void> | undefined {
     const batch = this.#queue.slice(0, LEDGER_BATCH);
-    this.#queue = this.#queue.slice(batch.length);
-    if (batch.length === 0) return;
-    this.#writing += 1;
+    if (batch.length === 0) {
+      this.#scheduled = this.#yielded = false;
+      return undefined;
+    }
+    let written: Promise<Array<DeliveryRef | undefined>> | undefined;
     try {
-      const results = await this.#ledger().apply(batch.map((pending) => pending.action));
-      batch.forEach((pending, i) => pending.resolve(results[i]));
+      written = write(batch.map((pending) => pending.action));
     } catch (error) {
-      for (const pending of batch) pending.reject(error);
-    } finally {
+      written = Promise.reject(error);
+    }
+    if (written === undefined) return undefined;
+    this.#scheduled = this.#yielded = false;
+    this.#queue = this.#queue.slice(batch.length);
+    this.#writing += 1;
+    return written.then(
+      (results) => batch.forEach((pending, i) => pending.resolve(results[i])),
+      (error: unknown) => {
+        for (const pending of batch) pending.reject(error);
+      },
+    ).finally(() => {
       this.#writing -= 1;
       this.#schedule();
-    }
+    });
   }
 }
+
+type WithAppends = (actions: readonly LedgerAction[]) => Promise<Array<DeliveryRef | undefined>> | undefined;

@@ -13,7 +13,7 @@
  */
 import { EventflowError, type JsonObject, type Position, type StoredEvent } from '@eventflow/core';
 import type { SnapshotStore } from './snapshots.js';
-import type { DeliveryLedger } from './ledger.js';
+import type { DeliveryLedger, DeliveryRef, LedgerAction } from './ledger.js';
 import type { Catalog } from './catalog.js';
 
 export interface NewEvent {
@@ -248,6 +248,12 @@ export interface EventStore {
    * or the next: the ledger's writes let it go first (delivery/ledger-writer.ts).
    */
   appendsDue(): boolean;
+  /**
+   * SQLite: the ledger's writes inside the append batch due now (its transaction, one commit for
+   * both: sqlite/append-riders.ts), answered once it commits; undefined when none is due (or the
+   * store writes them apart, as MySQL does).
+   */
+  applyWithAppends?(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> | undefined;
 
   // ── scheduling ──
 

@@ -292,6 +292,11 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
+    return this.applyNow(actions);
+  }
+
+  /** `apply` in a transaction of its own, or in a savepoint of the one running (an append batch's: append-riders.ts). */
+  applyNow(actions: readonly LedgerAction[]): Array<DeliveryRef | undefined> {
     return this.#sql.immediate(() => {
       const updated = now();
       const at = Date.now();

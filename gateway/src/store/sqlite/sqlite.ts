@@ -24,6 +24,9 @@ import { RecentPublished } from './recent.js';
 import { WriteHealth } from '../write-health.js';
 import { WAL_BOUNDS } from './checkpointer.js';
 import { deferred, immediate } from './transactions.js';
+import { AppendRiders, type RodeRider } from './append-riders.js';
+import { OrphanMarks } from './orphan-marks.js';
+import type { DeliveryRef, LedgerAction } from '../ledger.js';
 
 /** What the write check writes (then deletes) while writes fail: a few publishes' worth of pages. */
 const WRITE_CHECK_BYTES = 64 * 1024;
@@ -43,10 +46,10 @@ export class SqliteStore implements EventStore {
   #retake: Database.Statement<[{ id: string; now: string; consumer: string; owner: string; at: number }]> | undefined;
   #catalog: SqliteCatalog | undefined;
   readonly #group = new GroupCommit((requests) => this.appendBatch(requests));
+  readonly #riders = new AppendRiders((work) => immediate(this.#store.db, work));
   /** What the last batches published, for the reads that follow them. */
   readonly #recent = new RecentPublished();
-  /** Orphans to mark in the next turn (markOrphans). */
-  #orphans: { ids: string[]; written: Promise<void> } | undefined;
+  readonly #orphanMarks = new OrphanMarks((ids) => this.#s.markOrphans.run({ ids: JSON.stringify(ids), now: now() }));
   /** Whether appends work (/readyz): see ../write-health.ts. */
   readonly #writes = new WriteHealth();
 
@@ -112,7 +115,7 @@ export class SqliteStore implements EventStore {
   async close(): Promise<void> {
     // Appends already accepted are written (or fail) before the database goes.
     await this.#group.idle();
-    await this.#orphans?.written.catch(() => undefined);
+    await this.#orphanMarks.idle();
     const open = this.#open;
     this.#open = undefined;
     this.#retake = undefined;
@@ -147,7 +150,11 @@ export class SqliteStore implements EventStore {
 
   async head(): Promise<Position> {
     // sqlite_sequence rather than MAX(position): deleting the newest event must not move head back.
-    return this.#s.head.get()?.seq ?? 0;
+    return this.#recent.headAt(this.#dataVersion()) ?? this.#s.head.get()?.seq ?? 0;
+  }
+
+  #dataVersion(): number {
+    return this.#s.dataVersion.get()?.data_version ?? -1;
   }
 
   checkWrites(): Promise<void> {
@@ -169,17 +176,23 @@ export class SqliteStore implements EventStore {
     return this.#group.append(event, options);
   }
 
+  applyWithAppends(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> | undefined {
+    const ledger = this.#ledger;
+    return ledger !== undefined && this.#group.due ? this.#riders.add(() => ledger.applyNow(actions)) : undefined;
+  }
+
   async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     const s = this.#s;
     const prepared = requests.map(prepareAppend);
     // After a failed commit, an event above this was stored by this batch (one writer per file). Read in the transaction (outside, a read is a snapshot of its own): a failed BEGIN stored nothing.
     let headBefore: number | undefined;
+    let rode: RodeRider[] = [];
     // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
     const { db } = this.#store;
     const run = () => {
       const timestamp = now();
-      const at = s.headAndVersion.get();
-      const [before, version] = [(headBefore = at?.seq ?? 0), at?.data_version ?? 0];
+      const version = this.#dataVersion();
+      const before = (headBefore = this.#recent.headAt(version) ?? s.head.get()?.seq ?? 0);
       const published: StoredEvent[] = [];
       let after = before; // the head after the batch: its last new event's position (AUTOINCREMENT, one writer)
       const outcomes = prepared.map((append): AppendOutcome => {
@@ -196,6 +209,7 @@ export class SqliteStore implements EventStore {
         }
       });
       this.#ledger?.leaseAppended(published, before, after);
+      rode = this.#riders.ride();
       return { outcomes, before, after, version, published };
     };
     try {
@@ -203,9 +217,11 @@ export class SqliteStore implements EventStore {
       this.#ledger?.appendEnded(true);
       this.#recent.committed(before, after, version, published);
       this.#writes.succeeded();
+      this.#riders.committed(rode);
       return outcomes;
     } catch (error) {
       this.#ledger?.appendEnded(false);
+      this.#riders.failed(rode);
       // An error of one row (a constraint, a value too big): the batch was rolled back whole; each
       // request alone, so that only the one that causes it fails.
       if (isRowError(error)) {
@@ -297,8 +313,9 @@ export class SqliteStore implements EventStore {
   }
 
   #readRecent(filter: EventFilter | undefined, after: Position, limit: number): StoredEvent[] | undefined {
-    const now = this.#s.headAndVersion.get();
-    return this.#recent.read(filter, after, limit, now?.seq ?? 0, now?.data_version ?? 0);
+    const version = this.#dataVersion();
+    const head = this.#recent.headAt(version);
+    return head === undefined ? undefined : this.#recent.read(filter, after, limit, head, version);
   }
 
   async findOutcome(
@@ -379,30 +396,8 @@ export class SqliteStore implements EventStore {
     this.#s.markOrphan.run({ id: eventId, now: now() });
   }
 
-  /**
-   * Written in the next turn, with the other pages marked meanwhile: the dispatcher marks a page
-   * right after routing it, in the turn whose commit resolved its publishes, and a transaction
-   * there would hold back their acknowledgements.
-   */
   markOrphans(eventIds: readonly string[]): Promise<void> {
-    let pending = this.#orphans;
-    if (pending === undefined) {
-      const opened: { ids: string[]; written: Promise<void> } = { ids: [], written: Promise.resolve() };
-      opened.written = new Promise<void>((resolve, reject) =>
-        setImmediate(() => {
-          this.#orphans = undefined;
-          try {
-            this.#s.markOrphans.run({ ids: JSON.stringify(opened.ids), now: now() });
-            resolve();
-          } catch (error) {
-            reject(asError(error));
-          }
-        }),
-      );
-      this.#orphans = pending = opened;
-    }
-    for (const id of eventIds) pending.ids.push(id);
-    return pending.written;
+    return this.#orphanMarks.mark(eventIds);
   }
 
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {

@@ -39,13 +39,8 @@ export function prepareStatements(db: Database.Database) {
   });
   return {
     head: stmt<[], { seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`),
-    /**
-     * The head and SQLite's data_version, which changes when another connection commits to the file
-     * (this one's own commits leave it): one statement, one read snapshot (recent.ts).
-     */
-    headAndVersion: stmt<[], { seq: number | null; data_version: number }>(
-      `SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'event') AS seq, (SELECT data_version FROM pragma_data_version) AS data_version`,
-    ),
+    /** SQLite's data_version: changes when another connection commits to the file (this one's own commits leave it; recent.ts). */
+    dataVersion: stmt<[], { data_version: number }>(`PRAGMA data_version`),
     schemaVersion: stmt<[], { value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`),
     // Raised, never lowered: a gateway older than the file then refuses it (sqlite.ts).
     setSchemaVersion: stmt<[string]>(
