@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { operations, requestFrame } from '@eventflow/core/protocol';
-import { acceptRequest, acceptSettle, acceptWrite } from '../src/connection/fast-frames.js';
+import { acceptRequest, acceptSettle, acceptWait, acceptWrite } from '../src/connection/fast-frames.js';
 import { badIdentifiers, createGenerator, mulberry32 } from './fuzz-support.js';
 
 const random = mulberry32(0xfa57);
@@ -168,6 +168,46 @@ describe('fast frame path', () => {
     }
     expect(accepted).toBeGreaterThan(5_000);
     expect(refusedByZod).toBeGreaterThan(2_000);
+  });
+
+  it('accepts only wait params that zod accepts, with the same value; accepts every plainly valid one', () => {
+    let accepted = 0;
+    let refusedByZod = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const valid: Record<string, unknown> = {
+        wait: pick(['w', 'ü📦', 'a'.repeat(64), ' ', identifier()]),
+        domain: identifier(),
+        pid: identifier(),
+        names: Array.from({ length: pick([1, 2, 64]) }, identifier),
+      };
+      if (random() < 0.3) valid.afterId = identifier();
+      if (random() < 0.3) valid.afterPosition = pick([0, 1, int(1e9), Number.MAX_SAFE_INTEGER]);
+      if (random() < 0.5) valid.request = identifier();
+      const params: Record<string, unknown> = structuredClone(valid);
+      const plain = i % 4 === 0;
+      if (!plain) {
+        const roll = int(8);
+        if (roll === 0) params.wait = pick(['', 'a'.repeat(65), 5, null, ['w']]);
+        else if (roll === 1) params[pick(['domain', 'pid', 'afterId', 'request'])] = pick([...badIdentifiers, 5, null, []]);
+        else if (roll === 2) params.names = pick([[], 'success', [5], [null], Array.from({ length: 65 }, () => 'n'), [pick(badIdentifiers)], ['ok', pick(badIdentifiers)], {}]);
+        else if (roll === 3) params.afterPosition = pick([-1, 1.5, 2 ** 53, '5', null, 1e400]);
+        else if (roll === 4) params[pick(['extra', 'Wait', '__proto__', 'timeout', 'after'])] = 1;
+        else if (roll === 5) delete params[pick(['wait', 'domain', 'pid', 'names'])];
+        else if (roll === 6) params.names = [...(params.names as string[]), pick(badIdentifiers)];
+        else params.request = pick(['', 'a'.repeat(64), 'a'.repeat(65)]);
+      }
+      const parsed: unknown = JSON.parse(JSON.stringify(params));
+      const zod = operations.wait.params.safeParse(parsed);
+      const fast = acceptWait(parsed);
+      if (fast !== undefined) {
+        accepted++;
+        expect(zod.success, `fast path accepted what zod refuses: ${JSON.stringify(parsed)}`).toBe(true);
+        expect(fast).toEqual(zod.data);
+      } else if (!zod.success) refusedByZod++;
+      if (plain) expect(fast, `fast path passed a valid wait to zod: ${JSON.stringify(parsed)}`).toBeDefined();
+    }
+    expect(accepted).toBeGreaterThan(5_000);
+    expect(refusedByZod).toBeGreaterThan(5_000);
   });
 
   it('accepts only request envelopes that zod accepts, with the same value', () => {

@@ -1,6 +1,6 @@
 /**
- * Hand-written acceptors for the hot frames: a request's envelope and the `publish` / `persist`
- * params. At tens of thousands of publishes a second, zod's parse of these was a sixth of the
+ * Hand-written acceptors for the hot frames: a request's envelope, the `publish` / `persist`
+ * params, the settles and a `request()`'s `wait`. At tens of thousands of publishes a second, zod's parse of these was a sixth of the
  * gateway's CPU (bench/README.md › publish-throughput).
  *
  * The zod schemas (@eventflow/core/protocol) stay the single source of truth: each function here
@@ -82,6 +82,35 @@ export function acceptSettle(params: unknown): { delivery: string; outcome: 'suc
   // delayMs beside another outcome: zod refuses it (it would be ignored).
   if (params.delayMs !== undefined && params.outcome !== 'retry') return undefined;
   return required === 2 ? (params as { delivery: string; outcome: 'success' | 'failed' | 'release' | 'retry' }) : undefined;
+}
+
+/** `wait`'s `names`: one to this many. */
+const MAX_WAIT_NAMES = 64;
+
+/** `wait` params (a `request()` sends one with every publish); undefined: let zod decide. */
+export function acceptWait(params: unknown): { wait: string; domain: string; pid: string; names: string[]; afterId?: string; afterPosition?: number; request?: string } | undefined {
+  if (!isRecord(params)) return undefined;
+  let required = 0;
+  for (const key in params) {
+    const value = params[key];
+    if (key === 'wait') {
+      // `handle`: 1..64 characters, any.
+      if (typeof value !== 'string' || value.length === 0 || value.length > 64) return undefined;
+      required++;
+    } else if (key === 'domain' || key === 'pid') {
+      if (!isIdentifier(value)) return undefined;
+      required++;
+    } else if (key === 'names') {
+      if (!Array.isArray(value) || value.length === 0 || value.length > MAX_WAIT_NAMES) return undefined;
+      for (let i = 0; i < value.length; i++) if (!isIdentifier(value[i])) return undefined;
+      required++;
+    } else if (key === 'afterId' || key === 'request') {
+      if (!isIdentifier(value)) return undefined;
+    } else if (key === 'afterPosition') {
+      if (!isCount(value)) return undefined;
+    } else return undefined;
+  }
+  return required === 4 ? (params as { wait: string; domain: string; pid: string; names: string[] }) : undefined;
 }
 
 /** `settleMany` params; undefined: let zod decide. */

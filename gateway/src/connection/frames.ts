@@ -9,7 +9,7 @@ import { en } from 'zod/locales';
 import type { z } from 'zod/mini';
 import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
 import { MAX_SETTLE_BATCH } from '@eventflow/core';
-import { acceptRequest, acceptSettle, acceptSettleMany, acceptWrite } from './fast-frames.js';
+import { acceptRequest, acceptSettle, acceptSettleMany, acceptWait, acceptWrite } from './fast-frames.js';
 import type { ConnectionLimits } from './limits.js';
 
 /** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
@@ -82,6 +82,9 @@ export function readParams<O extends OperationName>(id: number, op: O, params: u
   if (shape) return refused(id, shape.code, shape.message, shape.details);
   if (op === 'publish' || op === 'persist') {
     const fast = acceptWrite(params, op);
+    if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
+  } else if (op === 'wait') {
+    const fast = acceptWait(params);
     if (fast !== undefined) return { kind: 'params', params: fast as Params<O> };
   } else if (op === 'settle' || op === 'settleMany') {
     const fast = op === 'settle' ? acceptSettle(params) : acceptSettleMany(params, MAX_SETTLE_BATCH);
