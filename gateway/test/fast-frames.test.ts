@@ -109,6 +109,22 @@ function mutate(params: Record<string, unknown>): string {
 
 const nested = (depth: number): unknown => (depth === 0 ? 1 : random() < 0.5 ? [nested(depth - 1)] : { a: nested(depth - 1) });
 
+/**
+ * One generated params object, as JSON.parse gives it, through zod and through the fast path: what
+ * the fast path accepts zod accepts, with an equal value; a plainly valid one it accepts itself.
+ */
+function judge(counts: { accepted: number; refusedByZod: number }, schema: { safeParse(value: unknown): { success: boolean; data?: unknown } }, accept: (params: unknown) => unknown, params: unknown, plain: boolean): void {
+  const parsed: unknown = JSON.parse(JSON.stringify(params));
+  const zod = schema.safeParse(parsed);
+  const fast = accept(parsed);
+  if (fast !== undefined) {
+    counts.accepted++;
+    expect(zod.success, `fast path accepted what zod refuses: ${JSON.stringify(parsed)}`).toBe(true);
+    expect(fast).toEqual(zod.data);
+  } else if (!zod.success) counts.refusedByZod++;
+  if (plain) expect(fast, `fast path passed a valid frame to zod: ${JSON.stringify(parsed)}`).toBeDefined();
+}
+
 describe('fast frame path', () => {
   it('accepts only publish/persist params that zod accepts, with the same value; accepts every plainly valid one', () => {
     let accepted = 0;
@@ -135,8 +151,7 @@ describe('fast frame path', () => {
   });
 
   it('accepts only settle params that zod accepts, with the same value; accepts every plainly valid one', () => {
-    let accepted = 0;
-    let refusedByZod = 0;
+    const counts = { accepted: 0, refusedByZod: 0 };
     const text = (): unknown => pick(['', 'x', 'ü📦', 'a'.repeat(4096), 'a'.repeat(4097), 'a'.repeat(128), 'a'.repeat(129), 5, null, {}, []]);
     for (let i = 0; i < 20_000; i++) {
       const valid: Record<string, unknown> = { delivery: pick(['d', 'a'.repeat(32), 'a'.repeat(64)]), outcome: pick(['success', 'failed', 'release', 'retry']) };
@@ -156,23 +171,14 @@ describe('fast frame path', () => {
         else if (roll === 6) params.delayMs = pick([0, 1, 86_400_000]);
         else params.error = { message: text() };
       }
-      const parsed: unknown = JSON.parse(JSON.stringify(params));
-      const zod = operations.settle.params.safeParse(parsed);
-      const fast = acceptSettle(parsed);
-      if (fast !== undefined) {
-        accepted++;
-        expect(zod.success, `fast path accepted what zod refuses: ${JSON.stringify(parsed)}`).toBe(true);
-        expect(fast).toEqual(zod.data);
-      } else if (!zod.success) refusedByZod++;
-      if (plain) expect(fast, `fast path passed a valid settle to zod: ${JSON.stringify(parsed)}`).toBeDefined();
+      judge(counts, operations.settle.params, acceptSettle, params, plain);
     }
-    expect(accepted).toBeGreaterThan(5_000);
-    expect(refusedByZod).toBeGreaterThan(2_000);
+    expect(counts.accepted).toBeGreaterThan(5_000);
+    expect(counts.refusedByZod).toBeGreaterThan(2_000);
   });
 
   it('accepts only wait params that zod accepts, with the same value; accepts every plainly valid one', () => {
-    let accepted = 0;
-    let refusedByZod = 0;
+    const counts = { accepted: 0, refusedByZod: 0 };
     for (let i = 0; i < 20_000; i++) {
       const valid: Record<string, unknown> = {
         wait: pick(['w', 'ü📦', 'a'.repeat(64), ' ', identifier()]),
@@ -196,18 +202,10 @@ describe('fast frame path', () => {
         else if (roll === 6) params.names = [...(params.names as string[]), pick(badIdentifiers)];
         else params.request = pick(['', 'a'.repeat(64), 'a'.repeat(65)]);
       }
-      const parsed: unknown = JSON.parse(JSON.stringify(params));
-      const zod = operations.wait.params.safeParse(parsed);
-      const fast = acceptWait(parsed);
-      if (fast !== undefined) {
-        accepted++;
-        expect(zod.success, `fast path accepted what zod refuses: ${JSON.stringify(parsed)}`).toBe(true);
-        expect(fast).toEqual(zod.data);
-      } else if (!zod.success) refusedByZod++;
-      if (plain) expect(fast, `fast path passed a valid wait to zod: ${JSON.stringify(parsed)}`).toBeDefined();
+      judge(counts, operations.wait.params, acceptWait, params, plain);
     }
-    expect(accepted).toBeGreaterThan(5_000);
-    expect(refusedByZod).toBeGreaterThan(5_000);
+    expect(counts.accepted).toBeGreaterThan(5_000);
+    expect(counts.refusedByZod).toBeGreaterThan(5_000);
   });
 
   it('accepts only request envelopes that zod accepts, with the same value', () => {
