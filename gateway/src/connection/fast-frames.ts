@@ -1,7 +1,7 @@
 /**
  * Hand-written acceptors for the hot frames: a request's envelope, the `publish` / `persist`
- * params, the settles and a `request()`'s `wait`. At tens of thousands of publishes a second, zod's parse of these was a sixth of the
- * gateway's CPU (bench/README.md › publish-throughput).
+ * params, the settles and a `request()`'s `wait`. At tens of thousands of publishes a second,
+ * zod's parse of these was a sixth of the gateway's CPU (bench/README.md › publish-throughput).
  *
  * The zod schemas (@eventflow/core/protocol) stay the single source of truth: each function here
  * only ever ACCEPTS, returning the value zod would return, or undefined when the input is not
