@@ -258,7 +258,8 @@ describe('authorization (EVENTFLOW_AUTH=jwt, HS256)', () => {
   });
 
   it('closes with 4401 when the token expires', async () => {
-    const conn = await open(harness.gateway.url, await hs256({ read: ['*'] }, { expiresIn: Math.floor(Date.now() / 1000) + 1 }));
+    // Valid for 1–2 s whatever the fraction of the current second (floor + 1 could expire before the welcome).
+    const conn = await open(harness.gateway.url, await hs256({ read: ['*'] }, { expiresIn: Math.ceil(Date.now() / 1000) + 1 }));
     expect(await conn.closed).toEqual({ code: 4401, reason: 'token expired' });
   });
 
@@ -285,7 +286,7 @@ describe('authorization (EVENTFLOW_AUTH=jwt, HS256)', () => {
     const client = harness.client({
       token: () => {
         calls++;
-        return hs256({ publish: ['*'] }, { expiresIn: Math.floor(Date.now() / 1000) + 1 });
+        return hs256({ publish: ['*'] }, { expiresIn: Math.ceil(Date.now() / 1000) + 1 });
       },
     });
     await client.publish({ domain: 'orders', name: 'placed', pid: 'expiry' });
