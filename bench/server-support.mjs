@@ -80,12 +80,15 @@ export async function startServer(kind, { gatewayConfig = {}, exposeGc = false }
  * `node gateway/bin/eventflow-gateway.js` (what an operator runs: the bundle, or dist/ when the
  * bundle is older than the last build) in a process of its own, on 127.0.0.1 and a free port, with
  * `env` over the defaults; resolves with { url, pid, stop() } once its banner printed the `clients:`
- * line. BENCH_CPU_PROF=dir profiles it; BENCH_GATEWAY_IMPORT=<module> is loaded into it first.
+ * line. BENCH_CPU_PROF=dir profiles it; BENCH_GATEWAY_IMPORT=<module> is loaded into it first;
+ * BENCH_GATEWAY_FLAGS="<flags>" are passed to its node.
  */
 export function spawnGateway(env, timeoutMs = 30_000) {
   const childEnv = { ...process.env, EVENTFLOW_HOST: '127.0.0.1', EVENTFLOW_PORT: '0', EVENTFLOW_LOG_LEVEL: 'warn', ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) };
   delete childEnv.NODE_OPTIONS;
   const execArgv = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, ...(process.env.BENCH_CPU_PROF_INTERVAL ? [`--cpu-prof-interval=${process.env.BENCH_CPU_PROF_INTERVAL}`] : [])] : [];
+  // Node or V8 flags for the gateway alone, space-separated (a probe: `--maglev`, say).
+  if (process.env.BENCH_GATEWAY_FLAGS) execArgv.push(...process.env.BENCH_GATEWAY_FLAGS.split(' ').filter(Boolean));
   // A module the gateway loads first (bench/request-legs.mjs: its socket probe).
   if (process.env.BENCH_GATEWAY_IMPORT) execArgv.push(`--import=${process.env.BENCH_GATEWAY_IMPORT}`);
   const child = spawn(process.execPath, [...execArgv, gatewayBin], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
