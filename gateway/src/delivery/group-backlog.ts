@@ -244,7 +244,10 @@ export class GroupBacklog {
       const record = await recorded;
       this.#ordered = record.ordered;
       const leases = backlog.leases;
-      const maxAttempts = Math.max(...this.#members().map((member) => leases.maxAttempts(member)), leases.maxAttempts(undefined));
+      // The most lenient member's attempts (a member without a retry policy has the gateway's): not at
+      // least the gateway's, which gave a lease left by a killed gateway deliveries past `retry.attempts`.
+      const members = this.#members();
+      const maxAttempts = members.length > 0 ? Math.max(...members.map((member) => leases.maxAttempts(member))) : leases.maxAttempts(undefined);
       const now = Date.now();
       // From here the claim reads the store: a signal or route after this may be something it does not see.
       this.#dirty = false;

@@ -7,14 +7,15 @@
  *  - two named groups and the default group on one (domain, name), 1,000 events, four processes:
  *    each group handles every event exactly once;
  *  - request() against a throwing consumer rejects with E_EVENTFLOW_CONSUMER_FAILED within a
- *    second, and with no consumer at once with E_EVENTFLOW_NO_CONSUMER.
+ *    second, and with no consumer at once with E_EVENTFLOW_NO_CONSUMER;
+ *  - a consumer's `retry.attempts` holds for a lease left in the store by a killed gateway too.
  */
 import { join } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
+import { createClient, isEventflowError, listDeadLetters, type EventflowClient } from '@eventflow/core';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 import { chaosDir, chaosStores, mysqlGatewayEnv, useChaosLifecycle } from './support.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
@@ -177,4 +178,31 @@ describe.each(chaosStores)('delivery ledger ($store)', ({ store }) => {
     expect((failed as Error).message).toContain('card declined');
     expect((failed as { details?: Record<string, unknown> }).details).toMatchObject({ attempt: 1, error: 'card declined' });
   }, 30_000);
+
+  it.skipIf(skip !== undefined)('retry.attempts counts a lease left by a SIGKILLed gateway: after the last attempt the restarted gateway dead-letters the event', async () => {
+    // README › Consumer options: "up to `attempts` deliveries in all (expired leases count too)". The
+    // restarted gateway's claim finds the lease run out in the store, with no timer of its own for it:
+    // it went by the gateway's EVENTFLOW_CONSUME_MAX_ATTEMPTS (5) instead and delivered it again.
+    const gateway = await gatewayOn('retry-attempts');
+    const attempts: number[] = [];
+    const worker = client(gateway.url);
+    await worker.consume(
+      'jobs',
+      'run',
+      async (_event, { attempt, signal }) => {
+        attempts.push(attempt);
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        throw new Error('gave up');
+      },
+      { group: 'billing', retry: { attempts: 1 } },
+    );
+    const id = await client(gateway.url).publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => attempts.length === 1, 10_000, 'the first delivery');
+    await kill9(gateway.proc());
+    await gateway.restart();
+    const letters = async (): Promise<Array<{ eventId: string; attempts: number }>> => (await listDeadLetters(worker, { domain: 'jobs' })).filter((letter) => letter.eventId === id);
+    await eventually(async () => attempts.length > 1 || (await letters()).length > 0, LEASE + 8_000, 'the event dead-lettered (or delivered again)');
+    expect(attempts).toEqual([1]);
+    expect(await letters()).toMatchObject([{ eventId: id, group: 'billing', attempts: 1, lastError: 'lease expired' }]);
+  }, 40_000);
 });
