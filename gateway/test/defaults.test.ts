@@ -1,13 +1,18 @@
 /**
  * The README's configuration table states the defaults of gateway/src/defaults.ts: every variable
- * with a default has a row, and the row's default is that value.
+ * with a default has a row, and the row's default is that value. The consumer defaults (credit,
+ * retry policy, attempts) are stated in four READMEs, each where a user reads about consuming:
+ * they say the numbers the code applies.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONSUME_CONCURRENCY, MAX_CONSUME_CONCURRENCY } from '@eventflow/core';
 import { configDefaults } from '../src/defaults.js';
 import { configSchema } from '../src/config.js';
+import { RETRY_DEFAULTS } from '../src/delivery/retry-policy.js';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const read = (path: string): string => readFileSync(new URL(path, import.meta.url), 'utf8').replace(/\s+/g, ' ');
 
 /** Variable → the default cell of its row, for every row of the table under "## Configuration". */
 function tableDefaults(): Map<string, string> {
@@ -46,5 +51,19 @@ describe('gateway defaults', () => {
       expect(cell, `${name} has a row in the README's configuration table`).toBeDefined();
       expect(written(cell!), name).toBe(String(value));
     }
+  });
+
+  it('the READMEs state the consumer defaults that the client and gateway apply', () => {
+    const options = readme.slice(readme.indexOf('### Consumer options'), readme.indexOf('**Leases.**'));
+    const row = (option: string): string => options.split('\n').find((line) => line.startsWith(`| \`${option}\` |`)) ?? '';
+    expect(row('concurrency')).toContain(`| \`${DEFAULT_CONSUME_CONCURRENCY}\` (\`DEFAULT_CONSUME_CONCURRENCY\`; 1–${MAX_CONSUME_CONCURRENCY})`);
+    expect(row('retry')).toContain(`delayMs: ${RETRY_DEFAULTS.delayMs}, maxDelayMs: ${RETRY_DEFAULTS.maxDelayMs} }`);
+    expect(row('retry')).toContain(`\`backoff\` to \`'${RETRY_DEFAULTS.backoff}'\``);
+    expect(options.replace(/\s+/g, ' ')).toContain(`\`EVENTFLOW_CONSUME_MAX_ATTEMPTS\` deliveries (default ${configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS})`);
+    expect(read('../../README.md')).toContain(`Defaults (\`concurrency\` ${DEFAULT_CONSUME_CONCURRENCY}, not ordered`);
+    expect(read('../../README.md')).toContain(`after ${configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS} attempts it is failed and kept as a dead letter`);
+    expect(read('../../packages/node/README.md')).toContain(`run at once (default ${DEFAULT_CONSUME_CONCURRENCY})`);
+    expect(read('../../packages/core/README.md')).toContain(`\`concurrency\` (default ${DEFAULT_CONSUME_CONCURRENCY})`);
+    expect(read('../../packages/core/README.md')).toContain(`the gateway's maximum attempts (${configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS})`);
   });
 });
