@@ -166,9 +166,15 @@ async function main(): Promise<void> {
   worker.client.onStateChange((state) => state === 'open' && process.stderr.write(`eventflow: connected to ${url} again\n`));
   process.stdout.write(`demo worker on ${url}: ${intervalMs > 0 ? `an order every ${intervalMs} ms` : 'consuming only'} in domain ${domain}; Ctrl-C stops\n`);
 
-  let signals = 0;
+  let stoppingSince: number | undefined;
   const shutdown = (signal: NodeJS.Signals): void => {
-    if (++signals > 1) process.exit(1); // a second signal does not wait for the drain
+    if (stoppingSince !== undefined) {
+      // A second signal does not wait for the drain; the same one again within a second is not a
+      // second (`npm run demo:worker` execs node: Ctrl-C comes from the terminal and from npm).
+      if (performance.now() - stoppingSince >= 1_000) process.exit(1);
+      return;
+    }
+    stoppingSince = performance.now();
     process.stdout.write(`${signal}: stopping (placed ${worker.stats.placed}, shipped ${worker.stats.shipped}, failed ${worker.stats.failed})\n`);
     worker.stop().then(
       () => process.exit(0),

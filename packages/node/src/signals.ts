@@ -10,7 +10,17 @@ export interface SignalHost {
   on(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
   off(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
   exit(code: number): void;
+  /** A monotonic clock in ms (default: performance.now()). */
+  now?(): number;
 }
+
+/**
+ * A signal this soon after the one that started the shutdown is that signal delivered twice, not a
+ * second one: Ctrl-C reaches every process of the terminal's foreground group, and a runner (npm,
+ * a process manager) forwards the one it got to its child, so a worker under `npm run` that `exec`s
+ * gets it twice within microseconds.
+ */
+export const REPEAT_MS = 1_000;
 
 export interface Closable {
   close(): Promise<void>;
@@ -24,18 +34,20 @@ interface HostState {
   /** Installed listeners by signal. */
   readonly listeners: Map<NodeJS.Signals, (signal: NodeJS.Signals) => void>;
   shuttingDown: boolean;
+  /** When the shutdown began (host.now). */
+  since: number;
 }
 
 const hosts = new WeakMap<SignalHost, HostState>();
 
 /**
  * Closes `client` and then exits 0 when one of `signals` arrives (a failed close exits 1). A second
- * signal during the shutdown exits 1 at once. Returns a function that unregisters the client,
+ * signal during the shutdown exits 1 at once (one within REPEAT_MS of the first is the same). Returns a function that unregisters the client,
  * restoring the default signal behaviour once no client is registered.
  */
 export function closeOnSignals(client: Closable, signals: readonly NodeJS.Signals[] = defaultSignals, host: SignalHost = process): () => void {
   let state = hosts.get(host);
-  if (!state) hosts.set(host, (state = { clients: new Map(), listeners: new Map(), shuttingDown: false }));
+  if (!state) hosts.set(host, (state = { clients: new Map(), listeners: new Map(), shuttingDown: false, since: 0 }));
   const current = state;
   current.clients.set(client, [...new Set(signals)]);
   sync(host, current);
@@ -64,11 +76,13 @@ function sync(host: SignalHost, state: HostState): void {
 }
 
 function shutdown(host: SignalHost, state: HostState): void {
+  const now = host.now?.() ?? performance.now();
   if (state.shuttingDown) {
-    host.exit(1);
+    if (now - state.since >= REPEAT_MS) host.exit(1);
     return;
   }
   state.shuttingDown = true;
+  state.since = now;
   const clients = [...state.clients.keys()];
   void Promise.allSettled(clients.map((client) => client.close())).then((results) => {
     state.shuttingDown = false;

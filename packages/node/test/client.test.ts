@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { createNodeClient, EventflowClient, type EventMap } from '../src/index.js';
-import { closeOnSignals, type SignalHost } from '../src/signals.js';
+import { closeOnSignals, REPEAT_MS, type SignalHost } from '../src/signals.js';
 import { PublishedView } from './helpers.js';
 
 let h: Harness;
@@ -101,6 +101,10 @@ describe('createNodeClient', () => {
 describe('closeOnSignals', () => {
   class FakeProcess extends EventEmitter implements SignalHost {
     readonly exit = vi.fn<(code: number) => void>();
+    clock = 0;
+    now(): number {
+      return this.clock;
+    }
   }
 
   it('on SIGTERM closes every registered client after its in-flight handler, then exits 0', async () => {
@@ -130,8 +134,25 @@ describe('closeOnSignals', () => {
     closeOnSignals(worker, ['SIGINT'], host);
     await slowConsumer(worker);
     host.emit('SIGINT', 'SIGINT');
+    host.clock += REPEAT_MS;
     host.emit('SIGINT', 'SIGINT');
     expect(host.exit).toHaveBeenCalledWith(1);
+  });
+
+  it('the same signal twice within REPEAT_MS (a terminal\'s Ctrl-C and npm forwarding it) is one stop: the drain finishes and exits 0', async () => {
+    const host = new FakeProcess();
+    const worker = client();
+    closeOnSignals(worker, ['SIGINT', 'SIGTERM'], host);
+    const { id, log } = await slowConsumer(worker);
+    host.emit('SIGINT', 'SIGINT');
+    host.clock += REPEAT_MS - 1;
+    host.emit('SIGINT', 'SIGINT');
+    host.emit('SIGTERM', 'SIGTERM');
+    expect(host.exit).not.toHaveBeenCalled();
+    await eventually(() => host.exit.mock.calls.length > 0, 2_000, 'exit');
+    expect(host.exit.mock.calls).toEqual([[0]]);
+    expect(log).toEqual(['start', 'end']);
+    expect(await view.outcome(id)).toBe('success');
   });
 
   it('the returned function unregisters the client', () => {
