@@ -21,7 +21,7 @@ import type { StoredEvent } from '@eventflow/core';
 import { configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { Claimed, ClaimedDead, DeliveryLedger, DeliveryRef, GroupKey, LedgerAction } from '../store/ledger.js';
+import { mayNameDelivery, type Claimed, type ClaimedDead, type DeliveryLedger, type DeliveryRef, type GroupKey, type LedgerAction } from '../store/ledger.js';
 import { groupOf, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
 import type { LedgerWriter } from './ledger-writer.js';
 import type { Peer } from './peer.js';
@@ -202,7 +202,7 @@ export class Leases {
 
   /** A settle for a delivery not open here: the store's current delivery, from a connection that may consume its domain. */
   async #settleElsewhere(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
-    const held = await this.#ledger().delivery(deliveryId);
+    const held = mayNameDelivery(deliveryId) ? await this.#ledger().delivery(deliveryId) : undefined;
     if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return false;
     const consumer = this.#consumers.all().find((member) => member.peer === peer && ledgerId(groupOf(member)) === ledgerId(held.key));
     const decision = this.#decide(deliveryId, settlement, held.attempts, consumer);
@@ -257,7 +257,7 @@ export class Leases {
     const granted = Math.min(ms ?? this.#leaseMs, this.#leaseMs * MAX_EXTEND_LEASES);
     const delivery = this.#open.get(deliveryId);
     if (!delivery) {
-      const held = await this.#ledger().delivery(deliveryId);
+      const held = mayNameDelivery(deliveryId) ? await this.#ledger().delivery(deliveryId) : undefined;
       if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return undefined;
       return (await this.#ledger().extend(deliveryId, Date.now() + granted)) ? granted : undefined;
     }

@@ -257,6 +257,15 @@ export function deliveryId(prefix: string, secret: string, eventId: string): str
   return prefix + (typeof hash === 'function' ? hash('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex')).slice(0, 32);
 }
 
+/**
+ * Whether `id` may name a delivery in a store: the ids are ASCII (deliveryId), and the MySQL column
+ * is, so a settle or extend carrying anything else is unknown without asking the store, which would
+ * refuse to compare it (ER_CANT_AGGREGATE_2COLLATIONS) and fail the request as a store failure.
+ */
+export function mayNameDelivery(id: string): boolean {
+  return /^[\x00-\x7f]*$/.test(id);
+}
+
 /** The events of `ids` the caller has at hand (ClaimRequest.known), and the ids to read from the store. */
 export function atHand(ids: readonly string[], known: ((id: string) => StoredEvent | undefined) | undefined): { events: Map<string, StoredEvent>; missing: string[] } {
   const events = new Map<string, StoredEvent>();
