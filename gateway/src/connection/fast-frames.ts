@@ -13,7 +13,7 @@
  * strings, booleans and null. The accepted value is the input object itself (zod returns a copy
  * of the same content); nothing downstream mutates params.
  */
-import { TRACEPARENT, TRACESTATE_MAX_LENGTH, type EventInput, type JsonObject } from '@eventflow/core';
+import { isWellFormedText, TRACEPARENT, TRACESTATE_MAX_LENGTH, type EventInput, type JsonObject } from '@eventflow/core';
 import { FORBIDDEN_DATA_KEY } from '@eventflow/core/protocol';
 
 /** Deeper data is left to zod: a walk here never needs more stack than this. */
@@ -74,7 +74,7 @@ export function acceptSettle(params: unknown): { delivery: string; outcome: 'suc
       if (!isRecord(value)) return undefined;
       for (const field in value) {
         const text = value[field];
-        if (field === 'message' ? typeof text !== 'string' || text.length > 4096 : field !== 'code' || typeof text !== 'string' || text.length > 128) return undefined;
+        if (typeof text !== 'string' || text.length > (field === 'message' ? 4096 : field === 'code' ? 128 : -1) || !isWellFormedText(text)) return undefined;
       }
       if (typeof value.message !== 'string') return undefined;
     } else return undefined;

@@ -11,6 +11,7 @@ import { GATEWAY_LEASE_MS } from './defaults.js';
 import { EventflowError, isEventflowError, type ErrorCode } from './errors.js';
 import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
+import { wellFormedText } from './unicode-text.js';
 
 /** The client's ConsumeContext, as handlers see it (client.ts documents it). */
 export interface DeliveryContext {
@@ -273,7 +274,7 @@ function describeFailure(cause: unknown): Failure {
   } catch {
     // A getter that throws (a Proxy, say): described as a value below.
   }
-  return { message: (typeof message === 'string' ? message : describeValue(cause)).slice(0, 4096), code: typeof code === 'string' ? code.slice(0, 128) : undefined };
+  return { message: wellFormedText(typeof message === 'string' ? message : describeValue(cause), 4096), code: typeof code === 'string' ? wellFormedText(code, 128) : undefined };
 }
 
 function describeValue(value: unknown): string {

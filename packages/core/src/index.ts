@@ -33,6 +33,7 @@ export { backoffDelay, defaultBackoff, type BackoffOptions } from './backoff.js'
 export { retry, retryOnConflict, type GenericRetryOptions, type RetryOptions } from './retry.js';
 export { generateEventId, generatePid } from './ids.js';
 export { streamKey } from './stream-key.js';
+export { isWellFormedText, wellFormedText } from './unicode-text.js';
 export type { PatternOptions } from './client.js';
 export { isNamespacePattern, matchNamespacePattern, namespacePattern, namespacePatternProblem, type NamespacePattern } from './namespace-pattern.js';
 export { composeEventlogState, applyEvent, emptyState, freezeState, type State } from './state.js';

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod/mini';
 import { MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
+import { isWellFormedText, WELL_FORMED_MESSAGE } from './unicode-text.js';
 
 type Schema = z.ZodMiniType;
 
@@ -73,6 +74,8 @@ export function workOperations<I extends Schema, H extends Schema, R extends Sch
   });
   const deadLetterKey = z.strictObject({ eventId: identifier, domain: identifier, name: identifier, group: groupName });
   
+  /** Text the ledger stores (unicode-text.ts says why it must be well-formed). */
+  const storedText = (max: number) => z.string().check(z.maxLength(max), z.refine(isWellFormedText, { error: WELL_FORMED_MESSAGE }));
   /** A consumer's report on one delivery: the `settle` operation's params, and each of `settleMany`'s. */
   const settleParams = z.strictObject({
     delivery: handle,
@@ -82,7 +85,7 @@ export function workOperations<I extends Schema, H extends Schema, R extends Sch
      */
     outcome: z.enum(['success', 'failed', 'release', 'retry']),
     delayMs: z.optional(z.int().check(z.nonnegative(), z.maximum(86_400_000))),
-    error: z.optional(z.strictObject({ message: z.string().check(z.maxLength(4096)), code: z.optional(z.string().check(z.maxLength(128))) })),
+    error: z.optional(z.strictObject({ message: storedText(4096), code: z.optional(storedText(128)) })),
   }).check(z.refine((settle) => settle.delayMs === undefined || settle.outcome === 'retry', { error: 'is taken only with outcome "retry"', path: ['delayMs'] }));
   return {
     consume: {
