@@ -2,7 +2,8 @@
  * EVENTFLOW_MAX_SUBSCRIPTIONS counts what is registered, not the handles a client names: a wait
  * handle re-registered for another (domain, pid) replaces its wait, a consumer handle cannot
  * stand for two consumers, and a subscription re-made while its replay runs does not leave the
- * old replay running. Checked on the dispatcher's own counts, over real WebSockets.
+ * old replay running. EVENTFLOW_MAX_GROUPS_PER_DOMAIN counts the groups stored, however many
+ * registrations arrive at once. Checked on the dispatcher's own counts, over real WebSockets.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -59,5 +60,26 @@ describe('registrations counted by what they register', () => {
     const subscribes = await Promise.all(Array.from({ length: 50 }, () => conn.request('subscribe', { domain: 'a', name: 'n', after: 0 })));
     for (const answer of subscribes) expect(answer).toMatchObject({ type: 'result' });
     expect(h.gateway.dispatcher.stats).toMatchObject({ consumers: 1, subscriptions: 1 });
+  });
+});
+
+describe('EVENTFLOW_MAX_GROUPS_PER_DOMAIN under registrations sent at once', () => {
+  it('consumes into new groups from several connections in one burst create no more groups than the limit; joining one still works', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_GROUPS_PER_DOMAIN: 3 });
+    const conns = await Promise.all(Array.from({ length: 4 }, () => connect(h!.gateway.url, { client: 'registration-test' })));
+    for (const conn of conns) sockets.push(conn.ws);
+    const sent = conns.flatMap((conn, c) => Array.from({ length: 5 }, (_, i) => ({ conn, id: conn.sendRequest('consume', { consumer: `c${i}`, domain: 'jobs', name: 'run', group: `g${c}-${i}` }) })));
+    const answers = await Promise.all(sent.map(({ conn, id }) => conn.answer(id)));
+    const refused = answers.filter((answer) => answer.type === 'error');
+    expect(answers.filter((answer) => answer.type === 'result')).toHaveLength(3);
+    for (const answer of refused) expect(answer).toMatchObject({ code: 'E_EVENTFLOW_LIMIT_EXCEEDED', details: { limit: 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', value: 3 } });
+    const groups = await h.gateway.store.ledger().groups(Date.now());
+    expect(groups).toHaveLength(3);
+
+    // Joining a group that exists is not creating one, also many at once; another domain has its own room.
+    const member = { domain: 'jobs', name: 'run', group: groups[0]!.group };
+    const joins = await Promise.all(conns.map((conn) => conn.request('consume', { consumer: 'member', ...member })));
+    for (const answer of joins) expect(answer).toMatchObject({ type: 'result' });
+    expect(await conns[0]!.request('consume', { consumer: 'other', domain: 'billing', name: 'run', group: 'g' })).toMatchObject({ type: 'result' });
   });
 });

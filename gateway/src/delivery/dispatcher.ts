@@ -70,6 +70,8 @@ export class Dispatcher implements RouteTarget {
   #start = 0;
   readonly #markOrphans: boolean;
   readonly #maxGroupsPerDomain: number;
+  /** domain → the registration creating a group there now; the next one waits for it (#oneGroupAtATime). */
+  readonly #creatingGroups = new Map<string, Promise<unknown>>();
   readonly #metrics: GatewayMetrics;
   /** The consumer id this gateway claims events with (v4's `consumed_spoke`). */
   readonly #claimant: string;
@@ -160,16 +162,34 @@ export class Dispatcher implements RouteTarget {
    * the store once this resolves; its backlog is then delivered (backlog.ts).
    */
   async addConsumer(peer: Peer, handle: string, domain: string, name: string, spec: ConsumerSpec, options: Partial<GroupOptions> = {}): Promise<GroupRecord> {
-    const ledger = this.#store.ledger();
     const key = { domain, name, group: spec.group };
+    const join = (): Promise<GroupRecord> => this.#join(peer, handle, domain, name, spec, options);
+    const ledger = this.#store.ledger();
+    if (this.#consumers.members(key).length > 0 || (await ledger.group(key))) return join();
     // A new group only while the domain has room (one more group is one more row per event for ever).
-    if (this.#consumers.members(key).length === 0 && !(await ledger.group(key)) && (await ledger.countGroups(domain)) >= this.#maxGroupsPerDomain) {
-      throw new EventflowError(
-        'E_EVENTFLOW_LIMIT_EXCEEDED',
-        `domain "${domain}" has ${this.#maxGroupsPerDomain} consumer groups already (EVENTFLOW_MAX_GROUPS_PER_DOMAIN); delete one (eventflow group-delete) or join an existing group`,
-        { details: { limit: 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', max: this.#maxGroupsPerDomain } },
-      );
-    }
+    // Checked and created one at a time per domain on this gateway: registrations checked side by side
+    // each saw the room that only one of them could take, and together passed the limit.
+    return this.#oneGroupAtATime(domain, async () => {
+      if (this.#consumers.members(key).length === 0 && !(await ledger.group(key)) && (await ledger.countGroups(domain)) >= this.#maxGroupsPerDomain) {
+        throw new EventflowError(
+          'E_EVENTFLOW_LIMIT_EXCEEDED',
+          `domain "${domain}" has ${this.#maxGroupsPerDomain} consumer groups already (EVENTFLOW_MAX_GROUPS_PER_DOMAIN); delete one (eventflow group-delete) or join an existing group`,
+          { details: { limit: 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', value: this.#maxGroupsPerDomain } },
+        );
+      }
+      return join();
+    });
+  }
+
+  #oneGroupAtATime<T>(domain: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.#creatingGroups.get(domain) ?? Promise.resolve()).then(work);
+    const settled = run.catch(() => undefined);
+    this.#creatingGroups.set(domain, settled);
+    void settled.then(() => this.#creatingGroups.get(domain) === settled && this.#creatingGroups.delete(domain));
+    return run;
+  }
+
+  async #join(peer: Peer, handle: string, domain: string, name: string, spec: ConsumerSpec, options: Partial<GroupOptions>): Promise<GroupRecord> {
     const consumer = this.#consumers.add(peer, handle, domain, name, spec);
     try {
       return await this.#backlog.join(consumer, options);
