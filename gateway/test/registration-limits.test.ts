@@ -83,3 +83,35 @@ describe('EVENTFLOW_MAX_GROUPS_PER_DOMAIN under registrations sent at once', () 
     expect(await conns[0]!.request('consume', { consumer: 'other', domain: 'billing', name: 'run', group: 'g' })).toMatchObject({ type: 'result' });
   });
 });
+
+describe('a removal sent right behind its registration', () => {
+  it('removeConsumer and cancelWait pipelined behind consume and wait(afterId) take effect: nothing stays registered, served or counted', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_SUBSCRIPTIONS: 3, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    const conn = await connect(h.gateway.url, { client: 'registration-test' });
+    sockets.push(conn.ws);
+    expect(await conn.request('publish', { event: { id: 'first', domain: 'jobs', name: 'run', pid: 'p', data: {} } })).toMatchObject({ type: 'result' });
+    // Each registration awaits the store before it is made; its removal is read meanwhile.
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push(conn.sendRequest('consume', { consumer: `c${i}`, domain: 'jobs', name: 'run' }), conn.sendRequest('removeConsumer', { consumer: `c${i}` }));
+    }
+    for (const id of ids.splice(0)) expect(await conn.answer(id)).toMatchObject({ type: 'result' });
+    for (let i = 0; i < 3; i++) {
+      ids.push(conn.sendRequest('wait', { wait: `w${i}`, domain: 'jobs', pid: 'p', names: ['done'], afterId: 'first' }), conn.sendRequest('cancelWait', { wait: `w${i}` }));
+    }
+    for (const id of ids.splice(0)) expect(await conn.answer(id)).toMatchObject({ type: 'result' });
+    expect(h.gateway.dispatcher.stats).toMatchObject({ consumers: 0, waits: 0 });
+
+    // A refused registration does not hold up the removal behind it.
+    ids.push(conn.sendRequest('wait', { wait: 'w', domain: 'jobs', pid: 'p', names: ['done'], afterId: 'missing' }), conn.sendRequest('cancelWait', { wait: 'w' }));
+    expect(await conn.answer(ids[0]!)).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_EVENT_NOT_FOUND' });
+    expect(await conn.answer(ids[1]!)).toMatchObject({ type: 'result' });
+
+    // The whole limit is free, and an event goes to a consumer that is registered.
+    for (let i = 0; i < 3; i++) expect(await conn.request('consume', { consumer: `n${i}`, domain: 'jobs', name: 'later' })).toMatchObject({ type: 'result' });
+    expect(await conn.request('publish', { event: { domain: 'jobs', name: 'run', pid: 'p', data: {} } })).toMatchObject({ type: 'result' });
+    expect(await conn.request('publish', { event: { domain: 'jobs', name: 'later', pid: 'p', data: {} } })).toMatchObject({ type: 'result' });
+    expect(await conn.next((frame) => frame.type === 'delivery')).toMatchObject({ consumer: expect.stringMatching(/^n/), event: { name: 'later' } });
+    expect(conn.frames.filter((frame) => frame.type === 'delivery' && frame.consumer !== undefined && /^c/.test(String(frame.consumer)))).toEqual([]);
+  });
+});

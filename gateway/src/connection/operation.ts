@@ -38,8 +38,10 @@ export interface Connection extends Peer {
   unsubscribePattern(handle: string): void;
   consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number>;
   removeConsumer(handle: string): Promise<void>;
-  wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void>;
-  cancelWait(handle: string): void;
+  /** `after` still being read (a promise): the handle's later frames wait for this registration. */
+  wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined | Promise<number>, request?: string): Promise<void>;
+  /** A promise when the cancel waits for the handle's registration in progress. */
+  cancelWait(handle: string): Promise<void> | undefined;
   /** Before publishing event `id`: a request()'s wait for it being registered or refused on this connection (request-waits.ts), to be awaited; undefined when there is none. */
   requestWait(id: string): Promise<void> | undefined;
 }

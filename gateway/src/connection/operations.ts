@@ -171,15 +171,15 @@ export const operations: Operations = {
       const [position] = await Promise.all([head, registered]);
       return { head: position };
     }
-    const head = await session.context.store.head();
-    let after = afterPosition;
-    if (after === undefined && afterId !== undefined) after = (await session.eventFor('wait', 'subscribe', afterId)).position;
-    await session.wait(wait, domain, pid, names, after, request);
-    return { head };
+    const head = session.context.store.head();
+    // Handed over while it is read, in this turn: a cancelWait sent right behind must find the wait registering.
+    const after = afterPosition ?? session.eventFor('wait', 'subscribe', afterId).then((event) => event.position);
+    const [position] = await Promise.all([head, session.wait(wait, domain, pid, names, after, request)]);
+    return { head: position };
   },
 
   async cancelWait(session, { wait }) {
-    session.cancelWait(wait);
+    await session.cancelWait(wait);
     return {};
   },
 

@@ -78,6 +78,8 @@ export class Registrations {
   #patternsMade: PatternSubscriptions | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
   #afterResult: Array<() => void> | undefined;
+  /** 'c:' / 'w:' + handle → the registration or removal of that handle in progress (#inOrder). */
+  #inProgressMade: Map<string, Promise<unknown>> | undefined;
 
   constructor(host: RegistrationHost) {
     this.#host = host;
@@ -253,7 +255,27 @@ export class Registrations {
    * and retry policy. Returns the head. A handle already naming another consumer is refused; the
    * same consumer registered again takes its new options.
    */
-  async consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number> {
+  consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number> {
+    return this.#inOrder(`c:${handle}`, () => this.#consume(handle, domain, name, options));
+  }
+
+  /**
+   * Runs the frames naming one handle one after another, as they were sent: a removal that came
+   * while the handle was still being registered (awaiting the store) found nothing to remove, and
+   * the registration then completed, live but removed from the handles here: uncounted by
+   * EVENTFLOW_MAX_SUBSCRIPTIONS and still served. With nothing in progress, `work` starts at once.
+   */
+  #inOrder<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const inProgress = (this.#inProgressMade ??= new Map());
+    const previous = inProgress.get(key);
+    const run = previous ? previous.then(work) : work();
+    const settled = run.then(noop, noop);
+    inProgress.set(key, settled);
+    void settled.then(() => inProgress.get(key) === settled && inProgress.delete(key));
+    return run;
+  }
+
+  async #consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number> {
     const { group } = options;
     const existing = this.#consumers.get(handle);
     if (existing !== undefined && (existing.domain !== domain || existing.name !== name || existing.group !== group)) {
@@ -299,9 +321,11 @@ export class Registrations {
   }
 
   /** Unregisters consumer `handle`; its open deliveries go to other consumers. */
-  async removeConsumer(handle: string): Promise<void> {
-    this.#consumers.delete(handle);
-    await this.#context.dispatcher.removeConsumer(this.#host, handle);
+  removeConsumer(handle: string): Promise<void> {
+    return this.#inOrder(`c:${handle}`, async () => {
+      this.#consumers.delete(handle);
+      await this.#context.dispatcher.removeConsumer(this.#host, handle);
+    });
   }
 
   /**
@@ -316,16 +340,37 @@ export class Registrations {
     return registered;
   }
 
-  /** Registers wait `handle`; `after` also matches an outcome already stored after that position. */
-  async wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
+  /**
+   * Registers wait `handle`; `after` also matches an outcome already stored after that position. Known
+   * at once, the wait is registered in this turn (request-waits.ts needs it so); still being read (an
+   * `afterId`), the handle's later frames wait for it (#inOrder).
+   */
+  wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined | Promise<number>, request?: string): Promise<void> {
+    const key = `w:${handle}`;
+    if (typeof after !== 'object' && !this.#inProgressMade?.has(key)) return this.#registerWait(handle, domain, pid, names, after, request);
+    // Awaited below, perhaps only after an earlier frame of the handle: its refusal is not unhandled meanwhile.
+    if (typeof after === 'object') after.catch(noop);
+    return this.#inOrder(key, async () => this.#registerWait(handle, domain, pid, names, await after, request));
+  }
+
+  async #registerWait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
     this.#host.recheck('wait', 'subscribe', domain);
     // Counted against EVENTFLOW_MAX_SUBSCRIPTIONS until it is waited (sendWaited) or cancelled.
     this.#waits.add(handle);
     await this.#context.dispatcher.addWait(this.#host, handle, domain, pid, names, after, request);
   }
 
-  cancelWait(handle: string): void {
-    this.#waits.delete(handle);
-    this.#context.dispatcher.cancelWait(this.#host, handle);
+  /** Cancels wait `handle`; after its registration when that is still in progress. */
+  cancelWait(handle: string): Promise<void> | undefined {
+    const cancel = (): void => {
+      this.#waits.delete(handle);
+      this.#context.dispatcher.cancelWait(this.#host, handle);
+    };
+    const key = `w:${handle}`;
+    if (this.#inProgressMade?.has(key)) return this.#inOrder(key, async () => cancel());
+    cancel();
+    return undefined;
   }
 }
+
+const noop = (): void => undefined;

@@ -315,7 +315,7 @@ export class Session implements Connection, RegistrationHost {
   }
 
   /** Registers wait `handle`; `after` also matches an outcome already stored after that position. */
-  wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined, request?: string): Promise<void> {
+  wait(handle: string, domain: string, pid: string, names: string[], after: number | undefined | Promise<number>, request?: string): Promise<void> {
     return this.#registrations.wait(handle, domain, pid, names, after, request);
   }
 
@@ -323,8 +323,8 @@ export class Session implements Connection, RegistrationHost {
     return this.#registrationsMade?.requestWaitsMade?.check(id);
   }
 
-  cancelWait(handle: string): void {
-    this.#registrations.cancelWait(handle);
+  cancelWait(handle: string): Promise<void> | undefined {
+    return this.#registrations.cancelWait(handle);
   }
 
   // ── requests ──
