@@ -10,7 +10,7 @@ import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
 import { describeConfigIssue, expected, unknownVariables } from './config-issues.js';
 import { readV4Environment, unsupported, v4Aliases } from './v4-env.js';
-import { configDefaults } from './defaults.js';
+import { configDefaults, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
 
 const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
 const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
@@ -261,6 +261,10 @@ export function parseConfig(values: Record<string, string | number | undefined>)
     .refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
       error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
       path: ['EVENTFLOW_ROUTER'],
+    })
+    .refine((config) => config.EVENTFLOW_STORE !== 'mysql' || config.EVENTFLOW_MAX_DATA_DEPTH <= MYSQL_MAX_DATA_DEPTH, {
+      error: `EVENTFLOW_MAX_DATA_DEPTH is at most ${MYSQL_MAX_DATA_DEPTH} with EVENTFLOW_STORE=mysql: MariaDB's JSON_VALID, the check on v4's event.data, refuses deeper documents, and every such publish would fail in the store`,
+      path: ['EVENTFLOW_MAX_DATA_DEPTH'],
     })
     .refine((config) => config.EVENTFLOW_ROUTER !== 'nats' || config.EVENTFLOW_STORE === 'mysql', {
       error: 'EVENTFLOW_ROUTER=nats needs EVENTFLOW_STORE=mysql: NATS only notifies, the gateways must share one store (a SQLite file belongs to one gateway)',

@@ -42,7 +42,9 @@ export const configDefaults = {
   EVENTFLOW_MAX_PUBLISH_RATE: 1000,
   EVENTFLOW_MAX_RECEIVE_RATE: 1 * MiB,
   EVENTFLOW_MAX_DATA_KEYS: 10_000,
-  EVENTFLOW_MAX_DATA_DEPTH: 32,
+  // MariaDB's JSON_VALID (the check on v4's `event.data`) refuses documents nested deeper than 31
+  // levels: one limit for both stores, so that an event one store takes the other takes too.
+  EVENTFLOW_MAX_DATA_DEPTH: 31,
   EVENTFLOW_MAX_CONNECTIONS: 10_000,
   EVENTFLOW_MAX_UNAUTHENTICATED_CONNECTIONS: 1_000,
   EVENTFLOW_AUTH_TIMEOUT_MS: 10_000,
@@ -120,6 +122,9 @@ export const CLAIM_BATCH = 256;
  * died) or a store that came back is seen without a notification.
  */
 export const GROUP_POLL_MS = 1_000;
+
+/** The deepest event data MariaDB's JSON_VALID takes (31 nested objects or arrays; EVENTFLOW_MAX_DATA_DEPTH's bound with the MySQL store). */
+export const MYSQL_MAX_DATA_DEPTH = 31;
 
 /** Ledger writes (settles, releases) in one store transaction at most. */
 export const LEDGER_BATCH = 500;

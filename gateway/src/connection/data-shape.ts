@@ -3,6 +3,11 @@
  * walk right after the frame is parsed, before validation, storing, folding and fan-out, each of
  * which costs time per value. The walk uses its own stack (no recursion to overflow) and stops at
  * the first value over a limit, so a refused frame costs at most `maxKeys` steps.
+ *
+ * The same walk refuses a key or string that is not well-formed Unicode (a lone UTF-16 surrogate,
+ * which JSON can carry as `\ud83d`): MariaDB's JSON_VALID, the check on v4's `event.data`, refuses
+ * the document (the publish failed as a store failure, which a client retries in vain), while SQLite
+ * kept it; such text is refused alike on both stores instead.
  */
 import { EventflowError } from '@eventflow/core';
 
@@ -11,8 +16,14 @@ export interface DataShapeLimits {
   readonly maxDataDepth: number;
 }
 
-/** The breach of `data`: where and which limit; undefined when within both. */
-export function dataShapeBreach(data: unknown, limits: DataShapeLimits, root = 'data'): { path: string; limit: string; value: number } | undefined {
+/** What is wrong with `data`, where: a limit breached, or text that is not well-formed Unicode. */
+export type DataShapeBreach = { path: string; limit: string; value: number } | { path: string; limit: undefined; value: undefined };
+
+/** String.prototype.isWellFormed (ES2024: Node 20 has it; the project's lib is ES2023). */
+const wellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+
+/** The breach of `data`: where and which limit (none: not well-formed text); undefined when within both. */
+export function dataShapeBreach(data: unknown, limits: DataShapeLimits, root = 'data'): DataShapeBreach | undefined {
   if (data === null || typeof data !== 'object') return undefined;
   // The path is rebuilt only on a breach: each entry keeps its parent and its key.
   interface Entry {
@@ -35,8 +46,9 @@ export function dataShapeBreach(data: unknown, limits: DataShapeLimits, root = '
   while (stack.length > 0) {
     const entry = stack.pop() as Entry;
     if (entry.depth > limits.maxDataDepth) return { path: path(entry), limit: 'EVENTFLOW_MAX_DATA_DEPTH', value: limits.maxDataDepth };
-    const visit = (key: string | number, child: unknown): { path: string; limit: string; value: number } | undefined => {
+    const visit = (key: string | number, child: unknown): DataShapeBreach | undefined => {
       if (++values > limits.maxDataKeys) return { path: path(entry, key), limit: 'EVENTFLOW_MAX_DATA_KEYS', value: limits.maxDataKeys };
+      if ((typeof key === 'string' && !wellFormed(key)) || (typeof child === 'string' && !wellFormed(child))) return { path: path(entry, key), limit: undefined, value: undefined };
       if (child !== null && typeof child === 'object') stack.push({ value: child, depth: entry.depth + 1, parent: entry, key });
       return undefined;
     };
@@ -62,6 +74,13 @@ export function dataShapeRefusal(op: string, params: unknown, limits: DataShapeL
   const data = event !== null && typeof event === 'object' ? (event as { data?: unknown }).data : undefined;
   const breach = dataShapeBreach(data, limits, 'params.event.data');
   if (!breach) return undefined;
+  if (breach.limit === undefined) {
+    return new EventflowError(
+      'E_EVENTFLOW_INVALID_INPUT',
+      `${op}: event data holds a key or string that is not well-formed Unicode (a lone UTF-16 surrogate: half of a character such as an emoji, often left by cutting a string), at ${breach.path}; send whole characters`,
+      { details: { path: breach.path } },
+    );
+  }
   const what = breach.limit === 'EVENTFLOW_MAX_DATA_KEYS' ? `more than ${breach.value} values (object members and array elements, at any depth)` : `nesting deeper than ${breach.value} levels`;
   return new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${op}: event data has ${what}, at ${breach.path} (${breach.limit}=${breach.value}); make the event smaller or split it`, {
     details: { path: breach.path, limit: breach.limit, value: breach.value },
