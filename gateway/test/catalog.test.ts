@@ -46,6 +46,11 @@ describe('console operations', () => {
     expect(second.processes.map((p) => p.pid)).toEqual(['o-2', 'o-3', 'o-4']);
     expect(second.next).toBeUndefined();
     expect((await listProcesses(reader, 'orders', { prefix: 'o-3' })).processes.map((p) => p.pid)).toEqual(['o-3']);
+    // A prefix no pid can have (pids are printable ASCII) is bad input, on every store.
+    for (const prefix of ['ordé', 'o-\ud83d', '📦']) {
+      const bad = await listProcesses(reader, 'orders', { prefix }).catch((error: unknown) => error);
+      expect(isEventflowError(bad, 'E_EVENTFLOW_INVALID_INPUT') && bad.message, prefix).toContain('printable ASCII');
+    }
     // By recent activity: o-2's reminder was scheduled last, o-1 shipped after the others were placed.
     const recent = await listProcesses(reader, 'orders', { order: 'recent', limit: 2 });
     expect(recent.processes.map((p) => p.pid)).toEqual(['o-2', 'o-1']);

@@ -134,7 +134,8 @@ export const catalogOperations = <E extends z.ZodMiniType>(storedEvent: E) => ({
   listProcesses: {
     params: z.strictObject({
       domain: id,
-      prefix: z.optional(z.string().check(z.maxLength(64))),
+      // Pids are printable ASCII: another prefix matches none, and MariaDB's ASCII-bound comparison failed on it.
+      prefix: z.optional(z.string().check(z.maxLength(64), z.regex(/^[\x20-\x7e]*$/, { error: 'must contain printable ASCII characters only, as pids do' }))),
       order: z.optional(z.enum(['pid', 'recent'])),
       after: z.optional(id),
       cursor: z.optional(z.string().check(z.maxLength(200))),
