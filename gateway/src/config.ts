@@ -10,11 +10,19 @@ import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
 import { describeConfigIssue, expected, unknownVariables } from './config-issues.js';
 import { readV4Environment, unsupported, v4Aliases } from './v4-env.js';
-import { configDefaults, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
+import { configDefaults, MAX_EXTEND_LEASES, MAX_TIMER_MS, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
 
 const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
 const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
 const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).int({ error: expected.nonNegativeInt }).min(0, { error: expected.nonNegativeInt });
+
+/**
+ * A duration in ms that a timer waits, at least `min`, at most `max` (MAX_TIMER_MS, or less where it
+ * is multiplied): a longer one ran at once, so that an auth timeout of 25 days closed every
+ * connection as it came and a poll interval that long spun.
+ */
+export const durationMs = (min: 0 | 1, max = MAX_TIMER_MS, why = 'the longest a timer waits') =>
+  (min === 0 ? nonNegativeInt : positiveInt).max(max, { error: `expected at most ${max} ms (${why})` });
 
 /** Each key is the environment variable it is read from. */
 export const configSchema = z.object({
@@ -39,7 +47,7 @@ export const configSchema = z.object({
    */
   EVENTFLOW_ROUTER: z.enum(['local', 'hubs', 'nats']).default(configDefaults.EVENTFLOW_ROUTER),
   /** With EVENTFLOW_ROUTER=hubs: how often the `hub` table is read for hubs to connect to. */
-  EVENTFLOW_MESH_POLL_MS: positiveInt.default(configDefaults.EVENTFLOW_MESH_POLL_MS),
+  EVENTFLOW_MESH_POLL_MS: durationMs(1).default(configDefaults.EVENTFLOW_MESH_POLL_MS),
   /** With EVENTFLOW_ROUTER=nats: comma-separated server URLs (nats://, tls://), tried in turn. */
   EVENTFLOW_NATS_SERVERS: z
     .string()
@@ -74,7 +82,7 @@ export const configSchema = z.object({
    * the store: the client still gets every event once, in order.
    */
   EVENTFLOW_MAX_PARKED_BYTES: positiveInt.default(configDefaults.EVENTFLOW_MAX_PARKED_BYTES),
-  EVENTFLOW_HANDSHAKE_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_HANDSHAKE_TIMEOUT_MS),
+  EVENTFLOW_HANDSHAKE_TIMEOUT_MS: durationMs(1).default(configDefaults.EVENTFLOW_HANDSHAKE_TIMEOUT_MS),
   /** Subscriptions + consumers + waits one connection may hold; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
   EVENTFLOW_MAX_SUBSCRIPTIONS: positiveInt.default(configDefaults.EVENTFLOW_MAX_SUBSCRIPTIONS),
   /** Requests one connection may have unanswered; one more is refused with E_EVENTFLOW_LIMIT_EXCEEDED. */
@@ -95,7 +103,7 @@ export const configSchema = z.object({
    * How long a consumer has to settle a delivery (or `extend` it) before it is revoked and the event
    * goes to a consumer again, another one if there is one.
    */
-  EVENTFLOW_CONSUME_LEASE_MS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_LEASE_MS),
+  EVENTFLOW_CONSUME_LEASE_MS: durationMs(1, Math.floor(MAX_TIMER_MS / MAX_EXTEND_LEASES), `an extend grants up to ${MAX_EXTEND_LEASES} leases, and a timer waits at most ${MAX_TIMER_MS} ms`).default(configDefaults.EVENTFLOW_CONSUME_LEASE_MS),
   /** Deliveries of one event; when the last one is not settled the event is marked failed and recorded as a dead letter. */
   EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS),
   EVENTFLOW_MAX_GROUPS_PER_DOMAIN: positiveInt.default(configDefaults.EVENTFLOW_MAX_GROUPS_PER_DOMAIN),
@@ -105,7 +113,7 @@ export const configSchema = z.object({
    */
   EVENTFLOW_SNAPSHOT_EVERY: nonNegativeInt.default(configDefaults.EVENTFLOW_SNAPSHOT_EVERY),
   /** On stop: how long running consume handlers may still settle before their leases are released. */
-  EVENTFLOW_DRAIN_TIMEOUT_MS: nonNegativeInt.default(configDefaults.EVENTFLOW_DRAIN_TIMEOUT_MS),
+  EVENTFLOW_DRAIN_TIMEOUT_MS: durationMs(0).default(configDefaults.EVENTFLOW_DRAIN_TIMEOUT_MS),
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
   EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_PUBLISH_RATE),
   /**
@@ -130,7 +138,7 @@ export const configSchema = z.object({
    * With EVENTFLOW_AUTH=jwt and no EVENTFLOW_AUTH_ANONYMOUS rights: a connection that has not
    * presented a valid token (in `hello` or `authenticate`) this long after it opened is closed with 4408.
    */
-  EVENTFLOW_AUTH_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_AUTH_TIMEOUT_MS),
+  EVENTFLOW_AUTH_TIMEOUT_MS: durationMs(1).default(configDefaults.EVENTFLOW_AUTH_TIMEOUT_MS),
   /**
    * Comma-separated `Origin` values allowed to open a WebSocket (exact match, `*` = any). Unset:
    * requests without Origin (non-browser clients) and loopback pages (http(s)://localhost,
@@ -221,7 +229,7 @@ export const configSchema = z.object({
    */
   EVENTFLOW_METRICS_GROUP_LABELS: z.enum(['on', 'off']).default(configDefaults.EVENTFLOW_METRICS_GROUP_LABELS),
   /** How long /readyz waits for the store's answer before it reports the store not ready. */
-  EVENTFLOW_READY_TIMEOUT_MS: positiveInt.default(configDefaults.EVENTFLOW_READY_TIMEOUT_MS),
+  EVENTFLOW_READY_TIMEOUT_MS: durationMs(1).default(configDefaults.EVENTFLOW_READY_TIMEOUT_MS),
   /** The gateway's identity in event_published (publisher, hub, consumer); generated when unset. */
   EVENTFLOW_GATEWAY_ID: z
     .string()

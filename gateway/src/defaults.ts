@@ -129,6 +129,9 @@ export const MYSQL_MAX_DATA_DEPTH = 31;
 /** Ledger writes (settles, releases) in one store transaction at most. */
 export const LEDGER_BATCH = 500;
 
+/** The longest delay a timer takes: Node runs a longer one after 1 ms (with a warning). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** `extend` grants at most this many leases (EVENTFLOW_CONSUME_LEASE_MS) at once. */
 export const MAX_EXTEND_LEASES = 10;
 

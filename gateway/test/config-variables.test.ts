@@ -1,9 +1,11 @@
 /**
  * A typo in an EVENTFLOW_* variable is said, with the closest name, instead of being ignored
  * silently; the names others read beside the gateway (eventflow v4's, the CLI's and clients') are not.
+ * A duration no timer can wait is refused, not run at once.
  */
 import { describe, expect, it } from 'vitest';
-import { unknownConfigVariables } from '../src/config.js';
+import { parseConfig, unknownConfigVariables } from '../src/config.js';
+import { parseHubConfig } from '../src/v4/hub/config.js';
 import { startGateway } from '../src/index.js';
 
 describe('unknown EVENTFLOW_* variables', () => {
@@ -51,6 +53,27 @@ describe('unknown EVENTFLOW_* variables', () => {
       );
     } finally {
       await gateway.close();
+    }
+  });
+});
+
+describe('durations in ms', () => {
+  const MAX = 2 ** 31 - 1;
+  // Node runs a longer timer after 1 ms: a 25-day auth timeout closed every connection at once.
+  it.each(['EVENTFLOW_HANDSHAKE_TIMEOUT_MS', 'EVENTFLOW_AUTH_TIMEOUT_MS', 'EVENTFLOW_DRAIN_TIMEOUT_MS', 'EVENTFLOW_READY_TIMEOUT_MS', 'EVENTFLOW_MESH_POLL_MS'])('%s is at most 2^31-1, the longest a timer waits', (name) => {
+    expect(parseConfig({ [name]: String(MAX) })[name as 'EVENTFLOW_AUTH_TIMEOUT_MS']).toBe(MAX);
+    expect(() => parseConfig({ [name]: String(MAX + 1) })).toThrow(new RegExp(`${name}.*expected at most ${MAX} ms \\(the longest a timer waits\\)`));
+  });
+
+  it('EVENTFLOW_CONSUME_LEASE_MS is at most a tenth of that: an extend grants up to ten leases', () => {
+    const most = Math.floor(MAX / 10);
+    expect(parseConfig({ EVENTFLOW_CONSUME_LEASE_MS: String(most) }).EVENTFLOW_CONSUME_LEASE_MS).toBe(most);
+    expect(() => parseConfig({ EVENTFLOW_CONSUME_LEASE_MS: String(most + 1) })).toThrow(/EVENTFLOW_CONSUME_LEASE_MS.*expected at most 214748364 ms \(an extend grants up to 10 leases/);
+  });
+
+  it("the v4 hub's timers too", () => {
+    for (const name of ['EVENTFLOW_HUB_PEER_HUB_ONLINE_TIMEOUT', 'EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL', 'EVENTFLOW_HUB_SHEDULED_INTERVAL_DELAY', 'EVENTFLOW_HUB_CLAIM_LEASE_MS']) {
+      expect(() => parseHubConfig({ [name]: String(MAX + 1) }), name).toThrow(new RegExp(`${name}.*expected at most ${MAX} ms`));
     }
   });
 });

@@ -22,7 +22,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
-import { CLAIM_BATCH, GROUP_POLL_MS } from '../defaults.js';
+import { CLAIM_BATCH, GROUP_POLL_MS, MAX_TIMER_MS } from '../defaults.js';
 import type { AppendClaimer, Claimed, GroupKey, GroupOptions, GroupRecord } from '../store/ledger.js';
 import type { Backlog } from './backlog.js';
 import type { ConsumerRef } from './consumers.js';
@@ -35,8 +35,6 @@ const MIN_OVERLAPPING_CLAIM = 16;
 const AVOID_MAX = 10_000;
 /** After a member joins, a claim that comes up short looks again this soon, for GROUP_POLL_MS. */
 const JOINED_RETRY_MS = 50;
-/** setTimeout cannot wait longer than 2^31-1 ms. */
-const MAX_TIMER = 2 ** 31 - 1;
 
 /** One group's claiming on this gateway. */
 export class GroupBacklog {
@@ -351,7 +349,7 @@ export class GroupBacklog {
       this.#timer = undefined;
       this.#timerAt = Infinity;
       if (this.#members().length > 0) this.signal();
-    }, Math.min(MAX_TIMER, Math.max(0, at - Date.now()) + 5));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()) + 5));
     this.#timer.unref();
   }
 }

@@ -8,9 +8,8 @@
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from '../store/store.js';
+import { MAX_TIMER_MS } from '../defaults.js';
 
-/** setTimeout cannot wait longer than 2^31-1 ms. */
-const MAX_TIMER = 2 ** 31 - 1;
 
 export interface SchedulerOptions {
   store: Pick<EventStore, 'nextScheduled' | 'claimDueScheduled' | 'settleScheduled'>;
@@ -91,7 +90,7 @@ export class Scheduler {
     if (this.#stopped || (this.#armedFor !== undefined && this.#armedFor <= at)) return;
     clearTimeout(this.#timer);
     this.#armedFor = at;
-    this.#timer = setTimeout(() => this.#fire(), Math.min(MAX_TIMER, Math.max(0, at - Date.now())));
+    this.#timer = setTimeout(() => this.#fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
     this.#timer.unref();
   }
 

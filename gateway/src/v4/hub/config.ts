@@ -7,7 +7,7 @@
 import { isIPv4 } from 'node:net';
 import * as z from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
-import { configSchema } from '../../config.js';
+import { configSchema, durationMs } from '../../config.js';
 import { describeConfigIssue, expected } from '../../config-issues.js';
 import { readV4Environment } from '../../v4-env.js';
 import type { MysqlStoreOptions } from '../../store/mysql/mysql.js';
@@ -22,7 +22,6 @@ export const MAX_HUB_NAME_LENGTH = 31;
 
 const ipv4 = z.string().refine((value) => isIPv4(value), { error: 'must be an IPv4 address (the hub table holds VARCHAR(16))' });
 const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
-const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
 
 /** Each key is the environment variable it is read from. */
 export const hubConfigSchema = z.object({
@@ -42,16 +41,16 @@ export const hubConfigSchema = z.object({
   /** Default: the port actually listened on (50001 with v4's defaults). */
   EVENTFLOW_HUB_EXTERNAL_PORT: port.min(1).optional(),
   /** Connect + STX deadline when announcing to a peer hub. */
-  EVENTFLOW_HUB_PEER_HUB_ONLINE_TIMEOUT: positiveInt.default(5000),
+  EVENTFLOW_HUB_PEER_HUB_ONLINE_TIMEOUT: durationMs(1).default(5000),
   /** TCP keep-alive initial delay on accepted sockets. */
-  EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL: positiveInt.default(60_000),
+  EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL: durationMs(1).default(60_000),
   /**
    * (sic, v4's key) How often the scheduled-event table is re-read to re-arm the due timer. Events a v4
    * spoke schedules are announced to nobody, so this bounds how late such an event can fire.
    */
-  EVENTFLOW_HUB_SHEDULED_INTERVAL_DELAY: positiveInt.default(1000),
+  EVENTFLOW_HUB_SHEDULED_INTERVAL_DELAY: durationMs(1).default(1000),
   /** Ours: a routing or consumer claim without outcome older than this is redelivered. ≥ 1 s (the columns hold seconds). */
-  EVENTFLOW_HUB_CLAIM_LEASE_MS: z.coerce.number().int().min(1000, { error: 'must be at least 1000 (claim times have whole seconds)' }).default(30_000),
+  EVENTFLOW_HUB_CLAIM_LEASE_MS: durationMs(1).min(1000, { error: 'must be at least 1000 (claim times have whole seconds)' }).default(30_000),
   /** Ours: redeliveries per event before giving up; 0 turns redelivery off. */
   EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES: z.coerce.number().int().min(0).default(3),
   EVENTFLOW_LOG_LEVEL: configSchema.shape.EVENTFLOW_LOG_LEVEL,
