@@ -114,4 +114,27 @@ describe('a removal sent right behind its registration', () => {
     expect(await conn.next((frame) => frame.type === 'delivery')).toMatchObject({ consumer: expect.stringMatching(/^n/), event: { name: 'later' } });
     expect(conn.frames.filter((frame) => frame.type === 'delivery' && frame.consumer !== undefined && /^c/.test(String(frame.consumer)))).toEqual([]);
   });
+
+  it('unsubscribe and unsubscribePattern pipelined behind subscribe (also its "last N") and subscribePattern take effect: nothing stays subscribed, sent or counted', async () => {
+    // A React component mounted and unmounted at once (StrictMode mounts twice) sends just this.
+    // Six registrations are in flight at once below (each counts until its request is done).
+    h = await startHarness({ EVENTFLOW_MAX_SUBSCRIPTIONS: 6, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    const conn = await connect(h.gateway.url, { client: 'registration-test' });
+    sockets.push(conn.ws);
+    for (let i = 0; i < 3; i++) expect(await conn.request('publish', { event: { domain: 'feed', name: `s${i}`, pid: 'p', data: {} } })).toMatchObject({ type: 'result' });
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push(conn.sendRequest('subscribe', { domain: 'feed', name: `s${i}`, ...(i === 0 ? {} : { last: i }) }), conn.sendRequest('unsubscribe', { domain: 'feed', name: `s${i}` }));
+      ids.push(conn.sendRequest('subscribePattern', { subscription: `p${i}`, pattern: 'feed', names: [`s${i}`] }), conn.sendRequest('unsubscribePattern', { subscription: `p${i}` }));
+    }
+    for (const id of ids.splice(0)) expect(await conn.answer(id)).toMatchObject({ type: 'result' });
+    expect(h.gateway.dispatcher.stats).toMatchObject({ subscriptions: 0 });
+
+    // The whole limit is free, and only what is subscribed is sent.
+    for (let i = 0; i < 6; i++) expect(await conn.request('subscribe', { domain: 'feed', name: `later${i}` })).toMatchObject({ type: 'result' });
+    for (let i = 0; i < 3; i++) expect(await conn.request('publish', { event: { domain: 'feed', name: `s${i}`, pid: 'p', data: {} } })).toMatchObject({ type: 'result' });
+    expect(await conn.request('publish', { event: { domain: 'feed', name: 'later0', pid: 'p', data: {} } })).toMatchObject({ type: 'result' });
+    expect(await conn.next((frame) => frame.type === 'event')).toMatchObject({ event: { name: 'later0' } });
+    expect(conn.frames.filter((frame) => frame.type === 'event' && /^s/.test(String((frame.event as { name?: string } | undefined)?.name)))).toEqual([]);
+  });
 });

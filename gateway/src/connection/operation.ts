@@ -32,10 +32,12 @@ export interface Connection extends Peer {
   /** Replaces the connection's rights with those of `token`, dropping registrations they no longer cover. */
   authenticate(token: string): Promise<void>;
   note(condition: string, level: ConditionLevel, message: string, fields?: LogFields): void;
-  subscribe(domain: string, name: string, after: number | undefined): Promise<number>;
-  unsubscribe(domain: string, name: string): void;
+  /** `after` still being read (a promise): the stream's later frames wait for this registration. */
+  subscribe(domain: string, name: string, after: number | undefined | Promise<number | undefined>): Promise<number>;
+  /** A promise when the removal waits for the registration in progress. */
+  unsubscribe(domain: string, name: string): Promise<void> | undefined;
   subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number>;
-  unsubscribePattern(handle: string): void;
+  unsubscribePattern(handle: string): Promise<void> | undefined;
   consume(handle: string, domain: string, name: string, options: ConsumeOptions): Promise<number>;
   removeConsumer(handle: string): Promise<void>;
   /** `after` still being read (a promise): the handle's later frames wait for this registration. */

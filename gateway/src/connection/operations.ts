@@ -105,10 +105,12 @@ export const operations: Operations = {
   },
 
   async subscribe(session, { domain, name, after, last }) {
-    // "The last N": replayed from just before the Nth newest published event of the subscription.
-    const from = after ?? (last === undefined ? undefined : await session.context.store.catalog.positionBeforeLast(domain, name, last));
+    // "The last N": replayed from just before the Nth newest published event of the subscription;
+    // handed over while it is read, in this turn, so that an unsubscribe sent right behind waits for it.
+    const from = after ?? (last === undefined ? undefined : session.context.store.catalog.positionBeforeLast(domain, name, last));
     const head = await session.subscribe(domain, name, from);
-    return from === undefined ? { head } : { head, after: from };
+    const start = await from;
+    return start === undefined ? { head } : { head, after: start };
   },
 
   async subscribePattern(session, { subscription, pattern, names, pid, after }) {
@@ -116,12 +118,12 @@ export const operations: Operations = {
   },
 
   async unsubscribePattern(session, { subscription }) {
-    session.unsubscribePattern(subscription);
+    await session.unsubscribePattern(subscription);
     return {};
   },
 
   async unsubscribe(session, { domain, name }) {
-    session.unsubscribe(domain, name);
+    await session.unsubscribe(domain, name);
     return {};
   },
 

@@ -78,7 +78,7 @@ export class Registrations {
   #patternsMade: PatternSubscriptions | undefined;
   /** Work to start once the current request's result has been sent (e.g. a subscription replay). */
   #afterResult: Array<() => void> | undefined;
-  /** 'c:' / 'w:' + handle → the registration or removal of that handle in progress (#inOrder). */
+  /** 'c:' / 'w:' / 'p:' + handle, or 's:' + stream → the registration or removal of it in progress (#inOrder). */
   #inProgressMade: Map<string, Promise<unknown>> | undefined;
 
   constructor(host: RegistrationHost) {
@@ -166,9 +166,9 @@ export class Registrations {
    */
   async narrow(auth: Authorization): Promise<void> {
     for (const handle of this.#context.dispatcher.cancelWaitsWhere(this.#host, (domain) => !allows(auth, 'subscribe', domain))) this.#waits.delete(handle);
-    for (const { domain, name } of [...(this.#subscriptionsMade?.values() ?? [])]) if (!allows(auth, 'subscribe', domain)) this.unsubscribe(domain, name);
+    for (const { domain, name } of [...(this.#subscriptionsMade?.values() ?? [])]) if (!allows(auth, 'subscribe', domain)) void this.unsubscribe(domain, name);
     for (const [handle, { domain }] of [...(this.#consumersMade ?? [])]) if (!allows(auth, 'consume', domain)) await this.removeConsumer(handle);
-    for (const [handle, { pattern }] of this.#patternsMade?.handles() ?? []) if (!allows(auth, 'wildcard', pattern)) this.unsubscribePattern(handle);
+    for (const [handle, { pattern }] of this.#patternsMade?.handles() ?? []) if (!allows(auth, 'wildcard', pattern)) void this.unsubscribePattern(handle);
   }
 
   // ── pushes ──
@@ -206,8 +206,18 @@ export class Registrations {
 
   // ── registrations: only these methods change them, here and in the dispatcher ──
 
-  /** Subscribes (domain, name); with `after` below the head, the events after it are replayed once the result is sent. Returns the head. */
-  async subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
+  /**
+   * Subscribes (domain, name); with `after` below the head, the events after it are replayed once the
+   * result is sent. Returns the head. `after` still being read (a promise: the "last N"): the
+   * stream's later frames wait for this registration (#inOrder).
+   */
+  subscribe(domain: string, name: string, after: number | undefined | Promise<number | undefined>): Promise<number> {
+    // Awaited in #inOrder, perhaps only after an earlier frame of the stream: its refusal is not unhandled meanwhile.
+    if (typeof after === 'object') after.catch(noop);
+    return this.#inOrder(`s:${streamKey(domain, name)}`, async () => this.#subscribe(domain, name, await after));
+  }
+
+  async #subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
     const key = streamKey(domain, name);
     const head = await this.#context.store.head();
     this.#host.recheck('subscribe', 'subscribe', domain);
@@ -228,16 +238,23 @@ export class Registrations {
     return head;
   }
 
-  unsubscribe(domain: string, name: string): void {
-    this.#subscriptions.delete(streamKey(domain, name));
-    this.#context.dispatcher.unsubscribe(this.#host, domain, name);
+  /** Unsubscribes (domain, name); after its subscription when that is still being made. */
+  unsubscribe(domain: string, name: string): Promise<void> | undefined {
+    return this.#afterInProgress(`s:${streamKey(domain, name)}`, () => {
+      this.#subscriptions.delete(streamKey(domain, name));
+      this.#context.dispatcher.unsubscribe(this.#host, domain, name);
+    });
   }
 
   /**
    * Registers (or replaces) pattern subscription `handle`. Every one replays from `after` (or the
    * head) first, once the result is sent (pattern-subscriptions.ts). Returns the head.
    */
-  async subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number> {
+  subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number> {
+    return this.#inOrder(`p:${handle}`, () => this.#subscribePattern(handle, filter, after));
+  }
+
+  async #subscribePattern(handle: string, filter: PatternFilter, after: number | undefined): Promise<number> {
     const head = await this.#context.store.head();
     this.#host.recheck('subscribePattern', 'wildcard', filter.pattern);
     const replay = this.#patterns.add(handle, filter, Math.min(after ?? head, head));
@@ -246,8 +263,11 @@ export class Registrations {
     return head;
   }
 
-  unsubscribePattern(handle: string): void {
-    if (this.#patternsMade?.remove(handle)) this.#context.dispatcher.unsubscribePattern(this.#host, handle);
+  /** Removes pattern subscription `handle`; after its registration when that is still being made. */
+  unsubscribePattern(handle: string): Promise<void> | undefined {
+    return this.#afterInProgress(`p:${handle}`, () => {
+      if (this.#patternsMade?.remove(handle)) this.#context.dispatcher.unsubscribePattern(this.#host, handle);
+    });
   }
 
   /**
@@ -271,7 +291,12 @@ export class Registrations {
     const run = previous ? previous.then(work) : work();
     const settled = run.then(noop, noop);
     inProgress.set(key, settled);
-    void settled.then(() => inProgress.get(key) === settled && inProgress.delete(key));
+    void settled.then(() => {
+      if (inProgress.get(key) !== settled) return;
+      inProgress.delete(key);
+      // Dropped when empty: a connection holds it only while a frame of it runs (idle memory per connection).
+      if (inProgress.size === 0 && this.#inProgressMade === inProgress) this.#inProgressMade = undefined;
+    });
     return run;
   }
 
@@ -362,13 +387,16 @@ export class Registrations {
 
   /** Cancels wait `handle`; after its registration when that is still in progress. */
   cancelWait(handle: string): Promise<void> | undefined {
-    const cancel = (): void => {
+    return this.#afterInProgress(`w:${handle}`, () => {
       this.#waits.delete(handle);
       this.#context.dispatcher.cancelWait(this.#host, handle);
-    };
-    const key = `w:${handle}`;
-    if (this.#inProgressMade?.has(key)) return this.#inOrder(key, async () => cancel());
-    cancel();
+    });
+  }
+
+  /** `remove` now (undefined), or after the frames of `key` in progress (their promise). */
+  #afterInProgress(key: string, remove: () => void): Promise<void> | undefined {
+    if (this.#inProgressMade?.has(key)) return this.#inOrder(key, async () => remove());
+    remove();
     return undefined;
   }
 }

@@ -287,12 +287,12 @@ export class Session implements Connection, RegistrationHost {
   // ── registrations: kept by registrations.ts, which alone changes them, there and in the dispatcher ──
 
   /** Subscribes (domain, name); with `after` below the head, the events after it are replayed once the result is sent. Returns the head. */
-  subscribe(domain: string, name: string, after: number | undefined): Promise<number> {
+  subscribe(domain: string, name: string, after: number | undefined | Promise<number | undefined>): Promise<number> {
     return this.#registrations.subscribe(domain, name, after);
   }
 
-  unsubscribe(domain: string, name: string): void {
-    this.#registrations.unsubscribe(domain, name);
+  unsubscribe(domain: string, name: string): Promise<void> | undefined {
+    return this.#registrations.unsubscribe(domain, name);
   }
 
   /** Registers (or replaces) pattern subscription `handle`, replayed from `after` (or the head) once the result is sent. Returns the head. */
@@ -300,8 +300,8 @@ export class Session implements Connection, RegistrationHost {
     return this.#registrations.subscribePattern(handle, filter, after);
   }
 
-  unsubscribePattern(handle: string): void {
-    this.#registrationsMade?.unsubscribePattern(handle);
+  unsubscribePattern(handle: string): Promise<void> | undefined {
+    return this.#registrationsMade?.unsubscribePattern(handle);
   }
 
   /** Registers consumer `handle` for (domain, name) in `group`. Returns the head. A handle already naming another consumer is refused. */
