@@ -280,10 +280,10 @@ export class Registrations {
   }
 
   /**
-   * Runs the frames naming one handle one after another, as they were sent: a removal that came
-   * while the handle was still being registered (awaiting the store) found nothing to remove, and
-   * the registration then completed, live but removed from the handles here: uncounted by
-   * EVENTFLOW_MAX_SUBSCRIPTIONS and still served. With nothing in progress, `work` starts at once.
+   * Runs the frames naming one handle (or one subscribed stream) one after another, as they were
+   * sent: a removal that came while its registration still awaited the store found nothing to
+   * remove, and the registration then completed, live and served, and counted against
+   * EVENTFLOW_MAX_SUBSCRIPTIONS or not at all. With nothing in progress, `work` starts at once.
    */
   #inOrder<T>(key: string, work: () => Promise<T>): Promise<T> {
     const inProgress = (this.#inProgressMade ??= new Map());
