@@ -1,7 +1,8 @@
 /**
  * The append routine (store/mysql/append-routine.ts): a batch's INSERTs in one CALL on MariaDB. It
  * writes what the statements write, row for row, in every table a batch touches (leases at append
- * included); and a database user who may not make or run it appends as before.
+ * included); a database user who may not make or run it appends as before; and a routine that goes
+ * away while the store runs (dropped, EXECUTE revoked) costs no append.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -97,5 +98,27 @@ describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', 
       expect((await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM event'))[0]?.n).toBe(6);
     }
     expect(await routines(fresh)).toEqual([]);
+  });
+  it('the routine dropped or its EXECUTE revoked while the store runs: no append fails, and the routine is made again', async () => {
+    const user = `ef_all_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(8).toString('hex');
+    const db = await databases.fresh();
+    await db.query(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
+    databases.onCleanup(() => db.query(`DROP USER IF EXISTS '${user}'@'%'`));
+    await db.query(`GRANT ALL ON \`${db.name}\`.* TO '${user}'@'%'`);
+    const store = await open(db, { user, password });
+    const publish = (id: string): Promise<unknown> => store.append({ id, domain: 'jobs', name: 'run', pid: 'p', data: {} }, { publisher: 'pub' });
+    await publish('before');
+    // An operator's clean-up, or a database restored from a dump made without --routines.
+    await db.query(`DROP PROCEDURE ${APPEND_ROUTINE}`);
+    await publish('dropped-1');
+    await publish('dropped-2');
+    await expect.poll(() => routines(db)).toEqual([APPEND_ROUTINE]);
+    await publish('made-again');
+    // A store that proved the routine at its start (no race with the one made again above).
+    const other = await open(db, { user, password });
+    await db.query(`REVOKE EXECUTE ON \`${db.name}\`.* FROM '${user}'@'%'`);
+    for (const id of ['revoked-1', 'revoked-2']) await other.append({ id, domain: 'jobs', name: 'run', pid: 'p', data: {} }, { publisher: 'pub' });
+    expect((await db.query<{ id: string }>('SELECT id FROM event ORDER BY id')).map((row) => row.id)).toEqual(['before', 'dropped-1', 'dropped-2', 'made-again', 'revoked-1', 'revoked-2']);
   });
 });

@@ -17,6 +17,15 @@ import { appendInserts } from './append-sql.js';
 
 export const APPEND_ROUTINE = 'eventflow_append_v1';
 
+/**
+ * What a CALL meets when the routine went away while the store runs: dropped by an operator (or a
+ * database restored by mysqldump, which leaves routines out unless told), EXECUTE revoked, or another
+ * body under its name. Nothing was written (the CALL is the batch's first INSERT): the batch runs
+ * again with statements, and the store makes the routine again (appends.ts, mysql.ts). Before this
+ * every publish failed so until the gateway restarted, with /readyz ready.
+ */
+export const ROUTINE_GONE: readonly string[] = ['ER_SP_DOES_NOT_EXIST', 'ER_PROCACCESS_DENIED_ERROR', 'ER_SP_WRONG_NO_OF_ARGS'];
+
 const PARAMS = ['ev', 'pos', 'pub', 'sch', 'due', 'lse'] as const;
 
 /** The batch's rows, one JSON array per table; `ev` has at least one row. */
@@ -57,6 +66,31 @@ export async function installAppendRoutine(pool: Pool): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Whether the appends use the routine: proven at init, and made and proven again when a CALL finds it gone (ROUTINE_GONE), as a restart would. */
+export class AppendRoutine {
+  usable = false;
+  #pool: Pool | undefined;
+
+  async install(pool: Pool): Promise<void> {
+    this.close();
+    this.#pool = pool;
+    this.usable = await installAppendRoutine(pool);
+  }
+
+  /** A CALL found it gone: statements from now on, until it is proven again. */
+  gone(): void {
+    const pool = this.#pool;
+    if (!this.usable || pool === undefined) return;
+    this.usable = false;
+    void installAppendRoutine(pool).then((usable) => (this.usable = usable && this.#pool === pool));
+  }
+
+  close(): void {
+    this.#pool = undefined;
+    this.usable = false;
   }
 }
 

@@ -12,7 +12,7 @@ import { ATTEMPTS, driverCode, notOpen } from './db.js';
 import { FIRED, INSERT_BATCH, toStoredEvent, WITH_POSITION, type EventRow } from './rows.js';
 import type { AppendLeases, BatchLeases } from './append-leases.js';
 import { appendInserts } from './append-sql.js';
-import { callAppendRoutine } from './append-routine.js';
+import { callAppendRoutine, ROUTINE_GONE } from './append-routine.js';
 
 /** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
 export interface PreparedAppend {
@@ -47,6 +47,8 @@ const INSERT = appendInserts('?');
 export interface AppendServer {
   clockInInsert: boolean;
   routine: boolean;
+  /** A CALL found the routine gone (append-routine.ts ROUTINE_GONE): the batch runs again without it. */
+  routineGone?: () => void;
 }
 
 /** Whether a batch's rows fit in one CALL: each table in one statement's bounds, as the statements' chunks would be. */
@@ -109,6 +111,12 @@ export async function appendTransaction(
       // A failed COMMIT is not run again: the next batch may hold the sequence lock already.
       if (committing) throw error;
       const code = driverCode(error);
+      if (server.routine && code !== undefined && ROUTINE_GONE.includes(code)) {
+        server = { ...server, routine: false };
+        server.routineGone?.();
+        attempt -= 1;
+        continue;
+      }
       if (!lookup && code !== undefined && LOOKUP_ON.includes(code)) {
         lookup = true;
         attempt -= 1;

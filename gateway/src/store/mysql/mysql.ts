@@ -19,7 +19,7 @@ import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLet
 import { driverCode, exec, insertReturns, isStoreStateError, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
 import { WriteHealth, writeFailed } from '../write-health.js';
 import { appendTransaction, type PreparedAppend } from './appends.js';
-import { installAppendRoutine } from './append-routine.js';
+import { AppendRoutine } from './append-routine.js';
 import { Positions } from './positions.js';
 import { FIRED, type Read } from './rows.js';
 import { readSnapshot, writeSnapshot } from './snapshots.js';
@@ -56,8 +56,8 @@ export class MysqlStore implements EventStore {
   #claimer: Pool | undefined;
   /** The server returns rows from an INSERT (db.ts insertReturns): the appends read the clock in their insert. */
   #insertReturns = false;
-  /** The append routine runs here (append-routine.ts): a batch's INSERTs in one CALL. */
-  #appendRoutine = false;
+  /** Whether the append routine runs here (append-routine.ts): a batch's INSERTs in one CALL. */
+  readonly #routine = new AppendRoutine();
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
@@ -83,7 +83,7 @@ export class MysqlStore implements EventStore {
     try {
       await createSchema(pool);
       this.#insertReturns = await insertReturns(pool);
-      this.#appendRoutine = this.#insertReturns && this.#options.appendRoutine !== false && (await installAppendRoutine(pool));
+      if (this.#insertReturns && this.#options.appendRoutine !== false) await this.#routine.install(pool);
       if (this.#options.checkBinlogFormat !== false) await checkBinlogFormat(pool, writer, { host, port, user: this.#options.user ?? 'root' });
       await this.#ledger.open(pool);
       this.#open = pool;
@@ -113,6 +113,7 @@ export class MysqlStore implements EventStore {
     this.#open = undefined;
     this.#writer = undefined;
     this.#claimer = undefined;
+    this.#routine.close();
     this.#hubs.clear();
     await this.#positions.sweeping;
     await pool?.end();
@@ -201,7 +202,7 @@ export class MysqlStore implements EventStore {
     try {
       for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
       const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
-      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend, { clockInInsert: this.#insertReturns, routine: this.#appendRoutine }));
+      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend, { clockInInsert: this.#insertReturns, routine: this.#routine.usable, routineGone: () => this.#routine.gone() }));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
       this.#writes.succeeded();
     } catch (error) {
