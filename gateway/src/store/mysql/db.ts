@@ -59,19 +59,34 @@ const STATE_ERRORS = new Set([
   'ER_CANT_LOCK',
   'ER_LOCK_OR_ACTIVE_TRANSACTION',
   'ER_TOO_MANY_CONCURRENT_TRXS',
+  // A table of the store dropped or renamed under it: back once it is restored (or made again at a restart).
+  'ER_NO_SUCH_TABLE',
 ]);
 
 export function isStoreStateError(code: string | undefined): boolean {
   return code !== undefined && (!code.startsWith('ER_') || STATE_ERRORS.has(code));
 }
 
+/**
+ * What to do about a driver error: for those that fail every write until someone changes the database, what to change
+ * (only a table's name is taken from the server's message: SQL text and values never are).
+ */
+export function nextStep(error: unknown): string {
+  return driverCode(error) === STATEMENT_LOG_REFUSED ? STATEMENT_LOG_AT_RUN : (missingTable(error) ?? 'check the database and the gateway log');
+}
+
+/** For a table dropped or renamed under the store: which, and what to do. */
+export function missingTable(error: unknown): string | undefined {
+  if (driverCode(error) !== 'ER_NO_SUCH_TABLE') return undefined;
+  const table = /^Table '(?:[^'.]*\.)?([A-Za-z0-9_$]+)' doesn't exist/.exec(String((error as { message?: unknown }).message))?.[1];
+  return `the table ${table ? `"${table}" ` : ''}is missing: restore it or restart the gateway (at its start it creates the tables that are missing, empty)`;
+}
+
 /** Wraps a driver error. The message names the driver code only: SQL text and values stay in `cause`. */
 export function storeError(error: unknown, what: string): EventflowError {
   if (error instanceof EventflowError) return error;
   const code = driverCode(error);
-  // Every write fails so until the server changes: the message says what to change, not just the code.
-  const next = code === STATEMENT_LOG_REFUSED ? STATEMENT_LOG_AT_RUN : 'check the database and the gateway log';
-  const message = `the MySQL store could not ${what}${code ? ` (${code})` : ''}; ${next}`;
+  const message = `the MySQL store could not ${what}${code ? ` (${code})` : ''}; ${nextStep(error)}`;
   return new EventflowError('E_EVENTFLOW_STORE_FAILED', message, { cause: error });
 }
 

@@ -12,7 +12,8 @@ import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
-import { ATTEMPTS, driverCode, notOpen, run, type MysqlStoreOptions } from './db.js';
+import { ATTEMPTS, driverCode, isStoreStateError, notOpen, run, type MysqlStoreOptions } from './db.js';
+import type { WriteHealth } from '../write-health.js';
 import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
@@ -28,16 +29,12 @@ const MATERIALIZE_STEPS = 5;
 
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
 
-
-
-
 /** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
 function rowScope(key: GroupKey): { sql: string; params: Params } {
   const { gname, grp } = ledgerColumns(key);
   const named = key.group === DEFAULT_GROUP && key.name !== '*';
   return { sql: `d.domain = ? AND d.gname = ? AND d.grp = ? ${named ? 'AND d.name = ?' : ''}`, params: [key.domain, gname, grp, ...(named ? [key.name] : [])] };
 }
-
 
 /** `consumed` answers kept at most (see #consumedAt). */
 const CONSUMED_KEPT = 4096;
@@ -62,8 +59,12 @@ export class MysqlLedger implements DeliveryLedger {
     read: (conn, key, now, head) => this.#cached(conn, key, now, false, head),
   });
 
-  constructor(options: MysqlStoreOptions) {
+  /** The store's: a claim or settle that fails with the database's state makes /readyz probe the writes. */
+  readonly #writes: WriteHealth | undefined;
+
+  constructor(options: MysqlStoreOptions, writes?: WriteHealth) {
     this.#options = options;
+    this.#writes = writes;
   }
 
   /** Creates or upgrades the ledger's tables (ledger-schema.ts), and opens its pools. */
@@ -103,10 +104,20 @@ export class MysqlLedger implements DeliveryLedger {
     }
   }
 
+  /**
+   * One ledger operation, driver errors wrapped. One that failed with the database's state (read-only,
+   * unreachable, a table gone) marks the store's writes failing, as a failed append does: /readyz then
+   * answers by a write check, instead of ready while every claim and settle fails (nothing published).
+   */
   #do<T>(what: string, work: (pool: Pool) => Promise<T>): Promise<T> {
     const pool = this.#pool;
     if (pool === undefined) return Promise.reject(notOpen());
-    return run(pool, what, work);
+    return run(pool, what, (on) =>
+      work(on).catch((error: unknown) => {
+        if (isStoreStateError(driverCode(error))) this.#writes?.failed();
+        throw error;
+      }),
+    );
   }
 
   #tx<T>(what: string, work: (conn: PoolConnection) => Promise<T>): Promise<T> {
@@ -433,6 +444,4 @@ export class MysqlLedger implements DeliveryLedger {
       return rows.length;
     });
   }
-
-
 }

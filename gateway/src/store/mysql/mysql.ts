@@ -12,11 +12,11 @@
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
-import { createSchema } from './schema.js';
+import { checkWritable, createSchema } from './schema.js';
 import { GroupCommit, type BatchTurn } from '../group-commit.js';
 import { affected, select, type Params } from './statements.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { driverCode, exec, insertReturns, isStoreStateError, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
+import { driverCode, exec, insertReturns, isStoreStateError, missingTable, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
 import { WriteHealth, writeFailed } from '../write-health.js';
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { AppendRoutine } from './append-routine.js';
@@ -69,7 +69,7 @@ export class MysqlStore implements EventStore {
 
   constructor(options: MysqlStoreOptions = {}) {
     this.#options = options;
-    this.#ledger = new MysqlLedger(options);
+    this.#ledger = new MysqlLedger(options, this.#writes);
   }
 
   async init(): Promise<void> {
@@ -170,9 +170,8 @@ export class MysqlStore implements EventStore {
   }
 
   checkWrites(): Promise<void> {
-    // A statement that needs a writable database (read-only refuses it) and the sequence row, committed; it changes nothing.
-    const check = async (conn: PoolConnection): Promise<void> => void (await conn.query(`UPDATE eventflow_sequence SET value = value WHERE name = 'event'`));
-    return this.#writes.check(() => this.#do('check that writes work', () => transaction(this.#writer ?? this.#pool, check)));
+    // Statements that need a writable database and every table the store writes (schema.ts), committed; they change nothing.
+    return this.#writes.check(() => this.#do('check that writes work', () => transaction(this.#writer ?? this.#pool, checkWritable)));
   }
 
   /**
@@ -213,7 +212,8 @@ export class MysqlStore implements EventStore {
       if (released || isStoreStateError(code)) {
         this.#writes.failed();
         const stored = released ? 'unknown' : false;
-        for (const append of valid) outcomes[append.index] = { ok: false, error: writeFailed(cause, 'the MySQL store could not append the event', append.event.id, stored) };
+        const missing = missingTable(cause);
+        for (const append of valid) outcomes[append.index] = { ok: false, error: writeFailed(cause, `the MySQL store could not append the event${missing ? `: ${missing}` : ''}`, append.event.id, stored) };
         return outcomes;
       }
       // An error of the server about the statements (ER_…: a value too long for its column, say) may be one append's:

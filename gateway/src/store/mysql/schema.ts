@@ -321,6 +321,28 @@ export async function createSchema(pool: Pool): Promise<void> {
   await pool.execute(`INSERT INTO eventflow_sequence (name, value) VALUES ('event', ?) ON DUPLICATE KEY UPDATE value = GREATEST(value, ?)`, [highest, highest]);
 }
 
+/** The tables the store writes (publishes, the ledger's claims and settles), each with a column of it. */
+const WRITTEN: ReadonlyArray<readonly [table: string, column: string]> = [
+  ['event', 'id'],
+  ['event_published', 'event_id'],
+  ['eventflow_position', 'event_id'],
+  ['event_scheduled', 'event_id'],
+  ['eventflow_schedule', 'event_id'],
+  ['eventflow_group', 'domain'],
+  ['eventflow_delivery', 'event_id'],
+  ['eventflow_dead_letter', 'event_id'],
+];
+
+/**
+ * The store's write check (MysqlStore.checkWrites), in the caller's transaction: the sequence row written as it was,
+ * then an UPDATE of each table the store writes that matches no row. A read-only server refuses each, a table dropped
+ * or renamed fails its own: checking the sequence alone found the store writable while every claim and settle failed.
+ */
+export async function checkWritable(conn: PoolConnection): Promise<void> {
+  await conn.query(`UPDATE eventflow_sequence SET value = value WHERE name = 'event'`);
+  for (const [table, column] of WRITTEN) await conn.query(`UPDATE ${table} SET ${column} = ${column} WHERE FALSE`);
+}
+
 /**
  * Locks the sequence row until the transaction ends and returns the highest position assigned so
  * far. Every transaction that assigns positions starts with this (see positions.ts).

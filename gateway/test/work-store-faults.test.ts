@@ -1,0 +1,135 @@
+/**
+ * The work half on a MariaDB that an operator reconfigures under it (a private mariadbd: these
+ * change the server), the gateway connected as a user of its own database, as in production (a
+ * root user would not see read_only):
+ * - `SET GLOBAL read_only = 1` while a backlog drains and nothing is published: the claims and
+ *   settles that fail make /readyz 503 (it said ready, since only failed publishes counted), and
+ *   once writes work again it is 200, every event reaches its outcome, and the gateway's metrics
+ *   equal what the store holds;
+ * - a table of the ledger renamed away (an operator's mistake): what the user meets is a coded error
+ *   that names the table and what to do, /readyz is 503 and says why, and once the table is back
+ *   the drain goes on without a restart.
+ */
+import { createConnection, type Connection } from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type EventflowClient } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+import { mysqlGatewayEnv } from '@eventflow/test-support/mysql';
+import { eventually } from '@eventflow/test-support/wait';
+import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
+
+if (unavailable !== undefined) console.warn(`Skipping the work half's store faults: ${unavailable}`);
+
+const USER = 'eventflow_gw';
+const PASSWORD = 'gw-secret';
+
+describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigured under it', () => {
+  let server: PrivateMariadb;
+  let admin: Connection;
+  const closers: Array<() => Promise<unknown>> = [];
+
+  beforeAll(async () => {
+    server = await startPrivateMariadb();
+    admin = await createConnection({ host: server.host, port: server.port, user: server.user, password: server.password });
+    for (const host of ['%', 'localhost']) await admin.query(`CREATE USER '${USER}'@'${host}' IDENTIFIED BY '${PASSWORD}'`);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await admin?.query('SET GLOBAL read_only = 0').catch(() => undefined);
+    await admin?.end();
+    await server?.stop();
+  }, 60_000);
+
+  /** A database of its own for the gateway's user (every right on it, none on the server), and a gateway on it. */
+  async function gatewayOn(database: string): Promise<{ gateway: Gateway; client: EventflowClient; count: (sql: string) => Promise<number> }> {
+    await admin.query(`CREATE DATABASE ${database}`);
+    for (const host of ['%', 'localhost']) await admin.query(`GRANT ALL ON ${database}.* TO '${USER}'@'${host}'`);
+    const gateway = await startGateway({
+      ...mysqlGatewayEnv({ host: server.host, port: server.port, user: USER, password: PASSWORD, database }),
+      EVENTFLOW_PORT: 0,
+      EVENTFLOW_LOG_LEVEL: 'silent',
+      EVENTFLOW_CONSOLE_DIR: 'off',
+      EVENTFLOW_CONSUME_LEASE_MS: 3_000,
+    });
+    closers.push(() => gateway.close());
+    const client = createClient(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
+    closers.push(() => client.close());
+    const count = async (sql: string): Promise<number> => Number(((await admin.query(sql.replaceAll('$db', database)))[0] as Array<{ n: number }>)[0]?.n);
+    return { gateway, client, count };
+  }
+
+  const readyz = async (gateway: Gateway): Promise<{ status: number; reason: string | undefined }> => {
+    const response = await fetch(`${gateway.httpUrl}readyz`);
+    return { status: response.status, reason: ((await response.json()) as { checks: { store: { reason?: string } } }).checks.store.reason };
+  };
+
+  const successes = async (gateway: Gateway): Promise<number> =>
+    Number(/^eventflow_consume_outcomes_total\{outcome="success"\} (\d+)/m.exec(await (await fetch(`${gateway.httpUrl}metrics`)).text())?.[1] ?? 0);
+
+  it('read_only while a backlog drains, nothing published: /readyz 503 while the settles and claims fail, then every event settled once, metrics = store', async () => {
+    const { gateway, client, count } = await gatewayOn('read_only_drain');
+    const EVENTS = 40;
+    // The handlers finish only once the server is read-only: their settles meet it.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let running = 0;
+    const handler = async (): Promise<void> => {
+      running += 1;
+      await gate;
+    };
+    await client.consume('ro', 'job', handler, { group: 'workers', concurrency: 4 });
+    await client.consume('ro', 'job', handler, { concurrency: 4 });
+    for (let i = 0; i < EVENTS; i++) await client.publish({ domain: 'ro', name: 'job', pid: `p${i % 8}` });
+    await eventually(() => running === 8, 10_000, 'both groups to hold deliveries');
+    expect((await readyz(gateway)).status).toBe(200);
+    await admin.query('SET GLOBAL read_only = 1');
+    open();
+    const down = await eventually(async () => {
+      const ready = await readyz(gateway);
+      return ready.status === 503 && ready;
+    }, 10_000, '/readyz to say the store cannot write');
+    expect(down.reason).toContain('ER_OPTION_PREVENTS_STATEMENT');
+    await admin.query('SET GLOBAL read_only = 0');
+    await eventually(async () => (await readyz(gateway)).status === 200, 10_000, '/readyz to be ready again');
+    await eventually(async () => (await count(`SELECT COUNT(*) AS n FROM $db.eventflow_delivery WHERE grp = 'workers' AND outcome = 'success'`)) === EVENTS, 30_000, "every event a success of 'workers'");
+    await eventually(async () => (await count(`SELECT COUNT(*) AS n FROM $db.event_published WHERE success IS NOT NULL`)) === EVENTS, 30_000, 'every event a success of the default group');
+    await eventually(async () => (await successes(gateway)) === 2 * EVENTS, 10_000, 'the metrics to count each recorded success once');
+  }, 90_000);
+  it('a ledger table renamed away: coded errors that name it and say what to do, /readyz 503 with the reason, and the drain goes on once it is back', async () => {
+    const { gateway, client, count } = await gatewayOn('table_gone');
+    const EVENTS = 20;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let running = 0;
+    await client.consume(
+      'tg',
+      'job',
+      async () => {
+        running += 1;
+        await gate;
+      },
+      { group: 'workers', concurrency: 2 },
+    );
+    for (let i = 0; i < EVENTS; i++) await client.publish({ domain: 'tg', name: 'job', pid: `p${i}` });
+    await eventually(() => running === 2, 10_000, 'deliveries to be open');
+    await admin.query('RENAME TABLE table_gone.eventflow_delivery TO table_gone.eventflow_delivery_old');
+    open();
+    const down = await eventually(async () => {
+      const ready = await readyz(gateway);
+      return ready.status === 503 && ready;
+    }, 10_000, '/readyz to say the store cannot write');
+    expect(down.reason).toContain('ER_NO_SUCH_TABLE');
+    // What a user meets: the table named, and what to do about it.
+    const refused = await client.consume('tg', 'job', () => undefined, { group: 'other' }).then(
+      () => undefined,
+      (error: unknown) => error as { code: string; message: string },
+    );
+    expect(refused?.code).toBe('E_EVENTFLOW_STORE_FAILED');
+    expect(refused?.message).toMatch(/table "?eventflow_delivery"? is missing.*restore it or restart the gateway/);
+    await admin.query('RENAME TABLE table_gone.eventflow_delivery_old TO table_gone.eventflow_delivery');
+    await eventually(async () => (await readyz(gateway)).status === 200, 10_000, '/readyz to be ready again');
+    await eventually(async () => (await count(`SELECT COUNT(*) AS n FROM $db.eventflow_delivery WHERE grp = 'workers' AND outcome = 'success'`)) === EVENTS, 30_000, 'every event a success');
+    await eventually(async () => (await successes(gateway)) === EVENTS, 10_000, 'the metrics to count each recorded success once');
+  }, 90_000);
+});
