@@ -229,4 +229,54 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     );
     expect(failures).toBe(2);
   });
+  it("a settle's COMMIT whose answer is lost: the client's retry is answered as recorded, and the metrics count the outcome the store holds", async () => {
+    const db = await databases.fresh();
+    const proxy = await commitCuttingProxy(sharedServer.port, sharedServer.host);
+    databases.onCleanup(() => proxy.close());
+    const gateway = await startGateway({
+      EVENTFLOW_PORT: 0,
+      EVENTFLOW_STORE: 'mysql',
+      EVENTFLOW_MYSQL_HOST: '127.0.0.1',
+      EVENTFLOW_MYSQL_PORT: proxy.port,
+      EVENTFLOW_MYSQL_USER: db.options.user,
+      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
+      EVENTFLOW_MYSQL_DATABASE: db.options.database,
+      EVENTFLOW_LOG_LEVEL: 'silent',
+    });
+    databases.onCleanup(() => gateway.close());
+    const errors: unknown[] = [];
+    const client = createClient(gateway.url, { onError: (error) => void errors.push(error) });
+    databases.onCleanup(() => client.close());
+    const outcomes = async (): Promise<Record<string, number>> => {
+      const text = await (await fetch(`${gateway.httpUrl}metrics`)).text();
+      return Object.fromEntries([...text.matchAll(/^eventflow_consume_outcomes_total\{outcome="(\w+)"\} (\d+)/gm)].map((match) => [match[1], Number(match[2])]));
+    };
+    // One member, credit 1: while its delivery is open the group claims nothing, so the next COMMIT is its settle's.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    await client.consume(
+      'jobs',
+      'run',
+      async (event) => {
+        started += 1;
+        await gate;
+        if (event.pid === 'throws') throw new Error('the handler failed');
+      },
+      { group: 'workers', concurrency: 1 },
+    );
+    for (const [n, pid] of ['succeeds', 'throws'].entries()) {
+      await client.publish({ domain: 'jobs', name: 'run', pid });
+      await eventually(() => started === n + 1, 5_000, `the delivery of ${pid}`);
+      proxy.arm();
+      if (n === 0) release();
+      await eventually(() => proxy.cut === n + 1, 5_000, "the settle's COMMIT");
+      const outcome = n === 0 ? 'success' : 'failed';
+      // The store holds the outcome; the client's retry of the settle finds it recorded under its delivery, and says so.
+      await eventually(async () => (await db.query(`SELECT outcome FROM eventflow_delivery WHERE pid = ? AND outcome = ?`, [pid, outcome])).length === 1, 5_000, `the ${outcome} in the store`);
+      await eventually(async () => (await outcomes())[outcome] === 1, 5_000, `the ${outcome} counted`);
+    }
+    expect(await outcomes()).toMatchObject({ success: 1, failed: 1, revoked: 0 });
+    expect(errors).toEqual([]);
+  });
 });

@@ -12,7 +12,8 @@
  */
 import type { PoolConnection } from 'mysql2/promise';
 import { DEFAULT_GROUP, UNSETTLED, type LedgerAction } from '../ledger.js';
-import { affected } from './statements.js';
+import { affected, select } from './statements.js';
+import { ID_TABLE } from './ledger-rows.js';
 
 /** What a settle needs of the row it locked: which event, and whether it is the default group's. */
 export interface SettledRow {
@@ -95,4 +96,31 @@ async function settleCarrying(conn: PoolConnection, actions: readonly LedgerActi
      WHERE d.outcome IS NULL`,
     [JSON.stringify(table), settledAt],
   );
+}
+
+/** The outcome an action writes, or undefined for a release (which clears the delivery id: nothing to find it by later). */
+const outcomeOf = (action: LedgerAction): string | undefined => (action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : undefined);
+
+/**
+ * Of `actions` whose deliveries are not open, those whose very outcome the store already holds under their delivery id
+ * (an outcome keeps the id), by delivery: a settle sent again because its first COMMIT's answer was lost (the
+ * connection killed or cut after the server committed). They are answered as recorded, once, instead of as not
+ * current: the client was told E_EVENTFLOW_UNKNOWN_DELIVERY, and the metrics never counted what the store holds. An
+ * outcome of that id that differs (the lease ran out here and the event was dead-lettered) is not this settle's.
+ */
+export async function recordedAlready<R extends { delivery: string }>(conn: PoolConnection, actions: readonly LedgerAction[], columns: string): Promise<Map<string, R>> {
+  const settles = actions.filter((action) => outcomeOf(action) !== undefined);
+  if (settles.length === 0) return new Map();
+  const rows = await select<R & { outcome: string }>(
+    conn,
+    `SELECT ${columns}, d.outcome FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id WHERE d.outcome IS NOT NULL`,
+    [JSON.stringify(settles.map((action) => action.delivery))],
+  );
+  const found = new Map(rows.map((row) => [row.delivery, row]));
+  const recorded = new Map<string, R>();
+  for (const action of settles) {
+    const row = found.get(action.delivery);
+    if (row !== undefined && row.outcome === outcomeOf(action) && !recorded.has(action.delivery)) recorded.set(action.delivery, row);
+  }
+  return recorded;
 }

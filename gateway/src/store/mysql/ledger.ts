@@ -20,7 +20,7 @@ import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
 import { GROUP_READ_MS, groupId, ID_TABLE, materializeRows, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
-import { settleRows } from './ledger-settle.js';
+import { recordedAlready, settleRows } from './ledger-settle.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
@@ -28,6 +28,7 @@ const MATERIALIZE_SPAN = 20_000;
 const MATERIALIZE_STEPS = 5;
 
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
+const REF_COLUMNS = 'd.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery';
 
 /** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
 function rowScope(key: GroupKey): { sql: string; params: Params } {
@@ -392,14 +393,16 @@ export class MysqlLedger implements DeliveryLedger {
         conn,
         // The JSON table first, then the delivery index: a locking read keeps the lock of every row it
         // examines, so a plan through another index (say outcome's) would lock every open delivery.
-        `SELECT d.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id
+        `SELECT ${REF_COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id
          WHERE d.outcome IS NULL FOR UPDATE`,
         [ids],
       );
       const current = new Map(rows.map((row) => [row.delivery, row]));
       // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
-      const acting = new Map<string, LedgerAction>();
-      for (const action of actions) if (current.has(action.delivery) && !acting.has(action.delivery)) acting.set(action.delivery, action);
+      const first = new Map<string, LedgerAction>();
+      for (const action of actions) if (!first.has(action.delivery)) first.set(action.delivery, action);
+      const acting = new Map([...first].filter(([delivery]) => current.has(delivery)));
+      const again = await recordedAlready<RefRow>(conn, [...first.values()].filter((action) => !current.has(action.delivery)), REF_COLUMNS);
       if (acting.size > 0) await settleRows(conn, [...acting.values()], current);
       const letters = [...acting.values()].filter((action) => action.kind === 'dead' && current.get(action.delivery)?.grp === DEFAULT_GROUP);
       if (letters.length > 0) {
@@ -412,7 +415,7 @@ export class MysqlLedger implements DeliveryLedger {
         );
       }
       return actions.map((action) => {
-        const row = acting.get(action.delivery) === action ? current.get(action.delivery) : undefined;
+        const row = first.get(action.delivery) === action ? (current.get(action.delivery) ?? again.get(action.delivery)) : undefined;
         if (!row) return undefined;
         const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
         return { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
