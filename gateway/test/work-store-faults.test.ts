@@ -8,7 +8,10 @@
  *   equal what the store holds;
  * - a table of the ledger renamed away (an operator's mistake): what the user meets is a coded error
  *   that names the table and what to do, /readyz is 503 and says why, and once the table is back
- *   the drain goes on without a restart.
+ *   the drain goes on without a restart;
+ * - a request() while the check that a group takes its event cannot read the store: the publish is
+ *   answered as a write that stored nothing (retryable), so the client sends it again and the
+ *   request() rides the moment out, as a publish does (it failed at once).
  */
 import { createConnection, type Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -132,4 +135,16 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     await eventually(async () => (await count(`SELECT COUNT(*) AS n FROM $db.eventflow_delivery WHERE grp = 'workers' AND outcome = 'success'`)) === EVENTS, 30_000, 'every event a success');
     await eventually(async () => (await successes(gateway)) === EVENTS, 10_000, 'the metrics to count each recorded success once');
   }, 90_000);
+  it("a request() while the store cannot tell whether a group takes its event: sent again, and answered once the store is back", async () => {
+    const { gateway, client } = await gatewayOn('consumed_check');
+    await client.consume('cc', 'job', async (event) => void (await client.publish({ domain: 'cc', name: 'success', pid: event.pid, rid: event.id })), { concurrency: 2 });
+    // The groups' table away: the check reads it (and nothing had cached its answer), the append does not.
+    await admin.query('RENAME TABLE consumed_check.eventflow_group TO consumed_check.eventflow_group_old');
+    const storeFailures = async (): Promise<number> =>
+      Number(/^eventflow_errors_total\{code="E_EVENTFLOW_STORE_FAILED"\} (\d+)/m.exec(await (await fetch(`${gateway.httpUrl}metrics`)).text())?.[1] ?? 0);
+    const outcome = client.request({ domain: 'cc', name: 'job', pid: 'r1' }, { timeout: 20_000 });
+    await eventually(async () => (await storeFailures()) >= 1, 10_000, 'the check to have failed');
+    await admin.query('RENAME TABLE consumed_check.eventflow_group_old TO consumed_check.eventflow_group');
+    expect((await outcome).name).toBe('success');
+  }, 60_000);
 });

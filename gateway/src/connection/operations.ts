@@ -9,6 +9,7 @@ import type { Params } from './frames.js';
 import type { Connection, Operations } from './operation.js';
 import type { NewEvent } from '../store/store.js';
 import { referenceNotFound } from './visibility.js';
+import { writeFailed } from '../store/write-health.js';
 import { readEventlogState, snapshotsOf } from '../store/snapshots.js';
 import { configDefaults } from '../defaults.js';
 import { retryPolicy } from '../delivery/retry-policy.js';
@@ -59,6 +60,21 @@ async function settleOne(session: Connection, { delivery, outcome, error, delayM
   if (!(await session.context.dispatcher.settle(session, delivery, settlement))) throw unknownDelivery(delivery);
 }
 
+/**
+ * Whether a consumer group takes a request()'s event. The store failing to tell fails the publish as a write that
+ * stored nothing (retryable, same id: the client sends it again within its timeout), as the append would have: it
+ * was a final E_EVENTFLOW_STORE_FAILED, so a request() failed on a moment's outage (a killed connection, a table
+ * renamed back) that a publish rode out.
+ */
+async function consumedOrRetryable(session: Connection, event: Params<'publish'>['event']): Promise<boolean> {
+  try {
+    return await session.context.store.ledger().consumed(event.domain, event.name);
+  } catch (error) {
+    if (event.id === undefined || !isEventflowError(error, 'E_EVENTFLOW_STORE_FAILED') || error.details?.retryable !== undefined) throw error;
+    throw writeFailed(error.cause ?? error, 'the store could not tell whether a consumer group takes the event', event.id, false);
+  }
+}
+
 /** Settled, recalled (its consumer or connection went away), revoked (lease expired), or another connection's. */
 const unknownDelivery = (delivery: string): EventflowError =>
   new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
@@ -70,7 +86,7 @@ export const operations: Operations = {
     const { store, router, gatewayId } = session.context;
     const linked = event.id === undefined ? undefined : session.requestWait(event.id);
     if (linked) await linked;
-    if (requireConsumer && !(await store.ledger().consumed(event.domain, event.name))) {
+    if (requireConsumer && !(await consumedOrRetryable(session, event))) {
       throw new EventflowError('E_EVENTFLOW_NO_CONSUMER', `no consumer group takes ${event.domain} › ${event.name}; register a consumer first, or pass requireConsumer: false`, {
         details: { domain: event.domain, name: event.name },
       });
