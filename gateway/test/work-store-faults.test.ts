@@ -11,7 +11,9 @@
  *   the drain goes on without a restart;
  * - a request() while the check that a group takes its event cannot read the store: the publish is
  *   answered as a write that stored nothing (retryable), so the client sends it again and the
- *   request() rides the moment out, as a publish does (it failed at once).
+ *   request() rides the moment out, as a publish does (it failed at once);
+ * - a request()'s wait whose read of the head position loses its connection (KILL CONNECTION by
+ *   another client): read again on another connection, not refused with the request() failed.
  */
 import { createConnection, type Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -146,5 +148,23 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     await eventually(async () => (await storeFailures()) >= 1, 10_000, 'the check to have failed');
     await admin.query('RENAME TABLE consumed_check.eventflow_group_old TO consumed_check.eventflow_group');
     expect((await outcome).name).toBe('success');
+  }, 60_000);
+  it("a request()'s wait whose head read has its connection killed: read again, and the request() answered", async () => {
+    const { gateway, client } = await gatewayOn('head_killed');
+    await client.consume('hk', 'job', async (event) => void (await client.publish({ domain: 'hk', name: 'success', pid: event.pid, rid: event.id })), { concurrency: 2 });
+    expect((await client.request({ domain: 'hk', name: 'job', pid: 'warm-up' })).name).toBe('success');
+    // Held by a table lock, so that the read is under way when its connection is killed.
+    const locker = await createConnection({ host: server.host, port: server.port, user: server.user, password: server.password, database: 'head_killed' });
+    closers.push(() => locker.end());
+    await locker.query('LOCK TABLES eventflow_sequence WRITE');
+    const outcome = client.request({ domain: 'hk', name: 'job', pid: 'r1' }, { timeout: 20_000 });
+    const reading = await eventually(async () => {
+      const [rows] = (await admin.query(`SELECT id FROM information_schema.PROCESSLIST WHERE user = ? AND info LIKE 'SELECT value FROM eventflow_sequence%'`, [USER])) as unknown as [Array<{ id: number }>];
+      return rows[0]?.id;
+    }, 10_000, "the wait's head read, held by the lock");
+    await admin.query(`KILL CONNECTION ${reading}`);
+    await locker.query('UNLOCK TABLES');
+    expect((await outcome).name).toBe('success');
+    expect((await readyz(gateway)).status).toBe(200);
   }, 60_000);
 });

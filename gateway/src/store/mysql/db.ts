@@ -82,6 +82,22 @@ export function missingTable(error: unknown): string | undefined {
   return `the table ${table ? `"${table}" ` : ''}is missing: restore it or restart the gateway (at its start it creates the tables that are missing, empty)`;
 }
 
+/** The connection went away under a statement (killed by another client, the server or the network gone), or the statement was interrupted. */
+const LOST = new Set(['PROTOCOL_CONNECTION_LOST', 'ER_CONNECTION_KILLED', 'ER_QUERY_INTERRUPTED', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * A read, run once more (on another of the pool's connections) when its connection was lost under it: an operator's
+ * KILL of a connection failed a request()'s wait with the request(), where a read again would have answered.
+ */
+export async function readAgain<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!LOST.has(driverCode(error) ?? '')) throw error;
+    return read();
+  }
+}
+
 /** Wraps a driver error. The message names the driver code only: SQL text and values stay in `cause`. */
 export function storeError(error: unknown, what: string): EventflowError {
   if (error instanceof EventflowError) return error;

@@ -12,7 +12,7 @@ import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
-import { ATTEMPTS, driverCode, isStoreStateError, notOpen, run, type MysqlStoreOptions } from './db.js';
+import { ATTEMPTS, driverCode, isStoreStateError, notOpen, readAgain, run, type MysqlStoreOptions } from './db.js';
 import type { WriteHealth } from '../write-health.js';
 import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
@@ -199,7 +199,7 @@ export class MysqlLedger implements DeliveryLedger {
     const id = `${domain}\u0000${name}`;
     const at = this.#consumedAt.get(id);
     if (at !== undefined && Date.now() - at < GROUP_READ_MS) return true;
-    const found = await this.#do('read the consumer groups', async (pool) => (await select(pool, `SELECT 1 AS one FROM eventflow_group WHERE domain = ? AND name IN (?, '*') LIMIT 1`, [domain, name])).length > 0);
+    const found = await this.#do('read the consumer groups', (pool) => readAgain(async () => (await select(pool, `SELECT 1 AS one FROM eventflow_group WHERE domain = ? AND name IN (?, '*') LIMIT 1`, [domain, name])).length > 0));
     if (!found) this.#consumedAt.delete(id);
     else {
       // Bounded: names published to by requests are few; a client making up names just empties it.

@@ -16,7 +16,7 @@ import { checkWritable, createSchema } from './schema.js';
 import { GroupCommit, type BatchTurn } from '../group-commit.js';
 import { affected, select, type Params } from './statements.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { driverCode, exec, insertReturns, isStoreStateError, missingTable, notOpen, openPool, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
+import { driverCode, exec, insertReturns, isStoreStateError, missingTable, notOpen, openPool, readAgain, run, storeError, transaction, validDate, type MysqlStoreOptions } from './db.js';
 import { WriteHealth, writeFailed } from '../write-health.js';
 import { appendTransaction, type PreparedAppend } from './appends.js';
 import { AppendRoutine } from './append-routine.js';
@@ -141,9 +141,9 @@ export class MysqlStore implements EventStore {
     return exec(this.#pool, what, sql, params);
   }
 
-  /** One row of one statement. */
+  /** One row of one read (read again once on another connection when its own is lost under it: db.ts readAgain). */
   #one<T>(what: string, sql: string, params: Params = []): Promise<T | undefined> {
-    return this.#do(what, async (pool) => (await select<T>(pool, sql, params))[0]);
+    return this.#do(what, (pool) => readAgain(async () => (await select<T>(pool, sql, params))[0]));
   }
 
   /** Runs `work` in a transaction, again from the start when it fails with one of `retryOn`. */
