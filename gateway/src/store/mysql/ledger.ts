@@ -9,7 +9,7 @@
  * different rows instead of waiting for each other's commits.
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import type { StoredEvent } from '@eventflow/core';
+import { EventflowError, type StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { ATTEMPTS, driverCode, isStoreStateError, notOpen, readAgain, run, type MysqlStoreOptions } from './db.js';
@@ -115,7 +115,7 @@ export class MysqlLedger implements DeliveryLedger {
     if (pool === undefined) return Promise.reject(notOpen());
     return run(pool, what, (on) =>
       work(on).catch((error: unknown) => {
-        if (isStoreStateError(driverCode(error))) this.#writes?.failed();
+        if (!(error instanceof EventflowError) && isStoreStateError(driverCode(error))) this.#writes?.failed();
         throw error;
       }),
     );
