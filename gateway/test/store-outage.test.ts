@@ -129,11 +129,12 @@ describe.skipIf(unavailable !== undefined)('the MySQL store killed mid-load and 
 /**
  * A TCP proxy in front of MySQL that, once armed, lets the next COMMIT (a COM_QUERY packet) through
  * to the server and then, instead of its answer, cuts that connection: the server has committed,
- * the client learns nothing.
+ * the client learns nothing. `arm(skip)` lets `skip` COMMITs pass first.
  */
-async function commitCuttingProxy(port: number, host = '127.0.0.1'): Promise<{ port: number; arm(): void; readonly cut: number; close(): Promise<void> }> {
+async function commitCuttingProxy(port: number, host = '127.0.0.1'): Promise<{ port: number; arm(skip?: number): void; readonly cut: number; close(): Promise<void> }> {
   const commit = Buffer.from([0x03, ...Buffer.from('COMMIT')]);
   let armed = false;
+  let skipping = 0;
   let cut = 0;
   const sockets = new Set<Socket>();
   const proxy = createServer((client) => {
@@ -149,7 +150,7 @@ async function commitCuttingProxy(port: number, host = '127.0.0.1'): Promise<{ p
       });
     }
     client.on('data', (chunk: Buffer) => {
-      if (armed && chunk.includes(commit)) {
+      if (armed && chunk.includes(commit) && skipping-- <= 0) {
         armed = false;
         cutting = true;
       }
@@ -166,7 +167,10 @@ async function commitCuttingProxy(port: number, host = '127.0.0.1'): Promise<{ p
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   return {
     port: (proxy.address() as { port: number }).port,
-    arm: () => void (armed = true),
+    arm: (skip = 0) => {
+      armed = true;
+      skipping = skip;
+    },
     get cut() {
       return cut;
     },
@@ -278,5 +282,49 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     }
     expect(await outcomes()).toMatchObject({ success: 1, failed: 1, revoked: 0 });
     expect(errors).toEqual([]);
+  });
+  it("a claim's COMMIT whose answer is lost: the events it leased go out at once, not after their lease, and with no attempt lost", async () => {
+    const db = await databases.fresh();
+    const proxy = await commitCuttingProxy(sharedServer.port, sharedServer.host);
+    databases.onCleanup(() => proxy.close());
+    const lease = 5_000;
+    const gateway = await startGateway({
+      EVENTFLOW_PORT: 0,
+      EVENTFLOW_STORE: 'mysql',
+      EVENTFLOW_MYSQL_HOST: '127.0.0.1',
+      EVENTFLOW_MYSQL_PORT: proxy.port,
+      EVENTFLOW_MYSQL_USER: db.options.user,
+      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
+      EVENTFLOW_MYSQL_DATABASE: db.options.database,
+      EVENTFLOW_LOG_LEVEL: 'silent',
+      EVENTFLOW_CONSUME_LEASE_MS: lease,
+    });
+    databases.onCleanup(() => gateway.close());
+    const client = createClient(gateway.url, { onError: () => undefined });
+    databases.onCleanup(() => client.close());
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const handled: Array<{ pid: string; attempt: number; at: number }> = [];
+    await client.consume(
+      'jobs',
+      'run',
+      async (event, { attempt }) => {
+        if (event.pid === 'first') await gate;
+        handled.push({ pid: event.pid, attempt, at: Date.now() });
+      },
+      { group: 'workers', concurrency: 1 },
+    );
+    // 'first' is leased as it is appended and held; 'second' waits for the credit, which its settle gives back.
+    await client.publish({ domain: 'jobs', name: 'run', pid: 'first' });
+    await eventually(async () => (await db.query(`SELECT 1 FROM eventflow_delivery WHERE pid = 'first' AND deadline IS NOT NULL`)).length === 1, 5_000, "'first' leased");
+    await client.publish({ domain: 'jobs', name: 'run', pid: 'second' });
+    // The settle's COMMIT passes; the next is the claim of 'second', whose answer is lost.
+    proxy.arm(1);
+    release();
+    await eventually(() => proxy.cut === 1, 5_000, "the claim's COMMIT");
+    const cut = Date.now();
+    const second = await eventually(() => handled.find((one) => one.pid === 'second'), 2 * lease, "'second' handled");
+    expect(second.attempt).toBe(1);
+    expect(second.at - cut).toBeLessThan(lease / 2);
   });
 });

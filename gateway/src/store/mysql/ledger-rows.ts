@@ -1,8 +1,8 @@
 /** What the MySQL ledger's parts share (ledger.ts, ledger-operator.ts, append-leases.ts): its group rows and records, the id list of its joins, writing rows. */
-import type { PoolConnection } from 'mysql2/promise';
-import { DEFAULT_GROUP, ledgerColumns, UNSETTLED, type GroupKey, type GroupRecord } from '../ledger.js';
+import type { Pool, PoolConnection } from 'mysql2/promise';
+import { DEFAULT_GROUP, ledgerColumns, UNSETTLED, type ClaimResult, type GroupKey, type GroupRecord } from '../ledger.js';
 import { FIRED } from './rows.js';
-import { affected } from './statements.js';
+import { affected, select, type Params } from './statements.js';
 
 export type GroupRow = { domain: string; name: string; grp: string; created_position: number | string; created_at: Date; ordered: number; materialized: number | string | null };
 
@@ -60,4 +60,34 @@ export function materializeRows(conn: PoolConnection, key: GroupKey, from: numbe
      ORDER BY x.position`,
     [gname, grp, from, to, key.domain, ...(key.name === '*' ? [] : [key.name]), gname, grp],
   );
+}
+
+/** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
+export function rowScope(key: GroupKey): { sql: string; params: Params } {
+  const { gname, grp } = ledgerColumns(key);
+  const named = key.group === DEFAULT_GROUP && key.name !== '*';
+  return { sql: `d.domain = ? AND d.gname = ? AND d.grp = ? ${named ? 'AND d.name = ?' : ''}`, params: [key.domain, gname, grp, ...(named ? [key.name] : [])] };
+}
+
+/**
+ * What a claim whose COMMIT failed holds in the store (the answer lost, the connection killed or cut, it may have
+ * committed): the leases it took, found by their delivery ids, and its dead letters, by their outcome. Handed out
+ * at once: left, its events waited for their leases to run out (the lease time, and an attempt lost for each, so an
+ * event on its last attempt became a dead letter never delivered).
+ */
+export async function heldAfterLostCommit(pool: Pool, key: GroupKey, result: ClaimResult): Promise<ClaimResult> {
+  const ids = [...result.claimed, ...result.dead].map(({ event }) => event.id);
+  if (ids.length === 0) return result;
+  const { gname, grp } = ledgerColumns(key);
+  const rows = await select<{ event_id: string; delivery: string | null; outcome: string | null }>(
+    pool,
+    `SELECT d.event_id, d.delivery, d.outcome FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (PRIMARY) ON d.event_id = j.id WHERE d.gname = ? AND d.grp = ?`,
+    [JSON.stringify(ids), gname, grp],
+  );
+  const held = new Map(rows.map((row) => [row.event_id, row]));
+  return {
+    ...result,
+    claimed: result.claimed.filter(({ event, delivery }) => held.get(event.id)?.delivery === delivery && held.get(event.id)?.outcome === null),
+    dead: result.dead.filter(({ event }) => held.get(event.id)?.outcome === 'dead'),
+  };
 }

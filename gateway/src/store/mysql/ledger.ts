@@ -18,7 +18,7 @@ import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { GROUP_READ_MS, groupId, ID_TABLE, materializeRows, num, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { GROUP_READ_MS, groupId, heldAfterLostCommit, ID_TABLE, materializeRows, num, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
 import { recordedAlready, settleRows } from './ledger-settle.js';
 
@@ -29,13 +29,6 @@ const MATERIALIZE_STEPS = 5;
 
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
 const REF_COLUMNS = 'd.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery';
-
-/** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
-function rowScope(key: GroupKey): { sql: string; params: Params } {
-  const { gname, grp } = ledgerColumns(key);
-  const named = key.group === DEFAULT_GROUP && key.name !== '*';
-  return { sql: `d.domain = ? AND d.gname = ? AND d.grp = ? ${named ? 'AND d.name = ?' : ''}`, params: [key.domain, gname, grp, ...(named ? [key.name] : [])] };
-}
 
 /** `consumed` answers kept at most (see #consumedAt). */
 const CONSUMED_KEPT = 4096;
@@ -86,20 +79,23 @@ export class MysqlLedger implements DeliveryLedger {
 
   /**
    * `work` in one transaction on a writer connection (autocommit off), run again on a deadlock.
-   * COMMIT is sent as the last statement; a failure rolls back (or drops the connection).
+   * COMMIT is sent as the last statement; a failure rolls back (or drops the connection). A COMMIT
+   * that fails may have committed all the same (its answer lost): `lost`, given, reads back what holds.
    */
-  async #transaction<T>(work: (conn: PoolConnection) => Promise<T>): Promise<T> {
+  async #transaction<T>(work: (conn: PoolConnection) => Promise<T>, lost?: (result: T) => Promise<T>): Promise<T> {
     const writer = this.#writer;
     if (writer === undefined) throw notOpen();
     for (let attempt = 1; ; attempt += 1) {
       const conn = await writer.getConnection();
+      let worked: { result: T } | undefined;
       try {
-        const result = await work(conn);
+        worked = { result: await work(conn) };
         await conn.query('COMMIT');
         conn.release();
-        return result;
+        return worked.result;
       } catch (error) {
         await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+        if (worked && lost) return lost(worked.result).catch(() => Promise.reject(error));
         if (driverCode(error) !== 'ER_LOCK_DEADLOCK' || attempt >= ATTEMPTS) throw error;
       }
     }
@@ -265,6 +261,7 @@ export class MysqlLedger implements DeliveryLedger {
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       const to = Math.max(upTo ?? 0, group.head);
       let materialized = group.materialized;
+      let committed = true;
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
       const scope = rowScope(key);
@@ -371,8 +368,9 @@ export class MysqlLedger implements DeliveryLedger {
           nextDue = num(due?.next);
         }
         return { claimed, dead, nextDue, missing: false };
-      }).then((result) => {
-        if (materialized > group.materialized) {
+      }, (result) => ((committed = false), heldAfterLostCommit(pool, key, result))).then((result) => {
+        // Rows written by a claim whose COMMIT was lost may not be there: the watermark stays.
+        if (committed && materialized > group.materialized) {
           group.materialized = materialized;
           if (now - group.persistedAt >= GROUP_READ_MS) group.persistedAt = now;
         }
