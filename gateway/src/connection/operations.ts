@@ -76,6 +76,9 @@ async function consumedOrRetryable(session: Connection, event: Params<'publish'>
 }
 
 /** Settled, recalled (its consumer or connection went away), revoked (lease expired), or another connection's. */
+/** A settle of settleMany the store could not record (its log has the cause). */
+const STORE_REFUSED_SETTLE = 'the store could not record this settle (see the gateway log); the delivery stays open: send the settle again within its lease (the clients do so)';
+
 const unknownDelivery = (delivery: string): EventflowError =>
   new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `delivery "${delivery}" is not open on this connection`, { details: { delivery } });
 
@@ -167,7 +170,10 @@ export const operations: Operations = {
         settleOne(session, params, request).catch((error: unknown) => {
           const coded = isEventflowError(error) ? error : undefined;
           if (!coded) request.log.error('a settle of settleMany failed', { delivery: params.delivery, error });
-          refused.push({ index, code: coded?.code ?? 'E_EVENTFLOW_INTERNAL', message: coded?.message ?? 'the settle failed; see the gateway log' });
+          // Uncoded: the store's own failure (a full disk), as `settle` alone answers it (Session). The
+          // delivery stays open, and the client sends a settle so refused again within the lease: refused
+          // as E_EVENTFLOW_INTERNAL, it gave up, and the event ran again once its lease ran out.
+          refused.push({ index, code: coded?.code ?? 'E_EVENTFLOW_STORE_FAILED', message: coded?.message ?? STORE_REFUSED_SETTLE });
         }),
       ),
     );

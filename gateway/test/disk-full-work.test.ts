@@ -1,0 +1,111 @@
+/**
+ * The work half on the SQLite store when its disk fills up (a 12 MB tmpfs, filled by a file of the
+ * test's), with no publish to find it out first:
+ *  - a settle the store could not record (SQLITE_FULL) is answered E_EVENTFLOW_STORE_FAILED, in a
+ *    settleMany too, so the client sends it again; once space is freed it is recorded, within the
+ *    lease, without the handler running again or an attempt counted;
+ *  - /readyz answers 503 while the ledger cannot write (claims, settles), and 200 once it can.
+ */
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createClient, type EventflowClient } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '@eventflow/test-support/small-disk';
+
+let disk: SmallDisk | undefined;
+let gateway: Gateway | undefined;
+let client: EventflowClient | undefined;
+afterEach(async () => {
+  await client?.close({ drainTimeout: 100 });
+  await gateway?.close();
+  disk?.dispose();
+  client = gateway = disk = undefined;
+});
+
+const LEASE = 10_000;
+
+async function start(): Promise<{ gateway: Gateway; path: string; disk: SmallDisk }> {
+  disk = mountSmallDisk(12);
+  const path = join(disk.dir, 'events.db');
+  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_CONSUME_LEASE_MS: LEASE });
+  return { gateway, path, disk };
+}
+
+/** The sum of the /metrics series whose line starts with `match`. */
+async function metric(on: Gateway, match: string): Promise<number> {
+  const text = await (await fetch(`${on.httpUrl}metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(match))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+async function readyz(on: Gateway): Promise<{ status: number; reason: string | undefined }> {
+  const response = await fetch(`${on.httpUrl}readyz`);
+  return { status: response.status, reason: ((await response.json()) as { checks: { store: { reason?: string } } }).checks.store.reason };
+}
+
+/**
+ * Leaves the store no room to write: the WAL checkpointed and cut to nothing (by a connection of the
+ * test's; the gateway is idle), then the disk filled. Its next commit needs a new WAL page and fails.
+ */
+function leaveNoRoom(path: string, small: SmallDisk): void {
+  const db = new Database(path);
+  try {
+    db.pragma('busy_timeout = 5000');
+    const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+    expect(result?.busy).toBe(0);
+  } finally {
+    db.close();
+  }
+  small.fill(0);
+}
+
+/** The group's rows by outcome and attempts, read from the file. */
+function rows(path: string, group: string): Array<{ outcome: string | null; attempts: number }> {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(`SELECT outcome, attempts FROM eventflow_delivery WHERE grp = ? ORDER BY position`).all(group) as Array<{ outcome: string | null; attempts: number }>;
+  } finally {
+    db.close();
+  }
+}
+
+describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full disk (SQLite)', () => {
+  it('a settle the full disk refused is sent again by the client and recorded once space is back: within the lease, the handler run once, no attempt counted', async () => {
+    const { gateway, path, disk } = await start();
+    client = createClient(gateway.url, { onError: () => undefined });
+    const runs = new Map<string, number>();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    await client.consume(
+      'full',
+      'job',
+      async (event) => {
+        runs.set(event.id, (runs.get(event.id) ?? 0) + 1);
+        await gate;
+      },
+      { group: 'workers', concurrency: 4 },
+    );
+    for (let i = 0; i < 4; i++) await client.publish({ domain: 'full', name: 'job', pid: `p${i}` });
+    await eventually(() => runs.size === 4, 5_000, 'four deliveries open');
+
+    leaveNoRoom(path, disk);
+    release();
+    // The handlers' settles (one settleMany) reach a store that cannot record them.
+    await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 5_000, 'a settle batch to fail');
+    expect(rows(path, 'workers').map((row) => row.outcome)).toEqual([null, null, null, null]);
+
+    disk.free();
+    const freed = Date.now();
+    // Sent again by the client (E_EVENTFLOW_STORE_FAILED) until recorded: well within the lease, not after it ran out.
+    await eventually(() => rows(path, 'workers').every((row) => row.outcome === 'success'), LEASE / 2, 'the settles to be recorded');
+    expect(Date.now() - freed).toBeLessThan(LEASE);
+    expect(rows(path, 'workers').map((row) => row.attempts)).toEqual([1, 1, 1, 1]);
+    expect([...runs.values()]).toEqual([1, 1, 1, 1]);
+    expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(4);
+    expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="revoked"}')).toBe(0);
+  }, 60_000);
+});
