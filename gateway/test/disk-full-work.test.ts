@@ -108,4 +108,26 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full dis
     expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(4);
     expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="revoked"}')).toBe(0);
   }, 60_000);
+
+  it('/readyz is 503 while the ledger cannot write, with no publish to find it out, and 200 again once space is freed', async () => {
+    const { gateway, path, disk } = await start();
+    client = createClient(gateway.url, { onError: () => undefined });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let runs = 0;
+    await client.consume('full', 'job', async () => void (runs += 1, await gate), { group: 'workers', concurrency: 2 });
+    for (let i = 0; i < 2; i++) await client.publish({ domain: 'full', name: 'job', pid: `p${i}` });
+    await eventually(() => runs === 2, 5_000, 'two deliveries open');
+    expect((await readyz(gateway)).status).toBe(200);
+
+    leaveNoRoom(path, disk);
+    release();
+    await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 5_000, 'a settle batch to fail');
+    // Reads work; the ledger's writes do not: not ready, and the reason says why.
+    expect(await readyz(gateway)).toEqual({ status: 503, reason: expect.stringMatching(/^writes fail: .*SQLITE_FULL/) });
+
+    disk.free();
+    await eventually(async () => (await readyz(gateway)).status === 200, 5_000, '/readyz 200 once space is freed');
+    await eventually(() => rows(path, 'workers').every((row) => row.outcome === 'success'), LEASE / 2, 'the settles to be recorded');
+  }, 60_000);
 });

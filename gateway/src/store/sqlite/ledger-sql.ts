@@ -29,9 +29,12 @@ export const rowScope = (key: GroupKey): string =>
 export class LedgerSql {
   readonly #db: Database.Database;
   readonly #cache = new Map<string, Database.Statement>();
+  /** A transaction of the ledger's own failed (the store's: its writes are failing, unless the error is a row's). */
+  readonly #failed: ((error: unknown) => void) | undefined;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database.Database, failed?: (error: unknown) => void) {
     this.#db = db;
+    this.#failed = failed;
   }
 
   stmt(sql: string): Database.Statement {
@@ -53,7 +56,14 @@ export class LedgerSql {
   }
 
   immediate<T>(work: () => T): T {
-    return immediate(this.#db, work);
+    // Inside another transaction (an append batch's riders, a savepoint): its commit tells.
+    if (this.#db.inTransaction) return immediate(this.#db, work);
+    try {
+      return immediate(this.#db, work);
+    } catch (error) {
+      this.#failed?.(error);
+      throw error;
+    }
   }
 
 }

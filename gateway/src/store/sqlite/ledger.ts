@@ -47,9 +47,10 @@ export class SqliteLedger implements DeliveryLedger {
    */
   readonly #consumed = new Map<string, boolean>();
 
-  constructor(db: Database.Database) {
+  /** `failed`: a write of the ledger failed (sqlite.ts: with the database's state, writes are failing, as after a failed append). */
+  constructor(db: Database.Database, failed?: (error: unknown) => void) {
     this.#db = db;
-    this.#sql = new LedgerSql(db);
+    this.#sql = new LedgerSql(db, failed);
     this.#rows = new GroupRows(this.#sql);
     this.#operator = new SqliteLedgerOperator(this.#sql);
     this.#atAppend = new AppendClaims(this.#sql, (key) => this.#known.get(`${key.domain}\u0000${key.name}\u0000${key.group}`), (key) => this.#rows.pidsRead(key));
@@ -364,7 +365,8 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {
-    return this.#sql.run(`UPDATE eventflow_delivery SET deadline = @deadline WHERE delivery = @delivery AND outcome IS NULL`, { delivery, deadline }) > 0;
+    // A transaction, as every write of the ledger: one that fails tells the store (the constructor's `failed`).
+    return this.#sql.immediate(() => this.#sql.run(`UPDATE eventflow_delivery SET deadline = @deadline WHERE delivery = @delivery AND outcome IS NULL`, { delivery, deadline })) > 0;
   }
 
   /** The default group's v4 claim back to NULL (the lease being released is the claim). */

@@ -91,7 +91,12 @@ export class SqliteStore implements EventStore {
       }
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
-      this.#ledger = new SqliteLedger(db);
+      // A claim or settle that failed with the database (no space, I/O) tells /readyz and gives the WAL's space back, as an append does.
+      this.#ledger = new SqliteLedger(db, (error) => {
+        if (isRowError(error)) return;
+        this.#writes.failed();
+        void this.#checkpointer?.truncate();
+      });
     } catch (error) {
       db.close();
       throw error;
