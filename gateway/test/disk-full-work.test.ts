@@ -4,7 +4,8 @@
  *  - a settle the store could not record (SQLITE_FULL) is answered E_EVENTFLOW_STORE_FAILED, in a
  *    settleMany too, so the client sends it again; once space is freed it is recorded, within the
  *    lease, without the handler running again or an attempt counted;
- *  - /readyz answers 503 while the ledger cannot write (claims, settles), and 200 once it can.
+ *  - /readyz answers 503 while the ledger cannot write (claims, settles), and 200 once it can;
+ *  - scheduled events that came due meanwhile fire once space is freed, within seconds.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -129,5 +130,26 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full dis
     disk.free();
     await eventually(async () => (await readyz(gateway)).status === 200, 5_000, '/readyz 200 once space is freed');
     await eventually(() => rows(path, 'workers').every((row) => row.outcome === 'success'), LEASE / 2, 'the settles to be recorded');
+  }, 60_000);
+
+  it('scheduled events that came due while the disk was full fire, and reach their group, within seconds of space being freed (not at the 30 s poll)', async () => {
+    const { gateway, path, disk } = await start();
+    client = createClient(gateway.url, { onError: () => undefined });
+    const handled: string[] = [];
+    await client.consume('full', 'reminder', async (event) => void handled.push(event.pid), { group: 'reminders' });
+    const due = Date.now() + 1_000;
+    for (let i = 0; i < 3; i++) await client.schedule(due, { domain: 'full', name: 'reminder', pid: `r${i}` });
+
+    leaveNoRoom(path, disk);
+    // They come due; the store cannot fire them.
+    await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="claimDueScheduled"}')) >= 1, 5_000, 'a run of the scheduler to fail');
+    expect(handled).toEqual([]);
+
+    disk.free();
+    const freed = Date.now();
+    await eventually(() => handled.length === 3, 10_000, 'the reminders to be handled');
+    expect(Date.now() - freed).toBeLessThan(3_000);
+    expect(handled.sort()).toEqual(['r0', 'r1', 'r2']);
+    await eventually(() => rows(path, 'reminders').length === 3 && rows(path, 'reminders').every((row) => row.outcome === 'success'), 5_000, 'their outcomes');
   }, 60_000);
 });

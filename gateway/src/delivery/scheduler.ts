@@ -8,8 +8,11 @@
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from '../store/store.js';
-import { MAX_TIMER_MS } from '../defaults.js';
+import { GROUP_POLL_MS, MAX_TIMER_MS } from '../defaults.js';
 
+
+/** The first retry after a failed run; the longest is the consumer groups' (GROUP_POLL_MS). */
+const RETRY_MIN_MS = 100;
 
 export interface SchedulerOptions {
   store: Pick<EventStore, 'nextScheduled' | 'claimDueScheduled' | 'settleScheduled'>;
@@ -27,8 +30,15 @@ export class Scheduler {
   #poll: ReturnType<typeof setInterval> | undefined;
   #running: Promise<void> = Promise.resolve();
   #stopped = true;
-  /** After a failed run the timer waits for the poll, so that an unclaimable due row cannot spin. */
+  /**
+   * After a failed run (the store: a full disk, the database away) the timer tries again after a
+   * backoff, doubling up to GROUP_POLL_MS, so that a due row the store cannot claim does not spin and a
+   * store that is back fires what came due meanwhile within a second: waiting for the poll (30 s) held
+   * every event that came due during an outage of a second that long after the store was back.
+   */
   #backoffUntil = 0;
+  #failures = 0;
+  #loggedAt = 0;
   #rescanning = false;
   #rescanAgain = false;
 
@@ -113,10 +123,19 @@ export class Scheduler {
           });
         }
       } catch (error) {
-        this.#backoffUntil = Date.now() + this.#options.pollMs;
-        this.#options.log('scheduled run failed', error);
+        this.#failures += 1;
+        const now = Date.now();
+        this.#backoffUntil = now + Math.min(GROUP_POLL_MS, this.#options.pollMs, RETRY_MIN_MS * 2 ** Math.min(this.#failures - 1, 10));
+        // Logged once per poll while it goes on.
+        if (now - this.#loggedAt >= this.#options.pollMs) {
+          this.#loggedAt = now;
+          this.#options.log('scheduled run failed; trying again', error);
+        }
+        this.#setTimer(this.#backoffUntil);
         return;
       }
+      this.#failures = 0;
+      this.#loggedAt = 0;
       await this.#arm();
     });
   }
