@@ -26,15 +26,22 @@ export function eventScope(key: GroupKey): string {
 export const rowScope = (key: GroupKey): string =>
   `d.domain = @domain AND d.gname = @gname AND d.grp = @grp ${key.group === DEFAULT_GROUP && key.name !== '*' ? 'AND d.name = @name' : ''}`;
 
+/** What the store asks of the ledger's own transactions (sqlite.ts). */
+export interface LedgerHooks {
+  /** Before each: throws when the store must not write (its file was removed: store-file.ts). */
+  check?(): void;
+  /** One failed (the store's: its writes are failing, unless the error is a row's). */
+  failed?(error: unknown): void;
+}
+
 export class LedgerSql {
   readonly #db: Database.Database;
   readonly #cache = new Map<string, Database.Statement>();
-  /** A transaction of the ledger's own failed (the store's: its writes are failing, unless the error is a row's). */
-  readonly #failed: ((error: unknown) => void) | undefined;
+  readonly #hooks: LedgerHooks;
 
-  constructor(db: Database.Database, failed?: (error: unknown) => void) {
+  constructor(db: Database.Database, hooks: LedgerHooks = {}) {
     this.#db = db;
-    this.#failed = failed;
+    this.#hooks = hooks;
   }
 
   stmt(sql: string): Database.Statement {
@@ -56,12 +63,13 @@ export class LedgerSql {
   }
 
   immediate<T>(work: () => T): T {
-    // Inside another transaction (an append batch's riders, a savepoint): its commit tells.
+    // Inside another transaction (an append batch's riders, a savepoint): that one checked, and its commit tells.
     if (this.#db.inTransaction) return immediate(this.#db, work);
     try {
+      this.#hooks.check?.();
       return immediate(this.#db, work);
     } catch (error) {
-      this.#failed?.(error);
+      this.#hooks.failed?.(error);
       throw error;
     }
   }

@@ -9,7 +9,7 @@ import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryPrefix, keyOf, ledgerColumns } from '../ledger.js';
 import { COLUMNS, now, toStoredEvent, type EventRow } from './statements.js';
-import { LedgerSql, rowScope, toRecord, type GroupRow } from './ledger-sql.js';
+import { LedgerSql, rowScope, toRecord, type GroupRow, type LedgerHooks } from './ledger-sql.js';
 import { SqliteLedgerOperator } from './ledger-operator.js';
 import { AppendClaims } from './append-claims.js';
 import { ADDED, INDEXES, TABLES } from './ledger-schema.js';
@@ -47,10 +47,10 @@ export class SqliteLedger implements DeliveryLedger {
    */
   readonly #consumed = new Map<string, boolean>();
 
-  /** `failed`: a write of the ledger failed (sqlite.ts: with the database's state, writes are failing, as after a failed append). */
-  constructor(db: Database.Database, failed?: (error: unknown) => void) {
+  /** `hooks`: the store's check before each write of the ledger, and what a failed one tells it (sqlite.ts). */
+  constructor(db: Database.Database, hooks?: LedgerHooks) {
     this.#db = db;
-    this.#sql = new LedgerSql(db, failed);
+    this.#sql = new LedgerSql(db, hooks);
     this.#rows = new GroupRows(this.#sql);
     this.#operator = new SqliteLedgerOperator(this.#sql);
     this.#atAppend = new AppendClaims(this.#sql, (key) => this.#known.get(`${key.domain}\u0000${key.name}\u0000${key.group}`), (key) => this.#rows.pidsRead(key));
@@ -365,7 +365,7 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {
-    // A transaction, as every write of the ledger: one that fails tells the store (the constructor's `failed`).
+    // A transaction, as every write of the ledger: checked first, and one that fails tells the store (the constructor's hooks).
     return this.#sql.immediate(() => this.#sql.run(`UPDATE eventflow_delivery SET deadline = @deadline WHERE delivery = @delivery AND outcome IS NULL`, { delivery, deadline })) > 0;
   }
 

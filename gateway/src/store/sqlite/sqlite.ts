@@ -26,6 +26,8 @@ import { WAL_BOUNDS } from './checkpointer.js';
 import { deferred, immediate } from './transactions.js';
 import { AppendRiders, type RodeRider } from './append-riders.js';
 import { OrphanMarks } from './orphan-marks.js';
+import { StoreFile } from './store-file.js';
+import { claimDue } from './scheduled.js';
 import type { DeliveryRef, LedgerAction } from '../ledger.js';
 
 /** What the write check writes (then deletes) while writes fail: a few publishes' worth of pages. */
@@ -52,6 +54,8 @@ export class SqliteStore implements EventStore {
   readonly #orphanMarks = new OrphanMarks((ids) => this.#s.markOrphans.run({ ids: JSON.stringify(ids), now: now() }));
   /** Whether appends work (/readyz): see ../write-health.ts. */
   readonly #writes = new WriteHealth();
+  /** The database file at the path is the one open (store-file.ts); none in memory. */
+  #file: StoreFile | undefined;
 
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
@@ -62,6 +66,7 @@ export class SqliteStore implements EventStore {
     if (this.#path !== ':memory:') ensureDirectory(dirname(this.#path));
     const db = new Database(this.#path);
     try {
+      this.#file = this.#path === ':memory:' ? undefined : new StoreFile(this.#path);
       // busy_timeout first, so that switching to WAL waits for another process instead of failing.
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
@@ -92,11 +97,7 @@ export class SqliteStore implements EventStore {
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
       // A claim or settle that failed with the database (no space, I/O) tells /readyz and gives the WAL's space back, as an append does.
-      this.#ledger = new SqliteLedger(db, (error) => {
-        if (isRowError(error)) return;
-        this.#writes.failed();
-        void this.#checkpointer?.truncate();
-      });
+      this.#ledger = new SqliteLedger(db, { check: () => this.#file?.check(), failed: (error) => void (isRowError(error) || this.#failedWrite()) });
     } catch (error) {
       db.close();
       throw error;
@@ -163,6 +164,9 @@ export class SqliteStore implements EventStore {
   }
 
   checkWrites(): Promise<void> {
+    // Its file removed while open: no write is made any more (store-file.ts), whether or not one failed yet.
+    const moved = this.#file?.moved();
+    if (moved) return Promise.reject(moved);
     return this.#writes.check(async () => {
       // The WAL's space back first (a full disk); then a write the size of a few publishes, taken
       // back: rewriting a page in place could succeed where a publish cannot.
@@ -195,6 +199,7 @@ export class SqliteStore implements EventStore {
     // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
     const { db } = this.#store;
     const run = () => {
+      this.#file?.check();
       const timestamp = now();
       const version = this.#dataVersion();
       const before = (headBefore = this.#recent.headAt(version) ?? s.head.get()?.seq ?? 0);
@@ -248,10 +253,15 @@ export class SqliteStore implements EventStore {
    * the database file can take its pages (checkpointer.ts).
    */
   #afterFailedWrite(prepared: readonly PreparedAppend[], headBefore: number, error: unknown): AppendOutcome[] {
-    this.#writes.failed();
+    this.#failedWrite();
     this.#recent.forget();
-    void this.#checkpointer?.truncate();
     return readBack(this.#s, prepared, headBefore, error);
+  }
+
+  /** A write failed with the database's state: writes are failing (/readyz), and the WAL gives its space back. */
+  #failedWrite(): void {
+    this.#writes.failed();
+    void this.#checkpointer?.truncate();
   }
 
   async read(id: string): Promise<StoredEvent | undefined> {
@@ -425,20 +435,8 @@ export class SqliteStore implements EventStore {
   }
 
   async claimDueScheduled(at: Date): Promise<StoredEvent[]> {
-    const s = this.#s;
-    const due = isoDate(at, 'now');
-    const fired = immediate(this.#store.db, (): StoredEvent[] => {
-      const executed = now();
-      const fired: StoredEvent[] = [];
-      for (const row of s.dueScheduled.all({ now: due })) {
-        if (s.claimScheduled.run({ id: row.id, now: executed }).changes !== 1) continue;
-        s.resequence.run({ id: row.id, now: executed });
-        s.bumpSequence.run({ id: row.id });
-        const moved = s.read.get({ id: row.id });
-        if (moved) fired.push(toStoredEvent(moved));
-      }
-      return fired;
-    });
+    this.#file?.check();
+    const fired = claimDue(this.#store.db, this.#s, at);
     // A fired event moved to a new position, after the recent window's end.
     if (fired.length > 0) this.#recent.forget();
     return fired;

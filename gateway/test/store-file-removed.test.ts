@@ -1,0 +1,63 @@
+/**
+ * The SQLite store's file removed while the gateway runs (its folder deleted by an operator): the
+ * gateway still has the file open, so SQLite in WAL mode goes on writing to a file no process can
+ * open again, and everything is lost when the process ends. Before, publishes were acknowledged and
+ * /readyz said ready. Now no write is made to it: publishes are refused E_EVENTFLOW_STORE_FAILED
+ * (`stored: false`), a settle is refused (its delivery stays open), and /readyz answers 503 with
+ * SQLite's own code for it, SQLITE_READONLY_DBMOVED.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+import { eventually } from '@eventflow/test-support/wait';
+
+let gateway: Gateway | undefined;
+let client: EventflowClient | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  await client?.close({ drainTimeout: 100 });
+  await gateway?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  client = gateway = dir = undefined;
+});
+
+/** The sum of the /metrics series whose line starts with `match`. */
+async function metric(on: Gateway, match: string): Promise<number> {
+  const text = await (await fetch(`${on.httpUrl}metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(match))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+it('a store whose file was removed while open takes no more writes: publishes and settles refused, /readyz 503', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'eventflow-removed-'));
+  const folder = join(dir, 'data');
+  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: join(folder, 'events.db'), EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+  client = createClient(gateway.url, { onError: () => undefined });
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let runs = 0;
+  await client.consume('gone', 'job', async () => void (runs += 1, await gate), { group: 'workers' });
+  await client.publish({ domain: 'gone', name: 'job', pid: 'p' });
+  await eventually(() => runs === 1, 5_000, 'the delivery to be open');
+  expect((await fetch(`${gateway.httpUrl}readyz`)).status).toBe(200);
+
+  rmSync(folder, { recursive: true, force: true });
+
+  const readyz = await fetch(`${gateway.httpUrl}readyz`);
+  expect(readyz.status).toBe(503);
+  expect(((await readyz.json()) as { checks: { store: { reason?: string } } }).checks.store.reason).toBe('writes fail: E_EVENTFLOW_STORE_FAILED (SQLITE_READONLY_DBMOVED)');
+
+  const failure = await client.publish({ domain: 'gone', name: 'job', pid: 'q' }, { timeout: 500 }).catch((error: unknown) => error);
+  expect(isEventflowError(failure, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
+  expect((failure as { details?: unknown }).details).toMatchObject({ stored: false, retryable: true });
+
+  // The handler's settle reaches a store that must not write it: refused, nothing counted.
+  release();
+  await eventually(async () => (await metric(gateway!, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 5_000, 'the settle to be refused');
+  expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(0);
+}, 30_000);
