@@ -1,14 +1,16 @@
 /**
- * The SQLite store's file removed while the gateway runs (its folder deleted by an operator): the
- * gateway still has the file open, so SQLite in WAL mode goes on writing to a file no process can
- * open again, and everything is lost when the process ends. Before, publishes were acknowledged and
- * /readyz said ready. Now no write is made to it: publishes are refused E_EVENTFLOW_STORE_FAILED
- * (`stored: false`), a settle is refused (its delivery stays open), and /readyz answers 503 with
- * SQLite's own code for it, SQLITE_READONLY_DBMOVED.
+ * The SQLite store's files removed while the gateway runs. The gateway still has them open, so SQLite
+ * in WAL mode goes on writing to files no process can open again: with the database file (its folder
+ * deleted by an operator) everything is lost when the process ends; with the WAL, every commit not
+ * yet checkpointed when the process dies. Before, publishes were acknowledged and /readyz said ready.
+ * Now no write is made: publishes are refused E_EVENTFLOW_STORE_FAILED (`stored: false`), a settle is
+ * refused (its delivery stays open), and /readyz answers 503 with SQLite's own code for it,
+ * SQLITE_READONLY_DBMOVED.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
@@ -60,4 +62,33 @@ it('a store whose file was removed while open takes no more writes: publishes an
   release();
   await eventually(async () => (await metric(gateway!, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 5_000, 'the settle to be refused');
   expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(0);
+}, 30_000);
+
+it('a WAL removed while open: publishes refused, /readyz 503; what was acknowledged before is in the database file after a graceful stop', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'eventflow-removed-'));
+  const path = join(dir, 'events.db');
+  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+  client = createClient(gateway.url, { onError: () => undefined });
+  const acknowledged = [];
+  for (let i = 0; i < 20; i++) acknowledged.push(await client.publish({ domain: 'gone', name: 'job', pid: `p${i}` }));
+
+  rmSync(`${path}-wal`);
+
+  const readyz = await fetch(`${gateway.httpUrl}readyz`);
+  expect(readyz.status).toBe(503);
+  expect(((await readyz.json()) as { checks: { store: { reason?: string } } }).checks.store.reason).toBe('writes fail: E_EVENTFLOW_STORE_FAILED (SQLITE_READONLY_DBMOVED)');
+  const failure = await client.publish({ domain: 'gone', name: 'job', pid: 'q' }, { timeout: 500 }).catch((error: unknown) => error);
+  expect(isEventflowError(failure, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
+  expect((failure as { details?: unknown }).details).toMatchObject({ stored: false, retryable: true });
+
+  await client.close();
+  await gateway.close();
+  client = gateway = undefined;
+  const db = new Database(path, { readonly: true });
+  try {
+    const ids = (db.prepare(`SELECT id FROM event WHERE domain = 'gone'`).all() as Array<{ id: string }>).map((row) => row.id);
+    expect(ids.sort()).toEqual(acknowledged.sort());
+  } finally {
+    db.close();
+  }
 }, 30_000);

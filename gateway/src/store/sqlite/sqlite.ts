@@ -66,7 +66,6 @@ export class SqliteStore implements EventStore {
     if (this.#path !== ':memory:') ensureDirectory(dirname(this.#path));
     const db = new Database(this.#path);
     try {
-      this.#file = this.#path === ':memory:' ? undefined : new StoreFile(this.#path);
       // busy_timeout first, so that switching to WAL waits for another process instead of failing.
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
@@ -96,6 +95,8 @@ export class SqliteStore implements EventStore {
       }
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
+      // Its WAL exists from here on, while the database is open.
+      this.#file = this.#path === ':memory:' ? undefined : new StoreFile(this.#path);
       // A claim or settle that failed with the database (no space, I/O) tells /readyz and gives the WAL's space back, as an append does.
       this.#ledger = new SqliteLedger(db, { check: () => this.#file?.check(), failed: (error) => void (isRowError(error) || this.#failedWrite()) });
     } catch (error) {

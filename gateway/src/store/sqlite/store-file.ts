@@ -1,15 +1,19 @@
 /**
- * Whether the database file at the store's path is still the file the gateway has open.
+ * Whether the database file at the store's path, and its WAL beside it, are still the files the
+ * gateway has open.
  *
- * An operator who removes the file (or its folder), or puts another file in its place, leaves the
- * gateway writing to a file that no process can open again: every write succeeds, /readyz said
- * ready, and everything stored, before the removal too, is gone once the process ends. SQLite
- * refuses writes to a moved file in rollback-journal mode (SQLITE_READONLY_DBMOVED), not in WAL
- * mode. So the path's device and inode are compared with the file opened, by /readyz at each call
- * and before a write transaction at most every CHECK_MS (a stat costs ~4 µs on a loaded machine, a
- * small commit ~30), and a write is refused with that code when they differ: appends are answered
- * E_EVENTFLOW_STORE_FAILED (`stored: false`), settles and claims fail, /readyz says 503. Only a
- * restart opens the file at the path again (or the file moved back to it).
+ * An operator who removes the database file (or its folder), or puts another file in its place,
+ * leaves the gateway writing to a file that no process can open again: every write succeeds, /readyz
+ * said ready, and everything stored, before the removal too, is gone once the process ends. One who
+ * removes the WAL leaves the commits since in a WAL no process can open again: they reach the
+ * database file only with a checkpoint, and a crash before it lost what had been acknowledged (145 of
+ * 250 publishes, gateway killed with -9 a second later). SQLite refuses writes to a moved database
+ * file in rollback-journal mode (SQLITE_READONLY_DBMOVED), not in WAL mode. So the paths' device and
+ * inode are compared with the files opened, by /readyz at each call and before a write transaction at
+ * most every CHECK_MS (a stat costs ~4 µs on a loaded machine, a small commit ~30), and a write is
+ * refused with that code when they differ: appends are answered E_EVENTFLOW_STORE_FAILED (`stored:
+ * false`), settles and claims fail, /readyz says 503. Only a restart opens the files at the paths
+ * again (or the files moved back to them).
  */
 import { statSync, type Stats } from 'node:fs';
 import { EventflowError } from '@eventflow/core';
@@ -23,13 +27,16 @@ const CHECK_MS = 100;
 export class StoreFile {
   readonly #path: string;
   readonly #opened: Stats;
+  /** The WAL as opened (SQLite keeps it, same inode, while the database is open); none if there was none. */
+  readonly #wal: Stats | undefined;
   #checkedAt = -Infinity;
   #last: EventflowError | undefined;
 
-  /** The file at `path` now, as the one the store has open (read right after opening it). */
+  /** The files at `path` and `path-wal` now, as the ones the store has open (read right after opening them). */
   constructor(path: string) {
     this.#path = path;
     this.#opened = statSync(path);
+    this.#wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
   }
 
   /** Before a write: throws moved()'s error, as found within the last CHECK_MS. */
@@ -38,7 +45,7 @@ export class StoreFile {
     if (error) throw error;
   }
 
-  /** E_EVENTFLOW_STORE_FAILED (cause: SQLITE_READONLY_DBMOVED) when the path no longer holds the open file. */
+  /** E_EVENTFLOW_STORE_FAILED (cause: SQLITE_READONLY_DBMOVED) when a path no longer holds its open file. */
   moved(): EventflowError | undefined {
     this.#checkedAt = Date.now();
     this.#last = this.#compare();
@@ -46,18 +53,30 @@ export class StoreFile {
   }
 
   #compare(): EventflowError | undefined {
-    let now: Stats | undefined;
-    try {
-      now = statSync(this.#path, { throwIfNoEntry: false });
-    } catch {
-      // Its folder replaced by a file (ENOTDIR), or no longer searchable: not the file opened either.
-    }
-    if (now !== undefined && now.dev === this.#opened.dev && now.ino === this.#opened.ino) return undefined;
+    const database = differs(this.#path, this.#opened);
+    const wal = this.#wal && differs(`${this.#path}-wal`, this.#wal);
+    const gone = database ?? wal;
+    if (gone === undefined) return undefined;
+    const recover =
+      database === undefined
+        ? 'restart the gateway: a graceful stop copies what the removed WAL holds into the database file, a crash loses it'
+        : `${process.platform === 'linux' ? `copy the open file back from /proc/${process.pid}/fd/ before the gateway stops (what it holds is lost after that), then ` : ''}restart the gateway`;
     return new EventflowError(
       'E_EVENTFLOW_STORE_FAILED',
-      `the database file ${this.#path} was ${now === undefined ? 'removed' : 'replaced'} while the gateway had it open, so nothing more is written to it; ` +
-        `${process.platform === 'linux' ? `copy the open file back from /proc/${process.pid}/fd/ before the gateway stops (what it holds is lost after that), then ` : ''}restart the gateway`,
+      `the ${database === undefined ? 'WAL file' : 'database file'} of ${this.#path} was ${gone} while the gateway had it open, so nothing more is written to it; ${recover}`,
       { cause: moved },
     );
   }
+}
+
+/** How the file at `path` differs from `opened`: 'removed', 'replaced', or undefined (it is that file). */
+function differs(path: string, opened: Stats): 'removed' | 'replaced' | undefined {
+  let now: Stats | undefined;
+  try {
+    now = statSync(path, { throwIfNoEntry: false });
+  } catch {
+    // Its folder replaced by a file (ENOTDIR), or no longer searchable: not the file opened either.
+  }
+  if (now === undefined) return 'removed';
+  return now.dev === opened.dev && now.ino === opened.ino ? undefined : 'replaced';
 }
