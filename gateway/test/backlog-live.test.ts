@@ -31,6 +31,7 @@ function setUp() {
     leaseMs: 10_000,
     maxAttempts: () => 5,
     supersede: () => undefined,
+    held: () => [],
     open: (member: ConsumerRef, _key: unknown, claimed: { event: StoredEvent }) => {
       member.open += 1;
       opened.push(claimed.event.id);

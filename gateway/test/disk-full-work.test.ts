@@ -5,14 +5,16 @@
  *    settleMany too, so the client sends it again; once space is freed it is recorded, within the
  *    lease, without the handler running again or an attempt counted;
  *  - /readyz answers 503 while the ledger cannot write (claims, settles), and 200 once it can;
- *  - scheduled events that came due meanwhile fire once space is freed, within seconds.
+ *  - scheduled events that came due meanwhile fire once space is freed, within seconds;
+ *  - a settle still not recorded when its lease runs out is written by the gateway once space is
+ *    back: the handler does not run again, and a last attempt that succeeded is no dead letter.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import { eventually } from '@eventflow/test-support/wait';
+import { eventually, sleep } from '@eventflow/test-support/wait';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '@eventflow/test-support/small-disk';
 
 let disk: SmallDisk | undefined;
@@ -27,10 +29,10 @@ afterEach(async () => {
 
 const LEASE = 10_000;
 
-async function start(): Promise<{ gateway: Gateway; path: string; disk: SmallDisk }> {
+async function start(lease = LEASE): Promise<{ gateway: Gateway; path: string; disk: SmallDisk }> {
   disk = mountSmallDisk(12);
   const path = join(disk.dir, 'events.db');
-  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_CONSUME_LEASE_MS: LEASE });
+  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_CONSUME_LEASE_MS: lease });
   return { gateway, path, disk };
 }
 
@@ -151,5 +153,36 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full dis
     expect(Date.now() - freed).toBeLessThan(3_000);
     expect(handled.sort()).toEqual(['r0', 'r1', 'r2']);
     await eventually(() => rows(path, 'reminders').length === 3 && rows(path, 'reminders').every((row) => row.outcome === 'success'), 5_000, 'their outcomes');
+  }, 60_000);
+
+  it('a settle the store could not record before the lease ran out is written by the gateway once space is back: the last attempt\'s success is no dead letter, and the handler does not run again', async () => {
+    const { gateway, path, disk } = await start(1_500);
+    client = createClient(gateway.url, { onError: () => undefined });
+    const attempts: number[] = [];
+    await client.consume(
+      'full',
+      'job',
+      async (_event, { attempt }) => {
+        attempts.push(attempt);
+        if (attempt === 1) throw new Error('the first attempt fails');
+        // The last attempt succeeds; its settle meets a full disk.
+        leaveNoRoom(path, disk);
+      },
+      { group: 'workers', retry: { attempts: 2, backoff: 'fixed', delayMs: 100 } },
+    );
+    await client.publish({ domain: 'full', name: 'job', pid: 'p' });
+    await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 10_000, 'the settle to fail');
+    // Time is what is tested: the lease (1.5 s) runs out with the settle not recorded, so the client
+    // stops sending it again, and what the gateway writes then fails too.
+    const failedBefore = await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}');
+    await sleep(2_000);
+    expect(await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}')).toBeGreaterThan(failedBefore);
+
+    disk.free();
+    await eventually(() => rows(path, 'workers')[0]?.outcome != null, 5_000, 'an outcome');
+    expect(rows(path, 'workers')).toEqual([{ outcome: 'success', attempts: 2 }]);
+    expect(attempts).toEqual([1, 2]);
+    expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(1);
+    expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="dead_lettered"}')).toBe(0);
   }, 60_000);
 });

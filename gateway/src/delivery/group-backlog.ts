@@ -261,6 +261,7 @@ export class GroupBacklog {
         maxAttempts,
         upTo: this.#routedUpTo,
         known: backlog.known,
+        held: leases.held(),
       });
       this.#failures = 0;
       if (result.missing) {

@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
-import { configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
+import { configDefaults, GROUP_POLL_MS, MAX_EXTEND_LEASES } from '../defaults.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { mayNameDelivery, type Claimed, type ClaimedDead, type DeliveryLedger, type DeliveryRef, type GroupKey, type LedgerAction } from '../store/ledger.js';
@@ -42,6 +42,11 @@ interface Delivery {
   settling: boolean;
   /** The lease ran out while a settle was being written. */
   expired: boolean;
+  /**
+   * What the consumer settled it with, while the store could not record it (a full disk): written by
+   * the gateway when the lease runs out, and again until the store takes it (see #writeReport).
+   */
+  report: Decision | undefined;
   /** When it started here (ms): its queue time ends and its handler time begins (metrics, the span). */
   readonly started: number;
   /** Its span, when the gateway traces (tracing.ts). */
@@ -73,6 +78,9 @@ export interface LeaseEvents {
 
 type Metric = 'success' | 'failed' | 'released' | 'retried' | 'dead_lettered';
 
+/** How soon a report the store could not record is written again (#writeReport): the consumer groups' poll. */
+const REPORT_RETRY_MS = GROUP_POLL_MS;
+
 /** A write for the ledger, what it counts as once recorded, and the failure it reports (a final one). */
 interface Decision {
   action: LedgerAction;
@@ -96,6 +104,8 @@ export class Leases {
   readonly #open = new Map<string, Delivery>();
   /** ledgerId + event id → its open delivery here. */
   readonly #byEvent = new Map<string, Delivery>();
+  /** Open deliveries with a report the store has not recorded yet: this gateway's claims leave their leases alone (`held`). */
+  readonly #reported = new Set<string>();
   #stopped = false;
 
   constructor(ledger: () => DeliveryLedger, writer: LedgerWriter, consumers: Consumers, gatewayId: string, log: Logger, metrics: GatewayMetrics, options: LeaseOptions, events: LeaseEvents) {
@@ -152,7 +162,7 @@ export class Leases {
   open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed): void {
     const started = Date.now();
     const span = deliverySpan(event, key.group, attempt, `${consumer.peer.id}/${consumer.handle}`, started);
-    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined, settling: false, expired: false, started, span };
+    const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined, settling: false, expired: false, report: undefined, started, span };
     // Queue time: from the event's store (its timestamp) to this start.
     this.#metrics.deliveryStarted(key, (started - Date.parse(event.timestamp)) / 1000);
     this.#open.set(id, delivery);
@@ -184,9 +194,17 @@ export class Leases {
       ended = await this.#writer.write(decision.action);
     } catch (error) {
       delivery.settling = false;
+      // The consumer's report is kept: sent again by the client within the lease, or written by the gateway after it.
+      delivery.report = decision;
+      this.#reported.add(delivery.id);
       if (delivery.expired) void this.#expire(delivery);
       throw error;
     }
+    return this.#written(delivery, decision, ended);
+  }
+
+  /** A write of the consumer's report for `delivery` was answered: `ended` recorded, or undefined (not current). */
+  #written(delivery: Delivery, decision: Decision, ended: DeliveryRef | undefined): boolean {
     if (!ended) {
       // Not the store's current delivery any more (its lease ran out and another took it).
       this.#end(delivery, 'superseded', 'not the current delivery any more');
@@ -198,6 +216,32 @@ export class Leases {
     this.#metrics.deliverySettled(delivery.key, (Date.now() - delivery.started) / 1000);
     this.#recorded(decision, ended, delivery.consumer, delivery.key);
     return true;
+  }
+
+  /**
+   * The lease ran out with a report the store could not record (the client sends a settle again only
+   * within the lease). Handing the event back instead ran the handler again once the store was back,
+   * as a new attempt, and after the last attempt made a dead letter of an event whose handler had
+   * succeeded. So the gateway writes the report itself, and again every REPORT_RETRY_MS while the store
+   * fails, the delivery kept open meanwhile; this gateway's claims leave its lease alone (`held`).
+   */
+  async #writeReport(delivery: Delivery, report: Decision): Promise<void> {
+    delivery.settling = true;
+    let ended: DeliveryRef | undefined;
+    try {
+      ended = await this.#writer.write(report.action);
+    } catch {
+      delivery.settling = false;
+      if (this.#open.get(delivery.id) === delivery) this.#arm(delivery, REPORT_RETRY_MS);
+      return;
+    }
+    delivery.settling = false;
+    this.#written(delivery, report, ended);
+  }
+
+  /** Deliveries open here whose lease a claim of this gateway must not take over: their consumer's report is still to be written. */
+  held(): readonly string[] {
+    return [...this.#reported];
   }
 
   /** A settle for a delivery not open here: the store's current delivery, from a connection that may consume its domain. */
@@ -279,7 +323,8 @@ export class Leases {
    * (`revoked`: its handler's signal aborts, and it does not settle).
    */
   async recall(match: (consumer: ConsumerRef) => boolean, reason: string, revoke = false): Promise<void> {
-    const recalled = [...this.#open.values()].filter((open) => match(open.consumer) && !open.settling);
+    // A delivery whose report waits for the store stays until it is written: its consumer did report.
+    const recalled = [...this.#open.values()].filter((open) => match(open.consumer) && !open.settling && !open.report);
     for (const delivery of recalled) {
       this.#end(delivery, 'recalled', reason);
       if (revoke) delivery.consumer.peer.sendRevoked?.(delivery.id);
@@ -303,7 +348,8 @@ export class Leases {
     }
     await Promise.all(
       left.map((delivery) =>
-        this.#writer.write({ kind: 'release', delivery: delivery.id, uncount: true }).catch((error: unknown) => this.#log.error('could not release a lease', { event: delivery.event.id, error })),
+        // A report the store could not record yet is what the consumer said: written rather than handed back.
+        this.#writer.write(delivery.report?.action ?? { kind: 'release', delivery: delivery.id, uncount: true }).catch((error: unknown) => this.#log.error('could not release a lease', { event: delivery.event.id, error })),
       ),
     );
     await this.#ledger()
@@ -349,6 +395,7 @@ export class Leases {
     if (this.#open.get(delivery.id) !== delivery) return;
     endDelivery(delivery.span, outcome, failure);
     this.#open.delete(delivery.id);
+    this.#reported.delete(delivery.id);
     delivery.consumer.open = Math.max(0, delivery.consumer.open - 1);
     const key = `${ledgerId(delivery.key)}\u0000${delivery.event.id}`;
     if (this.#byEvent.get(key) === delivery) this.#byEvent.delete(key);
@@ -361,6 +408,7 @@ export class Leases {
       delivery.expired = true;
       return;
     }
+    if (delivery.report) return this.#writeReport(delivery, delivery.report);
     this.#end(delivery, 'revoked', 'lease expired');
     const { event, consumer, attempt } = delivery;
     this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });

@@ -109,6 +109,12 @@ export interface ClaimRequest {
   upTo?: number | undefined;
   /** Events the caller has at hand (just routed): not read from the store again. */
   known?: ((id: string) => StoredEvent | undefined) | undefined;
+  /**
+   * Deliveries of the caller whose lease ran out while their consumer's report waits to be written
+   * (the store failed; delivery/leases.ts #writeReport): not taken over. SQLite only; on MySQL such a
+   * lease is taken over like any other that ran out.
+   */
+  held?: readonly string[] | undefined;
 }
 
 export interface Claimed {

@@ -176,7 +176,7 @@ export class SqliteLedger implements DeliveryLedger {
     return consumed;
   }
 
-  async claim({ group: key, owner, consumer, deadline, now: at, limit, maxAttempts, known, upTo }: ClaimRequest): Promise<ClaimResult> {
+  async claim({ group: key, owner, consumer, deadline, now: at, limit, maxAttempts, known, upTo, held = [] }: ClaimRequest): Promise<ClaimResult> {
     const cached = this.#knownGroup(key);
     // Deleted: nothing to claim until it is created again.
     if (!cached) return { claimed: [], dead: [], nextDue: undefined, missing: true };
@@ -188,7 +188,9 @@ export class SqliteLedger implements DeliveryLedger {
       // An ordered group reads the first unsettled row of each pid: its rows are written ahead.
       if (group.ordered === 1) watermark = this.#rows.materialize(cached, key, updated, upTo, at);
       const v4 = key.group === DEFAULT_GROUP;
-      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), prefix: deliveryPrefix(), owner, consumer, deadline, updated, max: maxAttempts };
+      const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), prefix: deliveryPrefix(), owner, consumer, deadline, updated, max: maxAttempts, held: JSON.stringify(held) };
+      // Leases that ran out with a report still to be written here (ClaimRequest.held) stay as they are.
+      const keep = held.length > 0 ? 'AND d.delivery NOT IN (SELECT value FROM json_each(@held))' : '';
       // The page: leases that ran out (their gateways died or stalled), then rows with no lease in
       // position order (an ordered group's first unsettled row of each pid only). The index ranges
       // over deadlines: the expired ones, then the NULLs.
@@ -202,7 +204,7 @@ export class SqliteLedger implements DeliveryLedger {
         !lookForExpired
           ? free(size)
           : `SELECT rowid FROM (
-           SELECT * FROM (SELECT d.rowid, 0 AS k, d.deadline AS o ${from} WHERE ${filter} AND d.deadline <= @now ORDER BY d.deadline LIMIT ${size})
+           SELECT * FROM (SELECT d.rowid, 0 AS k, d.deadline AS o ${from} WHERE ${filter} AND d.deadline <= @now ${keep} ORDER BY d.deadline LIMIT ${size})
            UNION ALL SELECT * FROM (${free(size).replace('SELECT d.rowid', 'SELECT d.rowid, 1 AS k, d.position AS o')})
          ) ORDER BY k, o LIMIT ${size}`;
       const all: Taken[] = [];
