@@ -7,7 +7,9 @@
  *  - /readyz answers 503 while the ledger cannot write (claims, settles), and 200 once it can;
  *  - scheduled events that came due meanwhile fire once space is freed, within seconds;
  *  - a settle still not recorded when its lease runs out is written by the gateway once space is
- *    back: the handler does not run again, and a last attempt that succeeded is no dead letter.
+ *    back: the handler does not run again, and a last attempt that succeeded is no dead letter;
+ *  - an ordered group and a group with a retry policy drain through it: in order, each handler run
+ *    once per attempt, the dead letters with their last error, the metrics equal to the store.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -184,5 +186,59 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full dis
     expect(attempts).toEqual([1, 2]);
     expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(1);
     expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="dead_lettered"}')).toBe(0);
+  }, 60_000);
+
+  it('an ordered group and a retry policy drain through a full disk: in order, no run twice, dead letters with their last error, metrics equal to the store', async () => {
+    const { gateway, path, disk } = await start();
+    client = createClient(gateway.url, { onError: () => undefined });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const ordered: Array<{ pid: string; n: number }> = [];
+    const retried: Array<{ n: number; attempt: number }> = [];
+    await client.consume('full', 'job', async (event) => void (await gate, ordered.push({ pid: event.pid, n: Number(event.data.n) })), { group: 'ordered', ordered: true, concurrency: 8 });
+    await client.consume(
+      'full',
+      'job',
+      async (event, { attempt }) => {
+        await gate;
+        retried.push({ n: Number(event.data.n), attempt });
+        if (Number(event.data.n) % 5 === 0) throw new Error(`fail ${String(event.data.n)} ${attempt}`);
+      },
+      { group: 'retried', concurrency: 8, retry: { attempts: 3, backoff: 'fixed', delayMs: 200 } },
+    );
+    const EVENTS = 200;
+    for (let i = 0; i < EVENTS; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => client!.publish({ domain: 'full', name: 'job', pid: `p${(i + k) % 10}`, data: { n: i + k } })));
+
+    leaveNoRoom(path, disk);
+    release();
+    // The first settles meet the full disk (and hold the members' credit until they are recorded).
+    await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 5_000, 'a settle batch to fail');
+
+    disk.free();
+    const db = new Database(path, { readonly: true });
+    try {
+      const count = (where: string): number => (db.prepare(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE ${where}`).get() as { n: number }).n;
+      await eventually(() => count(`outcome IS NOT NULL`) === 2 * EVENTS, 20_000, 'every event of both groups to reach an outcome');
+      // Ordered: each event once, per pid in the order published.
+      expect(ordered.length).toBe(EVENTS);
+      for (let pid = 0; pid < 10; pid++) {
+        const ns = ordered.filter((run) => run.pid === `p${pid}`).map((run) => run.n);
+        expect(ns).toEqual([...ns].sort((a, b) => a - b));
+      }
+      expect(count(`grp = 'ordered' AND outcome = 'success' AND attempts = 1`)).toBe(EVENTS);
+      // Retried: one run per attempt; the failing ones dead after three, with the third's error.
+      expect(retried.length).toBe(EVENTS + (EVENTS / 5) * 2);
+      expect(count(`grp = 'retried' AND outcome = 'success' AND attempts = 1`)).toBe(EVENTS - EVENTS / 5);
+      const dead = db.prepare(`SELECT last_error AS error, attempts FROM eventflow_delivery WHERE grp = 'retried' AND outcome = 'dead'`).all() as Array<{ error: string; attempts: number }>;
+      expect(dead.length).toBe(EVENTS / 5);
+      for (const letter of dead) expect(letter).toEqual({ error: expect.stringMatching(/^fail \d+ 3$/), attempts: 3 });
+      // The metrics say what the store holds.
+      expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')).toBe(count(`outcome = 'success'`));
+      expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="dead_lettered"}')).toBe(EVENTS / 5);
+      expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="retried"}')).toBe((EVENTS / 5) * 2);
+      expect(await metric(gateway, 'eventflow_consume_outcomes_total{outcome="revoked"}')).toBe(0);
+    } finally {
+      db.close();
+    }
   }, 60_000);
 });
