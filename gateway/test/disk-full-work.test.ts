@@ -9,20 +9,28 @@
  *  - a settle still not recorded when its lease runs out is written by the gateway once space is
  *    back: the handler does not run again, and a last attempt that succeeded is no dead letter;
  *  - an ordered group and a group with a retry policy drain through it: in order, each handler run
- *    once per attempt, the dead letters with their last error, the metrics equal to the store.
+ *    once per attempt, the dead letters with their last error, the metrics equal to the store;
+ *  - a consumer whose registration on a new connection the full disk refused is registered again
+ *    by the client once space is back, not only at its next connection.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, type EventflowClient } from '@eventflow/core';
+import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '@eventflow/test-support/small-disk';
+import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
 
 let disk: SmallDisk | undefined;
 let gateway: Gateway | undefined;
 let client: EventflowClient | undefined;
+let worker: EventflowClient | undefined;
+let proxy: PartitionProxy | undefined;
 afterEach(async () => {
+  await worker?.close({ drainTimeout: 100 });
+  await proxy?.close();
+  worker = proxy = undefined;
   await client?.close({ drainTimeout: 100 });
   await gateway?.close();
   disk?.dispose();
@@ -240,5 +248,26 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full dis
     } finally {
       db.close();
     }
+  }, 60_000);
+
+  it('a consumer registered again on a new connection while the disk is full is registered once space is back, not at its next connection', async () => {
+    const { gateway, path, disk } = await start();
+    proxy = await startPartitionProxy(Number(new URL(gateway.url).port));
+    const errors: unknown[] = [];
+    worker = createClient(`ws://127.0.0.1:${proxy.port}/`, { reconnect: { minDelay: 20, maxDelay: 100 }, onError: (error) => errors.push(error) });
+    const handled: string[] = [];
+    await worker.consume('full', 'job', async (event) => void handled.push(event.pid), { group: 'workers', ordered: true });
+    // Another member sets the group unordered and leaves: the worker's registration again writes the group.
+    client = createClient(gateway.url, { onError: () => undefined });
+    await (await client.consume('full', 'job', async () => undefined, { group: 'workers', ordered: false })).remove();
+
+    leaveNoRoom(path, disk);
+    proxy.cut();
+    await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="ledger.ensureGroup"}')) >= 1, 5_000, 'the registration again to fail');
+    expect(errors.some((error) => isEventflowError(error, 'E_EVENTFLOW_STORE_FAILED'))).toBe(true);
+
+    disk.free();
+    await client.publish({ domain: 'full', name: 'job', pid: 'after' });
+    await eventually(() => handled.includes('after'), 10_000, 'the worker to get the event published once space was back');
   }, 60_000);
 });

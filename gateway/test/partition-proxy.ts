@@ -11,6 +11,8 @@ export interface PartitionProxy {
   readonly url: string;
   partition(): void;
   heal(): void;
+  /** Ends every connection through it at once (both sockets destroyed), as a dropped link does; new ones pass. */
+  cut(): void;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,9 @@ export async function startPartitionProxy(targetPort: number, targetHost = '127.
     heal() {
       partitioned = false;
       for (const direction of directions) direction.flush();
+    },
+    cut() {
+      for (const socket of sockets) socket.destroy();
     },
     async close() {
       for (const socket of sockets) socket.destroy();

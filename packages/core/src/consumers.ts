@@ -8,7 +8,7 @@ import type { ClientTracing } from './client-tracing.js';
 import type { Consumer, ConsumeOptions, ConsumeRetry } from './client-types.js';
 import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
-import { EventflowError } from './errors.js';
+import { EventflowError, isEventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { ConsumerEndedFrame, ServerFrame, WelcomeFrame } from './protocol.js';
 import { registration } from './registrations.js';
@@ -24,7 +24,13 @@ interface Entry {
   readonly remove: () => Promise<void>;
   /** The consumer's position: it catches up on unclaimed events after it when it registers again. */
   after?: number;
+  /** The gateway had it registered once: a registration again (a new connection) that the store fails is tried again. */
+  registered?: boolean;
 }
+
+/** How soon a registration again that the gateway's store failed is tried again, at first; doubled up to STORE_RETRY_MAX_MS. */
+const STORE_RETRY_MS = 250;
+const STORE_RETRY_MAX_MS = 4_000;
 
 /** The handler run in the tracer's consume span (client-tracing.ts), when the client has a tracer. */
 function traced(tracing: ClientTracing | undefined, handler: DeliveryHandler | undefined): DeliveryHandler | undefined {
@@ -101,17 +107,31 @@ export class Consumers implements FeaturePart {
         if (error !== connectionLost) throw error;
       });
     };
+    let storeFailures = 0;
     const register = async (paused = false): Promise<void> => {
+      const entry = this.#entries.get(consumer);
       try {
-        const entry = this.#entries.get(consumer);
         const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...settings, ...(paused ? { concurrency: 0 } : {}) });
         if (!result) return;
-        if (entry) entry.after ??= result.head;
+        storeFailures = 0;
+        if (entry) {
+          entry.after ??= result.head;
+          entry.registered = true;
+        }
         // Removed while registering: take it back off the gateway.
         if (!this.#entries.has(consumer)) return void (await host.request('removeConsumer', { consumer }));
         host.registered.add(consumer);
         host.waiters.settle(consumer);
       } catch (error) {
+        // On a new connection, the gateway's store failing (a full disk: the group's record could not be
+        // written) is sat out, as a settle's is: refused once, the consumer stayed off until the next
+        // connection, and its events went to nobody here. onError hears of the first failure of a run.
+        if (entry?.registered && isEventflowError(error, 'E_EVENTFLOW_STORE_FAILED')) {
+          if (storeFailures++ === 0) host.onError(error);
+          const retry = (): void => void (this.#entries.get(consumer) === entry && !host.registered.has(consumer) && host.isOpen() && register(paused));
+          setTimeout(retry, Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_MS * 2 ** Math.min(storeFailures - 1, 8)));
+          return;
+        }
         host.refused(consumer, error);
       }
     };
