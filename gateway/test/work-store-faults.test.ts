@@ -13,7 +13,9 @@
  *   answered as a write that stored nothing (retryable), so the client sends it again and the
  *   request() rides the moment out, as a publish does (it failed at once);
  * - a request()'s wait whose read of the head position loses its connection (KILL CONNECTION by
- *   another client): read again on another connection, not refused with the request() failed.
+ *   another client): read again on another connection, not refused with the request() failed;
+ * - a publish stopped by the server's `max_statement_time` (MariaDB's error 1969, which mysql2 names
+ *   nothing) while an operator's lock holds it: a store state, answered retryable, stored once.
  */
 import { createConnection, type Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -166,5 +168,25 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     await locker.query('UNLOCK TABLES');
     expect((await outcome).name).toBe('success');
     expect((await readyz(gateway)).status).toBe(200);
+  }, 60_000);
+  it("the server's max_statement_time stops a publish held by an operator's lock (MariaDB's own error 1969): answered retryable, stored once when the lock is gone", async () => {
+    // A per-user limit, as an operator sets it: the gateway's connections made from now on have it.
+    for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0.3`);
+    closers.push(async () => {
+      for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0`);
+    });
+    const { gateway, client, count } = await gatewayOn('statement_time');
+    await client.publish({ domain: 'st', name: 'job', pid: 'warm-up' });
+    const locker = await createConnection({ host: server.host, port: server.port, user: server.user, password: server.password, database: 'statement_time' });
+    closers.push(() => locker.end());
+    await locker.query('LOCK TABLES eventflow_sequence WRITE');
+    const storeFailures = async (): Promise<number> =>
+      Number(/^eventflow_errors_total\{code="E_EVENTFLOW_STORE_FAILED"\} (\d+)/m.exec(await (await fetch(`${gateway.httpUrl}metrics`)).text())?.[1] ?? 0);
+    const published = client.publish({ id: 'held', domain: 'st', name: 'job', pid: 'p1' }, { timeout: 20_000 });
+    // Before: the interrupted append had no code, counted as the statement's fault, and was refused for good.
+    await eventually(async () => (await storeFailures()) >= 2, 10_000, 'the append to have been stopped, answered and sent again');
+    await locker.query('UNLOCK TABLES');
+    expect(await published).toBe('held');
+    expect(await count(`SELECT COUNT(*) AS n FROM $db.event WHERE id = 'held'`)).toBe(1);
   }, 60_000);
 });

@@ -15,6 +15,7 @@
  * waiting for a publish, runs the store's write check.
  */
 import { EventflowError } from '@eventflow/core';
+import { ownDriverCode } from './driver-code.js';
 
 /** E_EVENTFLOW_STORE_FAILED for a write that failed with the store, not with the event (see the header). */
 export function writeFailed(cause: unknown, what: string, id: string, stored: false | 'unknown'): EventflowError {
@@ -29,10 +30,9 @@ export function writeFailed(cause: unknown, what: string, id: string, stored: fa
 
 /** The driver's code of an error (or of the error it wraps): SQLITE_FULL, ECONNREFUSED, ER_… */
 function driverCode(error: unknown): string | undefined {
-  const own = (error as { code?: unknown } | null)?.code;
-  if (typeof own === 'string' && !own.startsWith('E_EVENTFLOW_')) return own;
-  const cause = error instanceof Error ? (error.cause as { code?: unknown } | null | undefined)?.code : undefined;
-  return typeof cause === 'string' ? cause : undefined;
+  const own = ownDriverCode(error);
+  if (own !== undefined && !own.startsWith('E_EVENTFLOW_')) return own;
+  return error instanceof Error ? ownDriverCode(error.cause) : undefined;
 }
 
 /** Whether the store's writes work, as its writes found out; see the header. */

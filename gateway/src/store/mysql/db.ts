@@ -1,6 +1,7 @@
 /** The MySQL store's pools, its wrapping of driver errors, and the runners of one statement or one transaction. */
 import { createPool, type Pool, type PoolConnection } from 'mysql2/promise';
 import { EventflowError } from '@eventflow/core';
+import { ownDriverCode } from '../driver-code.js';
 import { affected, MAX_PREPARED_PER_CONNECTION, select, setSessionOnConnect, type Params } from './statements.js';
 import { STATEMENT_LOG_AT_RUN, STATEMENT_LOG_REFUSED } from './binlog.js';
 
@@ -33,9 +34,8 @@ export const ATTEMPTS = 5;
 
 export const utcNow = async (on: Pool | PoolConnection): Promise<Date> => (await select<{ now: Date }>(on, 'SELECT UTC_TIMESTAMP(3) AS now'))[0]?.now ?? new Date();
 
-export function driverCode(error: unknown): string | undefined {
-  return typeof (error as { code?: unknown } | null)?.code === 'string' ? (error as { code: string }).code : undefined;
-}
+/** The driver's code of an error (driver-code.ts): ER_…, a connection's (ECONNREFUSED, PROTOCOL_CONNECTION_LOST), or ours. */
+export const driverCode = ownDriverCode;
 
 /**
  * Server errors of the database's state rather than of the statements: a retry of the same work may succeed once it
@@ -48,6 +48,9 @@ const STATE_ERRORS = new Set([
   'ER_TOO_MANY_USER_CONNECTIONS',
   'ER_SERVER_SHUTDOWN',
   'ER_QUERY_INTERRUPTED',
+  // A statement stopped by the server's max_statement_time (MariaDB) or max_execution_time (MySQL): a lock or a load it waited on.
+  'ER_STATEMENT_TIMEOUT',
+  'ER_QUERY_TIMEOUT',
   'ER_CONNECTION_KILLED',
   'ER_OPTION_PREVENTS_STATEMENT',
   'ER_READ_ONLY_MODE',
