@@ -146,8 +146,9 @@ export interface ConsumeOptions {
   /**
    * Deliveries open to this consumer at once, 1 to MAX_CONSUME_CONCURRENCY (default
    * DEFAULT_CONSUME_CONCURRENCY, 16): the gateway sends more only as handlers settle, so a slow worker
-   * is never flooded and a worker that joins takes its share at once. BullMQ's `concurrency` per
-   * worker; JetStream's MaxAckPending, per member rather than per consumer.
+   * is never flooded and a worker that joins takes its share at once. Also the handlers running at
+   * once: one still running after its delivery was lost or revoked keeps its slot (handler-slots.ts).
+   * BullMQ's `concurrency` per worker; JetStream's MaxAckPending, per member rather than per consumer.
    */
   concurrency?: number;
   /**

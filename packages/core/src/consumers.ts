@@ -6,10 +6,11 @@
 import { assertFunction, assertKeys, assertSignal } from './arguments.js';
 import type { ClientTracing } from './client-tracing.js';
 import type { Consumer, ConsumeOptions, ConsumeRetry } from './client-types.js';
-import { MAX_CONSUME_CONCURRENCY } from './defaults.js';
+import { DEFAULT_CONSUME_CONCURRENCY, MAX_CONSUME_CONCURRENCY } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
 import { EventflowError, isEventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
+import { HandlerSlots } from './handler-slots.js';
 import type { ConsumerEndedFrame, ServerFrame, WelcomeFrame } from './protocol.js';
 import { registration } from './registrations.js';
 import { connectionLost, errorFromFrame } from './requests.js';
@@ -19,6 +20,8 @@ interface Entry {
   readonly domain: string;
   readonly name: string;
   readonly handler: DeliveryHandler;
+  /** Its running handlers, which its credit at the gateway leaves room for. */
+  readonly slots: HandlerSlots;
   /** Registers it on the current connection (again after each reconnect); `paused`: with no credit (the client is closing). */
   readonly register: (paused?: boolean) => Promise<void>;
   readonly remove: () => Promise<void>;
@@ -58,7 +61,10 @@ export class Consumers implements FeaturePart {
 
   frame(frame: ServerFrame): void {
     // A closing client takes no new deliveries: they are released at once.
-    if (frame.type === 'delivery') this.#deliveries.run(frame, this.#host.closed() ? undefined : traced(this.#host.tracing, this.#handlerFor(frame.consumer, frame.event.position)));
+    if (frame.type === 'delivery') {
+      const entry = this.#entries.get(frame.consumer);
+      this.#deliveries.run(frame, this.#host.closed() ? undefined : traced(this.#host.tracing, this.#handlerFor(frame.consumer, frame.event.position)), entry?.slots);
+    }
     else if (frame.type === 'revoked') this.#deliveries.revoked(frame.delivery);
     else if (frame.type === 'consumerEnded') this.#ended(frame);
   }
@@ -99,6 +105,7 @@ export class Consumers implements FeaturePart {
     // Only what the application said: a gateway applies its defaults, and an older one refuses nothing it does not know.
     const settings = { ...(group ? { group } : {}), ...(concurrency === undefined ? {} : { concurrency }), ...(ordered === undefined ? {} : { ordered }), ...(retry ? { retry } : {}) };
     const consumer = host.handle('c');
+    const slots = new HandlerSlots(concurrency ?? DEFAULT_CONSUME_CONCURRENCY, ordered === true);
     const remove = async (): Promise<void> => {
       if (!this.#entries.delete(consumer)) return;
       host.waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was registered'));
@@ -111,7 +118,10 @@ export class Consumers implements FeaturePart {
     const register = async (paused = false): Promise<void> => {
       const entry = this.#entries.get(consumer);
       try {
-        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...settings, ...(paused ? { concurrency: 0 } : {}) });
+        // Handlers still running for deliveries the gateway no longer counts take their share of the credit.
+        const credit = paused ? 0 : slots.credit;
+        const limit = paused || credit < (concurrency ?? DEFAULT_CONSUME_CONCURRENCY) ? { concurrency: credit } : {};
+        const result = await host.send('consume', { consumer, domain, name, after: entry?.after, ...settings, ...limit });
         if (!result) return;
         storeFailures = 0;
         if (entry) {
@@ -135,7 +145,9 @@ export class Consumers implements FeaturePart {
         host.refused(consumer, error);
       }
     };
-    this.#entries.set(consumer, { domain, name, handler, register, remove });
+    // Registered again when its credit changes, unless closing (registered without credit then) or gone.
+    slots.onCredit = () => void (this.#entries.has(consumer) && host.registered.has(consumer) && !host.closed() && register());
+    this.#entries.set(consumer, { domain, name, handler, slots, register, remove });
     const done = host.waiters.wait(consumer, 'consume', signal);
     void register();
     await registration(done, remove);

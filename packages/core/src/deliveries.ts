@@ -9,6 +9,7 @@
  */
 import { GATEWAY_LEASE_MS } from './defaults.js';
 import { EventflowError, isEventflowError, type ErrorCode } from './errors.js';
+import type { HandlerSlots } from './handler-slots.js';
 import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
 import { wellFormedText } from './unicode-text.js';
@@ -39,6 +40,8 @@ class Lease {
   deadline: number;
   /** The running handler, then its settle. */
   run?: Promise<void>;
+  /** Called once when the delivery is lost while its handler runs (handler-slots.ts). */
+  onLose: (() => void) | undefined;
 
   constructor(deadline: number) {
     this.deadline = deadline;
@@ -61,6 +64,9 @@ class Lease {
     if (this.#lost) return;
     this.#lost = true;
     this.#reason = reason;
+    const onLose = this.onLose;
+    this.onLose = undefined;
+    onLose?.();
     this.#controller?.abort(reason);
   }
 }
@@ -124,8 +130,11 @@ export class Deliveries {
     lease.gone = true;
   }
 
-  /** Runs `handler` for a delivery; without one (consumer removed, client closing) the event is released at once. */
-  run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined): void {
+  /**
+   * Runs `handler` for a delivery, once `slots` (its consumer's) has room for it; without a handler
+   * (consumer removed, client closing) the event is released at once.
+   */
+  run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined, slots?: HandlerSlots): void {
     const lease = new Lease(Date.now() + this.#leaseMs);
     const extend = async (ms?: number): Promise<{ ms: number }> => {
       // NaN and Infinity would reach the gateway as null, which it words as "expected number, received null".
@@ -135,8 +144,14 @@ export class Deliveries {
       return granted;
     };
     this.#leases.set(delivery, lease);
+    const held = handler && slots?.enter(event);
     lease.run = (async () => {
       if (!handler) return this.#settle(delivery, lease, 'release');
+      if (held) await held;
+      // Lost while it waited for a slot: the gateway hands the event to a consumer again.
+      if (slots && lease.lost) return slots.leave(event, false);
+      let lingered = false;
+      if (slots) lease.onLose = () => ((lingered = true), slots.linger());
       let error: Failure | undefined;
       let retryMs: number | undefined;
       let retryReason: Failure | undefined;
@@ -163,6 +178,8 @@ export class Deliveries {
         error = describeFailure(cause);
       }
       ended = true;
+      lease.onLose = undefined;
+      slots?.leave(event, lingered);
       // A handler that gave up because its delivery was lost has no outcome to report.
       if (error && lease.lost) return;
       if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', retryReason, retryMs);

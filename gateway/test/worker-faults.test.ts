@@ -1,0 +1,113 @@
+/**
+ * A Node worker under connection faults (an in-process gateway on SQLite, real WebSockets): its
+ * handlers keep running when their delivery is lost (the connection dropped) or revoked (the lease
+ * ran out), so what the worker promises has to hold across those too: `concurrency` bounds the
+ * handlers running at once, and an ordered consumer never runs two handlers of one pid.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { consuming, EventflowClient, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
+import { eventually } from '@eventflow/test-support/wait';
+import { startHarness, type Harness } from '@eventflow/test-support/harness';
+
+let h: Harness | undefined;
+afterEach(async () => h?.stop());
+
+/** A client whose connection the test can drop (the client reconnects at once, as after a network blip). */
+function droppable(harness: Harness): { client: EventflowClient; drop(): void } {
+  let current: Transport | undefined;
+  const connect = webSocketConnector(harness.gateway.url);
+  const client = new EventflowClient(async (signal) => (current = await connect(signal)), { features: [consuming, waiting], reconnect: { minDelay: 20, maxDelay: 50 }, onError: () => undefined });
+  return { client, drop: () => current?.close(4000, 'dropped by the test') };
+}
+
+/** Handlers that ignore their signal and wait for the test, counting how many run at once. */
+function gatedHandlers(): { handler: (event: { id: string; pid: string }) => Promise<void>; open(): void; running: number; max: number; started: string[]; done: string[]; overlap: string[] } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const byPid = new Set<string>();
+  const state = {
+    running: 0,
+    max: 0,
+    started: [] as string[],
+    done: [] as string[],
+    overlap: [] as string[],
+    open: () => open(),
+    handler: async (event: { id: string; pid: string }): Promise<void> => {
+      state.started.push(event.id);
+      if (byPid.has(event.pid)) state.overlap.push(event.pid);
+      byPid.add(event.pid);
+      state.max = Math.max(state.max, ++state.running);
+      try {
+        await gate;
+      } finally {
+        state.running--;
+        byPid.delete(event.pid);
+        state.done.push(event.id);
+      }
+    },
+  };
+  return state;
+}
+
+describe('a worker whose deliveries are lost or revoked while their handlers run', () => {
+  it('concurrency bounds the handlers running across a dropped connection, the ones still running from before the drop included', async () => {
+    h = await startHarness();
+    const { client, drop } = droppable(h);
+    const handlers = gatedHandlers();
+    await client.consume('jobs', 'run', handlers.handler, { group: 'workers', concurrency: 2 });
+    const publisher = h.client();
+    const ids = await Promise.all([1, 2, 3, 4].map((n) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${n}` })));
+    await eventually(() => handlers.running === 2, 5_000, 'two handlers running');
+    let reopened = false;
+    client.onStateChange((state) => void (state === 'open' && (reopened = true)));
+    drop();
+    await eventually(() => reopened, 5_000, 'the client to reconnect');
+    // The member is back at the gateway; the old code had the gateway redeliver to it at once (a claim
+    // within 50 ms of a join), its handlers started beside the two still running.
+    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.members === 1, 5_000, 'the member registered again');
+    await eventually(() => handlers.running > 2, 1_000).catch(() => undefined);
+    expect(handlers.max).toBeLessThanOrEqual(2);
+    handlers.open();
+    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.pending === 0, 10_000, 'every job to be done');
+    expect(handlers.max).toBeLessThanOrEqual(2);
+    expect(new Set(handlers.done)).toEqual(new Set(ids));
+  });
+
+  it('concurrency bounds the handlers running when a lease runs out under a handler that ignores its signal', async () => {
+    h = await startHarness({ EVENTFLOW_CONSUME_LEASE_MS: 300 });
+    const worker = h.client();
+    const handlers = gatedHandlers();
+    await worker.consume('jobs', 'run', handlers.handler, { group: 'workers', concurrency: 1 });
+    const publisher = h.client();
+    const ids = await Promise.all([1, 2, 3].map((n) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${n}` })));
+    await eventually(() => handlers.running === 1, 5_000, 'a handler running');
+    // Revoked after 300 ms: the old code took the next job at once, and the next, one per lease.
+    await eventually(() => handlers.running > 1, 1_500).catch(() => undefined);
+    expect(handlers.max).toBe(1);
+    handlers.open();
+    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.pending === 0, 10_000, 'every job to be done');
+    expect(handlers.max).toBe(1);
+    expect(new Set(handlers.done)).toEqual(new Set(ids));
+  });
+
+  it('an ordered consumer does not run a redelivery of a pid beside the handler of that pid still running from before a drop', async () => {
+    h = await startHarness();
+    const { client, drop } = droppable(h);
+    const handlers = gatedHandlers();
+    await client.consume('orders', 'step', handlers.handler, { group: 'projection', ordered: true, concurrency: 4 });
+    const publisher = h.client();
+    await publisher.publish({ domain: 'orders', name: 'step', pid: 'o1' });
+    await publisher.publish({ domain: 'orders', name: 'step', pid: 'o1' });
+    await eventually(() => handlers.running === 1, 5_000, 'the first step running');
+    let reopened = false;
+    client.onStateChange((state) => void (state === 'open' && (reopened = true)));
+    drop();
+    await eventually(() => reopened, 5_000, 'the client to reconnect');
+    await eventually(async () => (await listGroups(publisher, 'orders')).find((group) => group.group === 'projection')?.members === 1, 5_000, 'the member registered again');
+    await eventually(() => handlers.started.length > 1, 1_000).catch(() => undefined);
+    expect(handlers.overlap).toEqual([]);
+    handlers.open();
+    await eventually(async () => (await listGroups(publisher, 'orders')).find((group) => group.group === 'projection')?.pending === 0, 10_000, 'both steps to be done');
+    expect(handlers.overlap).toEqual([]);
+  });
+});

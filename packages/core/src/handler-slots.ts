@@ -1,0 +1,85 @@
+/**
+ * A consumer's running handlers, counted by the client. The gateway sends a connection at most
+ * `concurrency` open deliveries (ordered: one per pid), but a handler whose delivery was lost (the
+ * connection dropped) or revoked (its lease ran out) may go on running after the gateway counted
+ * it done. So the credit the consumer gives the gateway is `concurrency` less those handlers
+ * (`credit`, with `onCredit` when it changes), and a delivery that still finds no slot, or finds a
+ * handler of its pid (ordered) or of its event running, waits here for it: `concurrency` bounds the
+ * handlers running at once, across reconnects, and an event or an ordered pid never has two.
+ */
+import type { StoredEvent } from './protocol.js';
+
+interface Held {
+  readonly key: string;
+  readonly start: () => void;
+}
+
+export class HandlerSlots {
+  readonly #size: number;
+  readonly #ordered: boolean;
+  /** Handlers running, those of lost or revoked deliveries included. */
+  #running = 0;
+  /** Handlers running whose delivery is no longer open at the gateway. */
+  #lingering = 0;
+  /** The keys (pid or event id) of the running handlers. */
+  readonly #busy = new Set<string>();
+  #held: Held[] = [];
+  /** Told when `credit` changes. */
+  onCredit: () => void = () => undefined;
+
+  constructor(size: number, ordered: boolean) {
+    this.#size = size;
+    this.#ordered = ordered;
+  }
+
+  /** What the consumer registers as its concurrency. */
+  get credit(): number {
+    return Math.max(0, this.#size - this.#lingering);
+  }
+
+  #key(event: StoredEvent): string {
+    return this.#ordered ? `p${event.pid}` : `e${event.id}`;
+  }
+
+  #free(key: string): boolean {
+    return this.#running < this.#size && !this.#busy.has(key);
+  }
+
+  /** Undefined when the handler of `event` may start now (its slot is taken), else a promise of the moment it may. */
+  enter(event: StoredEvent): Promise<void> | undefined {
+    const key = this.#key(event);
+    if (!this.#free(key)) return new Promise((start) => this.#held.push({ key, start }));
+    this.#take(key);
+    return undefined;
+  }
+
+  #take(key: string): void {
+    this.#running++;
+    this.#busy.add(key);
+  }
+
+  /** The delivery of a running handler is no longer open at the gateway: its slot is not credit any more. */
+  linger(): void {
+    this.#lingering++;
+    this.onCredit();
+  }
+
+  /** A handler that `enter` let start is done; `lingered`: `linger` was called for it. */
+  leave(event: StoredEvent, lingered: boolean): void {
+    this.#running--;
+    this.#busy.delete(this.#key(event));
+    // Held deliveries start in the order they came, each as soon as its key and a slot are free.
+    const held = this.#held;
+    this.#held = [];
+    for (const item of held) {
+      if (this.#free(item.key)) {
+        this.#take(item.key);
+        item.start();
+      } else this.#held.push(item);
+    }
+    if (lingered) {
+      this.#lingering--;
+      this.onCredit();
+    }
+  }
+}
