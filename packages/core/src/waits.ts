@@ -130,7 +130,9 @@ export class Waits implements FeaturePart {
     if (this.#inOrder) registered.catch(() => undefined);
     else await registered;
     try {
-      await this.#host.client.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal });
+      // The request's time, not the client's requestTimeout: an outage the caller gave it time to ride out must not fail its publish first.
+      const timeout = options.timeout ?? DEFAULT_WAIT_TIMEOUT;
+      await this.#host.client.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal, timeout });
     } catch (error) {
       ender.end?.(error);
       throw error;
