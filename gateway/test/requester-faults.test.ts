@@ -100,4 +100,17 @@ describe('request() across faults', () => {
     const outcome = await requesting;
     expect(outcome.name).toBe('success');
   });
+
+  it('made again with the id of an event already handled (its first answer lost), it ends with the outcome stored before', async () => {
+    h = await startHarness();
+    const worker = h.client();
+    let handled = 0;
+    await worker.consume('orders', 'place', (event) => (handled++, worker.publish({ domain: 'orders', name: 'success', pid: event.pid, rid: event.id })));
+    const requester = h.client();
+    const event = { id: 'order-o1-place', domain: 'orders', name: 'place', pid: 'o1' };
+    const first = await requester.request(event, { timeout: 5_000 });
+    const again = await requester.request(event, { timeout: 2_000 });
+    expect(again.id).toBe(first.id);
+    expect(handled).toBe(1);
+  });
 });

@@ -53,7 +53,8 @@ export class Waits implements FeaturePart {
 
   /**
    * `onRegistered`, `request` (the id of the event it waits on) and `ender` are request()'s: `ender.end`
-   * is set to end the wait with an error (its publish failed).
+   * is set to end the wait with an error (its publish failed), `ender.since` to have it answered by
+   * an outcome stored after a position (its event's) too.
    */
   async #wait(
     domain: string,
@@ -63,7 +64,7 @@ export class Waits implements FeaturePart {
     { after, signal }: WaitOptions,
     onRegistered?: (registered?: unknown) => void,
     request?: string,
-    ender?: { end?: (error: unknown) => void },
+    ender?: Ender,
   ): Promise<StoredEvent> {
     const host = this.#host;
     assertRegistrable(host.closed(), domain, pid, 'pid');
@@ -93,6 +94,14 @@ export class Waits implements FeaturePart {
           if (error !== connectionLost) settle(error);
         }
       };
+      if (ender) {
+        ender.since = (position) => {
+          // Registered after the event was stored (a same-id retry, a registration made again after a reconnect): an outcome may be stored already.
+          if (!(params.afterPosition! >= position) || !this.#entries.has(wait)) return;
+          params.afterPosition = position;
+          void register();
+        };
+      }
       this.#entries.set(wait, { register, settle });
       void register();
       return (error) => {
@@ -120,7 +129,7 @@ export class Waits implements FeaturePart {
     let outcome!: Promise<StoredEvent>;
     // Takes the wait back when the publish fails (E_EVENTFLOW_NO_CONSUMER, say): a function, not an
     // AbortController and its listeners, which were a tenth of a request's time in the client.
-    const ender: { end?: (error: unknown) => void } = {};
+    const ender: Ender = {};
     // Goes on once the wait is registered (or fails with it), or at once when the gateway takes the
     // publish right behind the wait (and refuses it with the wait). The handlers also keep a
     // rejection of the outcome from going unhandled when publish fails first.
@@ -132,7 +141,8 @@ export class Waits implements FeaturePart {
     try {
       // The request's time, not the client's requestTimeout: an outage the caller gave it time to ride out must not fail its publish first.
       const timeout = options.timeout ?? DEFAULT_WAIT_TIMEOUT;
-      await this.#host.client.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal, timeout });
+      const { position } = await this.#host.client.call('publish', { event: input, ...(options.requireConsumer === false ? {} : { requireConsumer: true }) }, { signal: options.signal, timeout });
+      void registered.then(() => ender.since?.(position), () => undefined);
     } catch (error) {
       ender.end?.(error);
       throw error;
@@ -145,6 +155,12 @@ export class Waits implements FeaturePart {
         : error;
     });
   }
+}
+
+/** How request() steers its wait (Waits.#wait). */
+interface Ender {
+  end?: (error: unknown) => void;
+  since?: (position: number) => void;
 }
 
 /** A wait's outcome names (checked), after checking its timeout. */
