@@ -1,0 +1,93 @@
+/**
+ * A Node worker with `concurrency` deliveries open while its gateway (a child process on SQLite) is
+ * SIGKILLed or stopped with SIGTERM and started again: the handlers that finish meanwhile have their
+ * settles sent again on the new connection and recorded (their leases are in the store), nothing
+ * recorded is run again, and no more than `concurrency` handlers ever run at once.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { createClient, type EventflowClient } from '@eventflow/core';
+import { eventually } from '@eventflow/test-support/wait';
+import { freePort, kill9, startGatewayProcess, stop, type SpawnedProcess } from '@eventflow/test-support/gateway-process';
+import { useChaosLifecycle } from './support.js';
+
+const { temp, clients } = useChaosLifecycle();
+const LEASE = 10_000;
+
+const client = (url: string): EventflowClient => {
+  const made = createClient(url, { reconnect: { minDelay: 20, maxDelay: 100 }, onError: () => undefined });
+  clients.push(made);
+  return made;
+};
+
+function outcomes(dbPath: string, group: string): Map<string, string | null> {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT event_id AS id, outcome FROM eventflow_delivery WHERE grp = ?').all(group) as Array<{ id: string; outcome: string | null }>;
+    return new Map(rows.map((row) => [row.id, row.outcome]));
+  } finally {
+    db.close();
+  }
+}
+
+/** Handlers that wait for the test, counting runs per event and how many run at once. */
+function gated(): { handler: (event: { id: string }) => Promise<void>; open(): void; running: number; max: number; runs: Map<string, number> } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const state = {
+    running: 0,
+    max: 0,
+    runs: new Map<string, number>(),
+    open: () => open(),
+    handler: async (event: { id: string }): Promise<void> => {
+      state.runs.set(event.id, (state.runs.get(event.id) ?? 0) + 1);
+      state.max = Math.max(state.max, ++state.running);
+      try {
+        await gate;
+      } finally {
+        state.running--;
+      }
+    },
+  };
+  return state;
+}
+
+describe('a worker across gateway restarts (SQLite)', () => {
+  for (const how of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`${how} while three handlers run: their settles, made while it is down, are recorded on the restarted gateway; nothing runs twice`, async () => {
+      const port = await freePort();
+      const dbPath = join(temp.dir, `worker-${how}.db`);
+      // A drain shorter than the test's gate: the SIGTERMed gateway gives the open deliveries back and exits.
+      const env = { EVENTFLOW_CONSUME_LEASE_MS: LEASE, EVENTFLOW_DRAIN_TIMEOUT_MS: 200 };
+      let gateway: SpawnedProcess = await startGatewayProcess(port, dbPath, env);
+      const url = `ws://127.0.0.1:${port}/`;
+      const handlers = gated();
+      const worker = client(url);
+      await worker.consume('jobs', 'run', handlers.handler, { group: 'workers', concurrency: 3 });
+      const publisher = client(url);
+      const ids = await Promise.all(Array.from({ length: 6 }, (_, n) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${n}` })));
+      await eventually(() => handlers.running === 3, 10_000, 'three handlers running');
+      const first = [...handlers.runs.keys()];
+      if (how === 'SIGKILL') await kill9(gateway.proc);
+      else await stop(gateway.proc, 'SIGTERM', 10_000);
+      // They finish while the gateway is away: the settles wait for the next connection.
+      handlers.open();
+      await eventually(() => handlers.running === 0, 5_000, 'the handlers to return');
+      const restarted = Date.now();
+      gateway = await startGatewayProcess(port, dbPath, env);
+      await eventually(() => [...outcomes(dbPath, 'workers').values()].filter((outcome) => outcome === 'success').length === 6, LEASE, 'every job to succeed');
+      expect(Date.now() - restarted).toBeLessThan(LEASE);
+      expect(handlers.max).toBeLessThanOrEqual(3);
+      expect(new Set(handlers.runs.keys())).toEqual(new Set(ids));
+      if (how === 'SIGKILL') {
+        // Their leases were the store's: the settles sent again were recorded, the jobs not run again.
+        expect([...handlers.runs.values()].every((count) => count === 1)).toBe(true);
+      } else {
+        // A stopped gateway released what was open when its drain ran out (not counted as attempts): those run again.
+        for (const id of first) expect(handlers.runs.get(id)).toBeLessThanOrEqual(2);
+      }
+      await kill9(gateway.proc);
+    }, 60_000);
+  }
+});
