@@ -30,10 +30,10 @@ export const errorCodes: { readonly [C in ErrorCode]: string } = {
   E_EVENTFLOW_WAIT_TIMEOUT:
     'No matching outcome event arrived within the timeout. Raise the timeout or check that a consumer handles the process. From request(): the event was published (details.published is its id); wait() for its outcome again rather than publishing it anew.',
   E_EVENTFLOW_REQUEST_TIMEOUT:
-    'The gateway did not answer in time. Check that it is running and reachable; the request may or may not have taken effect (a publish, persist, schedule or request() names its event in `details.id`, with `details.stored` "unknown" once it was sent: send it again with that id, never a new one, and it is stored once).',
+    'The gateway did not answer in time. Check that it is running and reachable; the request may or may not have taken effect (a publish, persist, schedule or request() names its event, in the message and `details.id`: send it again with that id, never a new one, and it is stored once).',
   E_EVENTFLOW_OFFLINE:
     'The client had no connection to the gateway while the request waited to be sent (within its timeout), or had never reached the gateway and its last attempt failed (the message names the URL and the cause), so the gateway never received it and nothing was done. Check the URL, the network and that the gateway runs; retry, or give the call a longer timeout (requestTimeout, options.timeout) to ride out short outages.',
-  E_EVENTFLOW_ABORTED: 'The operation was aborted by its AbortSignal. From request() once its event was stored, details.published is that event\'s id.',
+  E_EVENTFLOW_ABORTED: 'The operation was aborted by its AbortSignal. A write (publish, persist, schedule, request()) names its event in the message: it may be stored, so send it again with that id, never a new one. From request() once its event was stored, details.published is that event\'s id.',
   E_EVENTFLOW_CLIENT_CLOSED: 'The client was closed. Create a new client to continue.',
   E_EVENTFLOW_CONNECTION_FAILED:
     'The WebSocket could not be opened. Check the URL and that the gateway runs; the client keeps retrying with backoff.',

@@ -31,14 +31,14 @@ export type Settle<T = unknown> = (error: unknown, value?: T) => void;
 
 /**
  * A promise that `start` settles through the function it is given (the first call wins). When
- * `signal` aborts, it rejects with E_EVENTFLOW_ABORTED (as `aborted` words it), and `start` is not
- * run at all when the signal already has. The function `start` returns runs once it settles, with the error if any.
+ * `signal` aborts, it rejects with E_EVENTFLOW_ABORTED, and `start` is not run at all when the
+ * signal already has. The function `start` returns runs once it settles, with the error if any.
  */
-export function pending<T>(what: string, signal: AbortSignal | undefined, start: (settle: Settle<T>) => ((error: unknown) => void) | void, aborted = (error: EventflowError): unknown => error): Promise<T> {
+export function pending<T>(what: string, signal: AbortSignal | undefined, start: (settle: Settle<T>) => ((error: unknown) => void) | void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let cleanup: ((error: unknown) => void) | void;
     let done = false;
-    const onAbort = (): void => settle(aborted(abortError(what, signal)));
+    const onAbort = (): void => settle(abortError(what, signal));
     const settle: Settle<T> = (error, value) => {
       if (done) return;
       done = true;
@@ -59,10 +59,6 @@ interface Pending {
   readonly frame: string;
   /** It spends the publish rate (publish, persist, schedule: what the gateway paces). */
   readonly write: boolean;
-  /** A write's event id. */
-  readonly event?: string | undefined;
-  /** Sent at least once: a write may then be stored though no answer came. */
-  sent?: boolean;
   readonly resend: boolean;
   /** Whether the client was connected at some moment since the call (else a timeout is E_EVENTFLOW_OFFLINE). */
   connected?: boolean;
@@ -112,38 +108,35 @@ export class RequestManager {
   request<O extends OperationName>(op: O, params: Params<O>, { signal, timeout = this.#defaultTimeout }: RequestOptions = {}, resend = true): Promise<Result<O>> {
     // Results are shaped by the gateway from protocol.ts; re-validating them would cost every
     // browser bundle the whole schema set.
-    let request: Pending | undefined;
-    return pending<Result<O>>(op, signal, (settle) => {
+    // A write names its event: one that ends without an answer may be stored, and is to be sent again with that id, never a new one.
+    const event = (params as { event?: { id?: string } } | undefined)?.event?.id;
+    const what = event ? `${op} of event ${event}` : op;
+    return pending<Result<O>>(what, signal, (settle) => {
       if (resend && this.#blocked) return settle(blockedError(this.#blocked, op));
       const id = this.#nextId++;
-      const write = op === 'publish' || op === 'persist' || op === 'schedule';
-      const event = write ? (params as { event?: { id?: string } }).event?.id : undefined;
-      const made: Pending = (request = { op, frame: JSON.stringify({ type: 'request', id, op, params }), write, event, resend, connected: this.#open, settle: settle as Settle });
+      const request: Pending = { op, frame: JSON.stringify({ type: 'request', id, op, params }), write: op === 'publish' || op === 'persist' || op === 'schedule', resend, connected: this.#open, settle: settle as Settle };
       // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
       const timer = setTimeout(
         () =>
           settle(
-            made.failed ??
-              unanswered(
-                made,
-                new EventflowError(
-                  made.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
-                  `${op}: ${made.connected ? 'no answer from the gateway within' : 'not connected to the gateway during the whole'} ${timeout} ms`,
-                  { details: { op, timeout } },
-                ),
+            request.failed ??
+              new EventflowError(
+                request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
+                `${what}: ${request.connected ? 'no answer from the gateway within' : 'not connected to the gateway during the whole'} ${timeout} ms`,
+                { details: { op, timeout, id: event } },
               ),
           ),
         timeout,
       );
-      this.#pending.set(id, made);
-      this.#unsent.set(id, made);
+      this.#pending.set(id, request);
+      this.#unsent.set(id, request);
       this.#pump();
       return () => {
         clearTimeout(timer);
         this.#pending.delete(id);
         this.#unsent.delete(id);
       };
-    }, (error) => (request ? unanswered(request, error) : error));
+    });
   }
 
   /** A connection is open with these limits: what waits for it is sent, within them. */
@@ -204,7 +197,6 @@ export class RequestManager {
       if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
       if (!this.#send(request.frame)) return;
       if (request.write) this.#tokens--;
-      request.sent = true;
       this.#unsent.delete(id);
       this.#onWire.add(id);
     }
@@ -230,8 +222,8 @@ export class RequestManager {
     if (error) for (const request of this.#pending.values()) if (request.resend) request.settle(blockedError(error, request.op));
   }
 
-  failAll(error: EventflowError): void {
-    for (const request of this.#pending.values()) request.settle(unanswered(request, error));
+  failAll(error: unknown): void {
+    for (const request of this.#pending.values()) request.settle(error);
   }
 }
 
@@ -239,18 +231,6 @@ export function errorFromFrame({ code, message, details }: ErrorFrame | Consumer
   // A newer gateway may know codes this client does not list: they pass through as sent (the
   // list itself stays out of browser bundles). Anything else is kept in details for diagnostics.
   return isCodeShaped(code) ? new EventflowError(code, message, { details }) : new EventflowError('E_EVENTFLOW_INTERNAL', message, { details: { ...details, code } });
-}
-
-/**
- * A write that ends without the gateway's answer (timed out, aborted, the client closed) names its
- * event id and whether it may be stored (`details.stored`: 'unknown' once it was sent, else false):
- * sent again with that id it is stored once, under a new id it may be stored twice.
- */
-function unanswered(request: Pending, error: EventflowError): EventflowError {
-  if (request.event === undefined) return error;
-  const stored = request.sent ? 'unknown' : false;
-  const advice = stored ? `; event ${request.event} may be stored: send it again with that id (event.id), never under a new one` : `; event ${request.event} was not sent`;
-  return new EventflowError(error.code, error.message + advice, { details: { ...error.details, id: request.event, stored }, cause: error.cause });
 }
 
 const blockedError = (error: EventflowError, op: string): EventflowError => new EventflowError(error.code, `${op}: ${error.message}`, { cause: error });
