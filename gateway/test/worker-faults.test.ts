@@ -2,15 +2,29 @@
  * A Node worker under connection faults (an in-process gateway on SQLite, real WebSockets): its
  * handlers keep running when their delivery is lost (the connection dropped) or revoked (the lease
  * ran out), so what the worker promises has to hold across those too: `concurrency` bounds the
- * handlers running at once, and an ordered consumer never runs two handlers of one pid.
+ * handlers running at once, and an ordered consumer never runs two handlers of one pid. Over a
+ * partition (bytes stop, the socket stays open) the client notices within its heartbeat, and what
+ * the link held comes to nothing on the connection it gave up on.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { consuming, EventflowClient, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
+import { consuming, createClient, EventflowClient, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
 
 let h: Harness | undefined;
-afterEach(async () => h?.stop());
+let proxy: PartitionProxy | undefined;
+afterEach(async () => {
+  await proxy?.close();
+  proxy = undefined;
+  await h?.stop();
+});
+
+/** Nothing of the group is pending or in flight. */
+async function idle(client: EventflowClient, domain: string, group: string): Promise<boolean> {
+  const summary = (await listGroups(client, domain)).find((found) => found.group === group);
+  return summary !== undefined && summary.pending === 0 && summary.inFlight === 0;
+}
 
 /** A client whose connection the test can drop (the client reconnects at once, as after a network blip). */
 function droppable(harness: Harness): { client: EventflowClient; drop(): void } {
@@ -68,7 +82,7 @@ describe('a worker whose deliveries are lost or revoked while their handlers run
     await eventually(() => handlers.running > 2, 1_000).catch(() => undefined);
     expect(handlers.max).toBeLessThanOrEqual(2);
     handlers.open();
-    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.pending === 0, 10_000, 'every job to be done');
+    await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'every job to be done');
     expect(handlers.max).toBeLessThanOrEqual(2);
     expect(new Set(handlers.done)).toEqual(new Set(ids));
   });
@@ -85,7 +99,7 @@ describe('a worker whose deliveries are lost or revoked while their handlers run
     await eventually(() => handlers.running > 1, 1_500).catch(() => undefined);
     expect(handlers.max).toBe(1);
     handlers.open();
-    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.pending === 0, 10_000, 'every job to be done');
+    await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'every job to be done');
     expect(handlers.max).toBe(1);
     expect(new Set(handlers.done)).toEqual(new Set(ids));
   });
@@ -107,7 +121,50 @@ describe('a worker whose deliveries are lost or revoked while their handlers run
     await eventually(() => handlers.started.length > 1, 1_000).catch(() => undefined);
     expect(handlers.overlap).toEqual([]);
     handlers.open();
-    await eventually(async () => (await listGroups(publisher, 'orders')).find((group) => group.group === 'projection')?.pending === 0, 10_000, 'both steps to be done');
+    await eventually(async () => await idle(publisher, 'orders', 'projection'), 10_000, 'both steps to be done');
     expect(handlers.overlap).toEqual([]);
   });
 });
+
+describe('a worker behind a partition', () => {
+  /** A worker that reaches the gateway through a partition proxy, with a short heartbeat. */
+  async function partitioned(harness: Harness): Promise<EventflowClient> {
+    proxy = await startPartitionProxy(Number(new URL(harness.gateway.url).port));
+    const client = createClient(`ws://127.0.0.1:${proxy.port}/`, { heartbeatInterval: 200, handshakeTimeout: 500, reconnect: { minDelay: 20, maxDelay: 100 }, onError: () => undefined });
+    await client.ready();
+    return client;
+  }
+
+  it('is noticed within the heartbeat, not after the WebSocket close timeout (30 s): the state leaves open and running handlers are aborted', async () => {
+    h = await startHarness();
+    const worker = await partitioned(h);
+    let aborted = false;
+    let running = false;
+    await worker.consume('jobs', 'run', (_event, { signal }) => {
+      running = true;
+      return new Promise<void>((resolve) => signal.addEventListener('abort', () => ((aborted = true), resolve())));
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    proxy!.partition();
+    // Two heartbeats (a silence, then a ping without an answer) and some slack.
+    await eventually(() => worker.state !== 'open' && aborted, 3_000, 'the partition to be noticed');
+    await worker.close({ drainTimeout: 10 });
+  });
+
+  it('a delivery the link held while the client gave up on its connection does not run when the link heals; its redelivery runs once', async () => {
+    h = await startHarness();
+    const worker = await partitioned(h);
+    const runs = new Map<string, number>();
+    await worker.consume('jobs', 'run', (event) => void runs.set(event.id, (runs.get(event.id) ?? 0) + 1), { group: 'workers' });
+    proxy!.partition();
+    const publisher = h.client();
+    const id = await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => worker.state !== 'open', 3_000, 'the partition to be noticed');
+    proxy!.heal();
+    await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'the job to be done');
+    expect(runs.get(id)).toBe(1);
+    await worker.close({ drainTimeout: 10 });
+  });
+});
+

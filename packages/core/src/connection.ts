@@ -124,11 +124,31 @@ export function createConnection(
     const handshake = setTimeout(() => {
       ended = true;
       failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `no welcome from the gateway within ${handshakeTimeout} ms`));
-      opened.close(4000, 'handshake timeout');
+      drop(4000, 'handshake timeout');
     }, handshakeTimeout);
+    const onClose = (code: number, reason: string): void => {
+      clearTimeout(handshake);
+      if (transport !== opened) return;
+      clearInterval(heartbeat);
+      transport = undefined;
+      if (signal.aborted) return;
+      if (!ended) failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `connection to the gateway ${welcomed ? 'lost' : 'closed during the handshake'} (close code ${code}${reason ? `: ${reason}` : ''}); reconnecting with backoff`, { details: { code, reason } }));
+      if (welcomed) handlers.lost();
+      retry();
+    };
+    /**
+     * Gives up on this transport now: a WebSocket's close waits for the peer's answer, which over a
+     * silent link (a partition) comes only when the socket's own timeout (30 s in `ws`) ends it.
+     */
+    const drop = (code: number, reason: string): void => {
+      opened.close(code, reason);
+      onClose(code, reason);
+    };
 
     opened.listen({
       message: (data) => {
+        // From a transport given up on (its close still under way): its deliveries and answers belong to a connection that is gone.
+        if (transport !== opened) return;
         // The gateway validates what it sends against protocol.ts, so only the frame's shape is
         // checked here: a schema check per event would put zod into every browser bundle. A frame
         // of a type this client does not know (a newer gateway's) is passed on and ignored, as
@@ -156,7 +176,7 @@ export function createConnection(
           if (heartbeatInterval > 0) {
             heartbeat = setInterval(() => {
               if (state !== 'open' || Date.now() - lastFrameAt < heartbeatInterval) return;
-              handlers.ping(heartbeatInterval).catch((error: unknown) => isEventflowError(error, 'E_EVENTFLOW_REQUEST_TIMEOUT') && transport?.close(4001, 'heartbeat timeout'));
+              handlers.ping(heartbeatInterval).catch((error: unknown) => isEventflowError(error, 'E_EVENTFLOW_REQUEST_TIMEOUT') && transport === opened && drop(4001, 'heartbeat timeout'));
             }, heartbeatInterval);
             // A heartbeat alone must not keep a Node process alive.
             (heartbeat as { unref?: () => void }).unref?.();
@@ -168,16 +188,7 @@ export function createConnection(
           failed(new EventflowError(frame.code === 'E_EVENTFLOW_UNAUTHORIZED' ? frame.code : 'E_EVENTFLOW_CONNECTION_FAILED', `handshake refused by the gateway: ${frame.code}: ${frame.message}`), (ended = true));
         }
       },
-      close: (code, reason) => {
-        clearTimeout(handshake);
-        if (transport !== opened) return;
-        clearInterval(heartbeat);
-        transport = undefined;
-        if (signal.aborted) return;
-        if (!ended) failed(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `connection to the gateway ${welcomed ? 'lost' : 'closed during the handshake'} (close code ${code}${reason ? `: ${reason}` : ''}); reconnecting with backoff`, { details: { code, reason } }));
-        if (welcomed) handlers.lost();
-        retry();
-      },
+      close: onClose,
     });
     opened.send(JSON.stringify({ type: 'hello', protocol: PROTOCOL_VERSION, client: clientName, token: credentials }));
   };
