@@ -7,7 +7,7 @@
  * the link held comes to nothing on the connection it gave up on.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { consuming, createClient, EventflowClient, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
+import { consuming, createClient, EventflowClient, EventflowError, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
@@ -164,6 +164,32 @@ describe('a worker behind a partition', () => {
     proxy!.heal();
     await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'the job to be done');
     expect(runs.get(id)).toBe(1);
+    await worker.close({ drainTimeout: 10 });
+  });
+
+  it('an extend() cut off by the drop rejects with a coded error that says the delivery is lost, not with an internal marker of the client', async () => {
+    h = await startHarness();
+    const worker = await partitioned(h);
+    let extendNow!: () => void;
+    const asked = new Promise<void>((resolve) => (extendNow = resolve));
+    let running = false;
+    let outcome: unknown;
+    await worker.consume('jobs', 'run', async (_event, { extend }) => {
+      running = true;
+      await asked;
+      outcome = await extend(5_000).then(
+        () => 'granted',
+        (error: unknown) => error,
+      );
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    proxy!.partition();
+    extendNow();
+    await eventually(() => outcome !== undefined, 3_000, 'the extend to end');
+    expect(outcome).toBeInstanceOf(EventflowError);
+    expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_CONNECTION_FAILED' });
+    expect((outcome as Error).message).toContain('redelivered');
     await worker.close({ drainTimeout: 10 });
   });
 });

@@ -139,7 +139,10 @@ export class Deliveries {
     const extend = async (ms?: number): Promise<{ ms: number }> => {
       // NaN and Infinity would reach the gateway as null, which it words as "expected number, received null".
       if (ms !== undefined && !(Number.isSafeInteger(ms) && ms > 0)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `extend(ms): ms must be a positive integer (the gateway grants at most ten leases), got ${typeof ms === 'number' ? ms : typeof ms}`);
-      const granted = await this.#send('extend', { delivery, ms });
+      const granted = await this.#send('extend', { delivery, ms }).catch((cause: unknown) => {
+        // The request layer's marker for a dropped connection is for the client's own retries, not for handlers.
+        throw cause === connectionLost ? new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `extend(): the connection to the gateway was lost, and with it delivery "${delivery}" (context.signal is aborted): the event will be redelivered, so stop working on it`, { details: { delivery } }) : cause;
+      });
       lease.deadline = Date.now() + granted.ms;
       return granted;
     };
