@@ -2,7 +2,8 @@
  * A Node worker with `concurrency` deliveries open while its gateway (a child process on SQLite) is
  * SIGKILLed or stopped with SIGTERM and started again: the handlers that finish meanwhile have their
  * settles sent again on the new connection and recorded (their leases are in the store), nothing
- * recorded is run again, and no more than `concurrency` handlers ever run at once.
+ * recorded is run again, and no more than `concurrency` handlers ever run at once; a request()
+ * whose gateway is SIGKILLed between its publish and its outcome ends with the outcome.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -90,4 +91,33 @@ describe('a worker across gateway restarts (SQLite)', () => {
       await kill9(gateway.proc);
     }, 60_000);
   }
+
+  it('SIGKILL between a request()\'s publish and its outcome: the request ends with the outcome, its event stored once and handled once', async () => {
+    const port = await freePort();
+    const dbPath = join(temp.dir, 'requester.db');
+    const env = { EVENTFLOW_CONSUME_LEASE_MS: LEASE };
+    let gateway: SpawnedProcess = await startGatewayProcess(port, dbPath, env);
+    const url = `ws://127.0.0.1:${port}/`;
+    const handlers = gated();
+    const worker = client(url);
+    await worker.consume('orders', 'place', async (event) => {
+      await handlers.handler(event);
+      await worker.publish({ domain: 'orders', name: 'success', pid: event.pid, rid: event.id });
+    });
+    const requester = client(url);
+    const requesting = requester.request({ domain: 'orders', name: 'place', pid: 'o1' }, { timeout: 20_000 });
+    requesting.catch(() => undefined);
+    await eventually(() => handlers.running === 1, 10_000, 'the job running');
+    await kill9(gateway.proc);
+    handlers.open();
+    gateway = await startGatewayProcess(port, dbPath, env);
+    const outcome = await requesting;
+    expect(outcome.name).toBe('success');
+    const reader = client(url);
+    const names = (await reader.readEventlog('orders', 'o1')).map((event) => event.name);
+    expect(names).toEqual(['place', 'success']);
+    expect([...handlers.runs.values()]).toEqual([1]);
+    await kill9(gateway.proc);
+  }, 60_000);
 });
+
