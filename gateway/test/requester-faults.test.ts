@@ -116,4 +116,27 @@ describe('request() across faults', () => {
     expect(again.id).toBe(first.id);
     expect(handled).toBe(1);
   });
+
+  it('sent into a partition that outlasts the heartbeat: the client reconnects, and the request ends with the outcome, its event stored and handled once', async () => {
+    h = await startHarness();
+    const worker = h.client();
+    let handled = 0;
+    await worker.consume('orders', 'place', (event) => (handled++, worker.publish({ domain: 'orders', name: 'success', pid: event.pid, rid: event.id })));
+    proxy = await startPartitionProxy(Number(new URL(h.gateway.url).port));
+    const requester = createClient(`ws://127.0.0.1:${proxy.port}/`, { heartbeatInterval: 200, handshakeTimeout: 500, reconnect: { minDelay: 20, maxDelay: 100 }, onError: () => undefined });
+    extra.push(requester);
+    await requester.ready();
+    proxy.partition();
+    const requesting = requester.request({ domain: 'orders', name: 'place', pid: 'o1' }, { timeout: 10_000 });
+    requesting.catch(() => undefined);
+    await eventually(() => requester.state !== 'open', 3_000, 'the partition to be noticed');
+    // What the link held reaches the gateway now: the first connection's wait and publish, then its close.
+    proxy.heal();
+    const outcome = await requesting;
+    expect(outcome.name).toBe('success');
+    const events = await h.client().readEventlog('orders', 'o1');
+    expect(events.map((event) => event.name)).toEqual(['place', 'success']);
+    expect(handled).toBe(1);
+  });
 });
+
