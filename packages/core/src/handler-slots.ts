@@ -3,14 +3,16 @@
  * `concurrency` open deliveries (ordered: one per pid), but a handler whose delivery was lost (the
  * connection dropped) or revoked (its lease ran out) may go on running after the gateway counted
  * it done. So the credit the consumer gives the gateway is `concurrency` less those handlers
- * (`credit`, with `onCredit` when it changes), and a delivery that still finds no slot, or finds a
- * handler of its pid (ordered) or of its event running, waits here for it: `concurrency` bounds the
- * handlers running at once, across reconnects, and an event or an ordered pid never has two.
+ * (`credit`, with `onCredit` when it changes), and a delivery that still finds no slot, or (ordered)
+ * finds a handler of its pid running, waits here for it: `concurrency` bounds the handlers running
+ * at once, across reconnects, and an ordered pid never has two. An unordered consumer may run an
+ * event again beside a handler of it that ignores its signal (a redelivery after the lease ran out
+ * is how a stuck handler's event is retried, up to its attempts).
  */
 import type { StoredEvent } from './protocol.js';
 
 interface Held {
-  readonly key: string;
+  readonly key: string | undefined;
   readonly start: () => void;
 }
 
@@ -21,7 +23,7 @@ export class HandlerSlots {
   #running = 0;
   /** Handlers running whose delivery is no longer open at the gateway. */
   #lingering = 0;
-  /** The keys (pid or event id) of the running handlers. */
+  /** The pids of the running handlers (ordered). */
   readonly #busy = new Set<string>();
   #held: Held[] = [];
   /** Told when `credit` changes. */
@@ -37,12 +39,13 @@ export class HandlerSlots {
     return Math.max(0, this.#size - this.#lingering);
   }
 
-  #key(event: StoredEvent): string {
-    return this.#ordered ? `p${event.pid}` : `e${event.id}`;
+  /** The pid an ordered consumer runs one handler of at a time; undefined: any number. */
+  #key(event: StoredEvent): string | undefined {
+    return this.#ordered ? event.pid : undefined;
   }
 
-  #free(key: string): boolean {
-    return this.#running < this.#size && !this.#busy.has(key);
+  #free(key: string | undefined): boolean {
+    return this.#running < this.#size && !(key !== undefined && this.#busy.has(key));
   }
 
   /** Undefined when the handler of `event` may start now (its slot is taken), else a promise of the moment it may. */
@@ -53,9 +56,9 @@ export class HandlerSlots {
     return undefined;
   }
 
-  #take(key: string): void {
+  #take(key: string | undefined): void {
     this.#running++;
-    this.#busy.add(key);
+    if (key !== undefined) this.#busy.add(key);
   }
 
   /** The delivery of a running handler is no longer open at the gateway: its slot is not credit any more. */
@@ -67,7 +70,8 @@ export class HandlerSlots {
   /** A handler that `enter` let start is done; `lingered`: `linger` was called for it. */
   leave(event: StoredEvent, lingered: boolean): void {
     this.#running--;
-    this.#busy.delete(this.#key(event));
+    const key = this.#key(event);
+    if (key !== undefined) this.#busy.delete(key);
     // Held deliveries start in the order they came, each as soon as its key and a slot are free.
     const held = this.#held;
     this.#held = [];
