@@ -194,3 +194,29 @@ describe('a worker behind a partition', () => {
   });
 });
 
+describe('a worker closed while its handlers run', () => {
+  it('an extend() after close() fails at once with E_EVENTFLOW_CLIENT_CLOSED, not after requestTimeout as "no answer from the gateway"', async () => {
+    h = await startHarness();
+    const worker = h.client({ requestTimeout: 5_000 });
+    let extendNow!: () => void;
+    const asked = new Promise<void>((resolve) => (extendNow = resolve));
+    let running = false;
+    let outcome: unknown;
+    await worker.consume('jobs', 'run', async (_event, { extend }) => {
+      running = true;
+      await asked;
+      outcome = await extend(1_000).then(
+        () => 'granted',
+        (error: unknown) => error,
+      );
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    // The drain gives up on the handler; it goes on after the client closed.
+    await worker.close({ drainTimeout: 10 });
+    extendNow();
+    await eventually(() => outcome !== undefined, 1_000, 'the extend to end');
+    expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
+  });
+});
+

@@ -99,6 +99,8 @@ export class RequestManager {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Set while calls cannot succeed (RequestManager.block): resendable requests fail with it at once. */
   #blocked: EventflowError | undefined;
+  /** Set by failAll (the client closed): every request fails with it at once, the features' (settles, extends) too. */
+  #closed: EventflowError | undefined;
 
   constructor(send: (frame: string) => boolean, defaultTimeout: number) {
     this.#send = send;
@@ -112,7 +114,8 @@ export class RequestManager {
     const event = (params as { event?: { id?: string } } | undefined)?.event?.id;
     const what = event ? `${op} of event ${event}` : op;
     return pending<Result<O>>(what, signal, (settle) => {
-      if (resend && this.#blocked) return settle(blockedError(this.#blocked, op));
+      const refusal = this.#closed ?? (resend ? this.#blocked : undefined);
+      if (refusal) return settle(blockedError(refusal, op));
       const id = this.#nextId++;
       const request: Pending = { op, frame: JSON.stringify({ type: 'request', id, op, params }), write: op === 'publish' || op === 'persist' || op === 'schedule', resend, connected: this.#open, settle: settle as Settle };
       // Never connected while it waited: the gateway cannot have seen it, and "no answer" would mislead.
@@ -222,7 +225,8 @@ export class RequestManager {
     if (error) for (const request of this.#pending.values()) if (request.resend) request.settle(blockedError(error, request.op));
   }
 
-  failAll(error: unknown): void {
+  failAll(error: EventflowError): void {
+    this.#closed = error;
     for (const request of this.#pending.values()) request.settle(error);
   }
 }
