@@ -87,6 +87,26 @@ describe('a worker whose deliveries are lost or revoked while their handlers run
     expect(new Set(handlers.done)).toEqual(new Set(ids));
   });
 
+  it('handlers from before a drop that return while the consumer registers again give their slots back (the credit is not left at what it was when sent)', async () => {
+    h = await startHarness();
+    const { client, drop } = droppable(h);
+    const handlers = gatedHandlers();
+    await client.consume('jobs', 'run', handlers.handler, { group: 'workers', concurrency: 2 });
+    const publisher = h.client();
+    const ids = await Promise.all([1, 2].map((n) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${n}` })));
+    await eventually(() => handlers.running === 2, 5_000, 'two handlers running');
+    // The state listeners run before the consumers register on the new connection: the handlers
+    // return while that registration (with no credit: both slots held) is on its way.
+    let reopened = false;
+    client.onStateChange((state) => void (state === 'open' && !reopened && ((reopened = true), handlers.open())));
+    drop();
+    await eventually(() => reopened, 5_000, 'the client to reconnect');
+    const more = await Promise.all([3, 4, 5].map((n) => publisher.publish({ domain: 'jobs', name: 'run', pid: `p${n}` })));
+    await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'every job to be done');
+    expect(new Set(handlers.done)).toEqual(new Set([...ids, ...more]));
+    expect(handlers.max).toBeLessThanOrEqual(2);
+  });
+
   it('concurrency bounds the handlers running when a lease runs out under a handler that ignores its signal', async () => {
     h = await startHarness({ EVENTFLOW_CONSUME_LEASE_MS: 300 });
     const worker = h.client();

@@ -132,6 +132,8 @@ export class Consumers implements FeaturePart {
         if (!this.#entries.has(consumer)) return void (await host.request('removeConsumer', { consumer }));
         host.registered.add(consumer);
         host.waiters.settle(consumer);
+        // Handlers returned (or were lost) while it was on its way, unseen by onCredit: the gateway has a stale credit.
+        if (!paused && credit !== slots.credit) slots.onCredit();
       } catch (error) {
         // On a new connection, the gateway's store failing (a full disk: the group's record could not be
         // written) is sat out, as a settle's is: refused once, the consumer stayed off until the next
