@@ -40,8 +40,12 @@ class Lease {
   deadline: number;
   /** The running handler, then its settle. */
   run?: Promise<void>;
-  /** Called once when the delivery is lost while its handler runs (handler-slots.ts). */
-  onLose: (() => void) | undefined;
+  /** Its consumer's slots (handler-slots.ts), told when the delivery is lost while its handler runs. */
+  slots: HandlerSlots | undefined;
+  /** Its handler runs in a slot of `slots`. */
+  handling = false;
+  /** It was lost while its handler ran: the slot was no longer credit. */
+  lingered = false;
 
   constructor(deadline: number) {
     this.deadline = deadline;
@@ -64,9 +68,10 @@ class Lease {
     if (this.#lost) return;
     this.#lost = true;
     this.#reason = reason;
-    const onLose = this.onLose;
-    this.onLose = undefined;
-    onLose?.();
+    if (this.handling) {
+      this.lingered = true;
+      this.slots!.linger();
+    }
     this.#controller?.abort(reason);
   }
 }
@@ -152,9 +157,11 @@ export class Deliveries {
       if (!handler) return this.#settle(delivery, lease, 'release');
       if (held) await held;
       // Lost while it waited for a slot: the gateway hands the event to a consumer again.
-      if (slots && lease.lost) return slots.leave(event, false);
-      let lingered = false;
-      if (slots) lease.onLose = () => ((lingered = true), slots.linger());
+      if (slots) {
+        if (lease.lost) return slots.leave(event, false);
+        lease.slots = slots;
+        lease.handling = true;
+      }
       let error: Failure | undefined;
       let retryMs: number | undefined;
       let retryReason: Failure | undefined;
@@ -181,8 +188,10 @@ export class Deliveries {
         error = describeFailure(cause);
       }
       ended = true;
-      lease.onLose = undefined;
-      slots?.leave(event, lingered);
+      if (slots) {
+        lease.handling = false;
+        slots.leave(event, lease.lingered);
+      }
       // A handler that gave up because its delivery was lost has no outcome to report.
       if (error && lease.lost) return;
       if (!error && retryMs !== undefined) await this.#settle(delivery, lease, 'retry', retryReason, retryMs);

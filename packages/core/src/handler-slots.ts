@@ -73,13 +73,15 @@ export class HandlerSlots {
     const key = this.#key(event);
     if (key !== undefined) this.#busy.delete(key);
     // Held deliveries start in the order they came, each as soon as its key and a slot are free.
-    const held = this.#held;
-    this.#held = [];
-    for (const item of held) {
-      if (this.#free(item.key)) {
-        this.#take(item.key);
-        item.start();
-      } else this.#held.push(item);
+    if (this.#held.length > 0) {
+      const held = this.#held;
+      this.#held = [];
+      for (const item of held) {
+        if (this.#free(item.key)) {
+          this.#take(item.key);
+          item.start();
+        } else this.#held.push(item);
+      }
     }
     if (lingered) {
       this.#lingering--;
