@@ -146,6 +146,25 @@ describe('a worker whose deliveries are lost or revoked while their handlers run
   });
 });
 
+describe('a handler whose lease ran out', () => {
+  it('an extend() after its delivery was revoked says the delivery is no longer its own and to stop working on it', async () => {
+    h = await startHarness({ EVENTFLOW_CONSUME_LEASE_MS: 300 });
+    const worker = h.client();
+    let outcome: unknown;
+    await worker.consume('jobs', 'run', async (_event, { signal, extend }) => {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve));
+      outcome = await extend(1_000).then(
+        () => 'granted',
+        (error: unknown) => error,
+      );
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => outcome !== undefined, 5_000, 'the extend to end');
+    expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_UNKNOWN_DELIVERY' });
+    expect((outcome as Error).message).toContain('stop working on it');
+  });
+});
+
 describe('a worker behind a partition', () => {
   /** A worker that reaches the gateway through a partition proxy, with a short heartbeat. */
   async function partitioned(harness: Harness): Promise<EventflowClient> {
