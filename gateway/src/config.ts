@@ -114,6 +114,11 @@ export const configSchema = z.object({
   EVENTFLOW_SNAPSHOT_EVERY: nonNegativeInt.default(configDefaults.EVENTFLOW_SNAPSHOT_EVERY),
   /** On stop: how long running consume handlers may still settle before their leases are released. */
   EVENTFLOW_DRAIN_TIMEOUT_MS: durationMs(0).default(configDefaults.EVENTFLOW_DRAIN_TIMEOUT_MS),
+  /**
+   * A client connection silent this long is pinged, and terminated when it is silent as long again
+   * (server/liveness.ts): a vanished consumer's leases then end with its connection. 0 = never.
+   */
+  EVENTFLOW_PING_INTERVAL_MS: durationMs(0).default(configDefaults.EVENTFLOW_PING_INTERVAL_MS),
   /** publish/persist/schedule per second and connection (burst = the rate); beyond: E_EVENTFLOW_RATE_LIMITED. 0 = unlimited. */
   EVENTFLOW_MAX_PUBLISH_RATE: nonNegativeInt.default(configDefaults.EVENTFLOW_MAX_PUBLISH_RATE),
   /**

@@ -7,7 +7,7 @@
  * the link held comes to nothing on the connection it gave up on.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { consuming, createClient, EventflowClient, EventflowError, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
+import { consuming, createClient, EventflowClient, EventflowError, listDeadLetters, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
@@ -203,6 +203,24 @@ describe('a worker behind a partition', () => {
     proxy!.heal();
     await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'the job to be done');
     expect(runs.get(id)).toBe(1);
+    await worker.close({ drainTimeout: 10 });
+  });
+
+  it("the gateway ends a silent worker's connection (ping interval), so its group's events are not sent to it lease after lease into dead letters", async () => {
+    h = await startHarness({ EVENTFLOW_CONSUME_LEASE_MS: 300, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 3, EVENTFLOW_PING_INTERVAL_MS: 100 });
+    const worker = await partitioned(h);
+    const runs: string[] = [];
+    await worker.consume('jobs', 'run', (event) => void runs.push(event.id), { group: 'workers' });
+    proxy!.partition();
+    const publisher = h.client();
+    const id = await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    // Three leases of 300 ms would have made it a dead letter (the old gateway kept the silent member).
+    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.members === 0, 3_000, 'the silent member to be dropped');
+    expect(await listDeadLetters(publisher, { domain: 'jobs' })).toEqual([]);
+    proxy!.heal();
+    await eventually(async () => await idle(publisher, 'jobs', 'workers'), 10_000, 'the job to be done');
+    expect(runs).toContain(id);
+    expect(await listDeadLetters(publisher, { domain: 'jobs' })).toEqual([]);
     await worker.close({ drainTimeout: 10 });
   });
 

@@ -275,7 +275,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.EVENTFLOW_MAX_FRAME_BYTES, perMessageDeflate: false });
   wss.on('connection', (socket: WebSocket, _request: IncomingMessage, raw?: Duplex) => {
     try {
-      accept(new WsTransport(socket, raw, settings.EVENTFLOW_MAX_RECEIVE_RATE));
+      accept(new WsTransport(socket, raw, settings.EVENTFLOW_MAX_RECEIVE_RATE, settings.EVENTFLOW_PING_INTERVAL_MS));
     } catch (error) {
       log.error('could not set up a connection', { error });
       socket.terminate();

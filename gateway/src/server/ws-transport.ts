@@ -1,7 +1,8 @@
 /**
  * A client connection's transport over a `ws` WebSocket: frames sent in one tick leave in one write
  * (corked), binary frames become a marker that gets a coded error, the receive budget throttles
- * reading, and a client that does not answer a close within CLOSE_GRACE_MS is dropped.
+ * reading, a client that does not answer a close within CLOSE_GRACE_MS is dropped, and one silent
+ * for two ping intervals is terminated (liveness.ts).
  *
  * The connections written to in one tick are uncorked together at its end, those holding a frame
  * another party is waiting on (`urgent`: a delivery, an event, a wait's outcome) before those holding
@@ -14,6 +15,7 @@ import { ListenerSlot, type Transport, type TransportListener } from '@eventflow
 import type { WebSocket } from 'ws';
 import { BINARY_FRAME } from '../connection/frames.js';
 import { CLOSE_GRACE_MS } from '../defaults.js';
+import { watchLiveness, type Pingable } from './liveness.js';
 import { ReceiveThrottle } from './receive-budget.js';
 import { sharedTextFrame } from './shared-frame.js';
 
@@ -30,7 +32,10 @@ function uncorkAll(): void {
   for (const transport of rest) transport.uncork();
 }
 
-export class WsTransport implements Transport {
+export class WsTransport implements Transport, Pingable {
+  /** Liveness (liveness.ts): heard from since the last sweep, pinged at it. */
+  heard = true;
+  pinged = false;
   readonly #socket: WebSocket;
   /** The upgraded TCP socket under `#socket`, corked while frames are being sent in one tick. */
   readonly #raw: Duplex | undefined;
@@ -44,19 +49,23 @@ export class WsTransport implements Transport {
   readonly #writesRaw: boolean;
   readonly #slot = new ListenerSlot();
 
-  /** `receiveRate`: EVENTFLOW_MAX_RECEIVE_RATE (0 = unlimited), see receive-budget.ts. */
-  constructor(socket: WebSocket, raw?: Duplex, receiveRate = 0) {
+  /** `receiveRate`: EVENTFLOW_MAX_RECEIVE_RATE (0 = unlimited), see receive-budget.ts; `pingInterval`: EVENTFLOW_PING_INTERVAL_MS (0 = never), see liveness.ts. */
+  constructor(socket: WebSocket, raw?: Duplex, receiveRate = 0, pingInterval = 0) {
     this.#socket = socket;
     this.#raw = raw;
     this.#writesRaw = raw !== undefined && socket.extensions === '';
     const throttle = receiveRate > 0 ? new ReceiveThrottle(socket, receiveRate) : undefined;
+    const unwatch = watchLiveness(this, pingInterval);
+    socket.on('pong', () => (this.heard = true));
     socket.on('message', (data, isBinary) => {
+      this.heard = true;
       throttle?.received(Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : data.byteLength);
       // Binary frames are not part of the protocol; hand them on as a marker so they get a coded error.
       this.#slot.message(isBinary ? BINARY_FRAME : data.toString());
     });
     socket.on('close', (code, reason) => {
       throttle?.stop();
+      unwatch();
       this.#slot.close(code, reason.toString());
     });
     socket.on('error', () => undefined); // always followed by 'close'
@@ -108,6 +117,18 @@ export class WsTransport implements Transport {
     const grace = setTimeout(() => this.#socket.terminate(), CLOSE_GRACE_MS);
     grace.unref();
     this.#socket.once('close', () => clearTimeout(grace));
+  }
+
+  get paused(): boolean {
+    return this.#socket.isPaused;
+  }
+
+  ping(): void {
+    if (this.#socket.readyState === this.#socket.OPEN) this.#socket.ping();
+  }
+
+  terminate(): void {
+    this.#socket.terminate();
   }
 
   listen(listener: TransportListener): void {
