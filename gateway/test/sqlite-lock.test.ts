@@ -2,13 +2,17 @@
  * One gateway per SQLite file: a second gateway on a file another one holds is refused with
  * E_EVENTFLOW_STORE_LOCKED, naming the file and the holder, and never opens the store; the file is
  * free again once the holder closes, or fails to start. (A holder killed with SIGKILL: the
- * start-up failures test, with real processes.)
+ * start-up failures test, with real processes.) A process outside that holds a write transaction on
+ * the file does not stall the gateway's connections: a write that meets it is answered retryable
+ * and goes through once it lets go.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { lockSqliteFile } from '../src/store/sqlite/file-lock.js';
 
@@ -65,6 +69,36 @@ describe('a SQLite file and its gateway', () => {
       busy.close();
     }
     await expect(start(path)).resolves.toBeDefined();
+  });
+
+  it("a process outside holding the file's write lock: the gateway's connections are not stalled by it, and a publish meeting it is stored once it lets go", async () => {
+    const path = nextFile();
+    const gateway = await start(path);
+    const client = createClient(gateway.url, { onError: () => undefined });
+    try {
+      await client.publish({ domain: 'd', name: 'n', pid: 'before' });
+      // The sqlite3 shell, or a script, in a write transaction on the gateway's file.
+      const outside = new Database(path);
+      outside.pragma('busy_timeout = 0');
+      outside.exec('BEGIN IMMEDIATE');
+      const published = client.publish({ id: 'held', domain: 'd', name: 'n', pid: 'held' }, { timeout: 20_000 });
+      // While the lock is held the publish is tried and answered again and again; /healthz must answer
+      // between the tries. Before: each try held the event loop in SQLite's busy handler for 5 s.
+      let slowest = 0;
+      for (let i = 0; i < 10; i++) {
+        const started = Date.now();
+        expect((await fetch(`${gateway.httpUrl}healthz`)).status).toBe(200);
+        slowest = Math.max(slowest, Date.now() - started);
+      }
+      await expect.poll(async () => (await fetch(`${gateway.httpUrl}readyz`)).status, { timeout: 5_000 }).toBe(503);
+      outside.exec('COMMIT');
+      outside.close();
+      expect(await published).toBe('held');
+      expect(slowest).toBeLessThan(1_500);
+      expect((await client.readEventlog('d', 'held')).map((event) => event.id)).toEqual(['held']);
+    } finally {
+      await client.close();
+    }
   });
 
   it('the lock alone: released once, and an in-memory store takes none', async () => {

@@ -23,7 +23,7 @@ import { SqliteCatalog } from './catalog.js';
 import { RecentPublished } from './recent.js';
 import { WriteHealth } from '../write-health.js';
 import { WAL_BOUNDS } from './checkpointer.js';
-import { deferred, immediate } from './transactions.js';
+import { deferred, immediate, SQLITE_BUSY_TIMEOUT_MS } from './transactions.js';
 import { AppendRiders, type RodeRider } from './append-riders.js';
 import { OrphanMarks } from './orphan-marks.js';
 import { StoreFile } from './store-file.js';
@@ -66,7 +66,7 @@ export class SqliteStore implements EventStore {
     if (this.#path !== ':memory:') ensureDirectory(dirname(this.#path));
     const db = new Database(this.#path);
     try {
-      // busy_timeout first, so that switching to WAL waits for another process instead of failing.
+      // busy_timeout first, so that switching to WAL waits for another process instead of failing; short once open (SQLITE_BUSY_TIMEOUT_MS).
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
@@ -94,6 +94,7 @@ export class SqliteStore implements EventStore {
         );
       }
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
+      db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
       // Its WAL exists from here on, while the database is open.
       this.#file = this.#path === ':memory:' ? undefined : new StoreFile(this.#path);

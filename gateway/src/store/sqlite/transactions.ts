@@ -26,3 +26,14 @@ export function immediate<T>(db: Database.Database, work: () => T): T {
 export function deferred<T>(db: Database.Database, work: () => T): T {
   return runner(db)(work) as T;
 }
+
+/**
+ * How long a write of the open store waits for the write lock (`busy_timeout`). SQLite waits in
+ * its busy handler on the gateway's one thread: with 5 s, a process outside holding a write
+ * transaction on the file (the `sqlite3` shell, a script) stalled every connection for 5 s at each
+ * write tried, /healthz included. Nothing of the gateway's own holds that lock for long (its
+ * checkpoint worker copies with PASSIVE, which takes no write lock), so a write that meets such a
+ * holder fails soon with SQLITE_BUSY instead: answered as the store's state (nothing stored,
+ * retryable; the clients send it again), /readyz 503 until a write goes through again.
+ */
+export const SQLITE_BUSY_TIMEOUT_MS = 200;
