@@ -92,7 +92,15 @@ export function describeCatalog(open: () => Promise<EventStore>): void {
 
     it('pages processes by recent activity: the newest event first, with a cursor, by prefix too', async () => {
       const store = await open();
-      for (const pid of ['r1', 'r2', 'r3', 'x1', 'r4']) await store.append(event({ domain: 'recent', pid }));
+      // Timestamps have ms resolution and ties go by pid: each append in a ms of its own, for an order by time alone.
+      const nextMs = async (): Promise<void> => {
+        const now = Date.now();
+        while (Date.now() <= now) await new Promise((resolve) => setImmediate(resolve));
+      };
+      for (const pid of ['r1', 'r2', 'r3', 'x1', 'r4']) {
+        await store.append(event({ domain: 'recent', pid }));
+        await nextMs();
+      }
       await store.append(event({ domain: 'recent', pid: 'r2' })); // r2 is the most recent now
       const first = await store.catalog.processes('recent', { order: 'recent', limit: 2 });
       expect(first.map((p) => p.pid)).toEqual(['r2', 'r4']);
