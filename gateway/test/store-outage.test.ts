@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
-import { mysqlUnavailable, server as sharedServer, useTestDatabases } from '@eventflow/test-support/mysql';
+import { mysqlGatewayEnv, mysqlUnavailable, server as sharedServer, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 import { connect as connectRaw } from '@eventflow/test-support/raw-socket';
 import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
 
@@ -184,21 +184,18 @@ async function commitCuttingProxy(port: number, host = '127.0.0.1'): Promise<{ p
 describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost', () => {
   const databases = useTestDatabases();
 
-  it('is answered stored: unknown; the client\'s retry gets the stored event, stored and routed once', async () => {
+  /** A fresh database, the commit-cutting proxy in front of the shared server, and a gateway on the database through it. */
+  async function behindProxy(extra: Record<string, string | number> = {}): Promise<{ db: TestDatabase; proxy: Awaited<ReturnType<typeof commitCuttingProxy>>; gateway: Gateway }> {
     const db = await databases.fresh();
     const proxy = await commitCuttingProxy(sharedServer.port, sharedServer.host);
     databases.onCleanup(() => proxy.close());
-    const gateway = await startGateway({
-      EVENTFLOW_PORT: 0,
-      EVENTFLOW_STORE: 'mysql',
-      EVENTFLOW_MYSQL_HOST: '127.0.0.1',
-      EVENTFLOW_MYSQL_PORT: proxy.port,
-      EVENTFLOW_MYSQL_USER: db.options.user,
-      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
-      EVENTFLOW_MYSQL_DATABASE: db.options.database,
-      EVENTFLOW_LOG_LEVEL: 'silent',
-    });
+    const gateway = await startGateway({ ...mysqlGatewayEnv({ ...db.options, host: '127.0.0.1', port: proxy.port }), EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', ...extra });
     databases.onCleanup(() => gateway.close());
+    return { db, proxy, gateway };
+  }
+
+  it('is answered stored: unknown; the client\'s retry gets the stored event, stored and routed once', async () => {
+    const { db, proxy, gateway } = await behindProxy();
     const client = createClient(gateway.url, { onError: () => undefined });
     databases.onCleanup(() => client.close());
     const seen: StoredEvent[] = [];
@@ -234,20 +231,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     expect(failures).toBe(2);
   });
   it("a settle's COMMIT whose answer is lost: the client's retry is answered as recorded, and the metrics count the outcome the store holds", async () => {
-    const db = await databases.fresh();
-    const proxy = await commitCuttingProxy(sharedServer.port, sharedServer.host);
-    databases.onCleanup(() => proxy.close());
-    const gateway = await startGateway({
-      EVENTFLOW_PORT: 0,
-      EVENTFLOW_STORE: 'mysql',
-      EVENTFLOW_MYSQL_HOST: '127.0.0.1',
-      EVENTFLOW_MYSQL_PORT: proxy.port,
-      EVENTFLOW_MYSQL_USER: db.options.user,
-      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
-      EVENTFLOW_MYSQL_DATABASE: db.options.database,
-      EVENTFLOW_LOG_LEVEL: 'silent',
-    });
-    databases.onCleanup(() => gateway.close());
+    const { db, proxy, gateway } = await behindProxy();
     const errors: unknown[] = [];
     const client = createClient(gateway.url, { onError: (error) => void errors.push(error) });
     databases.onCleanup(() => client.close());
@@ -284,22 +268,8 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     expect(errors).toEqual([]);
   });
   it("a claim's COMMIT whose answer is lost: the events it leased go out at once, not after their lease, and with no attempt lost", async () => {
-    const db = await databases.fresh();
-    const proxy = await commitCuttingProxy(sharedServer.port, sharedServer.host);
-    databases.onCleanup(() => proxy.close());
     const lease = 5_000;
-    const gateway = await startGateway({
-      EVENTFLOW_PORT: 0,
-      EVENTFLOW_STORE: 'mysql',
-      EVENTFLOW_MYSQL_HOST: '127.0.0.1',
-      EVENTFLOW_MYSQL_PORT: proxy.port,
-      EVENTFLOW_MYSQL_USER: db.options.user,
-      EVENTFLOW_MYSQL_PASSWORD: db.options.password,
-      EVENTFLOW_MYSQL_DATABASE: db.options.database,
-      EVENTFLOW_LOG_LEVEL: 'silent',
-      EVENTFLOW_CONSUME_LEASE_MS: lease,
-    });
-    databases.onCleanup(() => gateway.close());
+    const { db, proxy, gateway } = await behindProxy({ EVENTFLOW_CONSUME_LEASE_MS: lease });
     const client = createClient(gateway.url, { onError: () => undefined });
     databases.onCleanup(() => client.close());
     let release!: () => void;
