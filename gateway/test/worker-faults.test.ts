@@ -26,6 +26,23 @@ async function idle(client: EventflowClient, domain: string, group: string): Pro
   return summary !== undefined && summary.pending === 0 && summary.inFlight === 0;
 }
 
+/** A consumer of jobs/run whose handler, once running, calls extend(ms) when asked; `outcome`: 'granted' or extend's error. */
+async function extendingWhenAsked(worker: EventflowClient, ms: number): Promise<{ running: () => boolean; ask: () => void; outcome: () => unknown }> {
+  let ask!: () => void;
+  const asked = new Promise<void>((resolve) => (ask = resolve));
+  let running = false;
+  let outcome: unknown;
+  await worker.consume('jobs', 'run', async (_event, { extend }) => {
+    running = true;
+    await asked;
+    outcome = await extend(ms).then(
+      () => 'granted',
+      (error: unknown) => error,
+    );
+  });
+  return { running: () => running, ask, outcome: () => outcome };
+}
+
 /** A client whose connection the test can drop (the client reconnects at once, as after a network blip). */
 function droppable(harness: Harness): { client: EventflowClient; drop(): void } {
   let current: Transport | undefined;
@@ -227,26 +244,15 @@ describe('a worker behind a partition', () => {
   it('an extend() cut off by the drop rejects with a coded error that says the delivery is lost, not with an internal marker of the client', async () => {
     h = await startHarness();
     const worker = await partitioned(h);
-    let extendNow!: () => void;
-    const asked = new Promise<void>((resolve) => (extendNow = resolve));
-    let running = false;
-    let outcome: unknown;
-    await worker.consume('jobs', 'run', async (_event, { extend }) => {
-      running = true;
-      await asked;
-      outcome = await extend(5_000).then(
-        () => 'granted',
-        (error: unknown) => error,
-      );
-    });
+    const handler = await extendingWhenAsked(worker, 5_000);
     await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
-    await eventually(() => running, 5_000, 'the handler running');
+    await eventually(handler.running, 5_000, 'the handler running');
     proxy!.partition();
-    extendNow();
-    await eventually(() => outcome !== undefined, 3_000, 'the extend to end');
-    expect(outcome).toBeInstanceOf(EventflowError);
-    expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_CONNECTION_FAILED' });
-    expect((outcome as Error).message).toContain('redelivered');
+    handler.ask();
+    await eventually(() => handler.outcome() !== undefined, 3_000, 'the extend to end');
+    expect(handler.outcome()).toBeInstanceOf(EventflowError);
+    expect(handler.outcome()).toMatchObject({ code: 'E_EVENTFLOW_CONNECTION_FAILED' });
+    expect((handler.outcome() as Error).message).toContain('redelivered');
     await worker.close({ drainTimeout: 10 });
   });
 });
@@ -255,25 +261,14 @@ describe('a worker closed while its handlers run', () => {
   it('an extend() after close() fails at once with E_EVENTFLOW_CLIENT_CLOSED, not after requestTimeout as "no answer from the gateway"', async () => {
     h = await startHarness();
     const worker = h.client({ requestTimeout: 5_000 });
-    let extendNow!: () => void;
-    const asked = new Promise<void>((resolve) => (extendNow = resolve));
-    let running = false;
-    let outcome: unknown;
-    await worker.consume('jobs', 'run', async (_event, { extend }) => {
-      running = true;
-      await asked;
-      outcome = await extend(1_000).then(
-        () => 'granted',
-        (error: unknown) => error,
-      );
-    });
+    const handler = await extendingWhenAsked(worker, 1_000);
     await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
-    await eventually(() => running, 5_000, 'the handler running');
+    await eventually(handler.running, 5_000, 'the handler running');
     // The drain gives up on the handler; it goes on after the client closed.
     await worker.close({ drainTimeout: 10 });
-    extendNow();
-    await eventually(() => outcome !== undefined, 1_000, 'the extend to end');
-    expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
+    handler.ask();
+    await eventually(() => handler.outcome() !== undefined, 1_000, 'the extend to end');
+    expect(handler.outcome()).toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
   });
 });
 
