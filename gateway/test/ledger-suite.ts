@@ -117,6 +117,26 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(ids(await claim(store, billing, { now: now + 40_000 }))).toEqual([]);
     });
 
+    it('a lease that ran out with its report still to be written (ClaimRequest.held) is left alone by a claim that names it; an ordered pid waits behind it', async () => {
+      const store = await open();
+      for (const ordered of [false, true]) {
+        const group = await store.ledger().ensureGroup({ ...named, group: ordered ? 'held-ordered' : 'held' }, { ordered });
+        const first = await publish(store, 'created', `h-${ordered}`);
+        const second = await publish(store, 'created', `h-${ordered}`);
+        const now = Date.now();
+        const leased = await claim(store, group, { now, limit: ordered ? 10 : 1, lease: 1_000 });
+        expect(ids(leased)).toEqual([first.id]);
+        const report = leased.claimed[0]?.delivery as string;
+        const later = now + 5_000;
+        const claimNaming = (held: string[]): Promise<ClaimResult> =>
+          store.ledger().claim({ group, owner: 'gw-1', consumer: 'GW', secret: `secret-${(secrets += 1)}`, deadline: later + 10_000, now: later, limit: 10, maxAttempts: 5, held });
+        // Ordered: the pid's second event stays behind the first, held or not.
+        expect(ids(await claimNaming([report]))).toEqual(ordered ? [] : [second.id]);
+        expect(await store.ledger().apply([{ kind: 'outcome', delivery: report, outcome: 'success' }])).toMatchObject([{ eventId: first.id, attempts: 1 }]);
+        if (ordered) expect(ids(await claimNaming([]))).toEqual([second.id]);
+      }
+    });
+
     it("v4's consumer claim is taken back only under the owner's lease in force, never before its claim or after it ends", async () => {
       const store = await open();
       const group = await store.ledger().ensureGroup(fallback);

@@ -111,8 +111,8 @@ export interface ClaimRequest {
   known?: ((id: string) => StoredEvent | undefined) | undefined;
   /**
    * Deliveries of the caller whose lease ran out while their consumer's report waits to be written
-   * (the store failed; delivery/leases.ts #writeReport): not taken over. SQLite only; on MySQL such a
-   * lease is taken over like any other that ran out.
+   * (the store failed; delivery/leases.ts #writeReport): not taken over by this claim (another
+   * gateway's, on a shared MySQL database, does not know them).
    */
   held?: readonly string[] | undefined;
 }

@@ -18,7 +18,7 @@ import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { GROUP_READ_MS, groupId, heldAfterLostCommit, ID_TABLE, materializeRows, num, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
 import { recordedAlready, settleRows } from './ledger-settle.js';
 
@@ -254,7 +254,7 @@ export class MysqlLedger implements DeliveryLedger {
     return from;
   }
 
-  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known }: ClaimRequest): Promise<ClaimResult> {
+  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known, held = [] }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
       // Not caused by a route (a member joined, a timer): the head is read now, with the group.
       const group = await this.#cached(pool, key, now, upTo === undefined);
@@ -265,8 +265,10 @@ export class MysqlLedger implements DeliveryLedger {
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
       const scope = rowScope(key);
-      const free = `d.outcome IS NULL AND d.position > ? AND (d.deadline IS NULL OR d.deadline <= ?) AND (d.available_at IS NULL OR d.available_at <= ?) ${v4 ? `AND ${CLAIMABLE_V4}` : ''}`;
-      const freeParams = [group.created, now, now];
+      const keep = held.length > 0 ? `AND d.delivery NOT IN (SELECT h.id FROM ${HELD_TABLE})` : '';
+      const keepParams = held.length > 0 ? [JSON.stringify(held)] : [];
+      const free = `d.outcome IS NULL AND d.position > ? AND (d.deadline IS NULL OR d.deadline <= ? ${keep}) AND (d.available_at IS NULL OR d.available_at <= ?) ${v4 ? `AND ${CLAIMABLE_V4}` : ''}`;
+      const freeParams = [group.created, now, ...keepParams, now];
       const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
       type Candidate = { event_id: string; attempts: number; last_error: string | null };
       return this.#transaction(async (conn) => {
@@ -280,8 +282,8 @@ export class MysqlLedger implements DeliveryLedger {
           const v4Free = v4 ? `AND ${CLAIMABLE_V4}` : '';
           const expired = await select<{ event_id: string }>(
             conn,
-            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline <= ? AND d.position > ? ${v4Free} ORDER BY d.deadline LIMIT ?`,
-            [...scope.params, now, group.created, limit],
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline <= ? ${keep} AND d.position > ? ${v4Free} ORDER BY d.deadline LIMIT ?`,
+            [...scope.params, now, ...keepParams, group.created, limit],
           );
           rows =
             expired.length === 0
