@@ -19,6 +19,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
+import { metric, readyz } from '@eventflow/test-support/gateway-http';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '@eventflow/test-support/small-disk';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
 
@@ -44,20 +45,6 @@ async function start(lease = LEASE): Promise<{ gateway: Gateway; path: string; d
   const path = join(disk.dir, 'events.db');
   gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_CONSUME_LEASE_MS: lease });
   return { gateway, path, disk };
-}
-
-/** The sum of the /metrics series whose line starts with `match`. */
-async function metric(on: Gateway, match: string): Promise<number> {
-  const text = await (await fetch(`${on.httpUrl}metrics`)).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(match))
-    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
-}
-
-async function readyz(on: Gateway): Promise<{ status: number; reason: string | undefined }> {
-  const response = await fetch(`${on.httpUrl}readyz`);
-  return { status: response.status, reason: ((await response.json()) as { checks: { store: { reason?: string } } }).checks.store.reason };
 }
 
 /**
@@ -137,7 +124,7 @@ describe.skipIf(smallDiskUnavailable !== undefined)('the work half on a full dis
     release();
     await eventually(async () => (await metric(gateway, 'eventflow_store_errors_total{operation="ledger.apply"}')) >= 1, 5_000, 'a settle batch to fail');
     // Reads work; the ledger's writes do not: not ready, and the reason says why.
-    expect(await readyz(gateway)).toEqual({ status: 503, reason: expect.stringMatching(/^writes fail: .*SQLITE_FULL/) });
+    expect(await readyz(gateway)).toEqual({ status: 503, store: { kind: 'sqlite', ready: false, reason: expect.stringMatching(/^writes fail: .*SQLITE_FULL/) } });
 
     disk.free();
     await eventually(async () => (await readyz(gateway)).status === 200, 5_000, '/readyz 200 once space is freed');

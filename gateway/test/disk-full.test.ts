@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
+import { readyz } from '@eventflow/test-support/gateway-http';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '@eventflow/test-support/small-disk';
 
 let disk: SmallDisk | undefined;
@@ -24,11 +25,6 @@ afterEach(async () => {
   disk?.dispose();
   client = gateway = disk = undefined;
 });
-
-async function readyz(on: Gateway): Promise<{ status: number; store: { ready: boolean; reason?: string } }> {
-  const response = await fetch(`${on.httpUrl}readyz`);
-  return { status: response.status, store: ((await response.json()) as { checks: { store: { ready: boolean; reason?: string } } }).checks.store };
-}
 
 const data = { text: 'x'.repeat(1_000) };
 

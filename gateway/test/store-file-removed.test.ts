@@ -15,6 +15,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
+import { metric } from '@eventflow/test-support/gateway-http';
 
 let gateway: Gateway | undefined;
 let client: EventflowClient | undefined;
@@ -25,15 +26,6 @@ afterEach(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
   client = gateway = dir = undefined;
 });
-
-/** The sum of the /metrics series whose line starts with `match`. */
-async function metric(on: Gateway, match: string): Promise<number> {
-  const text = await (await fetch(`${on.httpUrl}metrics`)).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(match))
-    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
-}
 
 it('a store whose file was removed while open takes no more writes: publishes and settles refused, /readyz 503', async () => {
   dir = mkdtempSync(join(tmpdir(), 'eventflow-removed-'));

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
+import { metric, readyz } from '@eventflow/test-support/gateway-http';
 import { mysqlGatewayEnv, mysqlUnavailable, server as sharedServer, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 import { connect as connectRaw } from '@eventflow/test-support/raw-socket';
 import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
@@ -22,21 +23,6 @@ import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private
 if (unavailable !== undefined) console.warn(`Skipping the store outage test: ${unavailable}`);
 
 const DATABASE = 'eventflow_outage';
-
-async function readyz(gateway: Gateway): Promise<{ status: number; store: { ready: boolean; reason?: string } }> {
-  const response = await fetch(`${gateway.httpUrl}readyz`);
-  const body = (await response.json()) as { checks: { store: { ready: boolean; reason?: string } } };
-  return { status: response.status, store: body.checks.store };
-}
-
-/** A counter of /metrics (the sum of its series matching `match`). */
-async function counter(gateway: Gateway, match: string): Promise<number> {
-  const text = await (await fetch(`${gateway.httpUrl}metrics`)).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(match))
-    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
-}
 
 describe.skipIf(unavailable !== undefined)('the MySQL store killed mid-load and restarted', () => {
   let server: PrivateMariadb;
@@ -100,7 +86,7 @@ describe.skipIf(unavailable !== undefined)('the MySQL store killed mid-load and 
       running = false;
       await Promise.all(publishers);
 
-      const failures = await counter(gateway, 'eventflow_errors_total{code="E_EVENTFLOW_STORE_FAILED"}');
+      const failures = await metric(gateway, 'eventflow_errors_total{code="E_EVENTFLOW_STORE_FAILED"}');
       console.info(
         `MariaDB killed mid-load for ${startedAt - killedAt} ms: ${resolved.length} publishes resolved, ${rejected.length} rejected; ` +
           `${failures} answered E_EVENTFLOW_STORE_FAILED on the way and sent again; /readyz 200 ${readyMs} ms after the restart`,

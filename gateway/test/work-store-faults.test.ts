@@ -23,6 +23,7 @@ import { createClient, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { mysqlGatewayEnv } from '@eventflow/test-support/mysql';
 import { eventually } from '@eventflow/test-support/wait';
+import { metric, readyz } from '@eventflow/test-support/gateway-http';
 import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
 
 if (unavailable !== undefined) console.warn(`Skipping the work half's store faults: ${unavailable}`);
@@ -66,13 +67,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     return { gateway, client, count };
   }
 
-  const readyz = async (gateway: Gateway): Promise<{ status: number; reason: string | undefined }> => {
-    const response = await fetch(`${gateway.httpUrl}readyz`);
-    return { status: response.status, reason: ((await response.json()) as { checks: { store: { reason?: string } } }).checks.store.reason };
-  };
-
-  const successes = async (gateway: Gateway): Promise<number> =>
-    Number(/^eventflow_consume_outcomes_total\{outcome="success"\} (\d+)/m.exec(await (await fetch(`${gateway.httpUrl}metrics`)).text())?.[1] ?? 0);
+  const successes = (gateway: Gateway): Promise<number> => metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}');
 
   it('read_only while a backlog drains, nothing published: /readyz 503 while the settles and claims fail, then every event settled once, metrics = store', async () => {
     const { gateway, client, count } = await gatewayOn('read_only_drain');
@@ -96,7 +91,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
       const ready = await readyz(gateway);
       return ready.status === 503 && ready;
     }, 10_000, '/readyz to say the store cannot write');
-    expect(down.reason).toContain('ER_OPTION_PREVENTS_STATEMENT');
+    expect(down.store.reason).toContain('ER_OPTION_PREVENTS_STATEMENT');
     await admin.query('SET GLOBAL read_only = 0');
     await eventually(async () => (await readyz(gateway)).status === 200, 10_000, '/readyz to be ready again');
     await eventually(async () => (await count(`SELECT COUNT(*) AS n FROM $db.eventflow_delivery WHERE grp = 'workers' AND outcome = 'success'`)) === EVENTS, 30_000, "every event a success of 'workers'");
@@ -126,7 +121,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
       const ready = await readyz(gateway);
       return ready.status === 503 && ready;
     }, 10_000, '/readyz to say the store cannot write');
-    expect(down.reason).toContain('ER_NO_SUCH_TABLE');
+    expect(down.store.reason).toContain('ER_NO_SUCH_TABLE');
     // What a user meets: the table named, and what to do about it.
     const refused = await client.consume('tg', 'job', () => undefined, { group: 'other' }).then(
       () => undefined,
@@ -144,8 +139,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     await client.consume('cc', 'job', async (event) => void (await client.publish({ domain: 'cc', name: 'success', pid: event.pid, rid: event.id })), { concurrency: 2 });
     // The groups' table away: the check reads it (and nothing had cached its answer), the append does not.
     await admin.query('RENAME TABLE consumed_check.eventflow_group TO consumed_check.eventflow_group_old');
-    const storeFailures = async (): Promise<number> =>
-      Number(/^eventflow_errors_total\{code="E_EVENTFLOW_STORE_FAILED"\} (\d+)/m.exec(await (await fetch(`${gateway.httpUrl}metrics`)).text())?.[1] ?? 0);
+    const storeFailures = (): Promise<number> => metric(gateway, 'eventflow_errors_total{code="E_EVENTFLOW_STORE_FAILED"}');
     const outcome = client.request({ domain: 'cc', name: 'job', pid: 'r1' }, { timeout: 20_000 });
     await eventually(async () => (await storeFailures()) >= 1, 10_000, 'the check to have failed');
     await admin.query('RENAME TABLE consumed_check.eventflow_group_old TO consumed_check.eventflow_group');
@@ -180,8 +174,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     const locker = await createConnection({ host: server.host, port: server.port, user: server.user, password: server.password, database: 'statement_time' });
     closers.push(() => locker.end());
     await locker.query('LOCK TABLES eventflow_sequence WRITE');
-    const storeFailures = async (): Promise<number> =>
-      Number(/^eventflow_errors_total\{code="E_EVENTFLOW_STORE_FAILED"\} (\d+)/m.exec(await (await fetch(`${gateway.httpUrl}metrics`)).text())?.[1] ?? 0);
+    const storeFailures = (): Promise<number> => metric(gateway, 'eventflow_errors_total{code="E_EVENTFLOW_STORE_FAILED"}');
     const published = client.publish({ id: 'held', domain: 'st', name: 'job', pid: 'p1' }, { timeout: 20_000 });
     // Before: the interrupted append had no code, counted as the statement's fault, and was refused for good.
     await eventually(async () => (await storeFailures()) >= 2, 10_000, 'the append to have been stopped, answered and sent again');

@@ -39,7 +39,7 @@ export class HandlerSlots {
     return Math.max(0, this.#size - this.#lingering);
   }
 
-  /** The pid an ordered consumer runs one handler of at a time; undefined: any number. */
+  /** The pid an ordered consumer runs one handler of at a time; undefined: no limit per pid. */
   #key(event: StoredEvent): string | undefined {
     return this.#ordered ? event.pid : undefined;
   }
