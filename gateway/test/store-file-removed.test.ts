@@ -15,7 +15,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createClient, isEventflowError, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
-import { metric } from '@eventflow/test-support/gateway-http';
+import { metric, readyz } from '@eventflow/test-support/gateway-http';
 
 let gateway: Gateway | undefined;
 let client: EventflowClient | undefined;
@@ -26,6 +26,14 @@ afterEach(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
   client = gateway = dir = undefined;
 });
+
+/** The store takes no more writes: /readyz 503 saying why, and a publish refused as nothing stored, to be sent again. */
+async function expectNoMoreWrites(on: Gateway, publisher: EventflowClient): Promise<void> {
+  expect(await readyz(on)).toMatchObject({ status: 503, store: { reason: 'writes fail: E_EVENTFLOW_STORE_FAILED (SQLITE_READONLY_DBMOVED)' } });
+  const failure = await publisher.publish({ domain: 'gone', name: 'job', pid: 'q' }, { timeout: 500 }).catch((error: unknown) => error);
+  expect(isEventflowError(failure, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
+  expect((failure as { details?: unknown }).details).toMatchObject({ stored: false, retryable: true });
+}
 
 it('a store whose file was removed while open takes no more writes: publishes and settles refused, /readyz 503', async () => {
   dir = mkdtempSync(join(tmpdir(), 'eventflow-removed-'));
@@ -42,13 +50,7 @@ it('a store whose file was removed while open takes no more writes: publishes an
 
   rmSync(folder, { recursive: true, force: true });
 
-  const readyz = await fetch(`${gateway.httpUrl}readyz`);
-  expect(readyz.status).toBe(503);
-  expect(((await readyz.json()) as { checks: { store: { reason?: string } } }).checks.store.reason).toBe('writes fail: E_EVENTFLOW_STORE_FAILED (SQLITE_READONLY_DBMOVED)');
-
-  const failure = await client.publish({ domain: 'gone', name: 'job', pid: 'q' }, { timeout: 500 }).catch((error: unknown) => error);
-  expect(isEventflowError(failure, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
-  expect((failure as { details?: unknown }).details).toMatchObject({ stored: false, retryable: true });
+  await expectNoMoreWrites(gateway, client);
 
   // The handler's settle reaches a store that must not write it: refused, nothing counted.
   release();
@@ -66,12 +68,7 @@ it('a WAL removed while open: publishes refused, /readyz 503; what was acknowled
 
   rmSync(`${path}-wal`);
 
-  const readyz = await fetch(`${gateway.httpUrl}readyz`);
-  expect(readyz.status).toBe(503);
-  expect(((await readyz.json()) as { checks: { store: { reason?: string } } }).checks.store.reason).toBe('writes fail: E_EVENTFLOW_STORE_FAILED (SQLITE_READONLY_DBMOVED)');
-  const failure = await client.publish({ domain: 'gone', name: 'job', pid: 'q' }, { timeout: 500 }).catch((error: unknown) => error);
-  expect(isEventflowError(failure, 'E_EVENTFLOW_STORE_FAILED')).toBe(true);
-  expect((failure as { details?: unknown }).details).toMatchObject({ stored: false, retryable: true });
+  await expectNoMoreWrites(gateway, client);
 
   await client.close();
   await gateway.close();
