@@ -14,6 +14,9 @@
  *   request() rides the moment out, as a publish does (it failed at once);
  * - a request()'s wait whose read of the head position loses its connection (KILL CONNECTION by
  *   another client): read again on another connection, not refused with the request() failed;
+ * - a request() whose wait cannot be registered while a lock holds the head's read past the server's
+ *   `max_statement_time`: the wait and its publish are refused as retryable and sent again, and the
+ *   request() is answered once the lock is gone (it failed at once);
  * - a publish stopped by the server's `max_statement_time` (MariaDB's error 1969, which mysql2 names
  *   nothing) while an operator's lock holds it: a store state, answered retryable, stored once.
  */
@@ -162,6 +165,28 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     await locker.query('UNLOCK TABLES');
     expect((await outcome).name).toBe('success');
     expect((await readyz(gateway)).status).toBe(200);
+  }, 60_000);
+  it("a request() whose wait the store cannot register for a while (its head read stopped by max_statement_time): registered again with its publish, answered once the lock is gone", async () => {
+    for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0.3`);
+    closers.push(async () => {
+      for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0`);
+    });
+    const { gateway, client, count } = await gatewayOn('wait_refused');
+    await client.consume('wr', 'job', async (event) => void (await client.publish({ domain: 'wr', name: 'success', pid: event.pid, rid: event.id })), { concurrency: 2 });
+    expect((await client.request({ domain: 'wr', name: 'job', pid: 'warm-up' })).name).toBe('success');
+    const locker = await createConnection({ host: server.host, port: server.port, user: server.user, password: server.password, database: 'wait_refused' });
+    closers.push(() => locker.end());
+    await locker.query('LOCK TABLES eventflow_sequence WRITE');
+    const storeFailures = (): Promise<number> => metric(gateway, 'eventflow_errors_total{code="E_EVENTFLOW_STORE_FAILED"}');
+    const before = await storeFailures();
+    const outcome = client.request({ id: 'asked', domain: 'wr', name: 'job', pid: 'r1' }, { timeout: 20_000 });
+    // Before: the wait's refusal (and its publish's, behind it) failed the request() at once.
+    await eventually(async () => (await storeFailures()) >= before + 4, 10_000, 'the wait and its publish to have been refused, and sent again');
+    await locker.query('UNLOCK TABLES');
+    const answered = await outcome;
+    expect(answered).toMatchObject({ name: 'success', pid: 'r1', rid: 'asked' });
+    expect(await count(`SELECT COUNT(*) AS n FROM $db.event WHERE id = 'asked'`)).toBe(1);
+    expect(await count(`SELECT COUNT(*) AS n FROM $db.event WHERE rid = 'asked'`)).toBe(1);
   }, 60_000);
   it("the server's max_statement_time stops a publish held by an operator's lock (MariaDB's own error 1969): answered retryable, stored once when the lock is gone", async () => {
     // A per-user limit, as an operator sets it: the gateway's connections made from now on have it.

@@ -75,6 +75,37 @@ async function consumedOrRetryable(session: Connection, event: Params<'publish'>
   }
 }
 
+/** Registers a wait: the head it starts from, and what it matches (afterId resolved to its position first). */
+async function registerWait(session: Connection, { wait, domain, pid, names, afterId, afterPosition, request }: Params<'wait'>): Promise<{ head: number }> {
+  if (afterId === undefined) {
+    // Registered in the turn the frame is read (the head asked for first): a request()'s publish
+    // may come right behind it (request-waits.ts), and its outcome must find the wait.
+    const head = session.context.store.head();
+    const registered = session.wait(wait, domain, pid, names, afterPosition, request);
+    const [position] = await Promise.all([head, registered]);
+    return { head: position };
+  }
+  const head = session.context.store.head();
+  // Handed over while it is read, in this turn: a cancelWait sent right behind must find the wait registering.
+  const after = afterPosition ?? session.eventFor('wait', 'subscribe', afterId).then((event) => event.position);
+  const [position] = await Promise.all([head, session.wait(wait, domain, pid, names, after, request)]);
+  return { head: position };
+}
+
+/**
+ * A wait the store could not register (its head, the event of `afterId` or an outcome already stored could not be
+ * read) is refused as retryable: the same registration again may succeed, and the clients send it again within the
+ * wait's timeout, so that a request() rides out a moment's outage (a pool that cannot open a connection, a killed
+ * one) as its publish does, instead of failing at once.
+ */
+function waitRetryable(error: unknown): unknown {
+  if (!isEventflowError(error, 'E_EVENTFLOW_STORE_FAILED') || error.details?.retryable !== undefined) return error;
+  return new EventflowError('E_EVENTFLOW_STORE_FAILED', `${error.message} (the wait is not registered; the clients register it again within its timeout)`, {
+    cause: error.cause ?? error,
+    details: { ...error.details, retryable: true },
+  });
+}
+
 /** Settled, recalled (its consumer or connection went away), revoked (lease expired), or another connection's. */
 /** A settle of settleMany the store could not record (its log has the cause). */
 const STORE_REFUSED_SETTLE = 'the store could not record this settle (see the gateway log); the delivery stays open: send the settle again within its lease (the clients do so)';
@@ -186,20 +217,15 @@ export const operations: Operations = {
     return { ms: granted };
   },
 
-  async wait(session, { wait, domain, pid, names, afterId, afterPosition, request }) {
-    if (afterId === undefined) {
-      // Registered in the turn the frame is read (the head asked for first): a request()'s publish
-      // may come right behind it (request-waits.ts), and its outcome must find the wait.
-      const head = session.context.store.head();
-      const registered = session.wait(wait, domain, pid, names, afterPosition, request);
-      const [position] = await Promise.all([head, registered]);
-      return { head: position };
+  async wait(session, params) {
+    try {
+      return await registerWait(session, params);
+    } catch (error) {
+      // Refused: nothing of it stays registered (it counted against the connection's limit, and an outcome would have
+      // answered a wait its client no longer has).
+      await session.cancelWait(params.wait);
+      throw waitRetryable(error);
     }
-    const head = session.context.store.head();
-    // Handed over while it is read, in this turn: a cancelWait sent right behind must find the wait registering.
-    const after = afterPosition ?? session.eventFor('wait', 'subscribe', afterId).then((event) => event.position);
-    const [position] = await Promise.all([head, session.wait(wait, domain, pid, names, after, request)]);
-    return { head: position };
   },
 
   async cancelWait(session, { wait }) {

@@ -110,6 +110,8 @@ export class RequestWaits {
       this.#registered.add(eventId);
       return;
     }
-    throw new EventflowError(refusal.code as ErrorCode, `${refusal.message} (the wait of this request() was refused, so its event was not published)`, { details: refusal.details });
+    // A retryable refusal (the store could not register the wait) is the publish's too: nothing was stored, and the client sends it again.
+    const details = refusal.details?.retryable === true ? { ...refusal.details, id: eventId, stored: false } : refusal.details;
+    throw new EventflowError(refusal.code as ErrorCode, `${refusal.message} (the wait of this request() was refused, so its event was not published)`, { details });
   }
 }

@@ -6,7 +6,8 @@
  */
 import { assertKeys, assertNumber, assertSignal } from './arguments.js';
 import type { RequestEventOptions, WaitOptions } from './client-types.js';
-import { DEFAULT_WAIT_TIMEOUT } from './defaults.js';
+import { backoffDelay } from './backoff.js';
+import { DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, DEFAULT_WAIT_TIMEOUT } from './defaults.js';
 import { EventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { EventInput, Params, ServerFrame, StoredEvent, WelcomeFrame } from './protocol.js';
@@ -76,22 +77,37 @@ export class Waits implements FeaturePart {
     return pending<StoredEvent>('wait', signal, (settle) => {
       if (ender) ender.end = settle;
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let registered = false;
+      let storeFailures = 0;
+      // The clock starts at the first registration, or at the first the gateway's store refused.
+      const startClock = (): void => {
+        timer ??= setTimeout(
+          () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
+          timeout,
+        );
+      };
       const register = async (): Promise<void> => {
         try {
           const result = await host.send('wait', params);
           if (!result) return;
-          // Re-registering after a reconnect asks for outcomes stored since the first registration,
-          // which also starts the clock.
+          storeFailures = 0;
+          // Re-registering after a reconnect asks for outcomes stored since the first registration.
           params.afterPosition ??= result.head;
           params.afterId = undefined;
-          if (timer || !this.#entries.has(wait)) return;
-          timer = setTimeout(
-            () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
-            timeout,
-          );
+          if (registered || !this.#entries.has(wait)) return;
+          registered = true;
+          startClock();
           onRegistered?.();
         } catch (error) {
-          if (error !== connectionLost) settle(error);
+          if (error === connectionLost) return;
+          // The gateway's store could not register it (a moment's outage): sent again until the wait's timeout, as a
+          // publish is (a request()'s publish refused with it goes again by itself), instead of failing at once.
+          if ((error as EventflowError | undefined)?.details?.retryable === true && this.#entries.has(wait)) {
+            startClock();
+            const again = (): void => void (this.#entries.has(wait) && host.isOpen() && register());
+            return void setTimeout(again, backoffDelay(storeFailures++, { minDelay: DEFAULT_RETRY_MIN_DELAY, maxDelay: DEFAULT_RETRY_MAX_DELAY }));
+          }
+          settle(error);
         }
       };
       if (ender) {
