@@ -93,14 +93,15 @@ async function registerWait(session: Connection, { wait, domain, pid, names, aft
 }
 
 /**
- * A wait the store could not register (its head, the event of `afterId` or an outcome already stored could not be
- * read) is refused as retryable: the same registration again may succeed, and the clients send it again within the
- * wait's timeout, so that a request() rides out a moment's outage (a pool that cannot open a connection, a killed
- * one) as its publish does, instead of failing at once.
+ * A registration (a wait, a subscription) the store could not make (its head, the event of `afterId`, the start of
+ * "the last N" or an outcome already stored could not be read) is refused as retryable: nothing of it is registered,
+ * the same registration again may succeed, and the clients send it again (a wait within its timeout). A request()
+ * rides out a moment's outage (a pool that cannot open a connection, a statement stopped by max_statement_time) as
+ * its publish does, and a subscription made again on a new connection during one is not left unregistered.
  */
-function waitRetryable(error: unknown): unknown {
+function registrationRetryable(error: unknown): unknown {
   if (!isEventflowError(error, 'E_EVENTFLOW_STORE_FAILED') || error.details?.retryable !== undefined) return error;
-  return new EventflowError('E_EVENTFLOW_STORE_FAILED', `${error.message} (the wait is not registered; the clients register it again within its timeout)`, {
+  return new EventflowError('E_EVENTFLOW_STORE_FAILED', `${error.message} (nothing was registered; the clients send it again)`, {
     cause: error.cause ?? error,
     details: { ...error.details, retryable: true },
   });
@@ -158,13 +159,21 @@ export const operations: Operations = {
     // "The last N": replayed from just before the Nth newest published event of the subscription;
     // handed over while it is read, in this turn, so that an unsubscribe sent right behind waits for it.
     const from = after ?? (last === undefined ? undefined : session.context.store.catalog.positionBeforeLast(domain, name, last));
-    const head = await session.subscribe(domain, name, from);
-    const start = await from;
-    return start === undefined ? { head } : { head, after: start };
+    try {
+      const head = await session.subscribe(domain, name, from);
+      const start = await from;
+      return start === undefined ? { head } : { head, after: start };
+    } catch (error) {
+      throw registrationRetryable(error);
+    }
   },
 
   async subscribePattern(session, { subscription, pattern, names, pid, after }) {
-    return { head: await session.subscribePattern(subscription, { pattern, names, pid }, after) };
+    try {
+      return { head: await session.subscribePattern(subscription, { pattern, names, pid }, after) };
+    } catch (error) {
+      throw registrationRetryable(error);
+    }
   },
 
   async unsubscribePattern(session, { subscription }) {
@@ -224,7 +233,7 @@ export const operations: Operations = {
       // Refused: nothing of it stays registered (it counted against the connection's limit, and an outcome would have
       // answered a wait its client no longer has).
       await session.cancelWait(params.wait);
-      throw waitRetryable(error);
+      throw registrationRetryable(error);
     }
   },
 

@@ -10,6 +10,7 @@ import {
   assertNumber,
   assertOptionalFunction,
   EventflowError,
+  featureNotEnabled,
   isEventflowError,
   logError,
   webSocketConnector,
@@ -172,9 +173,7 @@ export class BrowserClient<M extends EventMap = EventMap> extends EventflowClien
    * E_EVENTFLOW_FEATURE_NOT_ENABLED (as `events()` does), so that bundles without it leave the queue out.
    */
   eventlogStates(domain: string, pid: string, options?: { signal?: AbortSignal }): AsyncIterableIterator<EventlogSnapshot> {
-    if (!this.#states) {
-      throw new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', "eventlogStates() needs the iterating feature: create the client with { features: [iterating] } (import { iterating } from '@eventflow/browser/work')", { details: { feature: 'iterating' } });
-    }
+    if (!this.#states) throw featureNotEnabled('iterating', 'eventlogStates');
     return this.#states(this, domain, pid, options);
   }
 

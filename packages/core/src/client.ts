@@ -14,7 +14,7 @@ import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toI
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
-import { closedError, EventflowError, logError } from './errors.js';
+import { closedError, EventflowError, featureNotEnabled, logError } from './errors.js';
 import type { FeatureHost, FeaturePart } from './features.js';
 import type { V4Reads } from './v4-reads.js';
 import { generatePid } from './ids.js';
@@ -341,9 +341,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** The part of a feature, or E_EVENTFLOW_FEATURE_NOT_ENABLED naming what to pass. */
   #feature<K extends keyof Features>(name: K, method: string): Features[K] {
     const part = this.#features[name];
-    if (!part) {
-      throw new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', `${method}() needs the ${name} feature: create the client with { features: [${name}] } (import { ${name} } from '@eventflow/browser/work')`, { details: { feature: name } });
-    }
+    if (!part) throw featureNotEnabled(name, method);
     return part;
   }
 }

@@ -89,3 +89,7 @@ export const isErrorCode = (code: unknown): code is ErrorCode => typeof code ===
  * this client does not list, which is still the stable code its catalog documents.
  */
 export const isCodeShaped = (code: unknown): code is ErrorCode => typeof code === 'string' && /^E_EVENTFLOW_[A-Z0-9_]+$/.test(code);
+
+/** E_EVENTFLOW_FEATURE_NOT_ENABLED: `method` needs the client feature `name`; the message says what to pass. */
+export const featureNotEnabled = (name: string, method: string): EventflowError =>
+  new EventflowError('E_EVENTFLOW_FEATURE_NOT_ENABLED', `${method}() needs the ${name} feature: create the client with { features: [${name}] } (import { ${name} } from '@eventflow/browser/work')`, { details: { feature: name } });

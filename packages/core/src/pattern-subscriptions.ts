@@ -104,7 +104,7 @@ export class PatternSubscriptions implements FeaturePart {
         else await this.#reconcile(key);
       }
     } catch (error) {
-      host.refused(key, error);
+      host.refused(key, error, () => void this.#reconcile(key));
     }
   }
 }

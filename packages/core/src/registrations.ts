@@ -5,7 +5,9 @@
  * the next. Pattern subscriptions (pattern-subscriptions.ts) and the features' consumers and
  * waits (features.ts) register through the same plumbing, `host`.
  */
+import { backoffDelay } from './backoff.js';
 import { notify } from './connection.js';
+import type { EventflowError } from './errors.js';
 import type { EventFrame, OperationName, Params, Position, Result, StoredEvent } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
 import { streamKey } from './stream-key.js';
@@ -26,8 +28,12 @@ export interface RegistrationHost {
   readonly chains: ReadonlyMap<string, Promise<void>>;
   /** Runs `work` after the previous reconciliation of `key`, one at a time per key, so that mount/unmount/mount cannot double-subscribe. */
   chain(key: string, work: () => Promise<void>): Promise<void>;
-  /** A registration failed: its waiters fail, and so does onError (unless only the connection was lost). */
-  refused(key: string, error: unknown): void;
+  /**
+   * A registration failed: its waiters fail, and so does onError (unless only the connection was lost). With `again`,
+   * one the gateway's store could not make (`details.retryable`) is made again shortly instead: a subscription made
+   * again on a new connection during a moment's outage was left off until the next connection.
+   */
+  refused(key: string, error: unknown, again?: () => void): void;
   onError(error: unknown): void;
   isOpen(): boolean;
   /** A new handle for the gateway: `prefix` and a number unique in this client. */
@@ -65,10 +71,13 @@ export class Registrations {
         void next.finally(() => chains.get(key) === next && chains.delete(key));
         return next;
       },
-      refused: (key, error) => {
+      refused: (key, error, again) => {
         if (error === connectionLost) return;
-        waiters.settle(key, error);
-        onError(error);
+        if (again && (error as EventflowError | undefined)?.details?.retryable) setTimeout(again, backoffDelay(2));
+        else {
+          waiters.settle(key, error);
+          onError(error);
+        }
       },
       onError,
       isOpen,
@@ -144,7 +153,7 @@ export class Registrations {
       // Listeners may all have left while a request was in flight.
       if (this.#subscriptions.get(domain, name) !== entry) await this.#reconcileNow(domain, name, key);
     } catch (error) {
-      this.host.refused(key, error);
+      this.host.refused(key, error, () => void this.#reconcile(domain, name));
     }
   }
 
