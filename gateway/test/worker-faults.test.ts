@@ -258,6 +258,28 @@ describe('a worker behind a partition', () => {
 });
 
 describe('a worker closed while its handlers run', () => {
+  it('close() hands back at once a redelivery waiting behind its pid\'s handler that ignores its signal (it held close() for its drainTimeout, and started once that handler ended)', async () => {
+    h = await startHarness();
+    const { client, drop } = droppable(h);
+    const handlers = gatedHandlers();
+    await client.consume('orders', 'step', handlers.handler, { group: 'projection', ordered: true, concurrency: 4 });
+    const publisher = h.client();
+    const id = await publisher.publish({ domain: 'orders', name: 'step', pid: 'o1' });
+    await eventually(() => handlers.running === 1, 5_000, 'the step running');
+    let reopened = false;
+    client.onStateChange((state) => void (state === 'open' && (reopened = true)));
+    drop();
+    // The lost delivery comes back to this worker (its only member) and waits behind the handler of its pid still running.
+    const projection = async (): Promise<{ pending: number; inFlight: number; redelivered: number } | undefined> => (await listGroups(publisher, 'orders')).find((group) => group.group === 'projection');
+    await eventually(async () => reopened && (await projection())?.redelivered === 1, 5_000, 'the redelivery open');
+    const closed = client.close({ drainTimeout: 5_000 });
+    // Handed back at once; the old code held close() for its drainTimeout, then would have started it had the handler ended first.
+    await eventually(async () => (await projection())?.pending === 1, 2_000, 'the redelivery handed back');
+    handlers.open();
+    await closed;
+    expect(handlers.started).toEqual([id]);
+  });
+
   it('an extend() after close() fails at once with E_EVENTFLOW_CLIENT_CLOSED, not after requestTimeout as "no answer from the gateway"', async () => {
     h = await startHarness();
     const worker = h.client({ requestTimeout: 5_000 });

@@ -8,7 +8,7 @@
  * gateway on the same store, it is sent all the same: the lease is in the store.
  */
 import { GATEWAY_LEASE_MS } from './defaults.js';
-import { EventflowError, isEventflowError, type ErrorCode } from './errors.js';
+import { closedError, EventflowError, isEventflowError, type ErrorCode } from './errors.js';
 import type { HandlerSlots } from './handler-slots.js';
 import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, type RequestOptions } from './requests.js';
@@ -46,6 +46,8 @@ class Lease {
   handling = false;
   /** It was lost while its handler ran: the slot was no longer credit. */
   lingered = false;
+  /** It waits for a slot of `slots` (its handler has not started). */
+  queued = false;
 
   constructor(deadline: number) {
     this.deadline = deadline;
@@ -157,7 +159,11 @@ export class Deliveries {
     const held = handler && slots?.enter(event);
     lease.run = (async () => {
       if (!handler) return this.#settle(delivery, lease, 'release');
-      if (held) await held;
+      if (held) {
+        lease.queued = true;
+        await held;
+        lease.queued = false;
+      }
       // Lost while it waited for a slot: the gateway hands the event to a consumer again.
       if (slots) {
         if (lease.lost) return slots.leave(event, false);
@@ -273,6 +279,13 @@ export class Deliveries {
   /** Waits up to `timeout` ms for handlers whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
   async drain(timeout: number): Promise<void> {
     const deadline = Date.now() + timeout;
+    // Deliveries still waiting for a slot are handed back now: started as the running handlers ended, they ran after
+    // close() began (and held it up), behind a handler that ignored its signal for as long as it ran.
+    for (const [delivery, lease] of this.#leases) {
+      if (!lease.queued || lease.lost) continue;
+      lease.lose(closedError());
+      void this.#settle(delivery, lease, 'release');
+    }
     for (;;) {
       const live = [...this.#leases.values()].filter((lease) => !lease.lost).map(({ run }) => run);
       const left = deadline - Date.now();
