@@ -12,9 +12,10 @@
  * on a real MariaDB whose read an operator's lock holds past max_statement_time.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { consuming, EventflowClient, EventflowError, iterating, namespacePattern, v4Reads, waiting, webSocketConnector, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, namespacePattern, type StoredEvent } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { droppable } from './droppable-client.js';
 
 let h: Harness;
 beforeEach(async () => (h = await startHarness()));
@@ -36,18 +37,6 @@ function headFailsAfterWelcome(times: number): { failed: () => number } {
   return { failed: () => failed };
 }
 
-/** A client whose connection the test can drop (it reconnects). */
-function droppableClient(): { client: EventflowClient; drop(): void } {
-  let current: Transport | undefined;
-  const connect = webSocketConnector(h.gateway.url);
-  const client = new EventflowClient(async (signal) => (current = await connect(signal)), {
-    features: [consuming, waiting, v4Reads, iterating],
-    reconnect: { minDelay: 20, maxDelay: 100 },
-    onError: () => undefined,
-  });
-  return { client, drop: () => current?.close(4000, 'dropped by the test') };
-}
-
 describe('registrations made again while the store cannot read for a moment', () => {
   let closers: Array<() => Promise<void>> = [];
   afterEach(async () => {
@@ -56,7 +45,7 @@ describe('registrations made again while the store cannot read for a moment', ()
   });
 
   it('a subscription is made again until it is registered: the events published after reach it, once each', async () => {
-    const { client, drop } = droppableClient();
+    const { client, drop } = droppable(h);
     closers.push(() => client.close());
     const publisher = h.client();
     const seen: string[] = [];
@@ -74,7 +63,7 @@ describe('registrations made again while the store cannot read for a moment', ()
   });
 
   it('a pattern subscription is made again until it is registered', async () => {
-    const { client, drop } = droppableClient();
+    const { client, drop } = droppable(h);
     closers.push(() => client.close());
     const publisher = h.client();
     const seen: StoredEvent[] = [];
@@ -90,7 +79,7 @@ describe('registrations made again while the store cannot read for a moment', ()
   });
 
   it('a wait is registered again until its timeout, and answered by the outcome', async () => {
-    const { client, drop } = droppableClient();
+    const { client, drop } = droppable(h);
     closers.push(() => client.close());
     const publisher = h.client();
     const outcome = client.wait('rw', 'p1', 'success', 20_000);

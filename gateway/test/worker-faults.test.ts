@@ -7,10 +7,11 @@
  * the link held comes to nothing on the connection it gave up on.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { consuming, createClient, EventflowClient, EventflowError, listDeadLetters, listGroups, waiting, webSocketConnector, type Transport } from '@eventflow/core';
+import { createClient, EventflowClient, EventflowError, listDeadLetters, listGroups } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
+import { droppable } from './droppable-client.js';
 
 let h: Harness | undefined;
 let proxy: PartitionProxy | undefined;
@@ -41,14 +42,6 @@ async function extendingWhenAsked(worker: EventflowClient, ms: number): Promise<
     );
   });
   return { running: () => running, ask, outcome: () => outcome };
-}
-
-/** A client whose connection the test can drop (the client reconnects at once, as after a network blip). */
-function droppable(harness: Harness): { client: EventflowClient; drop(): void } {
-  let current: Transport | undefined;
-  const connect = webSocketConnector(harness.gateway.url);
-  const client = new EventflowClient(async (signal) => (current = await connect(signal)), { features: [consuming, waiting], reconnect: { minDelay: 20, maxDelay: 50 }, onError: () => undefined });
-  return { client, drop: () => current?.close(4000, 'dropped by the test') };
 }
 
 /** Handlers that ignore their signal and wait for the test, counting how many run at once. */
