@@ -5,7 +5,7 @@
  * can run here (mariadbd or mariadb-install-db not installed).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,7 +47,11 @@ export async function startPrivateMariadb(args: readonly string[] = [], timeoutM
   const daemon = mariadbd;
   const dir = mkdtempSync(join(tmpdir(), 'eventflow-mariadb-'));
   const datadir = join(dir, 'data');
-  const install = spawnSync(installDb, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+  // A temporary directory of its own: a server starting removes the temporary tables it finds in its tmpdir (/tmp by
+  // default), other servers' included, and failed a private server being installed at the same time (another file).
+  const temporary = join(dir, 'tmp');
+  mkdirSync(temporary);
+  const install = spawnSync(installDb, ['--no-defaults', `--datadir=${datadir}`, `--tmpdir=${temporary}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
   if (install.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
@@ -63,6 +67,7 @@ export async function startPrivateMariadb(args: readonly string[] = [], timeoutM
       [
         '--no-defaults',
         `--datadir=${datadir}`,
+        `--tmpdir=${temporary}`,
         `--port=${port}`,
         '--bind-address=127.0.0.1',
         `--socket=${join(dir, 'mariadb.sock')}`,

@@ -117,9 +117,17 @@ describe.skipIf(skipStore !== undefined)('the work engine under faults (MariaDB)
       await sleep(20);
       handled.set(event.id, (handled.get(event.id) ?? 0) + 1);
     };
-    // B's member holds many leases and never settles them: they are B's until B dies.
+    // B's member holds many leases and never settles them: they are B's until B dies. It extends them, so that they
+    // are still B's however long the publishing below takes (on a loaded machine, longer than a lease: a handler that
+    // never returns keeps its slot, so leases that ran out were not taken again, and B held none).
     const stuckOnB = client(`ws://127.0.0.1:${portB}/`);
-    await stuckOnB.consume('drain', 'job', () => new Promise(() => undefined), { group: 'workers', concurrency: 50 });
+    const holding = async (_event: unknown, { extend, signal }: { extend: (ms?: number) => Promise<unknown>; signal: AbortSignal }): Promise<void> => {
+      while (!signal.aborted) {
+        await sleep(LEASE / 3);
+        await extend(LEASE).catch(() => undefined);
+      }
+    };
+    await stuckOnB.consume('drain', 'job', holding, { group: 'workers', concurrency: 50 });
     const publisher = client(`ws://127.0.0.1:${portA}/`);
     for (let i = 0; i < EVENTS; i += 250) await Promise.all(Array.from({ length: 250 }, (_, k) => publisher.publish({ domain: 'drain', name: 'job', pid: `p${i + k}` })));
     await eventually(async () => Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = 'workers' AND deadline IS NOT NULL AND outcome IS NULL`))[0]?.n) >= 50, 10_000, 'B to hold 50 leases');
