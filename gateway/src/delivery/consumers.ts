@@ -43,6 +43,12 @@ export class Consumers {
   readonly #interest: Interest;
   /** streamKey(domain, name) → group → members. */
   readonly #byStream = new Map<string, Map<string, ConsumerRef[]>>();
+  /**
+   * Peer → handle → its consumer. Looking a handle up among every consumer of the gateway made each
+   * registration, removal and closed connection cost as much as all the others' consumers together
+   * (a connection may hold EVENTFLOW_MAX_SUBSCRIPTIONS of them, and there may be thousands).
+   */
+  readonly #byPeer = new Map<Peer, Map<string, ConsumerRef>>();
   #count = 0;
 
   constructor(interest: Interest) {
@@ -65,6 +71,9 @@ export class Consumers {
     const list = groups.get(spec.group);
     if (list) list.push(consumer);
     else groups.set(spec.group, [consumer]);
+    let own = this.#byPeer.get(peer);
+    if (!own) this.#byPeer.set(peer, (own = new Map()));
+    own.set(handle, consumer);
     this.#count += 1;
     this.#interest.change(domain, name, +1);
     return consumer;
@@ -79,9 +88,14 @@ export class Consumers {
 
   /** Unregisters every consumer of the peer; returns them. */
   removePeer(peer: Peer): ConsumerRef[] {
-    const gone = this.all().filter((consumer) => consumer.peer === peer);
+    const gone = this.ofPeer(peer);
     for (const consumer of gone) this.#drop(consumer);
     return gone;
+  }
+
+  /** The peer's consumers. */
+  ofPeer(peer: Peer): ConsumerRef[] {
+    return [...(this.#byPeer.get(peer)?.values() ?? [])];
   }
 
   #drop(consumer: ConsumerRef): void {
@@ -91,6 +105,9 @@ export class Consumers {
     const index = list?.indexOf(consumer) ?? -1;
     if (!groups || !list || index < 0) return;
     list.splice(index, 1);
+    const own = this.#byPeer.get(consumer.peer);
+    if (own?.get(consumer.handle) === consumer) own.delete(consumer.handle);
+    if (own?.size === 0) this.#byPeer.delete(consumer.peer);
     if (list.length === 0) groups.delete(consumer.group);
     if (groups.size === 0) this.#byStream.delete(stream);
     this.#count -= 1;
@@ -98,8 +115,7 @@ export class Consumers {
   }
 
   find(peer: Peer, handle: string): ConsumerRef | undefined {
-    for (const groups of this.#byStream.values()) for (const list of groups.values()) for (const consumer of list) if (consumer.peer === peer && consumer.handle === handle) return consumer;
-    return undefined;
+    return this.#byPeer.get(peer)?.get(handle);
   }
 
   /** The members of `group` registered here. */

@@ -244,8 +244,10 @@ export class GroupBacklog {
       const leases = backlog.leases;
       // The most lenient member's attempts (a member without a retry policy has the gateway's): not at
       // least the gateway's, which gave a lease left by a killed gateway deliveries past `retry.attempts`.
-      const members = this.#members();
-      const maxAttempts = members.length > 0 ? Math.max(...members.map((member) => leases.maxAttempts(member))) : leases.maxAttempts(undefined);
+      // A loop, not Math.max(...): spread as arguments, some 150,000 members overflowed the stack, and every claim of the group failed.
+      let maxAttempts = 0;
+      for (const member of this.#members()) maxAttempts = Math.max(maxAttempts, leases.maxAttempts(member));
+      if (maxAttempts === 0) maxAttempts = leases.maxAttempts(undefined);
       const now = Date.now();
       // From here the claim reads the store: a signal or route after this may be something it does not see.
       this.#dirty = false;

@@ -248,7 +248,7 @@ export class Leases {
   async #settleElsewhere(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
     const held = mayNameDelivery(deliveryId) ? await this.#ledger().delivery(deliveryId) : undefined;
     if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return false;
-    const consumer = this.#consumers.all().find((member) => member.peer === peer && ledgerId(groupOf(member)) === ledgerId(held.key));
+    const consumer = this.#consumers.ofPeer(peer).find((member) => ledgerId(groupOf(member)) === ledgerId(held.key));
     const decision = this.#decide(deliveryId, settlement, held.attempts, consumer);
     const ended = await this.#writer.write(decision.action);
     if (!ended) return false;
