@@ -27,6 +27,26 @@ export interface CliIo {
 
 export const DEFAULT_URL = 'ws://127.0.0.1:8080/';
 const DEFAULT_TIMEOUT = 10_000;
+/** The most dead letters the gateway answers in one page (the deadLetters operation's `limit`). */
+const MAX_PAGE = 1_000;
+
+/**
+ * The options only some commands take: given to another command, one would be ignored without a
+ * word, and `groups --limit 10` or `tail --id x` seem to have done what they did not. (--url,
+ * --token and --timeout are taken by all, as an alias may always pass them.)
+ */
+const optionsOf: Readonly<Record<string, readonly string[]>> = {
+  id: ['publish'],
+  rid: ['publish'],
+  limit: ['dead-letters'],
+  offset: ['dead-letters'],
+  secret: ['token'],
+  sub: ['token'],
+  allow: ['token'],
+  expires: ['token'],
+  issuer: ['token'],
+  audience: ['token'],
+};
 
 export const usage = `Usage: eventflow <command> [options]
 
@@ -44,7 +64,7 @@ Options:
   --id <id>        publish: the event id (default: generated; reusing one makes a retry idempotent)
   --rid <id>       publish: the id of the event this one refers to
   --timeout <ms>   Time allowed to connect and for each request (default: ${DEFAULT_TIMEOUT})
-  --limit <n>      dead-letters: at most this many (default 100)
+  --limit <n>      dead-letters: at most this many, 1 to ${MAX_PAGE} (default 100)
   --offset <n>     dead-letters: skip this many (paging)
   --secret <s>     token: the gateway's EVENTFLOW_JWT_SECRET (default: $EVENTFLOW_JWT_SECRET;
                    the variable keeps it out of the process list)
@@ -61,7 +81,8 @@ found nothing to act on (an unknown group or dead letter). A bad command line (u
 or option, wrong number of arguments) exits with 2 and this help.
 
 First token: the gateway's secret is the key, e.g.
-  export EVENTFLOW_TOKEN=$(EVENTFLOW_JWT_SECRET=… eventflow token --sub ops --allow '*:read,subscribe,manage')
+  export EVENTFLOW_TOKEN=$(EVENTFLOW_JWT_SECRET=… eventflow token --sub ops --allow '*:read,subscribe,consume,manage')
+  (groups and dead-letters need consume; group-delete, dead-letter-requeue and -discard need manage)
 `;
 
 interface Command {
@@ -114,6 +135,11 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
   if (args.length < command.min || args.length > command.max) {
     const expected = command.args.map((arg, i) => (i < command.min ? `<${arg}>` : `[${arg}]`)).join(' ');
     return fail(new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${name} takes ${expected}, got ${args.length} argument(s)`), true);
+  }
+
+  const misplaced = Object.keys(values).find((option) => optionsOf[option]?.includes(name) === false);
+  if (misplaced !== undefined) {
+    return fail(new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${name} does not take --${misplaced}: it is an option of ${optionsOf[misplaced]?.join(', ')} only`), true);
   }
 
   const env = io.env ?? process.env;
@@ -298,7 +324,7 @@ function prepare(
     default: {
       const spec: readonly string[] = Object.hasOwn(manageCommands, name) ? manageCommands[name as keyof typeof manageCommands].args : [];
       for (const [index, arg] of args.entries()) check(arg, spec[index] ?? 'argument');
-      const page = { ...(values.limit === undefined ? {} : { limit: parseCount(values.limit, '--limit') }), ...(values.offset === undefined ? {} : { offset: parseCount(values.offset, '--offset') }) };
+      const page = { ...(values.limit === undefined ? {} : { limit: parseCount(values.limit, '--limit', 1, MAX_PAGE) }), ...(values.offset === undefined ? {} : { offset: parseCount(values.offset, '--offset') }) };
       const run = prepareManage(name, args, page, line);
       if (!run) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`);
       return run;
@@ -306,9 +332,11 @@ function prepare(
   }
 }
 
-function parseCount(raw: string, what: string): number {
+function parseCount(raw: string, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const value = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be a whole number, got ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${what} must be a whole number${max < Number.MAX_SAFE_INTEGER ? ` from ${min} to ${max}` : ''}, got ${JSON.stringify(raw)}${max < Number.MAX_SAFE_INTEGER ? '; page on with --offset' : ''}`);
+  }
   return value;
 }
 

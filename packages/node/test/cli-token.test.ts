@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDomains } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
-import { runCli, type CliIo } from '../src/commands.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { runCli, usage, type CliIo } from '../src/commands.js';
 import { tokenActions } from '../src/token.js';
 
 const SECRET = 'cli-token-secret-0123456789-abcdefghijklmnopqrstuvwxyz';
@@ -131,6 +132,20 @@ describe('the CLI on a gateway with EVENTFLOW_AUTH=jwt', () => {
     const run = await cli(['publish', 'orders', 'placed', 'o2'], { EVENTFLOW_TOKEN: await mint('orders:read') });
     expect(run.code).toBe(1);
     expect(run.stderr.split('\n')[0]).toMatch(/^E_EVENTFLOW_FORBIDDEN: .*e\.g\. --allow 'orders:publish'\)$/);
+  });
+
+  it("the usage's first-token example grants what the operator's commands need: groups and dead-letters list, requeue acts", async () => {
+    const grants = /--allow '([^']+)'\)/.exec(usage)?.[1];
+    expect(grants).toBeDefined();
+    const env = { EVENTFLOW_TOKEN: await mint(grants!) };
+    const worker = h.client({ token: await mint('jobs:consume,publish') });
+    await worker.consume('jobs', 'send', (_event, context) => context.retry(0, new Error('mail server down')), { group: 'mail', retry: { attempts: 1 } });
+    const id = await worker.publish({ domain: 'jobs', name: 'send', pid: 'm1' });
+    await eventually(async () => (await cli(['dead-letters', 'jobs'], env)).stdout.includes(id), 5_000, 'the dead letter listed with the example token');
+    const groups = await cli(['groups', 'jobs'], env);
+    expect(groups).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(groups.stdout.split('\n')[0]!)).toMatchObject({ domain: 'jobs', name: 'send', group: 'mail', deadLetters: 1 });
+    expect(await cli(['dead-letter-discard', id, 'jobs', 'send', 'mail'], env)).toMatchObject({ code: 0, stdout: '{"discarded":true}\n' });
   });
 
   it('requeueing or discarding an unknown dead letter, or deleting an unknown group, prints false and exits 1 saying what was not found', async () => {

@@ -154,6 +154,13 @@ describe('eventflow CLI', () => {
     [['state', '--bogus', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: Unknown option '--bogus'/, 2],
     [['state', '--url', 'http://localhost/', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: url: must start with ws:\/\/ or wss:\/\//, 1],
     [['state', '--timeout', 'soon', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a positive number/, 1],
+    // An option of another command was ignored without a word: the command seemed to have used it.
+    [['groups', '--limit', '10'], /^E_EVENTFLOW_INVALID_INPUT: groups does not take --limit: it is an option of dead-letters only/, 2],
+    [['tail', 'orders', '--id', 'x'], /^E_EVENTFLOW_INVALID_INPUT: tail does not take --id: it is an option of publish only/, 2],
+    [['publish', 'orders', 'placed', 'o1', '--sub', 'me'], /^E_EVENTFLOW_INVALID_INPUT: publish does not take --sub: it is an option of token only/, 2],
+    // The gateway's page is 1 to 1000: said in the option's words, before connecting.
+    [['dead-letters', '--limit', '0'], /^E_EVENTFLOW_INVALID_INPUT: --limit must be a whole number from 1 to 1000, got "0"/, 1],
+    [['dead-letters', '--limit', '5000'], /^E_EVENTFLOW_INVALID_INPUT: --limit must be a whole number from 1 to 1000, got "5000"; page on with --offset/, 1],
   ])('bad input %j exits %s with a coded message (2: a bad command line, with the usage)', async (argv, message, code) => {
     const run = await cli(...argv);
     expect(run.code).toBe(code);
