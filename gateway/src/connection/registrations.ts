@@ -329,6 +329,12 @@ export class Registrations {
     return head;
   }
 
+  /** Resolves once the consumer registrations under way now are done; undefined when none is (Peer.consumersRegistered). */
+  consumersRegistered(): Promise<void> | undefined {
+    const running = [...(this.#inProgressMade ?? [])].filter(([key]) => key.startsWith('c:')).map(([, done]) => done);
+    return running.length === 0 ? undefined : Promise.all(running).then(noop);
+  }
+
   /**
    * Counts a group this connection registers a consumer in; returns its key when it is new here
    * (taken back if the registration fails), undefined when the connection joined it before. Throws

@@ -231,8 +231,7 @@ export class Session implements Connection, RegistrationHost {
 
   sendEvent(event: StoredEvent, names: string[]): void {
     if (!this.#mayReceive('subscribe', event.domain)) return;
-    // Fan-out calls this once per subscribed connection: the common case (no replay running on
-    // this connection) looks nothing up and sends the frame encoded for the previous connection.
+    // Fan-out calls this once per subscribed connection: the common case (no replay running on this connection) looks nothing up and sends the frame encoded for the previous connection.
     if (!this.#registrationsMade?.replaying) {
       this.#out.sharedEvent(encodeEvent(event, names));
       return;
@@ -253,6 +252,10 @@ export class Session implements Connection, RegistrationHost {
   /** Whether this connection's token may consume the domain now (a settle of a delivery another connection was sent). */
   mayConsume(domain: string): boolean {
     return this.#mayReceive('consume', domain);
+  }
+
+  consumersRegistered(): Promise<void> | undefined {
+    return this.#registrationsMade?.consumersRegistered();
   }
 
   sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {

@@ -248,6 +248,9 @@ export class Leases {
   async #settleElsewhere(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
     const held = mayNameDelivery(deliveryId) ? await this.#ledger().delivery(deliveryId) : undefined;
     if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return false;
+    // A settle its client sent again right behind registering its consumers anew (a reconnect): decided
+    // before that registration was done, a throw was recorded failed with no retry policy, for good.
+    await peer.consumersRegistered?.();
     const consumer = this.#consumers.ofPeer(peer).find((member) => ledgerId(groupOf(member)) === ledgerId(held.key));
     const decision = this.#decide(deliveryId, settlement, held.attempts, consumer);
     const ended = await this.#writer.write(decision.action);

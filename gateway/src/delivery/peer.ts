@@ -21,6 +21,12 @@ export interface Peer {
   endConsumer?(handle: string, code: ErrorCode, message: string, details: Record<string, unknown>): void;
   /** Whether the peer's token may consume the domain: a settle of a delivery sent to another connection is taken only then. */
   mayConsume?(domain: string): boolean;
+  /**
+   * Resolves once the peer's consumer registrations under way are done (undefined: none is): a client
+   * back after a reconnect registers its consumers, then sends the settles its old connection lost,
+   * which go by the retry policy of its member of the group.
+   */
+  consumersRegistered?(): Promise<void> | undefined;
   /** Logs a line this peer can cause once per event, counted per condition (Session.note); else the dispatcher logs it. */
   note?(condition: string, level: 'info' | 'warn', message: string, fields: Record<string, unknown>): void;
 }
