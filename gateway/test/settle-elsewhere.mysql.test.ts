@@ -7,7 +7,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { consuming, EventflowClient, webSocketConnector, type Transport, type TransportListener } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
+import { eventually } from '@eventflow/test-support/wait';
 import { connect, type Conn } from '@eventflow/test-support/raw-socket';
 import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 
@@ -15,7 +17,11 @@ describe.skipIf(mysqlUnavailable !== undefined)('a settle sent again on another 
   const { fresh } = useTestDatabases();
   const sockets: WebSocket[] = [];
   const gateways: Gateway[] = [];
+  const clients: EventflowClient[] = [];
+  const partitioned: Transport[] = [];
   afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close({ drainTimeout: 0 });
+    for (const transport of partitioned.splice(0)) transport.close();
     for (const socket of sockets.splice(0)) socket.terminate();
     for (const gateway of gateways.splice(0)) await gateway.close();
   });
@@ -66,5 +72,51 @@ describe.skipIf(mysqlUnavailable !== undefined)('a settle sent again on another 
     back.sendRequest('consume', consume);
     expect(await back.request('settle', { delivery, outcome: 'release' })).toMatchObject({ type: 'result' });
     expect(await ledger(db)).toEqual([{ attempts: 1, outcome: 'dead', due: 0, lastError: 'released' }]);
+  });
+
+  /**
+   * A client on the first gateway whose link goes silent as its first settle is sent (the frame is
+   * lost; that gateway notices nothing, as in a partition), and which reconnects to the second.
+   */
+  function partitionedClient(first: string, second: string): EventflowClient {
+    let connections = 0;
+    const connect = async (signal: AbortSignal): Promise<Transport> => {
+      const real = await webSocketConnector(++connections === 1 ? first : second)(signal);
+      if (connections > 1) return real;
+      partitioned.push(real);
+      let listener: TransportListener | undefined;
+      let silent = false;
+      return {
+        send(frame) {
+          if (silent) return;
+          if (!/"op":"settle/.test(frame)) return real.send(frame);
+          silent = true;
+          listener?.close(1006, 'partition');
+        },
+        close() {},
+        listen(attached) {
+          listener = attached;
+          real.listen({ message: (frame) => void (silent || attached.message(frame)), close: (code, reason) => void (silent || attached.close(code, reason)) });
+        },
+        get bufferedAmount() {
+          return real.bufferedAmount;
+        },
+      };
+    };
+    const client = new EventflowClient(connect, { features: [consuming], reconnect: { minDelay: 20, maxDelay: 100 }, onError: () => undefined });
+    clients.push(client);
+    return client;
+  }
+
+  it("a worker's throw whose settle was cut off is retried by its policy after it reconnects to another gateway (the client registers its consumer before it sends the settle again)", async () => {
+    const db = await fresh();
+    const env = { EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_MAX_PUBLISH_RATE: 0, ...mysqlGatewayEnv(db.options) } as const;
+    for (let i = 0; i < 2; i++) gateways.push(await startGateway(env));
+    const worker = partitionedClient(gateways[0]!.url, gateways[1]!.url);
+    await worker.consume('jobs', 'run', () => Promise.reject(new Error('payment service down')), { group: 'billing', retry: { attempts: 3, backoff: 'fixed', delayMs: 60_000 } });
+    const publisher = await open(gateways[1]!.url);
+    await publisher.request('publish', { event: { domain: 'jobs', name: 'run', pid: 'p1', data: {} } });
+    await eventually(async () => (await ledger(db)).some((row) => (row as { lastError: unknown }).lastError !== null), 10_000, 'the settle recorded through the second gateway');
+    expect(await ledger(db)).toEqual([{ attempts: 1, outcome: null, due: 1, lastError: 'payment service down' }]);
   });
 });
