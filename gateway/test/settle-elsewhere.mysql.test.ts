@@ -119,4 +119,23 @@ describe.skipIf(mysqlUnavailable !== undefined)('a settle sent again on another 
     await eventually(async () => (await ledger(db)).some((row) => (row as { lastError: unknown }).lastError !== null), 10_000, 'the settle recorded through the second gateway');
     expect(await ledger(db)).toEqual([{ attempts: 1, outcome: null, due: 1, lastError: 'payment service down' }]);
   });
+
+  it("an extend through another gateway holds there too: the first gateway's lease timer leaves the event alone, and the settle through the second is recorded", async () => {
+    const LEASE = 1_000;
+    const db = await fresh();
+    const env = { EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_MAX_PUBLISH_RATE: 0, EVENTFLOW_CONSUME_LEASE_MS: LEASE, ...mysqlGatewayEnv(db.options) } as const;
+    for (let i = 0; i < 2; i++) gateways.push(await startGateway(env));
+    // Two members on the first gateway: a lease handed back there would go to the other at once.
+    const members = [await open(gateways[0]!.url), await open(gateways[0]!.url)];
+    for (const [i, member] of members.entries()) await member.request('consume', { consumer: `c${i}`, domain: 'jobs', name: 'run', group: 'billing', concurrency: 1 });
+    await members[0]!.request('publish', { event: { domain: 'jobs', name: 'run', pid: 'p1', data: {} } });
+    const { delivery } = await Promise.race(members.map((member) => member.next((frame) => frame.type === 'delivery')));
+    const back = await open(gateways[1]!.url);
+    expect(await back.request('extend', { delivery, ms: 10 * LEASE })).toMatchObject({ type: 'result', result: { ms: 10 * LEASE } });
+    // Past the lease the first gateway counted (its timer), well within the one granted.
+    await new Promise((resolve) => setTimeout(resolve, 2 * LEASE));
+    expect(await back.request('settle', { delivery, outcome: 'success' })).toMatchObject({ type: 'result' });
+    expect(await ledger(db)).toEqual([{ attempts: 1, outcome: 'success', due: 0, lastError: null }]);
+    for (const member of members) expect(member.frames.filter((frame) => frame.type === 'delivery' || frame.type === 'revoked')).toHaveLength(member.frames.some((frame) => frame.delivery === delivery) ? 1 : 0);
+  });
 });

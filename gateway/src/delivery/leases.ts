@@ -405,13 +405,16 @@ export class Leases {
   }
 
   /** The lease ran out: revoke the delivery and hand the event back (a dead letter after the last attempt). */
-  async #expire(delivery: Delivery): Promise<void> {
+  async #expire(delivery: Delivery, checked = false): Promise<void> {
     if (this.#open.get(delivery.id) !== delivery || this.#stopped) return;
-    if (delivery.settling) {
-      delivery.expired = true;
-      return;
-    }
+    if (delivery.settling) return void (delivery.expired = true);
     if (delivery.report) return this.#writeReport(delivery, delivery.report);
+    // The store's deadline ends the lease, not this timer: the client, back on another gateway (this one not knowing its
+    // connection gone), may have extended it there. Handed back here, the event ran again beside the handler granted that.
+    if (!checked) {
+      const left = ((await this.#ledger().delivery(delivery.id).catch(() => undefined))?.deadline ?? 0) - Date.now();
+      return left > 0 ? this.#arm(delivery, left) : this.#expire(delivery, true);
+    }
     this.#end(delivery, 'revoked', 'lease expired');
     const { event, consumer, attempt } = delivery;
     this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });

@@ -212,8 +212,11 @@ export interface DeliveryLedger {
   claimAtAppend?(group: GroupRecord, claimer: AppendClaimer | undefined): void;
   /** Applies each action in one transaction; per action, the delivery it ended, or undefined when it was not current. */
   apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>>;
-  /** The current (open) delivery `delivery` and its domain, for a settle that did not come through the gateway holding it. */
-  delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined>;
+  /**
+   * The current (open) delivery `delivery`, its domain and its lease's deadline (ms; undefined: none),
+   * for a settle that did not come through the gateway holding it, and for that gateway's lease timer.
+   */
+  delivery(delivery: string): Promise<(DeliveryRef & { domain: string; deadline: number | undefined }) | undefined>;
   /** Moves the lease's deadline; false when `delivery` is not the row's current delivery. */
   extend(delivery: string, deadline: number): Promise<boolean>;
   /** Releases every lease `owner` holds (a gateway stopping), attempts taken back; returns how many. */

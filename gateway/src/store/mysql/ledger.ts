@@ -423,11 +423,11 @@ export class MysqlLedger implements DeliveryLedger {
     });
   }
 
-  async delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined> {
+  async delivery(delivery: string): Promise<(DeliveryRef & { domain: string; deadline: number | undefined }) | undefined> {
     const [row] = await this.#do('read the delivery', (pool) =>
-      select<RefRow>(pool, `SELECT event_id, domain, gname, grp, name, attempts, delivery FROM eventflow_delivery WHERE delivery = ? AND outcome IS NULL`, [delivery]),
+      select<RefRow & { deadline: number | string | null }>(pool, `SELECT event_id, domain, gname, grp, name, attempts, delivery, deadline FROM eventflow_delivery WHERE delivery = ? AND outcome IS NULL`, [delivery]),
     );
-    return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Number(row.attempts), domain: row.domain };
+    return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Number(row.attempts), domain: row.domain, deadline: row.deadline === null ? undefined : Number(row.deadline) };
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {

@@ -15,7 +15,7 @@ import { AppendClaims } from './append-claims.js';
 import { ADDED, INDEXES, TABLES } from './ledger-schema.js';
 import { GroupRows, PAGE_SIZES, PERSIST_MS, type KnownGroup, type Taken } from './group-rows.js';
 
-type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number };
+type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; deadline: number | null };
 
 
 /** `consumed` answers kept at most (see #consumed). */
@@ -358,12 +358,12 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   #current(delivery: string): RefRow | undefined {
-    return this.#sql.get<RefRow>(`SELECT event_id, domain, gname, grp, name, attempts FROM eventflow_delivery WHERE delivery = @delivery AND outcome IS NULL`, { delivery });
+    return this.#sql.get<RefRow>(`SELECT event_id, domain, gname, grp, name, attempts, deadline FROM eventflow_delivery WHERE delivery = @delivery AND outcome IS NULL`, { delivery });
   }
 
-  async delivery(delivery: string): Promise<(DeliveryRef & { domain: string }) | undefined> {
+  async delivery(delivery: string): Promise<(DeliveryRef & { domain: string; deadline: number | undefined }) | undefined> {
     const row = this.#current(delivery);
-    return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: row.attempts, domain: row.domain };
+    return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: row.attempts, domain: row.domain, deadline: row.deadline ?? undefined };
   }
 
   async extend(delivery: string, deadline: number): Promise<boolean> {
