@@ -7,7 +7,8 @@
  *    gateways); all handled;
  *  - the retry policy: attempts and backoff as configured, then a dead letter with the last error;
  *  - settles bound to their delivery: a connection whose token may not consume the row's domain,
- *    or a delivery that is no longer current, is refused, and nothing is recorded.
+ *    or a delivery that is no longer current, is refused, and nothing is recorded;
+ *  - dead letters listed by the domains the token may consume, in the store's query (paged right).
  */
 import { describe, expect, it } from 'vitest';
 import { isEventflowError, listDeadLetters, listGroups, PROTOCOL_VERSION, type EventflowClient, type StoredEvent } from '@eventflow/core';
@@ -187,6 +188,25 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       expect((await victim.request('settle', { delivery: second.delivery, outcome: 'success' })).type).toBe('result');
       expect(await cluster.outcome(id, 'bank')).toBe('success');
       victim.ws.close();
+    });
+
+    it("a token's dead letters are listed without naming its domain while another domain has more, newer ones (a page read for all domains, filtered after, was empty)", async () => {
+      const cluster = await start({ jwt: true });
+      const token = cluster.token;
+      if (!token) throw new Error('this cluster cannot run with tokens');
+      const busy = cluster.client(0, await token({ consume: ['payroll'], publish: ['payroll'] }));
+      const mine = cluster.client(0, await token({ consume: ['shop', 'shop.*'], publish: ['shop'] }));
+      const retry = { attempts: 1 };
+      await mine.consume('shop', 'ship', (_event: StoredEvent, context) => context.retry(0, new Error('courier down')), { group: 'couriers', retry });
+      const id = await mine.publish({ domain: 'shop', name: 'ship', pid: 'o1' });
+      await eventually(async () => (await listDeadLetters(mine, { domain: 'shop' })).length === 1, 10_000, 'its dead letter');
+      await busy.consume('payroll', 'pay', (_event: StoredEvent, context) => context.retry(0, new Error('bank down')), { group: 'bank', retry });
+      await Promise.all(Array.from({ length: 12 }, (_, i) => busy.publish({ domain: 'payroll', name: 'pay', pid: `p${i}` })));
+      await eventually(async () => (await listDeadLetters(busy, { domain: 'payroll' })).length === 12, 10_000, "the other domain's dead letters");
+      // Newest first, pages of 5: the first pages of all domains hold only payroll's.
+      expect(await listDeadLetters(mine, { limit: 5 })).toMatchObject([{ eventId: id, domain: 'shop', group: 'couriers', lastError: 'courier down' }]);
+      expect(await listDeadLetters(mine, { limit: 5, offset: 1 })).toEqual([]);
+      expect(await listDeadLetters(busy, { limit: 5, offset: 10 })).toHaveLength(2);
     });
   });
 }

@@ -47,7 +47,10 @@ export const manageOperations: ManageOperations = {
 
   async deadLetters(session, { domain, limit, offset }) {
     if (domain !== undefined && !session.may('consume', domain)) return { deadLetters: [] };
-    const letters = await session.context.store.ledger().deadLetters({ domain, limit: limit ?? DEFAULT_PAGE, offset: offset ?? 0 });
+    // Without a domain, the store reads only the domains the token may consume (its patterns, in SQL).
+    const domains = domain === undefined ? session.patterns('consume') : undefined;
+    if (domains?.length === 0) return { deadLetters: [] };
+    const letters = await session.context.store.ledger().deadLetters({ domain, domains, limit: limit ?? DEFAULT_PAGE, offset: offset ?? 0 });
     return { deadLetters: letters.filter((letter) => session.may('consume', letter.domain)) };
   },
 

@@ -83,6 +83,11 @@ export interface LedgerDeadLetter {
 
 export interface DeadLetterQuery {
   domain?: string | undefined;
+  /**
+   * Without a domain: only the domains these token patterns (glob.ts) match; undefined: every domain.
+   * In the query, so that a page holds the caller's dead letters, not those of all domains filtered after.
+   */
+  domains?: readonly string[] | undefined;
   limit: number;
   offset: number;
 }

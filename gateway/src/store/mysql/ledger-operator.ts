@@ -6,6 +6,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { DeadLetterQuery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter } from '../ledger.js';
 import { CLAIMABLE_V4, cut, DEFAULT_GROUP, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { likePatterns } from '../catalog.js';
 import { FIRED } from './rows.js';
 import { affected, select } from './statements.js';
 import { ID_TABLE, num, toRecord, type GroupRow } from './ledger-rows.js';
@@ -83,15 +84,17 @@ export class MysqlLedgerOperator {
     });
   }
 
-  async deadLetters({ domain, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
-    const where = domain === undefined ? '' : 'AND d.domain = ?';
+  async deadLetters({ domain, domains, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
+    const where = `${domain === undefined ? '' : 'AND d.domain = ?'} ${
+      domains === undefined ? '' : `AND EXISTS (SELECT 1 FROM JSON_TABLE(?, '$[*]' COLUMNS (p VARCHAR(1024) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) g WHERE e.domain LIKE g.p ESCAPE '!')`
+    }`;
     const rows = await this.#run.do('read the dead letters', (pool) =>
       select<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: Date }>(
         pool,
         `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.gname, d.grp, d.attempts, d.last_error AS lastError, d.updated AS at
          FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' ${where}
          ORDER BY d.updated DESC, d.event_id DESC LIMIT ? OFFSET ?`,
-        [...(domain === undefined ? [] : [domain]), limit, offset],
+        [...(domain === undefined ? [] : [domain]), ...(domains === undefined ? [] : [JSON.stringify(likePatterns(domains))]), limit, offset],
       ),
     );
     return rows.map(({ gname, grp, lastError, at, ...row }) => ({

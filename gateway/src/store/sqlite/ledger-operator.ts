@@ -4,6 +4,7 @@
  */
 import type { DeadLetterQuery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter } from '../ledger.js';
 import { CLAIMABLE_V4, DEFAULT_GROUP, keyOf, ledgerColumns } from '../ledger.js';
+import { globPatterns } from '../catalog.js';
 import { eventScope, toRecord, type GroupRow, type LedgerSql } from './ledger-sql.js';
 import { now } from './statements.js';
 
@@ -64,13 +65,13 @@ export class SqliteLedgerOperator {
     });
   }
 
-  async deadLetters({ domain, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
-    const where = domain === undefined ? '' : 'AND d.domain = @domain';
+  async deadLetters({ domain, domains, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
+    const where = `${domain === undefined ? '' : 'AND d.domain = @domain'} ${domains === undefined ? '' : 'AND EXISTS (SELECT 1 FROM json_each(@patterns) g WHERE d.domain GLOB g.value)'}`;
     const rows = this.#sql.all<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: string }>(
       `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.gname, d.grp, d.attempts, d.last_error AS lastError, d.updated AS at
        FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' ${where}
        ORDER BY d.updated DESC, d.rowid DESC LIMIT @limit OFFSET @offset`,
-      { domain: domain ?? null, limit, offset },
+      { domain: domain ?? null, patterns: JSON.stringify(globPatterns(domains ?? [])), limit, offset },
     );
     return rows.map(({ gname, grp, lastError, ...row }) => ({ ...row, consumes: keyOf(row.domain, gname, grp, row.name).name, group: grp, lastError: lastError ?? '' }));
   }
