@@ -82,6 +82,8 @@ describe('consumer groups', () => {
     out = '';
     expect(await runCli(['dead-letters', '--url', h.gateway.url, '--limit', '5'], io)).toBe(0);
     expect(out).toBe('');
+    expect(err).toBe('no dead letters (the gateway lists those of the domains the token may consume only)\n');
+    err = '';
     expect(await runCli(['group-delete', 'jobs', 'run', 'audit', '--url', h.gateway.url], io)).toBe(1);
     expect(err).toMatch(/^E_EVENTFLOW_GROUP_IN_USE: deleteGroup: jobs › run \(group "audit"\) has 1 member registered on this gateway; stop its workers/);
     await consumer.remove();

@@ -325,7 +325,7 @@ function prepare(
       const spec: readonly string[] = Object.hasOwn(manageCommands, name) ? manageCommands[name as keyof typeof manageCommands].args : [];
       for (const [index, arg] of args.entries()) check(arg, spec[index] ?? 'argument');
       const page = { ...(values.limit === undefined ? {} : { limit: parseCount(values.limit, '--limit', 1, MAX_PAGE) }), ...(values.offset === undefined ? {} : { offset: parseCount(values.offset, '--offset') }) };
-      const run = prepareManage(name, args, page, line);
+      const run = prepareManage(name, args, page, line, (text) => void stderr.write(text));
       if (!run) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `unknown command ${JSON.stringify(name)}`);
       return run;
     }

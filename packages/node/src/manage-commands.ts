@@ -34,13 +34,21 @@ export class NothingDone extends Error {
 
 const groupLabel = (domain: string, name: string, group: string): string => `${domain} › ${name} (${group === '' ? 'the default group' : `group ${JSON.stringify(group)}`})`;
 
-/** What runs a manage command on a connected client; `page` is --limit/--offset. */
-export function prepareManage(name: string, args: readonly string[], page: { limit?: number; offset?: number }, line: Line): ((client: EventflowClient) => Promise<void>) | undefined {
+/**
+ * An empty list, said on stderr (stdout stays what scripts parse): the gateway lists only what the
+ * token may consume, so "none" and "none you may see" look alike, and a person took one for the other.
+ */
+const none = (what: string, domain: string | undefined): string => `no ${what}${domain === undefined ? '' : ` in ${domain}`} (the gateway lists those of the domains the token may consume only)\n`;
+
+/** What runs a manage command on a connected client; `page` is --limit/--offset; `note` writes to stderr. */
+export function prepareManage(name: string, args: readonly string[], page: { limit?: number; offset?: number }, line: Line, note: (text: string) => void): ((client: EventflowClient) => Promise<void>) | undefined {
   const [first, second, third, fourth] = args;
   switch (name) {
     case 'groups':
       return async (client) => {
-        for (const group of await listGroups(client, first)) line(group);
+        const groups = await listGroups(client, first);
+        if (groups.length === 0) note(none('consumer groups', first));
+        for (const group of groups) line(group);
       };
     case 'group-delete':
       return async (client) => {
@@ -50,7 +58,9 @@ export function prepareManage(name: string, args: readonly string[], page: { lim
       };
     case 'dead-letters':
       return async (client) => {
-        for (const letter of await listDeadLetters(client, { ...(first === undefined ? {} : { domain: first }), ...page })) line(letter);
+        const letters = await listDeadLetters(client, { ...(first === undefined ? {} : { domain: first }), ...page });
+        if (letters.length === 0 && (page.offset ?? 0) === 0) note(none('dead letters', first));
+        for (const letter of letters) line(letter);
       };
     case 'dead-letter-requeue':
     case 'dead-letter-discard': {

@@ -148,6 +148,15 @@ describe('the CLI on a gateway with EVENTFLOW_AUTH=jwt', () => {
     expect(await cli(['dead-letter-discard', id, 'jobs', 'send', 'mail'], env)).toMatchObject({ code: 0, stdout: '{"discarded":true}\n' });
   });
 
+  it('an empty list of groups or dead letters says on stderr that it holds only what the token may consume; stdout stays empty, exit 0', async () => {
+    const env = { EVENTFLOW_TOKEN: await mint('jobs:consume') };
+    const groups = await cli(['groups', 'payroll'], env);
+    expect(groups).toEqual({ code: 0, stdout: '', stderr: 'no consumer groups in payroll (the gateway lists those of the domains the token may consume only)\n' });
+    const letters = await cli(['dead-letters'], env);
+    expect(letters).toMatchObject({ code: 0, stdout: '' });
+    expect(letters.stderr).toBe('no dead letters (the gateway lists those of the domains the token may consume only)\n');
+  });
+
   it('requeueing or discarding an unknown dead letter, or deleting an unknown group, prints false and exits 1 saying what was not found', async () => {
     const token = await mint('jobs:consume,manage');
     const requeue = await cli(['dead-letter-requeue', 'no-such-event', 'jobs', 'run'], { EVENTFLOW_TOKEN: token });
