@@ -171,4 +171,17 @@ describe('consumer groups', () => {
       await attacker.close();
     }
   });
+
+  it("the groups of a domain are counted alone: another domain's groups are not read for them", async () => {
+    h = await startHarness();
+    const client = h.client();
+    for (const domain of ['shop', 'payroll']) await (await client.consume(domain, 'run', () => undefined, { group: 'g' })).remove();
+    const ledger = h.gateway.store.ledger();
+    const counted: Array<readonly string[] | undefined> = [];
+    const groups = ledger.groups.bind(ledger);
+    ledger.groups = (at, domains) => (counted.push(domains), groups(at, domains));
+    expect((await listGroups(client, 'shop')).map((group) => group.domain)).toEqual(['shop']);
+    expect((await listGroups(client)).map((group) => group.domain)).toEqual(['payroll', 'shop']);
+    expect(counted).toEqual([['shop'], undefined]);
+  });
 });

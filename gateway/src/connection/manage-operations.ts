@@ -24,7 +24,8 @@ export const manageOperations: ManageOperations = {
   async groups(session, { domain }) {
     const { store, dispatcher } = session.context;
     if (domain !== undefined && !session.may('consume', domain)) return { groups: [] };
-    const all = await store.ledger().groups(Date.now());
+    // A domain named: only its groups are counted (every group's counts are scans of its ledger and events).
+    const all = await store.ledger().groups(Date.now(), domain === undefined ? undefined : [domain]);
     const visible = all.filter((group) => (domain === undefined || group.domain === domain) && session.may('consume', group.domain));
     return { groups: visible.map(({ oldestPendingAt, ...group }) => ({ ...group, members: dispatcher.members(group), ...(oldestPendingAt ? { oldestPendingAt } : {}) })) };
   },
