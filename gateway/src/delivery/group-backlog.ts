@@ -75,6 +75,8 @@ export class GroupBacklog {
    * cannot tell `covered` (MySQL: a batch may commit before the route of the one before it).
    */
   readonly #leasedAtAppend = new Set<string>();
+  /** Event id → the store deadline of its lease taken at append, until the commit hands it out (cleared once no lease is asked for). */
+  readonly #appendDeadlines = new Map<string, number>();
   /**
    * The last claim came up short and nothing but routes came since: the events routed and not leased at
    * their append (`#unleased`) are all a claim can find, so it claims just as many, and appends go on
@@ -94,15 +96,20 @@ export class GroupBacklog {
    * instead of after its route.
    */
   readonly #claimer: AppendClaimer = {
-    lease: () => {
+    lease: (event) => {
       const backlog = this.#backlog;
       if (!this.#live || backlog.stopped || this.#free() - this.#reserved - this.#atAppend <= 0) return undefined;
       this.#atAppend += 1;
       const now = Date.now();
-      return { owner: backlog.leases.owner, consumer: backlog.leases.consumerId, deadline: now + backlog.leases.leaseMs, now };
+      const deadline = now + backlog.leases.leaseMs;
+      this.#appendDeadlines.set(event.id, deadline);
+      return { owner: backlog.leases.owner, consumer: backlog.leases.consumerId, deadline, now };
     },
     committed: (claimed, given, covered) => {
       this.#atAppend -= given;
+      const deadlines = claimed.map((one) => this.#appendDeadlines.get(one.event.id) ?? Date.now() + this.#backlog.leases.leaseMs);
+      if (this.#atAppend === 0) this.#appendDeadlines.clear();
+      else for (const one of claimed) this.#appendDeadlines.delete(one.event.id);
       if (covered !== undefined) this.#leasedUpTo = Math.max(this.#leasedUpTo, covered);
       else {
         // Bounded: one forgotten costs a claim.
@@ -112,13 +119,14 @@ export class GroupBacklog {
       // Called by the store right after its commit: nothing here may fail the append. A lease not
       // handed out runs out and its event is claimed again.
       try {
-        this.#hand(claimed);
+        this.#hand(claimed, (_, i) => deadlines[i] as number);
       } catch (error) {
         this.#backlog.failed(this.key, error);
       }
     },
     abandoned: (given) => {
       this.#atAppend -= given;
+      if (this.#atAppend === 0) this.#appendDeadlines.clear();
     },
   };
 
@@ -249,6 +257,7 @@ export class GroupBacklog {
       for (const member of this.#members()) maxAttempts = Math.max(maxAttempts, leases.maxAttempts(member));
       if (maxAttempts === 0) maxAttempts = leases.maxAttempts(undefined);
       const now = Date.now();
+      const deadline = now + leases.leaseMs;
       // From here the claim reads the store: a signal or route after this may be something it does not see.
       this.#dirty = false;
       if (!live) this.#unleased = 0;
@@ -257,7 +266,7 @@ export class GroupBacklog {
         owner: leases.owner,
         consumer: leases.consumerId,
         secret: randomBytes(16).toString('hex'),
-        deadline: now + leases.leaseMs,
+        deadline,
         now,
         limit,
         maxAttempts,
@@ -280,7 +289,7 @@ export class GroupBacklog {
         this.#dirty = true;
       }
       if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
-      this.#hand(result.claimed);
+      this.#hand(result.claimed, () => deadline);
       if (result.claimed.length + result.dead.length < limit && !result.missing) {
         // Drained, unless something changed while it was being read (routes: the events a live claim takes).
         if (!this.#dirty) {
@@ -304,16 +313,19 @@ export class GroupBacklog {
     this.wake();
   }
 
-  /** Claimed events to members with free credit, in turn; those none can take are given back. */
-  #hand(claimed: readonly Claimed[]): void {
+  /**
+   * Claimed events to members with free credit, in turn, each under the lease its claim wrote
+   * (`deadline`); those none can take, and those whose lease ran out before the claim came back, are
+   * given back.
+   */
+  #hand(claimed: readonly Claimed[], deadline: (one: Claimed, index: number) => number): void {
     const backlog = this.#backlog;
     const unsent = [];
-    for (const one of claimed) {
+    for (const [i, one] of claimed.entries()) {
       const stale = backlog.leases.supersede(this.key, one.event.id);
       const member = this.#next(stale ?? this.#avoid.get(one.event.id));
       this.#avoid.delete(one.event.id);
-      if (member && !backlog.stopped) backlog.leases.open(member, this.key, one);
-      else unsent.push(one);
+      if (!member || backlog.stopped || !backlog.leases.open(member, this.key, one, deadline(one, i))) unsent.push(one);
     }
     if (unsent.length > 0) void backlog.leases.giveBack(this.key, unsent);
   }

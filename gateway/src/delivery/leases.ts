@@ -158,9 +158,13 @@ export class Leases {
     return delivery.consumer;
   }
 
-  /** A claimed event goes to `consumer` (which has credit for it): open from now on, and sent. */
-  open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed): void {
+  /** A claimed event goes to `consumer` (with credit for it), open until `deadline`, the lease its claim wrote; false, nothing sent, once that has passed (the store stalled the claim): another gateway may hold the event by then. */
+  open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed, deadline: number): boolean {
     const started = Date.now();
+    if (deadline <= started) {
+      this.#log.warn('a claim came back after its lease had run out in the store (the store was slow); handing the event back', { event: event.id, group: key.group, lateMs: started - deadline });
+      return false;
+    }
     const span = deliverySpan(event, key.group, attempt, `${consumer.peer.id}/${consumer.handle}`, started);
     const delivery: Delivery = { id, event, consumer, key, attempt, timer: undefined, settling: false, expired: false, report: undefined, started, span };
     // Queue time: from the event's store (its timestamp) to this start.
@@ -168,8 +172,9 @@ export class Leases {
     this.#open.set(id, delivery);
     this.#byEvent.set(`${ledgerId(key)}\u0000${event.id}`, delivery);
     consumer.open += 1;
-    this.#arm(delivery, this.#leaseMs);
+    this.#arm(delivery, deadline - started); // the store's deadline: the claim's round trips are part of the lease
     consumer.peer.sendDelivery(consumer.handle, id, attempt, event);
+    return true;
   }
 
   /** Claimed, but nobody here has credit for it any more (its members left meanwhile): back to pending at once, not counted. */
@@ -309,14 +314,15 @@ export class Leases {
       return (await this.#ledger().extend(deliveryId, Date.now() + granted)) ? granted : undefined;
     }
     if (delivery.consumer.peer !== peer) return undefined;
-    if (!(await this.#ledger().extend(deliveryId, Date.now() + granted))) {
+    const deadline = Date.now() + granted;
+    if (!(await this.#ledger().extend(deliveryId, deadline))) {
       if (this.#open.get(deliveryId) === delivery) {
         this.#end(delivery, 'superseded', 'not the current delivery any more');
         this.#events.ended(delivery.consumer, delivery.key, 'none');
       }
       return undefined;
     }
-    if (this.#open.get(deliveryId) === delivery) this.#arm(delivery, granted);
+    if (this.#open.get(deliveryId) === delivery) this.#arm(delivery, Math.max(0, deadline - Date.now())); // the deadline written, not `granted` from the answer
     return granted;
   }
 

@@ -1,0 +1,86 @@
+/**
+ * Gateways on one MariaDB database over NATS, one of them (B) reaching the database through a proxy
+ * that stops passing bytes without closing (a stalled link, healed later): a claim or an append
+ * that leased events before the stall comes back after their leases ran out in the store, while
+ * another gateway may take them over at once. B must not hand such a delivery to its consumer under
+ * a lease of its own: the event would run on two gateways at once, neither lease expired as its
+ * consumer sees it.
+ */
+import { describe, expect, it } from 'vitest';
+import { createClient, type EventflowClient } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+import { eventually, sleep } from '@eventflow/test-support/wait';
+import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { natsUnavailable, natsUrl, uniqueSubjectPrefix } from '@eventflow/test-support/nats';
+import { metric, natsGatewaySettings } from './nats-support.js';
+import { startPartitionProxy } from './partition-proxy.js';
+
+const databases = useTestDatabases();
+const unavailable = mysqlUnavailable ?? natsUnavailable;
+if (unavailable !== undefined) console.warn(`Skipping the store-stall tests: ${unavailable}`);
+
+const LEASE = 2_000;
+const JOBS = 4;
+
+describe.skipIf(unavailable !== undefined)("one gateway's link to the store stalls past the lease, then heals", () => {
+  for (const path of ['claim', 'append'] as const) {
+    it(`a lease taken by ${path === 'claim' ? 'a claim' : 'an append'} whose answer came after the lease ran out is not handed out: no job runs on two gateways at once`, async () => {
+      const db = await databases.fresh();
+      const proxy = await startPartitionProxy(db.options.port, db.options.host);
+      databases.onCleanup(() => proxy.close());
+      const settings = { ...natsGatewaySettings(db, natsUrl, uniqueSubjectPrefix()), EVENTFLOW_CONSUME_LEASE_MS: LEASE };
+      const a: Gateway = await startGateway(settings);
+      databases.onCleanup(() => a.close());
+      const b: Gateway = await startGateway({ ...settings, EVENTFLOW_MYSQL_PORT: proxy.port });
+      databases.onCleanup(() => b.close());
+      const client = (gateway: Gateway): EventflowClient => {
+        const c = createClient(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
+        databases.onCleanup(() => c.close({ drainTimeout: 100 }));
+        return c;
+      };
+      const running = new Map<string, number>();
+      const runs: Array<{ gateway: string; id: string }> = [];
+      let overlaps = 0;
+      const handler = (gateway: string) => async (event: { id: string }): Promise<void> => {
+        const now = (running.get(event.id) ?? 0) + 1;
+        running.set(event.id, now);
+        if (now > 1) overlaps += 1;
+        runs.push({ gateway, id: event.id });
+        // Shorter than a lease: a second run while this one is under way is a delivery open twice.
+        await sleep(LEASE / 2);
+        running.set(event.id, (running.get(event.id) ?? 1) - 1);
+      };
+      const onB = client(b);
+      await onB.consume('stall', 'job', handler('b'), { group: 'workers', concurrency: JOBS });
+      const publisher = client(path === 'claim' ? a : b);
+      // A first job: B's member has drained the group and waits (for the append path: its appends lease).
+      await publisher.publish({ domain: 'stall', name: 'job', pid: 'first' });
+      const successes = async (): Promise<number> => Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = 'workers' AND outcome = 'success'`))[0]?.n);
+      const claims = async (): Promise<number> => (await metric(b, 'eventflow_store_operation_seconds_count{operation="ledger.claim"}')) ?? 0;
+      await eventually(async () => (await successes()) === 1, 10_000, 'the first job done');
+      // The claim its settle made has come back: B's next claim is its timer's, which reads the head.
+      const claimed = await claims();
+      await eventually(async () => (await claims()) > claimed, 10_000, "B's claim after the settle");
+
+      proxy.partition();
+      // Claim path: stored through A, B's claim (its group timer, or the route) is held by the stall.
+      // Append path: stored through B, whose append transaction leases them for its idle member.
+      const published = Promise.all(Array.from({ length: JOBS }, (_, i) => publisher.publish({ domain: 'stall', name: 'job', pid: `p${i}` }, { timeout: 30_000 })));
+      if (path === 'claim') await published;
+      // Time is what is tested: the leases taken before the stall run out during it.
+      await sleep(LEASE + 1_500);
+      proxy.heal();
+      // A member on A from now on: its claims take over any lease that ran out in the store.
+      await client(a).consume('stall', 'job', handler('a'), { group: 'workers', concurrency: JOBS });
+      await published;
+      await eventually(async () => (await successes()) === 1 + JOBS, 20_000, 'every job done');
+      await eventually(() => [...running.values()].every((n) => n === 0), 10_000, 'the handlers to return');
+      console.info(`${path} stalled past the lease: runs ${JSON.stringify(runs.map((run) => run.gateway))}, ${overlaps} at once`);
+      expect(overlaps).toBe(0);
+      // Handed back without an attempt counted: the handler never ran under the stale lease.
+      expect(runs.length).toBe(1 + JOBS);
+      const attempts = await db.query<{ attempts: number }>(`SELECT attempts FROM eventflow_delivery WHERE grp = 'workers'`);
+      expect(attempts.map((row) => Number(row.attempts))).toEqual(Array(1 + JOBS).fill(1));
+    }, 60_000);
+  }
+});
