@@ -32,6 +32,17 @@ describe('NATS subjects', () => {
     expect(subjects.event('orders', '*')).toBe('eventflow.prod.event.orders._2A');
     expect(subjects.event('a.b', 'c d')).toBe('eventflow.prod.event.a_2Eb.c_20d');
   });
+
+  it('reads the domain back from an event subject (pattern subscriptions hear of every domain), and nothing from another subject', () => {
+    const subjects = new Subjects('eventflow.prod');
+    expect(subjects.anyEvent).toBe('eventflow.prod.event.*.*');
+    for (const domain of ['orders', 'shop.eu', 'a b *>', '_x_', 'ü']) expect(subjects.domainOf(subjects.event(domain, 'placed'))).toBe(domain);
+    expect(subjects.domainOf('eventflow.prod.resync')).toBeUndefined();
+    expect(subjects.domainOf('other.event.orders.placed')).toBeUndefined();
+    // Not what escapeToken makes: a stray `_` or a lowercase escape.
+    expect(subjects.domainOf('eventflow.prod.event.a_2.placed')).toBeUndefined();
+    expect(subjects.domainOf('eventflow.prod.event.a_2e.placed')).toBeUndefined();
+  });
 });
 
 describe('what arrives over NATS', () => {

@@ -4,7 +4,7 @@
  * stops and restarts it.
  */
 import { describe, expect, it } from 'vitest';
-import { createClient, type StoredEvent } from '@eventflow/core';
+import { createClient, namespacePattern, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually, fence, FENCE_PID, isFence, sleep } from '@eventflow/test-support/wait';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
@@ -145,6 +145,37 @@ describe.skipIf(unavailable !== undefined)('gateways on NATS', () => {
     await fence(() => worker.readEventlog('jobs', 'j0'));
     expect([...handled.keys()].sort()).toEqual([...jobs].sort());
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
+  }, 60_000);
+
+  it.skipIf(natsServerUnavailable !== undefined)('a pattern subscription on gateway A gets what B publishes in the domains it matches, once and in order, also across a NATS restart', async () => {
+    const nats = await startPrivateNats();
+    databases.onCleanup(() => nats.dispose());
+    const { gateways, client } = await startCluster(2, nats.url);
+    const [a, b] = gateways as [Gateway, Gateway];
+    // A's only registration is the pattern: no (domain, name) interest makes it hear of these domains.
+    const seen: StoredEvent[] = [];
+    let fenced = false;
+    await client(a).subscribe(namespacePattern('shop.*'), '*', (event) => void (isFence(event) ? (fenced = true) : seen.push(event)));
+    const publisher = client(b);
+    const ids: string[] = [];
+    const publish = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        // Domains A has never heard of, and one the pattern does not match.
+        ids.push(await publisher.publish({ domain: i % 2 ? 'shop.eu' : `shop.new${ids.length}`, name: 'placed', pid: `p${ids.length}` }));
+        await publisher.publish({ domain: 'shopping.eu', name: 'placed', pid: `q${ids.length}` });
+      }
+    };
+    await publish(6);
+    await eventually(() => seen.length === 6, 10_000, "B's events at A's pattern subscription");
+
+    await nats.stop();
+    await eventually(async () => (await readyz(a)).body.status === 'degraded', 10_000, 'a degraded');
+    await publish(4);
+    await nats.start();
+    await eventually(() => seen.length === 10, 15_000, 'what B published while NATS was down');
+    await publish(2);
+    await fence(() => publisher.publish({ domain: 'shop.eu', name: 'placed', pid: `${FENCE_PID}1` }), () => fenced, 10_000);
+    expect(seen.map((event) => event.id)).toEqual(ids);
   }, 60_000);
 
   it.skipIf(natsServerUnavailable !== undefined)('a gateway whose NATS is down at start serves anyway, degraded, and becomes ready when NATS comes up', async () => {

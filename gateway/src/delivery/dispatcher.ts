@@ -63,6 +63,9 @@ export class Dispatcher implements RouteTarget {
   readonly #backlog: Backlog;
   readonly #patternIndex = new PatternIndex();
   readonly #patterns: PatternPump;
+  readonly #router: Pick<Router, 'setPatternInterest'>;
+  /** What the router was last told: whether there is a pattern subscription here. */
+  #patternsTold = false;
   /** domain → the position up to which its published events have been handed out. */
   readonly #cursors = new Map<string, number>();
   /** domain → the running pump; a second notification meanwhile asks for one more pass. */
@@ -78,6 +81,7 @@ export class Dispatcher implements RouteTarget {
 
   constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
     this.#store = store;
+    this.#router = router;
     this.#markOrphans = options.markOrphans ?? router.kind === 'local';
     this.#maxGroupsPerDomain = options.maxGroupsPerDomain ?? configDefaults.EVENTFLOW_MAX_GROUPS_PER_DOMAIN;
     this.#metrics = options.metrics ?? noMetrics;
@@ -119,11 +123,25 @@ export class Dispatcher implements RouteTarget {
   subscribePattern(peer: Peer, handle: string, filter: PatternFilter, head: number): void {
     this.#patternIndex.add(peer, handle, filter);
     this.#patterns.added(head);
+    this.#patternInterest();
   }
 
   unsubscribePattern(peer: Peer, handle: string): void {
     this.#patternIndex.remove(peer, handle);
     this.#patterns.emptied();
+    this.#patternInterest();
+  }
+
+  /** Tells the router when the first pattern subscription came or the last one went (Router.setPatternInterest). */
+  #patternInterest(): void {
+    const interested = this.#patternIndex.count > 0;
+    if (interested === this.#patternsTold) return;
+    this.#patternsTold = interested;
+    this.#router.setPatternInterest?.(interested);
+  }
+
+  routePatterns(domain: string | undefined): void {
+    if (domain === undefined || this.#patternIndex.matches(domain)) this.#patterns.notify();
   }
 
   /** Events published before this position were routed by an earlier run; routing starts after it. */
@@ -244,6 +262,7 @@ export class Dispatcher implements RouteTarget {
     this.#fanOut.removePeer(peer);
     this.#patternIndex.removePeer(peer);
     this.#patterns.emptied();
+    this.#patternInterest();
     for (const gone of this.#consumers.removePeer(peer)) this.#backlog.left(groupOf(gone));
     this.#waits.removePeer(peer);
     await this.#leases.recall((consumer) => consumer.peer === peer, 'connection closed');

@@ -143,6 +143,11 @@ export class PatternIndex {
     return found;
   }
 
+  /** Whether any pattern subscription's pattern matches `domain` (its filters not applied). */
+  matches(domain: string): boolean {
+    return this.#count > 0 && this.#matching(domain).length > 0;
+  }
+
   /** Whether any pattern subscription takes the event. */
   wants(event: StoredEvent): boolean {
     return this.#count > 0 && this.#matching(event.domain).some((entry) => takes(entry, event));

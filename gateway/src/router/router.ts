@@ -18,6 +18,12 @@ export interface RouteTarget {
    * consumer claim is free and it has no outcome, without reaching subscribers or waits again.
    */
   routeAnnounced(event: StoredEvent): Promise<void>;
+  /**
+   * Another gateway stored events in `domain` (undefined: in any domain, as after a reconnect): the
+   * pattern subscriptions here read what is new, if a pattern of theirs matches it. For a router that
+   * hears only of the (domain, name) pairs this gateway is interested in (`setPatternInterest`).
+   */
+  routePatterns?(domain: string | undefined): void;
 }
 
 /** A router's readiness (`/readyz`): why not, as a short reason, never an error message. */
@@ -45,6 +51,12 @@ export interface Router {
   publish(event: StoredEvent, claimed?: boolean): Promise<void>;
   /** This gateway's connections gained their first, or lost their last, interest in (domain, name). */
   setInterest(domain: string, name: string, interested: boolean): void;
+  /**
+   * This gateway's connections gained their first, or lost their last, pattern subscription: a
+   * pattern may match any domain, so a router that routes by interest must hear of every domain's
+   * events then (and tell `RouteTarget.routePatterns`).
+   */
+  setPatternInterest?(interested: boolean): void;
   /** Readiness for `/readyz`, for a router that can be degraded (the hub router reports `connected` instead). */
   status?(): RouterStatus;
   /** An event was scheduled through this gateway: tell the other gateways' schedulers. */

@@ -72,6 +72,8 @@ export class NatsRouter implements Router {
   readonly #scheduledListeners: Array<() => void> = [];
   #target: RouteTarget | undefined;
   #connection: NatsConnection | undefined;
+  /** Whether this gateway has pattern subscriptions, and its subscription to every event subject for them. */
+  #patterns: { subscription: Subscription | undefined } | undefined;
   /** Connected and subscribed: announcements get through. */
   #ready = false;
   #closed = false;
@@ -128,6 +130,16 @@ export class NatsRouter implements Router {
     }
   }
 
+  setPatternInterest(interested: boolean): void {
+    if (!interested) {
+      this.#patterns?.subscription?.unsubscribe();
+      this.#patterns = undefined;
+    } else if (!this.#patterns) {
+      this.#patterns = { subscription: undefined };
+      if (this.#connection) this.#subscribePatterns(this.#connection, true);
+    }
+  }
+
   status(): RouterStatus {
     // Without NATS this gateway still serves its own clients fully: degraded, not out of service.
     return this.#ready ? { ready: true } : { ready: true, degraded: true, reason: 'no NATS connection' };
@@ -174,6 +186,7 @@ export class NatsRouter implements Router {
     connection.subscribe(this.#subjects.resync, { callback: (_, message) => void (this.#accept(message, false) && this.#resync()) });
     connection.subscribe(this.#subjects.scheduled, { callback: (_, message) => void (this.#accept(message, false) && this.#rescanScheduled()) });
     for (const interest of this.#interests.values()) this.#subscribe(connection, interest, false);
+    if (this.#patterns) this.#subscribePatterns(connection, false);
     void this.#watch(connection);
     void connection.closed().then((error) => {
       if (this.#closed || this.#connection !== connection) return;
@@ -227,6 +240,22 @@ export class NatsRouter implements Router {
     if (isNew) void connection.flush().then(() => this.#pull(domain), () => undefined);
   }
 
+  /**
+   * Pattern subscriptions take any domain a pattern matches, also one nobody here is otherwise
+   * interested in: every event subject wakes their pump (coalesced there), for domains they match.
+   */
+  #subscribePatterns(connection: NatsConnection, isNew: boolean): void {
+    const patterns = this.#patterns;
+    if (!patterns) return;
+    patterns.subscription = connection.subscribe(this.#subjects.anyEvent, {
+      callback: (_, message) => {
+        const domain = this.#accept(message, true) ? this.#subjects.domainOf(message.subject) : undefined;
+        if (domain !== undefined) this.#target?.routePatterns?.(domain);
+      },
+    });
+    if (isNew) void connection.flush().then(() => this.#target?.routePatterns?.(undefined), () => undefined);
+  }
+
   /** Announces routed events: one notification per event, on its (domain, name) subject. */
   #announce(events: readonly StoredEvent[]): void {
     // Not connected: the resync after the reconnect covers these.
@@ -247,6 +276,7 @@ export class NatsRouter implements Router {
   #resync(): void {
     const domains = new Set([...this.#interests.values()].map((interest) => interest.domain));
     for (const domain of domains) this.#pull(domain);
+    if (this.#patterns) this.#target?.routePatterns?.(undefined);
     // `scheduled` notifications are lost the same way.
     this.#rescanScheduled();
   }

@@ -47,6 +47,19 @@ export class Subjects {
     return `${this.#prefix}.event.${escapeToken(domain)}.${name === '*' ? '*' : escapeToken(name)}`;
   }
 
+  /** Every event subject: what a gateway with pattern subscriptions subscribes to (a pattern may match any domain). */
+  get anyEvent(): string {
+    return `${this.#prefix}.event.*.*`;
+  }
+
+  /** The domain of an event subject (`event`'s inverse), or undefined for another subject. */
+  domainOf(subject: string): string | undefined {
+    const start = `${this.#prefix}.event.`;
+    if (!subject.startsWith(start)) return undefined;
+    const token = subject.slice(start.length).split('.')[0] ?? '';
+    return /^(?:[A-Za-z0-9-]|_[0-9A-F]{2})+$/.test(token) ? unescapeToken(token) : undefined;
+  }
+
   /** A gateway (re)connected: everyone reads its interested domains from the store again. */
   get resync(): string {
     return `${this.#prefix}.resync`;
