@@ -4,7 +4,8 @@
  * that leased events before the stall comes back after their leases ran out in the store, while
  * another gateway may take them over at once. B must not hand such a delivery to its consumer under
  * a lease of its own: the event would run on two gateways at once, neither lease expired as its
- * consumer sees it.
+ * consumer sees it. Likewise an extend whose write stalled: the delivery stays open here only until
+ * the deadline that write put in the store.
  */
 import { describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient } from '@eventflow/core';
@@ -83,4 +84,47 @@ describe.skipIf(unavailable !== undefined)("one gateway's link to the store stal
       expect(attempts.map((row) => Number(row.attempts))).toEqual(Array(1 + JOBS).fill(1));
     }, 60_000);
   }
+
+  it("an extend whose write stalled: the delivery is revoked here when the store's lease ends, not a whole lease after the write's answer", async () => {
+    const db = await databases.fresh();
+    const proxy = await startPartitionProxy(db.options.port, db.options.host);
+    databases.onCleanup(() => proxy.close());
+    const b: Gateway = await startGateway({ ...natsGatewaySettings(db, natsUrl, uniqueSubjectPrefix()), EVENTFLOW_CONSUME_LEASE_MS: LEASE, EVENTFLOW_MYSQL_PORT: proxy.port });
+    databases.onCleanup(() => b.close());
+    const worker = createClient(b.url, { onError: () => undefined });
+    databases.onCleanup(() => worker.close({ drainTimeout: 100 }));
+    let delivered!: () => void;
+    const started = new Promise<void>((resolve) => (delivered = resolve));
+    let proceed!: () => void;
+    const extendNow = new Promise<void>((resolve) => (proceed = resolve));
+    let revokedAt: number | undefined;
+    await worker.consume(
+      'stall',
+      'job',
+      async (_event, { signal, extend }) => {
+        delivered();
+        await extendNow;
+        void extend(LEASE).catch(() => undefined);
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        revokedAt = Date.now();
+      },
+      // No free credit: no claim of this gateway's takes the lease over when it runs out in the store.
+      { group: 'workers', concurrency: 1 },
+    );
+    await worker.publish({ domain: 'stall', name: 'job', pid: 'p' });
+    await started;
+    const deadline = async (): Promise<number> => Number((await db.query<{ deadline: number }>(`SELECT deadline FROM eventflow_delivery WHERE grp = 'workers'`))[0]?.deadline);
+    const leased = await deadline();
+    proxy.partition();
+    proceed();
+    // Time is what is tested: the extend's write is held for half a lease, answered before the claim's lease ends.
+    await sleep(LEASE / 2);
+    proxy.heal();
+    await eventually(async () => (await deadline()) > leased, 10_000, 'the extend written');
+    const extended = await deadline();
+    await eventually(() => revokedAt !== undefined, 3 * LEASE, 'the delivery revoked');
+    console.info(`extend written with a deadline ${extended - leased} ms past the claim's; revoked ${(revokedAt as number) - extended} ms after it`);
+    // Before, its timer here ran a whole lease from the write's answer: half a lease past the store's deadline.
+    expect((revokedAt as number) - extended).toBeLessThan(LEASE / 4);
+  }, 60_000);
 });
