@@ -8,12 +8,18 @@
  * nothing. EVENTFLOW_METRICS_GROUP_LABELS=on labels them `domain`, `name`, `group` ('' = the
  * default group) for the METRICS_GROUP_SERIES groups with the most pending events, and sums the
  * rest under empty labels, so that a store with thousands of groups still answers a small scrape.
+ *
+ * A scrape waits for the read at most `timeoutMs` (EVENTFLOW_READY_TIMEOUT_MS, as /readyz): a store
+ * that does not answer (a link that stopped passing bytes) held every scrape until Prometheus gave
+ * up, so every other metric went missing with it, and a read that failed showed 0 pending. The
+ * gauges show the last reading the store answered instead, and `eventflow_group_reading_age_seconds`
+ * how old it is; one read at a time, however many scrapes wait.
  */
 import { Gauge, type Registry } from 'prom-client';
 import { METRICS_GROUP_SERIES } from './defaults.js';
 import type { GroupSummary } from './store/ledger.js';
 
-type Reading = { at: number; groups: Promise<GroupSummary[]> };
+type Reading = { at: number; done: Promise<unknown> };
 
 /** One gauge: its name, help, a group's value, and how values of several groups add up. */
 type GroupGauge = readonly [name: string, help: string, value: (group: GroupSummary, now: number) => number, combine: 'sum' | 'max'];
@@ -36,18 +42,42 @@ export interface GroupMetricsOptions {
   labelled: boolean;
   /** Groups with a series of their own when labelled (default METRICS_GROUP_SERIES). */
   series?: number;
+  /** How long a scrape waits for the store's read (EVENTFLOW_READY_TIMEOUT_MS). */
+  timeoutMs: number;
 }
 
 const OTHERS = { domain: '', name: '', group: '' };
 
-export function watchGroups(registry: Registry, read: () => Promise<GroupSummary[]>, { labelled, series = METRICS_GROUP_SERIES }: GroupMetricsOptions): void {
-  // One ledger read per scrape, shared by the gauges.
+export function watchGroups(registry: Registry, read: () => Promise<GroupSummary[]>, { labelled, series = METRICS_GROUP_SERIES, timeoutMs }: GroupMetricsOptions): void {
+  // One ledger read per scrape, shared by the gauges; none started while one is still unanswered.
   let reading: Reading | undefined;
-  const current = (): Promise<GroupSummary[]> => {
+  let inFlight: Promise<void> | undefined;
+  let last: { at: number; groups: GroupSummary[] } | undefined;
+  const current = async (): Promise<GroupSummary[]> => {
     const now = Date.now();
-    if (!reading || now - reading.at > 500) reading = { at: now, groups: read().catch(() => []) };
-    return reading.groups;
+    if (!reading || now - reading.at > 500) {
+      inFlight ??= read()
+        .then(
+          (groups) => void (last = { at: Date.now(), groups }),
+          () => undefined,
+        )
+        .finally(() => (inFlight = undefined));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+      reading = { at: now, done: Promise.race([inFlight, waited]).finally(() => clearTimeout(timer)) };
+    }
+    await reading.done;
+    return last?.groups ?? [];
   };
+  new Gauge({
+    name: 'eventflow_group_reading_age_seconds',
+    help: 'Seconds since the consumer groups\' gauges were read from the store: about 0 when this scrape read them; they show an older reading while the store does not answer (+Inf: never read).',
+    registers: [registry],
+    async collect() {
+      await current();
+      this.set(last === undefined ? Number.POSITIVE_INFINITY : (Date.now() - last.at) / 1000);
+    },
+  });
   new Gauge({
     name: 'eventflow_groups',
     help: 'Consumer groups in the store.',

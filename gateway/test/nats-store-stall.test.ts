@@ -85,6 +85,45 @@ describe.skipIf(unavailable !== undefined)("one gateway's link to the store stal
     }, 60_000);
   }
 
+  it('/metrics answers within EVENTFLOW_READY_TIMEOUT_MS while the store does not, with the groups\' last reading and its age', async () => {
+    const db = await databases.fresh();
+    const proxy = await startPartitionProxy(db.options.port, db.options.host);
+    databases.onCleanup(() => proxy.close());
+    const READY_TIMEOUT = 1_000;
+    const b: Gateway = await startGateway({ ...natsGatewaySettings(db, natsUrl, uniqueSubjectPrefix()), EVENTFLOW_MYSQL_PORT: proxy.port, EVENTFLOW_READY_TIMEOUT_MS: READY_TIMEOUT });
+    databases.onCleanup(() => b.close());
+    const worker = createClient(b.url, { onError: () => undefined });
+    databases.onCleanup(() => worker.close({ drainTimeout: 100 }));
+    // One job in flight for good, two pending behind it.
+    await worker.consume('stall', 'job', () => new Promise<void>(() => undefined), { group: 'workers', concurrency: 1 });
+    for (let i = 0; i < 3; i++) await worker.publish({ domain: 'stall', name: 'job', pid: `p${i}` });
+    await eventually(async () => (await metric(b, 'eventflow_group_pending')) === 2 && (await metric(b, 'eventflow_group_in_flight')) === 1, 10_000, 'the backlog in /metrics');
+    expect(await metric(b, 'eventflow_group_reading_age_seconds')).toBeLessThan(1);
+
+    proxy.partition();
+    let slowest = 0;
+    let age = 0;
+    let scrapes = 0;
+    // Scrapes until one shows a reading older than a read's wait: each answered in time, with the last reading.
+    while (age < READY_TIMEOUT / 1000) {
+      const asked = Date.now();
+      const response = await fetch(`${b.httpUrl}metrics`, { signal: AbortSignal.timeout(10_000) });
+      const text = await response.text();
+      slowest = Math.max(slowest, Date.now() - asked);
+      scrapes += 1;
+      const value = (series: string): number => Number(new RegExp(`^${series} (\\S+)$`, 'm').exec(text)?.[1]);
+      // Before, it answered only once the store did: never while the link was silent.
+      expect(response.status).toBe(200);
+      expect(slowest).toBeLessThan(READY_TIMEOUT + 1_000);
+      // The last reading, not a made-up empty backlog.
+      expect(value('eventflow_group_pending')).toBe(2);
+      age = value('eventflow_group_reading_age_seconds');
+    }
+    console.info(`/metrics with the store link silent: ${scrapes} scrapes, the slowest answered in ${slowest} ms; groups last read ${age} s before`);
+    proxy.heal();
+    await eventually(async () => ((await metric(b, 'eventflow_group_reading_age_seconds')) ?? Infinity) < 1, 10_000, 'a fresh reading');
+  }, 60_000);
+
   it("an extend whose write stalled: the delivery is revoked here when the store's lease ends, not a whole lease after the write's answer", async () => {
     const db = await databases.fresh();
     const proxy = await startPartitionProxy(db.options.port, db.options.host);

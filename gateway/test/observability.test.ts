@@ -210,6 +210,7 @@ describe('/metrics', () => {
       eventflow_group_redelivered: 'gauge',
       eventflow_group_dead_letters: 'gauge',
       eventflow_group_oldest_pending_age_seconds: 'gauge',
+      eventflow_group_reading_age_seconds: 'gauge',
     });
     for (const value of ['unique-event-id', 'some-domain', 'some-pid']) expect(text).not.toContain(value);
   });
@@ -239,6 +240,7 @@ describe('/metrics', () => {
       'eventflow_group_in_flight',
       'eventflow_group_oldest_pending_age_seconds',
       'eventflow_group_pending',
+      'eventflow_group_reading_age_seconds',
       'eventflow_group_redelivered',
     ]);
   });

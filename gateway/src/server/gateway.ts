@@ -163,7 +163,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
   const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
-  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()), { labelled: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on' });
+  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()), { labelled: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on', timeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS });
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
   const dispatcher = new Dispatcher(store, router, id, log, {
