@@ -163,6 +163,9 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
   const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
+  // Several gateways on one database compare each other's lease deadlines by their own clocks.
+  const stopClockCheck = !dependencies.store && settings.EVENTFLOW_STORE === 'mysql' && settings.EVENTFLOW_ROUTER !== 'local' ? (await import('../store/mysql/clock-check.js')).watchDatabaseClock(mysqlOptions(settings), settings.EVENTFLOW_CONSUME_LEASE_MS, log) : undefined;
+  if (stopClockCheck) undo.push(stopClockCheck);
   if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()), { labelled: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on', timeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS });
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
@@ -343,6 +346,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
           http.close(() => resolve());
           http.closeAllConnections();
         });
+        stopClockCheck?.();
         await router.close();
         await mesh?.pool.end();
         await store.close();
