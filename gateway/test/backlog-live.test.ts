@@ -32,9 +32,11 @@ function setUp() {
     maxAttempts: () => 5,
     supersede: () => undefined,
     held: () => [],
+    now: () => Date.now(),
     open: (member: ConsumerRef, _key: unknown, claimed: { event: StoredEvent }) => {
       member.open += 1;
       opened.push(claimed.event.id);
+      return true;
     },
     giveBack: async () => undefined,
     deadLettered: () => undefined,

@@ -306,7 +306,7 @@ export class Dispatcher implements RouteTarget {
     if (event.position > (this.#cursors.get(event.domain) ?? this.#start)) return this.route(event);
     for (const key of this.#consumers.groupsFor(event.domain, event.name)) {
       if (key.group !== DEFAULT_GROUP) continue;
-      if (this.#leases.isOpen(key, event.id)) await this.#store.retakeConsumerClaim(event.id, this.#claimant, { owner: this.#leases.owner, now: Date.now() });
+      if (this.#leases.isOpen(key, event.id)) await this.#store.retakeConsumerClaim(event.id, this.#claimant, { owner: this.#leases.owner, now: this.#leases.now() });
       else this.#backlog.signalLedger(key);
     }
   }

@@ -100,14 +100,14 @@ export class GroupBacklog {
       const backlog = this.#backlog;
       if (!this.#live || backlog.stopped || this.#free() - this.#reserved - this.#atAppend <= 0) return undefined;
       this.#atAppend += 1;
-      const now = Date.now();
+      const now = backlog.leases.now();
       const deadline = now + backlog.leases.leaseMs;
       this.#appendDeadlines.set(event.id, deadline);
       return { owner: backlog.leases.owner, consumer: backlog.leases.consumerId, deadline, now };
     },
     committed: (claimed, given, covered) => {
       this.#atAppend -= given;
-      const deadlines = claimed.map((one) => this.#appendDeadlines.get(one.event.id) ?? Date.now() + this.#backlog.leases.leaseMs);
+      const deadlines = claimed.map((one) => this.#appendDeadlines.get(one.event.id) ?? this.#backlog.leases.now() + this.#backlog.leases.leaseMs);
       if (this.#atAppend === 0) this.#appendDeadlines.clear();
       else for (const one of claimed) this.#appendDeadlines.delete(one.event.id);
       if (covered !== undefined) this.#leasedUpTo = Math.max(this.#leasedUpTo, covered);
@@ -147,7 +147,7 @@ export class GroupBacklog {
     });
     const joined = await record;
     this.#ordered = joined.ordered;
-    this.#joinedUntil = Date.now() + GROUP_POLL_MS;
+    this.#joinedUntil = this.#backlog.leases.now() + GROUP_POLL_MS;
     this.signal();
     return joined;
   }
@@ -256,7 +256,7 @@ export class GroupBacklog {
       let maxAttempts = 0;
       for (const member of this.#members()) maxAttempts = Math.max(maxAttempts, leases.maxAttempts(member));
       if (maxAttempts === 0) maxAttempts = leases.maxAttempts(undefined);
-      const now = Date.now();
+      const now = leases.now();
       const deadline = now + leases.leaseMs;
       // From here the claim reads the store: a signal or route after this may be something it does not see.
       this.#dirty = false;
@@ -296,7 +296,7 @@ export class GroupBacklog {
           this.#drained = this.#unleased === 0;
           this.#live = !record.ordered;
         }
-        const now = Date.now();
+        const now = leases.now();
         this.#arm(Math.min(result.nextDue ?? Infinity, now + (now < this.#joinedUntil ? JOINED_RETRY_MS : GROUP_POLL_MS)));
         if (this.#live && !backlog.stopped && !this.#left) backlog.ledger().claimAtAppend?.(record, this.#claimer);
       }
@@ -305,7 +305,7 @@ export class GroupBacklog {
       this.#failures += 1;
       backlog.failed(this.key, error);
       this.#drained = true;
-      this.#arm(Date.now() + Math.min(GROUP_POLL_MS, 50 * 2 ** Math.min(this.#failures, 5)));
+      this.#arm(backlog.leases.now() + Math.min(GROUP_POLL_MS, 50 * 2 ** Math.min(this.#failures, 5)));
     } finally {
       this.#inFlight -= 1;
       this.#reserved -= limit;
@@ -354,7 +354,7 @@ export class GroupBacklog {
     return fallback;
   }
 
-  /** One timer: the earliest time something of the group may be claimable again. */
+  /** One timer: the earliest time (the lease clock's) something of the group may be claimable again. */
   #arm(at: number): void {
     if (this.#backlog.stopped || this.#left || (this.#timer !== undefined && this.#timerAt <= at)) return;
     clearTimeout(this.#timer);
@@ -364,7 +364,7 @@ export class GroupBacklog {
       this.#timer = undefined;
       this.#timerAt = Infinity;
       if (this.#members().length > 0) this.signal();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()) + 5));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - this.#backlog.leases.now()) + 5));
     this.#timer.unref();
   }
 }

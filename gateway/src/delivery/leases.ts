@@ -27,6 +27,8 @@ import type { LedgerWriter } from './ledger-writer.js';
 import type { Peer } from './peer.js';
 import { retryDelay } from './retry-policy.js';
 import { deliverySpan, endDelivery } from '../tracing.js';
+import { LeaseClock } from '../store/lease-clock.js';
+import type { LeaseEvents, LeaseOptions, Settlement } from './lease-types.js';
 import type { Span } from '@opentelemetry/api';
 
 interface Delivery {
@@ -53,28 +55,7 @@ interface Delivery {
   readonly span: Span | undefined;
 }
 
-export interface LeaseOptions {
-  /** How long a delivery stays open without being settled or extended (EVENTFLOW_CONSUME_LEASE_MS). */
-  leaseMs?: number;
-  /** Deliveries of one event before it is failed as a dead letter, without a retry policy (EVENTFLOW_CONSUME_MAX_ATTEMPTS). */
-  maxAttempts?: number;
-}
-
-/** What becomes of a delivery: an outcome, a hand-back (`release`), or a retry after `delayMs`. */
-export type Settlement = { outcome: 'success' | 'failed'; error?: string | undefined } | { outcome: 'release' } | { outcome: 'retry'; delayMs: number; error?: string | undefined };
-
-export interface LeaseEvents {
-  /**
-   * A delivery of `consumer` ended (its credit is free again). `change`: `pending` its event is
-   * pending again for the group; `settled` it has an outcome (a later event of its pid may now be
-   * taken, in an ordered group); `none` the store did not take what ended it. `unsettled`: the event
-   * it ended without an outcome (its lease ran out, its consumer left): another member is preferred
-   * for it.
-   */
-  ended(consumer: ConsumerRef | undefined, key: GroupKey, change: 'pending' | 'settled' | 'none', unsettled?: string): void;
-  /** A consume ended failed: the handler threw, or the event became a dead letter. */
-  failed(eventId: string, message: string, attempt: number): void;
-}
+export type { LeaseEvents, LeaseOptions, Settlement } from './lease-types.js';
 
 type Metric = 'success' | 'failed' | 'released' | 'retried' | 'dead_lettered';
 
@@ -100,6 +81,7 @@ export class Leases {
   readonly #metrics: GatewayMetrics;
   readonly #leaseMs: number;
   readonly #maxAttempts: number;
+  readonly #clock: LeaseClock;
   readonly #events: LeaseEvents;
   readonly #open = new Map<string, Delivery>();
   /** ledgerId + event id → its open delivery here. */
@@ -118,11 +100,17 @@ export class Leases {
     this.#metrics = metrics;
     this.#leaseMs = options.leaseMs ?? configDefaults.EVENTFLOW_CONSUME_LEASE_MS;
     this.#maxAttempts = options.maxAttempts ?? configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS;
+    this.#clock = options.clock ?? new LeaseClock();
     this.#events = events;
   }
 
   get leaseMs(): number {
     return this.#leaseMs;
+  }
+
+  /** Now, on the clock leases are written and compared by (store/lease-clock.ts). */
+  now(): number {
+    return this.#clock.now();
   }
 
   get stopped(): boolean {
@@ -161,8 +149,9 @@ export class Leases {
   /** A claimed event goes to `consumer` (with credit for it), open until `deadline`, the lease its claim wrote; false, nothing sent, once that has passed (the store stalled the claim): another gateway may hold the event by then. */
   open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed, deadline: number): boolean {
     const started = Date.now();
-    if (deadline <= started) {
-      this.#log.warn('a claim came back after its lease had run out in the store (the store was slow); handing the event back', { event: event.id, group: key.group, lateMs: started - deadline });
+    const left = deadline - this.now();
+    if (left <= 0) {
+      this.#log.warn('a claim came back after its lease had run out in the store (the store was slow); handing the event back', { event: event.id, group: key.group, lateMs: -left });
       return false;
     }
     const span = deliverySpan(event, key.group, attempt, `${consumer.peer.id}/${consumer.handle}`, started);
@@ -172,7 +161,7 @@ export class Leases {
     this.#open.set(id, delivery);
     this.#byEvent.set(`${ledgerId(key)}\u0000${event.id}`, delivery);
     consumer.open += 1;
-    this.#arm(delivery, deadline - started); // the store's deadline: the claim's round trips are part of the lease
+    this.#arm(delivery, left); // the store's deadline: the claim's round trips are part of the lease
     consumer.peer.sendDelivery(consumer.handle, id, attempt, event);
     return true;
   }
@@ -277,11 +266,11 @@ export class Leases {
         // Without a policy, v4's rule: a throw records failed.
         if (!policy) return { action: { kind: 'outcome', delivery: id, outcome: 'failed', error: settlement.error }, metric: 'failed', failure: message };
         if (attempt >= policy.attempts) return dead(message);
-        return { action: { kind: 'release', delivery: id, availableAt: Date.now() + retryDelay(policy, attempt), error: message }, metric: 'retried', failure: undefined };
+        return { action: { kind: 'release', delivery: id, availableAt: this.now() + retryDelay(policy, attempt), error: message }, metric: 'retried', failure: undefined };
       }
       case 'retry':
         if (last) return dead(settlement.error ?? 'retry');
-        return { action: { kind: 'release', delivery: id, availableAt: Date.now() + settlement.delayMs, error: settlement.error }, metric: 'retried', failure: undefined };
+        return { action: { kind: 'release', delivery: id, availableAt: this.now() + settlement.delayMs, error: settlement.error }, metric: 'retried', failure: undefined };
       case 'release':
         if (last) return dead('released');
         return { action: { kind: 'release', delivery: id }, metric: 'released', failure: undefined };
@@ -311,10 +300,10 @@ export class Leases {
     if (!delivery) {
       const held = mayNameDelivery(deliveryId) ? await this.#ledger().delivery(deliveryId) : undefined;
       if (!held || !(peer.mayConsume?.(held.domain) ?? false)) return undefined;
-      return (await this.#ledger().extend(deliveryId, Date.now() + granted)) ? granted : undefined;
+      return (await this.#ledger().extend(deliveryId, this.now() + granted)) ? granted : undefined;
     }
     if (delivery.consumer.peer !== peer) return undefined;
-    const deadline = Date.now() + granted;
+    const deadline = this.now() + granted;
     if (!(await this.#ledger().extend(deliveryId, deadline))) {
       if (this.#open.get(deliveryId) === delivery) {
         this.#end(delivery, 'superseded', 'not the current delivery any more');
@@ -322,7 +311,7 @@ export class Leases {
       }
       return undefined;
     }
-    if (this.#open.get(deliveryId) === delivery) this.#arm(delivery, Math.max(0, deadline - Date.now())); // the deadline written, not `granted` from the answer
+    if (this.#open.get(deliveryId) === delivery) this.#arm(delivery, Math.max(0, deadline - this.now())); // the deadline written, not `granted` from the answer
     return granted;
   }
 

@@ -13,6 +13,7 @@ import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
 import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
 import { watchGroups } from '../group-metrics.js';
+import { LeaseClock } from '../store/lease-clock.js';
 import { operations } from '../connection/operations.js';
 import { guardClientErrors, guardRequest, guardUpgrade, refuseUpgrade } from './http-guard.js';
 import { httpHandler } from './http.js';
@@ -163,15 +164,17 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
   const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id);
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
-  // Several gateways on one database compare each other's lease deadlines by their own clocks.
-  const stopClockCheck = !dependencies.store && settings.EVENTFLOW_STORE === 'mysql' && settings.EVENTFLOW_ROUTER !== 'local' ? (await import('../store/mysql/clock-check.js')).watchDatabaseClock(mysqlOptions(settings), settings.EVENTFLOW_CONSUME_LEASE_MS, log) : undefined;
+  // Several gateways on one database take over each other's leases: on the database's clock.
+  const leaseClock = new LeaseClock();
+  const stopClockCheck = !dependencies.store && settings.EVENTFLOW_STORE === 'mysql' && settings.EVENTFLOW_ROUTER !== 'local' ? await (await import('../store/mysql/clock-check.js')).watchDatabaseClock(mysqlOptions(settings), leaseClock, log) : undefined;
   if (stopClockCheck) undo.push(stopClockCheck);
-  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(Date.now()), { labelled: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on', timeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS });
+  if (prometheus) watchGroups(prometheus.registry, () => givenStore.ledger().groups(leaseClock.now()), { labelled: settings.EVENTFLOW_METRICS_GROUP_LABELS === 'on', timeoutMs: settings.EVENTFLOW_READY_TIMEOUT_MS });
   if (prometheus && hubConnections(givenRouter) !== undefined) prometheus.watchHubs(() => hubConnections(givenRouter) ?? 0);
   if (prometheus && givenRouter.status) prometheus.watchRouterDegraded(() => givenRouter.status?.().degraded === true);
   const dispatcher = new Dispatcher(store, router, id, log, {
     leaseMs: settings.EVENTFLOW_CONSUME_LEASE_MS,
     maxAttempts: settings.EVENTFLOW_CONSUME_MAX_ATTEMPTS,
+    clock: leaseClock,
     maxGroupsPerDomain: settings.EVENTFLOW_MAX_GROUPS_PER_DOMAIN,
     metrics,
   });

@@ -1,14 +1,14 @@
 /**
- * This gateway's clock against the database server's. Gateways on one MySQL database write lease
- * deadlines by their own clock and take over leases that ran out by theirs: a gateway whose clock is
- * ahead by a few seconds takes over other gateways' leases that much early, and runs their events
- * beside the consumers still holding them (a 10 s lease was taken over after 4 s by a gateway 6 s
- * ahead); one behind leaves leases of gateways that died that much longer. Nothing here corrects it
- * (the gateways' clocks are the operator's, kept by NTP); it is measured at start and every minute,
- * and an offset past CLOCK_WARN_MS, or a tenth of the lease, is logged, each time it is seen.
+ * This gateway's clock against the database server's. Gateways on one MySQL database take over each
+ * other's consume leases, so they write and compare them on one clock, the database's: the offset
+ * measured here corrects this gateway's lease clock (store/lease-clock.ts). Before, each used its
+ * own, and a gateway 6 s ahead took a 10 s lease of another over after 4 s (the event ran on both).
+ * Measured at start (awaited) and every minute. What stays on this gateway's own clock (event
+ * timestamps, when a scheduled event is due) is why an offset past CLOCK_WARN_MS is logged.
  */
 import { createConnection } from 'mysql2/promise';
 import type { Logger } from '../../log.js';
+import type { LeaseClock } from '../lease-clock.js';
 import type { MysqlStoreOptions } from './mysql.js';
 
 /** An offset this large (ms) is worth an operator's look whatever the lease. */
@@ -30,24 +30,25 @@ export async function databaseClockOffset(options: MysqlStoreOptions): Promise<{
   }
 }
 
-/** Checks at start and every minute; returns what stops it. */
-export function watchDatabaseClock(options: MysqlStoreOptions, leaseMs: number, log: Logger): () => void {
-  const limit = Math.min(CLOCK_WARN_MS, leaseMs / 10);
+/** Measures at start (resolves after that first reading, or its failure) and every minute; resolves with what stops it. */
+export async function watchDatabaseClock(options: MysqlStoreOptions, clock: LeaseClock, log: Logger): Promise<() => void> {
+  let warned = false;
   const check = async (): Promise<void> => {
     try {
       const { offsetMs, roundTripMs } = await databaseClockOffset(options);
+      clock.offsetMs = offsetMs;
       // Half the round trip is what one reading cannot tell apart.
-      if (Math.abs(offsetMs) - roundTripMs / 2 <= limit) return;
-      const direction = offsetMs < 0 ? 'ahead of' : 'behind';
-      log.warn(
-        `this gateway's clock is ${Math.round(Math.abs(offsetMs))} ms ${direction} the database server's: leases are compared across gateways by their clocks, so ${offsetMs < 0 ? "this gateway takes over other gateways' leases that much early (their events may run twice at once)" : 'other gateways take over its leases that much early'}; synchronise the clocks (NTP)`,
-        { offsetMs: Math.round(offsetMs), roundTripMs, leaseMs },
-      );
+      const off = Math.abs(offsetMs) - roundTripMs / 2 > CLOCK_WARN_MS;
+      if (off && !warned) {
+        const by = `${Math.round(Math.abs(offsetMs))} ms ${offsetMs < 0 ? 'ahead of' : 'behind'}`;
+        log.warn(`this gateway's clock is ${by} the database server's: consume leases go by the database's clock, but event timestamps and scheduled events' due times by this one; synchronise the clocks (NTP)`, { offsetMs: Math.round(offsetMs), roundTripMs });
+      }
+      warned = off;
     } catch {
-      // The store's own checks (/readyz) report an unreachable database.
+      // The store's own checks (/readyz) report an unreachable database; the last offset stays.
     }
   };
-  void check();
+  await check();
   const timer = setInterval(() => void check(), CHECK_EVERY_MS);
   timer.unref();
   return () => clearInterval(timer);
