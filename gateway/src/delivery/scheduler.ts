@@ -21,6 +21,8 @@ export interface SchedulerOptions {
   /** Reports a problem (a hub writes a log row). */
   log(message: string, error?: unknown): void;
   pollMs: number;
+  /** Now (ms) as due times are compared: the database's clock with several gateways (store/lease-clock.ts); Date.now by default. */
+  now?: () => number;
 }
 
 export class Scheduler {
@@ -86,6 +88,10 @@ export class Scheduler {
     await this.#running;
   }
 
+  #now(): number {
+    return this.#options.now?.() ?? Date.now();
+  }
+
   async #arm(): Promise<void> {
     if (this.#stopped) return;
     try {
@@ -100,7 +106,7 @@ export class Scheduler {
     if (this.#stopped || (this.#armedFor !== undefined && this.#armedFor <= at)) return;
     clearTimeout(this.#timer);
     this.#armedFor = at;
-    this.#timer = setTimeout(() => this.#fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+    this.#timer = setTimeout(() => this.#fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - this.#now())));
     this.#timer.unref();
   }
 
@@ -109,7 +115,7 @@ export class Scheduler {
     this.#running = this.#running.then(async () => {
       if (this.#stopped) return;
       try {
-        for (const event of await this.#options.store.claimDueScheduled(new Date())) {
+        for (const event of await this.#options.store.claimDueScheduled(new Date(this.#now()))) {
           let routed = false;
           try {
             routed = await this.#options.fire(event);
@@ -124,7 +130,7 @@ export class Scheduler {
         }
       } catch (error) {
         this.#failures += 1;
-        const now = Date.now();
+        const now = this.#now();
         this.#backoffUntil = now + Math.min(GROUP_POLL_MS, this.#options.pollMs, RETRY_MIN_MS * 2 ** Math.min(this.#failures - 1, 10));
         // Logged once per poll while it goes on.
         if (now - this.#loggedAt >= this.#options.pollMs) {

@@ -189,6 +189,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     log: (message, error) => log.error(message, { error }),
     // Events scheduled through this gateway re-arm the timer at once; the poll finds other processes'.
     pollMs: SCHEDULER_POLL_MS,
+    // Due by the database's clock, as leases: a gateway whose clock is ahead does not fire them early.
+    now: () => leaseClock.now(),
   });
   scheduler.start();
   // Events scheduled through other gateways, as soon as they say so (else at the scheduler's poll).

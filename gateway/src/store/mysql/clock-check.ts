@@ -3,8 +3,8 @@
  * other's consume leases, so they write and compare them on one clock, the database's: the offset
  * measured here corrects this gateway's lease clock (store/lease-clock.ts). Before, each used its
  * own, and a gateway 6 s ahead took a 10 s lease of another over after 4 s (the event ran on both).
- * Measured at start (awaited) and every minute. What stays on this gateway's own clock (event
- * timestamps, when a scheduled event is due) is why an offset past CLOCK_WARN_MS is logged.
+ * Scheduled events are fired by it too. Measured at start (awaited) and every minute. What stays on
+ * this gateway's own clock (event timestamps) is why an offset past CLOCK_WARN_MS is logged.
  */
 import { createConnection } from 'mysql2/promise';
 import type { Logger } from '../../log.js';
@@ -41,7 +41,7 @@ export async function watchDatabaseClock(options: MysqlStoreOptions, clock: Leas
       const off = Math.abs(offsetMs) - roundTripMs / 2 > CLOCK_WARN_MS;
       if (off && !warned) {
         const by = `${Math.round(Math.abs(offsetMs))} ms ${offsetMs < 0 ? 'ahead of' : 'behind'}`;
-        log.warn(`this gateway's clock is ${by} the database server's: consume leases go by the database's clock, but event timestamps and scheduled events' due times by this one; synchronise the clocks (NTP)`, { offsetMs: Math.round(offsetMs), roundTripMs });
+        log.warn(`this gateway's clock is ${by} the database server's: consume leases and scheduled events go by the database's clock, but event timestamps by this one; synchronise the clocks (NTP)`, { offsetMs: Math.round(offsetMs), roundTripMs });
       }
       warned = off;
     } catch {
