@@ -407,7 +407,7 @@ export class Leases {
     // The store's deadline ends the lease, not this timer: the client, back on another gateway (this one not knowing its
     // connection gone), may have extended it there. Handed back here, the event ran again beside the handler granted that.
     if (!checked) {
-      const left = ((await this.#ledger().delivery(delivery.id).catch(() => undefined))?.deadline ?? 0) - Date.now();
+      const left = ((await this.#ledger().delivery(delivery.id).catch(() => undefined))?.deadline ?? 0) - this.now();
       return left > 0 ? this.#arm(delivery, left) : this.#expire(delivery, true);
     }
     this.#end(delivery, 'revoked', 'lease expired');
