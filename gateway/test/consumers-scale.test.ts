@@ -71,6 +71,7 @@ describe('250,000 members of one group', () => {
       leaseMs: 10_000,
       maxAttempts: (member: ConsumerRef | undefined) => member?.retry?.attempts ?? 5,
       held: () => [],
+      now: () => Date.now(),
     } as unknown as Leases;
     const log = { error: (_message: string, fields: { error: unknown }) => void errors.push(fields.error) } as unknown as Logger;
     const backlog = new Backlog(() => ledger, consumers, leases, log, () => undefined);
