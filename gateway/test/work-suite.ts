@@ -6,12 +6,14 @@
  *  - ordered groups: per pid one delivery at a time, in position order, across members (and
  *    gateways); all handled;
  *  - the retry policy: attempts and backoff as configured, then a dead letter with the last error;
+ *    a dead letter requeued in an ordered group waits for its pid's open delivery, then keeps its place;
+ *    a dead letter requeued in an ordered group waits for its pid's open delivery, then keeps its place;
  *  - settles bound to their delivery: a connection whose token may not consume the row's domain,
  *    or a delivery that is no longer current, is refused, and nothing is recorded;
  *  - dead letters listed by the domains the token may consume, in the store's query (paged right).
  */
 import { describe, expect, it } from 'vitest';
-import { isEventflowError, listDeadLetters, listGroups, PROTOCOL_VERSION, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { isEventflowError, listDeadLetters, listGroups, PROTOCOL_VERSION, requeueDeadLetter, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { connect } from '@eventflow/test-support/raw-socket';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 
@@ -91,6 +93,52 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       expect(seen.size).toBe(PIDS);
       for (const [pid, list] of seen) expect(list, pid).toEqual(Array.from({ length: PER }, (_, n) => n));
     }, 90_000);
+
+    it("ordered: a requeued dead letter waits while a later event of its pid is open, then goes before the pid's pending events", async () => {
+      const cluster = await start();
+      const operator = cluster.client(0);
+      const starts: string[] = [];
+      const running = new Set<string>();
+      const overlaps: string[] = [];
+      let healed = false;
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const handler = async (event: StoredEvent): Promise<void> => {
+        const step = `${event.pid}:${(event.data as { n: number }).n}`;
+        if (running.has(event.pid)) overlaps.push(`${step} while ${event.pid} had a delivery open`);
+        running.add(event.pid);
+        starts.push(step);
+        try {
+          if (step === 'a:0' && !healed) throw new Error('not yet');
+          if (step === 'a:1') await gate;
+        } finally {
+          running.delete(event.pid);
+        }
+      };
+      try {
+        for (const gateway of [0, 1]) await cluster.client(gateway).consume('requeue-order', 'step', handler, { group: 'process', ordered: true, concurrency: 4, retry: { attempts: 1 } });
+        const ids: string[] = [];
+        for (let n = 0; n < 3; n++) ids.push(await operator.publish({ domain: 'requeue-order', name: 'step', pid: 'a', data: { n } }));
+        // a:0 is a dead letter (one attempt), which counts as its outcome: a:1 goes, and is held open.
+        await eventually(() => starts.includes('a:1'), 10_000, 'a:1 to start after the dead letter of a:0');
+        healed = true;
+        expect(await requeueDeadLetter(operator, { eventId: ids[0] as string, domain: 'requeue-order', name: 'step', group: 'process' })).toBe(true);
+        // A claim made after the requeue: pid b's event is handled, a:0 (earlier, claimable or not) is not while a:1 is open.
+        await operator.publish({ domain: 'requeue-order', name: 'step', pid: 'b', data: { n: 0 } });
+        await eventually(() => starts.includes('b:0'), 10_000, 'b:0 to be handled');
+        expect(starts.filter((step) => step.startsWith('a:'))).toEqual(['a:0', 'a:1']);
+        // Also not sent to a:1's own member, whose client would hold it until a:1 returns: one delivery open, a:1's.
+        await eventually(async () => (await cluster.outcome(ids[0] as string, 'process')) === undefined && (await listGroups(operator, 'requeue-order'))[0]?.pending === 2, 10_000, 'a:0 and a:2 pending');
+        expect((await listGroups(operator, 'requeue-order'))[0]).toMatchObject({ inFlight: 1, pending: 2 });
+        open();
+        await eventually(() => starts.includes('a:2'), 10_000, 'a:2 to be handled');
+        expect(starts.filter((step) => step.startsWith('a:'))).toEqual(['a:0', 'a:1', 'a:0', 'a:2']);
+        expect(overlaps).toEqual([]);
+        await eventually(async () => (await cluster.outcome(ids[0] as string, 'process')) === 'success', 10_000, 'the requeued event to succeed');
+      } finally {
+        open();
+      }
+    });
 
     it('retry: a throwing handler is delivered again after the configured backoff, then its event is a dead letter with the last error', async () => {
       const cluster = await start();

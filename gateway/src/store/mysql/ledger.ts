@@ -21,6 +21,7 @@ import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-op
 import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
 import { recordedAlready, settleRows } from './ledger-settle.js';
+import { orderedClaimable } from '../ordered-claim.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
@@ -307,13 +308,11 @@ export class MysqlLedger implements DeliveryLedger {
         } else {
           // The first unsettled row of each pid, read without locks (a locking read would lock the
           // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
-          const sameName = v4 && key.name !== '*' ? 'AND o.name = d.name' : '';
           const firsts = await select<{ event_id: string }>(
             conn,
-            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free}
-               AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${sameName})
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} AND ${orderedClaimable('?', v4 && key.name !== '*')}
              ORDER BY d.position LIMIT ?`,
-            [...scope.params, ...freeParams, limit],
+            [...scope.params, ...freeParams, now, limit],
           );
           rows =
             firsts.length === 0

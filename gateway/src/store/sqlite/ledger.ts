@@ -13,6 +13,7 @@ import { LedgerSql, rowScope, toRecord, type GroupRow, type LedgerHooks } from '
 import { SqliteLedgerOperator } from './ledger-operator.js';
 import { AppendClaims } from './append-claims.js';
 import { ADDED, INDEXES, TABLES } from './ledger-schema.js';
+import { orderedClaimable } from '../ordered-claim.js';
 import { GroupRows, PAGE_SIZES, PERSIST_MS, type KnownGroup, type Taken } from './group-rows.js';
 
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; deadline: number | null };
@@ -196,7 +197,7 @@ export class SqliteLedger implements DeliveryLedger {
       // over deadlines: the expired ones, then the NULLs.
       const filter = `${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
            ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
-           ${group.ordered === 1 ? `AND NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.position < d.position AND o.outcome IS NULL ${v4 && key.name !== '*' ? 'AND o.name = d.name' : ''})` : ''}`;
+           ${group.ordered === 1 ? `AND ${orderedClaimable('@now', v4 && key.name !== '*')}` : ''}`;
       const from = `FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}`;
       const free = (size: number): string =>
         `SELECT d.rowid ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT ${size}`;

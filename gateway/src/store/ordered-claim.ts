@@ -1,0 +1,22 @@
+/**
+ * Which row of an ordered group's ledger (`d`) a claim may take, on both stores: the first unsettled
+ * row of its pid, and none while a later row of its pid holds a lease in force.
+ *
+ * The second part is for a dead letter requeued (`requeue`): its dead letter counted as its outcome,
+ * so the pid's next events went on, and one of them may be open when it comes back. Claimed then, the
+ * pid had two deliveries open at once (on two members). Once it is claimed, it is the pid's first
+ * unsettled row and holds the later ones back as any other. Only a row that was settled and has no
+ * attempt since (a requeued one; a hand-back not counted, rarely) is checked, so a claim does not read
+ * every later row of a pid with a long backlog.
+ */
+
+/**
+ * SQL for `d` being claimable in an ordered group. `now`: the claim's time as a parameter (`@now` on
+ * SQLite, `?` on MySQL, bound after the parameters that come before this text); `sameName`: the
+ * default group of a name, whose ledger is shared with the domain's other names.
+ */
+export function orderedClaimable(now: string, sameName: boolean): string {
+  const pid = `o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.outcome IS NULL ${sameName ? 'AND o.name = d.name' : ''}`;
+  return `NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position < d.position)
+    AND (d.attempts > 0 OR d.settled_at IS NULL OR NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position > d.position AND o.deadline > ${now}))`;
+}
