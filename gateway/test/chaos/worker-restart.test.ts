@@ -2,13 +2,14 @@
  * A Node worker with `concurrency` deliveries open while its gateway (a child process on SQLite) is
  * SIGKILLed or stopped with SIGTERM and started again: the handlers that finish meanwhile have their
  * settles sent again on the new connection and recorded (their leases are in the store), nothing
- * recorded is run again, and no more than `concurrency` handlers ever run at once; a request()
- * whose gateway is SIGKILLed between its publish and its outcome ends with the outcome.
+ * recorded is run again, and no more than `concurrency` handlers ever run at once; a failed settle
+ * sent again there is decided by the consumer's retry policy; a request() whose gateway is SIGKILLed
+ * between its publish and its outcome ends with the outcome.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { createClient, type EventflowClient } from '@eventflow/core';
+import { consuming, createClient, EventflowClient, webSocketConnector } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { freePort, kill9, startGatewayProcess, stop, type SpawnedProcess } from '@eventflow/test-support/gateway-process';
 import { useChaosLifecycle } from './support.js';
@@ -91,6 +92,51 @@ describe('a worker across gateway restarts (SQLite)', () => {
       await kill9(gateway.proc);
     }, 60_000);
   }
+
+  it("SIGKILL with a failed settle on its way: the retry policy decides it on the restarted gateway (a retry, not `failed`), also when the consumer's registration there comes after the settle is ready", async () => {
+    const port = await freePort();
+    const dbPath = join(temp.dir, 'retry-policy.db');
+    const env = { EVENTFLOW_CONSUME_LEASE_MS: LEASE };
+    let gateway: SpawnedProcess = await startGatewayProcess(port, dbPath, env);
+    const url = `ws://127.0.0.1:${port}/`;
+    // The first connection loses the settles (the gateway is killed before they arrive); on the next one,
+    // the consumer's registration is held back a moment (a gateway slow to record the group, say): the
+    // settle sent again is ready before it.
+    let connections = 0;
+    let settlesLost = 0;
+    const connect = webSocketConnector(url);
+    const worker = new EventflowClient(
+      async (signal) => {
+        const transport = await connect(signal);
+        const send = transport.send.bind(transport);
+        if (++connections === 1) transport.send = (frame) => void (frame.includes('"op":"settle') ? settlesLost++ : send(frame));
+        else transport.send = (frame) => void (frame.includes('"op":"consume"') ? setTimeout(() => send(frame), 500) : send(frame));
+        return transport;
+      },
+      { features: [consuming], reconnect: { minDelay: 20, maxDelay: 100 }, onError: () => undefined },
+    );
+    clients.push(worker);
+    const attempts: number[] = [];
+    await worker.consume(
+      'billing',
+      'charge',
+      (_event, { attempt }) => {
+        attempts.push(attempt);
+        if (attempt === 1) throw new Error('card declined');
+      },
+      { group: 'billing', retry: { attempts: 3, backoff: 'fixed', delayMs: 100 } },
+    );
+    const id = await client(url).publish({ domain: 'billing', name: 'charge', pid: 'p1' });
+    await eventually(() => settlesLost === 1, 10_000, 'the failed settle to be sent');
+    await kill9(gateway.proc);
+    gateway = await startGatewayProcess(port, dbPath, env);
+    const outcome = (): string | null | undefined => outcomes(dbPath, 'billing').get(id);
+    await eventually(() => outcome() === 'success' || outcome() === 'failed', LEASE, 'an outcome');
+    // The throw was the member's: a retry (attempt 2, which succeeds), not `failed` as without a policy.
+    expect(outcome()).toBe('success');
+    expect(attempts).toEqual([1, 2]);
+    await kill9(gateway.proc);
+  }, 60_000);
 
   it('SIGKILL between a request()\'s publish and its outcome: the request ends with the outcome, its event stored once and handled once', async () => {
     const port = await freePort();

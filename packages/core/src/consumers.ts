@@ -47,7 +47,8 @@ export class Consumers implements FeaturePart {
 
   constructor(host: FeatureHost) {
     this.#host = host;
-    this.#deliveries = new Deliveries(host.request, host.onError);
+    // A consumer removed or ended meanwhile is not registered again: its settles go out as they are.
+    this.#deliveries = new Deliveries(host.request, host.onError, (consumer) => !this.#entries.has(consumer) || host.registered.has(consumer));
   }
 
   opened(welcome: WelcomeFrame): void {
@@ -131,6 +132,7 @@ export class Consumers implements FeaturePart {
         // Removed while registering: take it back off the gateway.
         if (!this.#entries.has(consumer)) return void (await host.request('removeConsumer', { consumer }));
         host.registered.add(consumer);
+        this.#deliveries.registered();
         host.waiters.settle(consumer);
         // Handlers returned (or were lost) while it was on its way, unseen by onCredit: the gateway has a stale credit.
         if (!paused && credit !== slots.credit) slots.onCredit();

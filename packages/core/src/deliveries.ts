@@ -48,9 +48,12 @@ class Lease {
   lingered = false;
   /** It waits for a slot of `slots` (its handler has not started). */
   queued = false;
+  /** Its consumer's handle. */
+  readonly consumer: string;
 
-  constructor(deadline: number) {
+  constructor(deadline: number, consumer: string) {
     this.deadline = deadline;
+    this.consumer = consumer;
   }
 
   /** The handler's signal: aborted when the delivery is lost (connection dropped, or revoked). */
@@ -100,6 +103,7 @@ const later = (task: () => void): void => void (immediate ? immediate(task) : se
 export class Deliveries {
   readonly #send: Send;
   readonly #onError: (error: unknown) => void;
+  readonly #ready: (consumer: string) => boolean;
   /** Deliveries whose handler or settle is running, by id. */
   readonly #leases = new Map<string, Lease>();
   #leaseMs = GATEWAY_LEASE_MS;
@@ -108,9 +112,21 @@ export class Deliveries {
   #queue: QueuedSettle[] = [];
   #scheduled = false;
 
-  constructor(send: Send, onError: (error: unknown) => void) {
+  /**
+   * `ready(consumer)`: its settles may go out on the current connection. The gateway decides a failed
+   * settle by the retry policy of the consumer registered on the connection it comes from: one sent on
+   * a new connection before the consumer's registration there was decided without it (`failed` where
+   * the policy retried, a `retry()` counted against the gateway's attempts).
+   */
+  constructor(send: Send, onError: (error: unknown) => void, ready: (consumer: string) => boolean = () => true) {
     this.#send = send;
     this.#onError = onError;
+    this.#ready = ready;
+  }
+
+  /** A consumer is registered on the current connection: its settles that waited for it go out. */
+  registered(): void {
+    this.#schedule();
   }
 
   /**
@@ -141,8 +157,8 @@ export class Deliveries {
    * Runs `handler` for a delivery, once `slots` (its consumer's) has room for it; without a handler
    * (consumer removed, client closing) the event is released at once.
    */
-  run({ delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined, slots?: HandlerSlots): void {
-    const lease = new Lease(Date.now() + this.#leaseMs);
+  run({ consumer, delivery, event, attempt }: DeliveryFrame, handler: DeliveryHandler | undefined, slots?: HandlerSlots): void {
+    const lease = new Lease(Date.now() + this.#leaseMs, consumer);
     const extend = async (ms?: number): Promise<{ ms: number }> => {
       // NaN and Infinity would reach the gateway as null, which it words as "expected number, received null".
       if (ms !== undefined && !(Number.isSafeInteger(ms) && ms > 0)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `extend(ms): ms must be a positive integer (the gateway grants at most ten leases), got ${typeof ms === 'number' ? ms : typeof ms}`);
@@ -231,9 +247,14 @@ export class Deliveries {
 
   async #flush(): Promise<void> {
     const now = Date.now();
-    // Revoked or past its lease meanwhile: the gateway decides the event's fate, nothing is sent.
-    const due = this.#queue.filter((item) => (item.lease.gone || item.lease.deadline <= now ? (item.done(), false) : true));
-    this.#queue = [];
+    const due: QueuedSettle[] = [];
+    const waiting: QueuedSettle[] = [];
+    for (const item of this.#queue) {
+      // Revoked or past its lease meanwhile: the gateway decides the event's fate, nothing is sent.
+      if (item.lease.gone || item.lease.deadline <= now) item.done();
+      else (this.#ready(item.lease.consumer) ? due : waiting).push(item);
+    }
+    this.#queue = waiting;
     if (this.#maxBatch === 0) {
       await Promise.all(due.map((item) => this.#send('settle', item.params, { timeout: item.lease.deadline - now }).then(() => [], (cause: unknown) => this.#failed([item], cause)).then((again) => this.#answered([item], again))));
       return;
