@@ -1,13 +1,15 @@
 /**
  * Consume leases on the MariaDB store (the SQLite suite is leases.test.ts): an unsettled delivery
  * is revoked and redelivered to the other consumer, and after the last attempt the event is failed
- * and recorded as a dead letter.
+ * and recorded as a dead letter; the gateway holding a delivery revokes it when its lease runs out
+ * in the store, before another gateway on the database hands the event out again.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import { eventually } from '@eventflow/test-support/wait';
-import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { eventually, sleep } from '@eventflow/test-support/wait';
+import { connect } from '@eventflow/test-support/raw-socket';
+import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
 import { LEASE, stuck } from './lease-support.js';
 
 describe.skipIf(mysqlUnavailable !== undefined)('consume leases (MariaDB)', () => {
@@ -51,6 +53,42 @@ describe.skipIf(mysqlUnavailable !== undefined)('consume leases (MariaDB)', () =
       expect(await gateway.store.deadLetters()).toMatchObject([{ eventId: id, domain: 'jobs', name: 'run', pid: 'p', attempts: 3, reason: 'lease expired' }]);
     } finally {
       await Promise.allSettled(clients.map((client) => client.close({ drainTimeout: 0 })));
+    }
+  });
+
+  it('an extend answered late (the database slow to write it) still expires at the deadline it wrote: revoked before another gateway hands the event out', async () => {
+    const db = await fresh();
+    const env = { ...mysqlGatewayEnv(db.options), EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_CONSUME_LEASE_MS: 1_000 };
+    const [a, b] = [await startGateway(env), await startGateway(env)] as [Gateway, Gateway];
+    const publisher = createClient(a.url, { onError: () => undefined });
+    const holder = await connect(a.url);
+    const other = await connect(b.url);
+    try {
+      // Its one slot taken by the delivery: the holder's gateway makes no claim that could take the lease over itself.
+      expect((await holder.request('consume', { consumer: 'c1', domain: 'slow', name: 'job', group: 'g', concurrency: 1 })).type).toBe('result');
+      const id = await publisher.publish({ domain: 'slow', name: 'job', pid: 'p' });
+      const first = await holder.next((frame) => frame.type === 'delivery', 5_000);
+      expect((await other.request('consume', { consumer: 'c2', domain: 'slow', name: 'job', group: 'g' })).type).toBe('result');
+      // The delivery's row locked for a while: the extend's UPDATE waits for it.
+      const lock = await db.connect();
+      await lock.query('BEGIN');
+      await lock.query('SELECT event_id FROM eventflow_delivery WHERE event_id = ? FOR UPDATE', [id]);
+      const extending = holder.sendRequest('extend', { delivery: first.delivery, ms: 1_000 });
+      // Time is what is tested: the write waits this long.
+      await sleep(500);
+      await lock.query('COMMIT');
+      expect((await holder.answer(extending)).type).toBe('result');
+      await holder.next((frame) => frame.type === 'revoked' && frame.delivery === first.delivery, 5_000);
+      // Revoked by its gateway at the deadline in the store, not a lease after the extend's answer
+      // (half a second later: the other gateway had handed the event out again meanwhile).
+      expect(other.frames.filter((frame) => frame.type === 'delivery')).toEqual([]);
+      const again = await Promise.race([holder.next((frame) => frame.type === 'delivery', 5_000), other.next((frame) => frame.type === 'delivery', 5_000)]);
+      expect(again).toMatchObject({ attempt: 2 });
+    } finally {
+      holder.ws.close();
+      other.ws.close();
+      await publisher.close();
+      await Promise.all([a.close(), b.close()]);
     }
   });
 });
