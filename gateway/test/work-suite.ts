@@ -5,7 +5,8 @@
  *    gets a share at once;
  *  - ordered groups: per pid one delivery at a time, in position order, across members (and
  *    gateways); all handled;
- *  - the retry policy: attempts and backoff as configured, then a dead letter with the last error;
+ *  - the retry policy: attempts and backoff as configured, then a dead letter with the last error,
+ *    which a request() of the event hears of (not of the throws before);
  *    a dead letter requeued in an ordered group waits for its pid's open delivery, then keeps its place;
  *    a dead letter requeued in an ordered group waits for its pid's open delivery, then keeps its place;
  *  - settles bound to their delivery: a connection whose token may not consume the row's domain,
@@ -162,6 +163,30 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       // No fourth delivery.
       await sleep(600);
       expect(attempts).toHaveLength(3);
+    });
+
+    it("request() of an event whose group retries: answered by the outcome after the retries, or rejected with the dead letter's last error, not at the first throw", async () => {
+      const cluster = await start();
+      const worker = cluster.client(0);
+      const attempts = new Map<string, number[]>();
+      await worker.consume(
+        'charges',
+        'charge',
+        async (event, { attempt }) => {
+          attempts.set(event.pid, [...(attempts.get(event.pid) ?? []), attempt]);
+          if (event.pid === 'declined' || attempt < 3) throw new Error(`declined (${attempt})`);
+          await worker.publish({ domain: 'charges', name: 'charged', pid: event.pid, rid: event.id });
+        },
+        { group: 'billing', ordered: true, retry: { attempts: 3, backoff: 'fixed', delayMs: 100 } },
+      );
+      const requester = cluster.client(0);
+      const charged = await requester.request({ domain: 'charges', name: 'charge', pid: 'paid' }, { outcomes: ['charged'] });
+      expect(charged.name).toBe('charged');
+      expect(attempts.get('paid')).toEqual([1, 2, 3]);
+      const refused = await requester.request({ domain: 'charges', name: 'charge', pid: 'declined' }, { outcomes: ['charged'] }).catch((error: unknown) => error);
+      expect(isEventflowError(refused, 'E_EVENTFLOW_CONSUMER_FAILED'), String(refused)).toBe(true);
+      expect((refused as { details?: unknown }).details).toMatchObject({ attempt: 3, error: 'declined (3)' });
+      expect(attempts.get('declined')).toEqual([1, 2, 3]);
     });
 
     it('retry with exponential backoff: the delays grow, jittered within [half, full] of delayMs × 2^(attempt-1)', async () => {
