@@ -113,10 +113,12 @@ export class Deliveries {
   #scheduled = false;
 
   /**
-   * `ready(consumer)`: its settles may go out on the current connection. The gateway decides a failed
-   * settle by the retry policy of the consumer registered on the connection it comes from: one sent on
-   * a new connection before the consumer's registration there was decided without it (`failed` where
-   * the policy retried, a `retry()` counted against the gateway's attempts).
+   * `ready(consumer)`: the consumer is registered on the current connection. The gateway decides a
+   * settle other than `success` by the retry policy of the consumer registered on the connection it
+   * comes from: one sent on a new connection before the consumer's registration there was decided
+   * without it (`failed` where the policy retried, a `retry()` counted against the gateway's
+   * attempts), so it waits for that. A `success` needs no policy: it goes out at once, also for a
+   * consumer the gateway refused to register again.
    */
   constructor(send: Send, onError: (error: unknown) => void, ready: (consumer: string) => boolean = () => true) {
     this.#send = send;
@@ -124,7 +126,7 @@ export class Deliveries {
     this.#ready = ready;
   }
 
-  /** A consumer is registered on the current connection: its settles that waited for it go out. */
+  /** A consumer is registered on the current connection: its settles that waited for that go out. */
   registered(): void {
     this.#schedule();
   }
@@ -252,7 +254,7 @@ export class Deliveries {
     for (const item of this.#queue) {
       // Revoked or past its lease meanwhile: the gateway decides the event's fate, nothing is sent.
       if (item.lease.gone || item.lease.deadline <= now) item.done();
-      else (this.#ready(item.lease.consumer) ? due : waiting).push(item);
+      else (item.params.outcome === 'success' || this.#ready(item.lease.consumer) ? due : waiting).push(item);
     }
     this.#queue = waiting;
     if (this.#maxBatch === 0) {
