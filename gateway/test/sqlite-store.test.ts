@@ -301,6 +301,30 @@ describe('SqliteStore', () => {
     }
   });
 
+  it("a member registered again with the group's options leaves the group as it is (nothing written); a change of `ordered` is written, and back", async () => {
+    const file = nextFile();
+    const store = await open(file);
+    const ledger = store.ledger();
+    const key = { domain: 'orders', name: 'created', group: 'shipping' };
+    await ledger.ensureGroup(key, { ordered: true });
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.append(newEvent({ name: 'created', pid: `p${i % 10}` }), { publisher: 's' })));
+    const reader = new Database(file, { readonly: true });
+    // Changes when another connection commits a write to the file.
+    const version = (): number => reader.pragma('data_version', { simple: true }) as number;
+    try {
+      const before = version();
+      expect(await ledger.ensureGroup(key, { ordered: true })).toMatchObject({ ordered: true });
+      expect(await ledger.ensureGroup(key)).toMatchObject({ ordered: true });
+      expect(version()).toBe(before);
+      // A change is written.
+      expect(await ledger.ensureGroup(key, { ordered: false })).toMatchObject({ ordered: false });
+      expect(version()).not.toBe(before);
+      expect(await ledger.ensureGroup(key, { ordered: true })).toMatchObject({ ordered: true });
+    } finally {
+      reader.close();
+    }
+  });
+
   it("claims of an unordered group's backlog write only the rows they lease (not the backlog's ahead, in one long transaction); an ordered group's are written ahead", async () => {
     const file = nextFile();
     const store = await open(file);

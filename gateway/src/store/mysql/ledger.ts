@@ -140,7 +140,7 @@ export class MysqlLedger implements DeliveryLedger {
          SELECT ?, ?, ?, value, UTC_TIMESTAMP(3), ? FROM eventflow_sequence WHERE name = 'event'`,
         [key.domain, key.name, key.group, ordered],
       );
-      if (options.ordered !== undefined) await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ?`, [ordered, key.domain, key.name, key.group]);
+      if (options.ordered !== undefined) await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ? AND ordered <> ?`, [ordered, key.domain, key.name, key.group, ordered]);
       this.#groups.delete(groupId(key));
       const row = await this.#groupRow(pool, key);
       if (!row) throw new Error('the group was not recorded (eventflow_sequence has no row)');

@@ -112,14 +112,17 @@ export class SqliteLedger implements DeliveryLedger {
     this.#forget(key);
     return this.#sql.immediate(() => {
       const ordered = options.ordered === undefined ? 0 : Number(options.ordered);
+      // Written only when it changes: every member's registration (each reconnect of each worker) rewrote the group's
+      // row and, for an ordered group, went over every unsettled row of its backlog for pids it had already.
+      const before = this.#groupRow(key)?.ordered;
       this.#sql.run(
         `INSERT OR IGNORE INTO eventflow_group (domain, name, grp, created_position, created_at, ordered)
          VALUES (@domain, @name, @group, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event'), 0), @now, @ordered)`,
         { ...key, now: now(), ordered },
       );
-      if (options.ordered !== undefined) this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+      if (options.ordered !== undefined && before !== undefined && before !== ordered) this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
       // Ordered from now on: the rows written while no ordered group read them get their pids.
-      if (ordered === 1) {
+      if (ordered === 1 && before !== 1) {
         this.#sql.run(
           `UPDATE eventflow_delivery SET pid = (SELECT e.pid FROM event e WHERE e.id = event_id)
            WHERE domain = @domain AND gname = @gname AND grp = @grp AND outcome IS NULL AND pid IS NULL`,
