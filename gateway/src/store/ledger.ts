@@ -23,8 +23,9 @@
  * and cleared when the delivery ends:
  * what the store answers is what happened, so a gateway answers a settle only with what it recorded.
  *
- * Times are milliseconds since the epoch from the gateways' clocks (lease deadlines, retry delays):
- * gateways sharing a store are expected to keep their clocks in step (NTP).
+ * Times are milliseconds since the epoch (lease deadlines, retry delays) on the lease clock
+ * (lease-clock.ts): the gateway's own, corrected on MySQL with several gateways by its offset to the
+ * database server's clock, so that gateways whose clocks drift still agree on when a lease ran out.
  */
 import { createHash, hash } from 'node:crypto';
 import type { StoredEvent } from '@eventflow/core';
