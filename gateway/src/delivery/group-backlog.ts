@@ -288,7 +288,12 @@ export class GroupBacklog {
         }
         this.#dirty = true;
       }
-      if (result.dead.length > 0) leases.deadLettered(this.key, result.dead);
+      if (result.dead.length > 0) {
+        leases.deadLettered(this.key, result.dead);
+        // In an ordered group a dead letter is its event's outcome: the pid's next event, which this claim read as
+        // held back, is free now. Claimed again at once; it waited for the group's poll (1 s).
+        if (record.ordered) this.#dirty = true;
+      }
       this.#hand(result.claimed, () => deadline);
       if (result.claimed.length + result.dead.length < limit && !result.missing) {
         // Drained, unless something changed while it was being read (routes: the events a live claim takes).

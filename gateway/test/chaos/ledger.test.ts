@@ -8,14 +8,15 @@
  *    each group handles every event exactly once;
  *  - request() against a throwing consumer rejects with E_EVENTFLOW_CONSUMER_FAILED within a
  *    second, and with no consumer at once with E_EVENTFLOW_NO_CONSUMER;
- *  - a consumer's `retry.attempts` holds for a lease left in the store by a killed gateway too.
+ *  - a consumer's `retry.attempts` holds for a lease left in the store by a killed gateway too;
+ *  - in an ordered group, the pid's next event goes out as soon as the claim dead-letters such a lease.
  */
 import { join } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { createClient, isEventflowError, listDeadLetters, type EventflowClient } from '@eventflow/core';
+import { createClient, isEventflowError, listDeadLetters, listGroups, type EventflowClient } from '@eventflow/core';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 import { chaosDir, chaosStores, mysqlGatewayEnv, useChaosLifecycle } from './support.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
@@ -204,5 +205,33 @@ describe.each(chaosStores)('delivery ledger ($store)', ({ store }) => {
     await eventually(async () => attempts.length > 1 || (await letters()).length > 0, LEASE + 8_000, 'the event dead-lettered (or delivered again)');
     expect(attempts).toEqual([1]);
     expect(await letters()).toMatchObject([{ eventId: id, group: 'billing', attempts: 1, lastError: 'lease expired' }]);
+  }, 40_000);
+
+  it.skipIf(skip !== undefined)('an ordered group: the next event of a pid goes out at once when the claim dead-letters the one before it (left by a SIGKILLed gateway), not at the group poll', async () => {
+    const gateway = await gatewayOn('ordered-dead');
+    const started: Array<{ pid: string; at: number }> = [];
+    const worker = client(gateway.url);
+    await worker.consume(
+      'jobs',
+      'run',
+      async (event, { signal }) => {
+        started.push({ pid: event.pid, at: Date.now() });
+        if (!event.data.hang) return;
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        throw new Error('gave up');
+      },
+      { group: 'billing', ordered: true, retry: { attempts: 1 } },
+    );
+    const publisher = client(gateway.url);
+    const first = await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p1', data: { hang: true } });
+    await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p1', data: {} });
+    await eventually(() => started.length === 1, 10_000, 'the first delivery');
+    await kill9(gateway.proc());
+    await gateway.restart();
+    let deadAt = 0;
+    await eventually(async () => (await listDeadLetters(worker, { domain: 'jobs' })).some((letter) => letter.eventId === first) && (deadAt = Date.now()) > 0, LEASE + 8_000, 'the first event dead-lettered');
+    await eventually(() => started.length === 2, 5_000, "the pid's next event");
+    // Seen by a poll of the dead letters every few ms; the old code sent the next event at the group's poll, ~1,000 ms later.
+    expect(started[1]!.at - deadAt).toBeLessThan(500);
   }, 40_000);
 });
