@@ -70,6 +70,15 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     return { gateway, client, count };
   }
 
+  /** A per-user MAX_STATEMENT_TIME, as an operator sets it: the gateway's connections made from now on have it (taken off at the end). */
+  async function limitStatements(seconds: number): Promise<void> {
+    const set = async (value: number): Promise<void> => {
+      for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME ${value}`);
+    };
+    await set(seconds);
+    closers.push(() => set(0));
+  }
+
   const successes = (gateway: Gateway): Promise<number> => metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}');
 
   it('read_only while a backlog drains, nothing published: /readyz 503 while the settles and claims fail, then every event settled once, metrics = store', async () => {
@@ -167,10 +176,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     expect((await readyz(gateway)).status).toBe(200);
   }, 60_000);
   it("a request() whose wait the store cannot register for a while (its head read stopped by max_statement_time): registered again with its publish, answered once the lock is gone", async () => {
-    for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0.3`);
-    closers.push(async () => {
-      for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0`);
-    });
+    await limitStatements(0.3);
     const { gateway, client, count } = await gatewayOn('wait_refused');
     await client.consume('wr', 'job', async (event) => void (await client.publish({ domain: 'wr', name: 'success', pid: event.pid, rid: event.id })), { concurrency: 2 });
     expect((await client.request({ domain: 'wr', name: 'job', pid: 'warm-up' })).name).toBe('success');
@@ -189,11 +195,7 @@ describe.skipIf(unavailable !== undefined)('the work half on a MariaDB reconfigu
     expect(await count(`SELECT COUNT(*) AS n FROM $db.event WHERE rid = 'asked'`)).toBe(1);
   }, 60_000);
   it("the server's max_statement_time stops a publish held by an operator's lock (MariaDB's own error 1969): answered retryable, stored once when the lock is gone", async () => {
-    // A per-user limit, as an operator sets it: the gateway's connections made from now on have it.
-    for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0.3`);
-    closers.push(async () => {
-      for (const host of ['%', 'localhost']) await admin.query(`ALTER USER '${USER}'@'${host}' WITH MAX_STATEMENT_TIME 0`);
-    });
+    await limitStatements(0.3);
     const { gateway, client, count } = await gatewayOn('statement_time');
     await client.publish({ domain: 'st', name: 'job', pid: 'warm-up' });
     const locker = await createConnection({ host: server.host, port: server.port, user: server.user, password: server.password, database: 'statement_time' });
