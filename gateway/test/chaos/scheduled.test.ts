@@ -45,14 +45,21 @@ describe.each(chaosStores)('chaos: scheduled events of a consumer group across a
       await eventually(() => handled.length >= EVENTS, 15_000, 'every scheduled event handled');
       const sql = `SELECT event_id AS id, outcome, attempts FROM eventflow_delivery WHERE grp = 'reminders'`;
       type Row = { id: string; outcome: string | null; attempts: number | string };
-      let rows: Row[];
-      if (mysql) rows = await mysql.query<Row>(sql);
-      else {
-        const db = new Database(dbPath, { readonly: true, timeout: 5_000 });
-        rows = db.prepare(sql).all() as Row[];
-        db.close();
-      }
-      expect(rows.map((row) => ({ ...row, attempts: Number(row.attempts) })).sort((a, b) => a.id.localeCompare(b.id))).toEqual([...ids].sort().map((id) => ({ id, outcome: 'success', attempts: 1 })));
+      const read = async (): Promise<Array<{ id: string; outcome: string | null; attempts: number }>> => {
+        let rows: Row[];
+        if (mysql) rows = await mysql.query<Row>(sql);
+        else {
+          const db = new Database(dbPath, { readonly: true, timeout: 5_000 });
+          rows = db.prepare(sql).all() as Row[];
+          db.close();
+        }
+        return rows.map((row) => ({ ...row, attempts: Number(row.attempts) })).sort((a, b) => a.id.localeCompare(b.id));
+      };
+      // The last handler's return is seen here before its settle reaches the store; the ledger is
+      // read once every row is settled (or the wait times out and the comparison shows what is not).
+      let rows = await read();
+      await eventually(async () => (rows = await read()).length >= EVENTS && rows.every((row) => row.outcome !== null), 5_000, 'every delivery settled').catch(() => undefined);
+      expect(rows).toEqual([...ids].sort().map((id) => ({ id, outcome: 'success', attempts: 1 })));
       expect(handled.map((run) => run.id).sort()).toEqual([...ids].sort());
       expect(Math.min(...handled.map((run) => run.at)) - due).toBeGreaterThanOrEqual(-5);
       await stop(gateway);
