@@ -3,7 +3,8 @@
  * online hub in the `hub` table, v4 framing, `subscribe` for this gateway's interests replayed
  * after every (re)connect, `publish` to every connected hub after the rows are stored.
  *
- * Unlike a v4 spoke it reconnects to each hub on its own, with backoff and a ready timeout; a hub
+ * Unlike a v4 spoke it reconnects to each hub on its own, with backoff and a ready timeout, and then
+ * reads the store for what the mesh published meanwhile (v4 loses it); a hub
  * is known by its id, not its address; and a `publish` record from a hub is only a notification:
  * the dispatcher reads the event (and any it missed) from the shared store. A record for an event
  * the dispatcher has already routed is a hub's redelivery of a stuck claim: it goes to a consumer
@@ -33,6 +34,9 @@ export interface HubRouterOptions {
   maxPending?: number;
 }
 
+/** After a (re)connect, the store is read again this much later too: the hub has had the subscriptions by then. */
+const RESYNC_AGAIN_MS = 1_000;
+
 interface HubRow {
   id: string;
   external_ip: string;
@@ -60,6 +64,7 @@ export class HubRouter implements Router {
   #target: RouteTarget | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #closed = false;
+  #resyncAgain: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: HubRouterOptions) {
     this.#options = { pollInterval: 3_000, readyTimeout: 5_000, maxPending: 10_000, ...options };
@@ -107,6 +112,7 @@ export class HubRouter implements Router {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#poll);
+    clearTimeout(this.#resyncAgain);
     await Promise.all(
       [...this.#hubs.values()].map(
         (hub) =>
@@ -206,6 +212,22 @@ export class HubRouter implements Router {
     const pending = this.#pending;
     this.#pending = [];
     for (const event of pending) this.#announce(event);
+    // The hub routed what others published while this link was down to nobody here (v4 never resends):
+    // read the store for it, as a notification would have. Once more a moment later, for an event the hub
+    // routed after this read but before it had the subscriptions just sent.
+    this.#resync();
+    clearTimeout(this.#resyncAgain);
+    this.#resyncAgain = setTimeout(() => this.#resync(), RESYNC_AGAIN_MS);
+    this.#resyncAgain.unref();
+  }
+
+  /** Pulls every domain this gateway is interested in from the store (a lost notification's cover). */
+  #resync(): void {
+    if (this.#closed) return;
+    const domains = new Set([...this.#interests.values()].map(([domain]) => domain));
+    for (const domain of domains) {
+      this.#target?.route({ domain }).catch((error: unknown) => this.#options.log.error('could not read the events missed while a hub was unreachable', { domain, error }));
+    }
   }
 
   #onRecord(hub: HubConnection, units: string[]): void {

@@ -1,0 +1,94 @@
+/**
+ * A gateway's link to a hub breaking while the rest of the mesh goes on (real MariaDB, our hub, real mTLS):
+ * the gateway reaches the hub through a TCP proxy (the hub advertises the proxy's port in the `hub` table) that
+ * can partition or cut the link, while a v4-wire spoke, connected to the hub directly, keeps publishing.
+ */
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { createClient, type EventflowClient } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+import { HubRouter } from '../src/v4/mesh-router.js';
+import type { Hub } from '../src/v4/hub/hub.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
+import { mysqlUnavailable, until, useHubFixture, type HubFixture } from './hub-support.js';
+
+const fixture = useHubFixture();
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address !== 'object') throw new Error('no port');
+  return address.port;
+}
+
+interface Setup {
+  f: HubFixture;
+  hub: Hub;
+  proxy: PartitionProxy;
+  gateway: Gateway;
+  client: EventflowClient;
+  stop(): Promise<void>;
+}
+
+/** Our hub, advertised at a proxy in front of it; one gateway that reaches it through the proxy. */
+async function start(hubEnv: Record<string, string | number> = {}): Promise<Setup> {
+  const f = await fixture.setup();
+  const port = await freePort();
+  const proxy = await startPartitionProxy(port);
+  const hub = await f.startHub({ EVENTFLOW_HUB_INTERNAL_PORT: port, EVENTFLOW_HUB_EXTERNAL_PORT: proxy.port, ...hubEnv });
+  const gateway = await startGateway({ ...f.env(), EVENTFLOW_PORT: 0, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200, EVENTFLOW_LOG_LEVEL: 'silent' });
+  const client = createClient(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
+  await eventually(() => (gateway.router as HubRouter).connected.includes(hub.id), 10_000, 'the gateway connected to the hub');
+  return {
+    f,
+    hub,
+    proxy,
+    gateway,
+    client,
+    async stop() {
+      await client.close().catch(() => undefined);
+      await gateway.close();
+      await proxy.close();
+    },
+  };
+}
+
+const holds = (hub: Hub, gateway: Gateway, domain: string, name: string): boolean =>
+  hub.subscriptions().some((s) => s.client === gateway.id && s.domain === domain && s.name === name);
+
+/** Cuts the gateway's link and keeps it from coming back (new connections through the proxy carry nothing) until heal(). */
+async function disconnect({ hub, proxy, gateway }: Setup): Promise<void> {
+  proxy.partition();
+  proxy.cut();
+  await eventually(() => !hub.clients().includes(gateway.id) && !(gateway.router as HubRouter).connected.includes(hub.id), 10_000, 'the link cut at both ends');
+}
+
+describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub breaks', () => {
+  it('an outcome a v4 spoke published while the link was down answers the wait once the link is back', async () => {
+    const setup = await start();
+    try {
+      const { f, hub, proxy, gateway, client } = setup;
+      const spoke = await f.spoke(hub);
+      const answered = client.wait('jobs', 'job-1', ['success', 'failed'], 25_000);
+      answered.catch(() => undefined);
+      await eventually(() => holds(hub, gateway, 'jobs', 'success'), 10_000, "the wait's interest at the hub");
+
+      await disconnect(setup);
+      const outcome = await f.insertPublished({ domain: 'jobs', name: 'success', pid: 'job-1' });
+      spoke.send('publish', outcome.domain, outcome.id, outcome.name, outcome.pid);
+      // The hub routed it to nobody: marked orphan (the gateway's subscription went with its socket).
+      await until(() => f.published(outcome.id), (row) => row.orphan !== null, 5_000, 'the outcome routed while the link was down');
+
+      proxy.heal();
+      await eventually(() => holds(hub, gateway, 'jobs', 'success'), 15_000, 'the interest replayed after the reconnect');
+      // Nothing else is published in the domain: only a read of the store after the reconnect can answer the wait.
+      const event = await Promise.race([answered, new Promise<undefined>((resolve) => setTimeout(resolve, 5_000, undefined))]);
+      expect(event?.id).toBe(outcome.id);
+    } finally {
+      await setup.stop();
+    }
+  }, 30_000);
+});
