@@ -99,6 +99,22 @@ export interface StuckClaim {
 const TEXT = "'%Y-%m-%d %H:%i:%s'";
 
 /**
+ * No gateway holds the event's default-group delivery under a lease in force (eventflow_delivery; its
+ * deadline is in ms by the database's clock, as gateways' lease clocks go). A gateway writes v4's claim
+ * once, at the claim, and keeps its lease by its own extends: the claim's age says nothing of it.
+ */
+const NO_GATEWAY_LEASE = `NOT EXISTS (SELECT 1 FROM eventflow_delivery d WHERE d.event_id = p.event_id AND d.gname = '' AND d.grp = ''
+      AND d.outcome IS NULL AND d.owner IS NOT NULL AND d.deadline > ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000))`;
+
+/** Whether gateways' delivery ledger is in this database (they create it; a mesh of v4 spokes only has none). */
+export async function hasGatewayLedger(pool: Pool): Promise<boolean> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'eventflow_delivery' LIMIT 1",
+  );
+  return rows.length > 0;
+}
+
+/**
  * One page of events routed by `hub` without success, failed or orphan whose consumer claim
  * (consumed_spoke) — or, when no consumer claimed, routing claim (consumed_hub) — is older than
  * `leaseSeconds`. Only claims made within `horizonSeconds` before that are looked at: the range on
@@ -112,15 +128,17 @@ export async function findStuckClaims(
   horizonSeconds: number,
   limit: number,
   after?: { hubAt: string; eventId: string },
+  gatewayLedger = false,
 ): Promise<StuckClaim[]> {
   const page = after ? 'AND (p.consumed_hub, p.event_id) > (?, ?)' : '';
+  const leased = gatewayLedger ? `AND ${NO_GATEWAY_LEASE}` : '';
   const sql = `SELECT p.event_id AS eventId, e.domain, e.name, e.pid,
       DATE_FORMAT(p.consumed_hub, ${TEXT}) AS hubAt, DATE_FORMAT(p.consumed_spoke, ${TEXT}) AS spokeAt, p.consumer
     FROM event_published p JOIN event e ON e.id = p.event_id
     WHERE p.consumed_hub >= UTC_TIMESTAMP() - INTERVAL ? SECOND AND p.consumed_hub < UTC_TIMESTAMP() - INTERVAL ? SECOND
       AND p.hub = ? AND p.success IS NULL AND p.failed IS NULL AND p.orphan IS NULL
       AND (p.consumed_spoke IS NULL OR p.consumed_spoke < UTC_TIMESTAMP() - INTERVAL ? SECOND)
-      ${page}
+      ${leased} ${page}
     ORDER BY p.consumed_hub, p.event_id
     LIMIT ?`;
   const params: Array<string | number> = [leaseSeconds + horizonSeconds, leaseSeconds, hub, leaseSeconds];
@@ -144,10 +162,11 @@ export async function findStuckClaims(
  * (consumed_hub → now, hub stays this hub), as if this hub had just won the claim of a fresh
  * publication. True when this sweeper won the reset.
  */
-export async function resetStuckClaim(pool: Pool, hub: string, claim: StuckClaim): Promise<boolean> {
-  const sql = `UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), consumed_spoke = NULL, consumer = NULL
-    WHERE event_id = ? AND hub = ? AND consumed_hub = ? AND consumed_spoke <=> ? AND consumer <=> ?
-      AND success IS NULL AND failed IS NULL AND orphan IS NULL`;
+export async function resetStuckClaim(pool: Pool, hub: string, claim: StuckClaim, gatewayLedger = false): Promise<boolean> {
+  // The lease guard again, in the UPDATE: a gateway may have claimed or extended since the read.
+  const sql = `UPDATE event_published p SET p.consumed_hub = UTC_TIMESTAMP(), p.consumed_spoke = NULL, p.consumer = NULL
+    WHERE p.event_id = ? AND p.hub = ? AND p.consumed_hub = ? AND p.consumed_spoke <=> ? AND p.consumer <=> ?
+      AND p.success IS NULL AND p.failed IS NULL AND p.orphan IS NULL ${gatewayLedger ? `AND ${NO_GATEWAY_LEASE}` : ''}`;
   const [result] = await pool.query<ResultSetHeader>(sql, [claim.eventId, hub, claim.hubAt, claim.spokeAt, claim.consumer]);
   return result.affectedRows === 1;
 }

@@ -11,13 +11,17 @@
  * must exceed the slowest consumer. v4 spokes also claim events they only subscribe to without ever
  * settling them, so such events are redelivered too, at most `maxRedeliveries` times.
  *
+ * A job a gateway's consumer holds under a lease in force (eventflow_delivery) is not stuck, however old
+ * its v4 claim: gateways keep their leases by extends, which v4's columns do not show. Taken back, it went
+ * out again beside the running handler, and a v4 spoke of the same group could claim and run it too.
+ *
  * Conservative and bounded: at most `maxPages × batch` rows a sweep, only claims made within a
  * horizon before the lease expired (older rows, including the ones given up on, are never looked
  * at again), at most `maxRedeliveries` per event (counted in memory: a restarted hub has a new ID,
  * so it never sees the events of its previous life).
  */
 import type { Pool } from 'mysql2/promise';
-import { findStuckClaims, resetStuckClaim, type StuckClaim } from './store.js';
+import { findStuckClaims, hasGatewayLedger, resetStuckClaim, type StuckClaim } from './store.js';
 
 export interface HubSweeperOptions {
   pool: Pool;
@@ -52,6 +56,8 @@ export class HubSweeper {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running: Promise<unknown> = Promise.resolve();
   #stopped = true;
+  /** Gateways' delivery ledger seen in the database (once there, it stays). */
+  #gatewayLedger = false;
 
   constructor(options: HubSweeperOptions) {
     this.#options = options;
@@ -97,8 +103,9 @@ export class HubSweeper {
     this.#prune(now);
     let redelivered = 0;
     let after: { hubAt: string; eventId: string } | undefined;
+    this.#gatewayLedger ||= await hasGatewayLedger(pool);
     for (let page = 0; page < (this.#options.maxPages ?? 5) && !this.#stopped; page++) {
-      const claims = await findStuckClaims(pool, hubId, this.#leaseSeconds, this.#horizonSeconds, batch, after);
+      const claims = await findStuckClaims(pool, hubId, this.#leaseSeconds, this.#horizonSeconds, batch, after, this.#gatewayLedger);
       for (const claim of claims) {
         if (this.#stopped) break;
         const attempts = this.#attempts.get(claim.eventId) ?? { count: 0, last: now, gaveUp: false };
@@ -110,7 +117,7 @@ export class HubSweeper {
           }
           continue;
         }
-        if (!(await resetStuckClaim(pool, hubId, claim))) continue; // settled or claimed meanwhile
+        if (!(await resetStuckClaim(pool, hubId, claim, this.#gatewayLedger))) continue; // settled or claimed meanwhile
         attempts.count += 1;
         attempts.last = Date.now();
         this.#attempts.set(claim.eventId, attempts);

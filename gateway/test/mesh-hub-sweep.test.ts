@@ -1,0 +1,65 @@
+/**
+ * Our hub's lease sweep (eventflow-v4.md §11 A1) beside a gateway's consumer: a job a gateway's consumer
+ * holds under a lease in force is not the sweep's to take back, however long ago its v4 claim was written
+ * (the gateway's lease, 30 s by default and extendable, outlives the hub's claim lease). Taken back, the
+ * job went out again to every subscriber, and a v4 spoke consuming the same default group claims it (v4's
+ * claim is an UPDATE where `consumed_spoke` is NULL) and runs it while the gateway's handler still does.
+ */
+import { describe, expect, it } from 'vitest';
+import { createClient } from '@eventflow/core';
+import { startGateway } from '../src/index.js';
+import { HubRouter } from '../src/v4/mesh-router.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { isPublishOf, mysqlUnavailable, until, useHubFixture } from './hub-support.js';
+
+const fixture = useHubFixture();
+
+describe.skipIf(mysqlUnavailable !== undefined)("our hub's lease sweep beside a gateway's consumer", () => {
+  it('a job under a gateway lease in force is not redelivered, however old its v4 claim; once settled its outcome is the gateway consumer\'s', async () => {
+    const f = await fixture.setup();
+    // The shortest claim lease: the sweep looks at the job's claim once it is 1 s old.
+    const hub = await f.startHub({ EVENTFLOW_HUB_CLAIM_LEASE_MS: 1000 });
+    const gateway = await startGateway({ ...f.env(), EVENTFLOW_PORT: 0, EVENTFLOW_STORE: 'mysql', EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200, EVENTFLOW_LOG_LEVEL: 'silent' });
+    const client = createClient(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
+    let release = (): void => undefined;
+    try {
+      await eventually(() => (gateway.router as HubRouter).connected.includes(hub.id), 10_000, 'the gateway connected to the hub');
+      // A v4 spoke of the same default group (it receives what the hub routes to jobs/run).
+      const spoke = await f.spoke(hub);
+      await f.subscribe(hub, spoke, 'jobs', 'run');
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const runs: string[] = [];
+      await client.consume('jobs', 'run', async (event) => {
+        runs.push(event.id);
+        await released;
+      });
+      await eventually(() => hub.subscriptions().some((s) => s.client === gateway.id && s.domain === 'jobs' && s.name === 'run'), 10_000, 'the consumer at the hub');
+
+      const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'job-1' });
+      await eventually(() => runs.length === 1, 10_000, 'the job running on the gateway');
+      await spoke.waitFor(isPublishOf(id), 5_000);
+      // The v4 claim (the gateway's) grows older than the hub's claim lease, plus a sweep interval or two.
+      await until(
+        async () => Number((await f.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM event_published WHERE event_id = ? AND consumed_spoke < UTC_TIMESTAMP() - INTERVAL 2 SECOND', [id]))[0]?.n),
+        (n) => n === 1,
+        10_000,
+        'the claim older than the lease',
+      );
+      // One more sweep, after any under way: the job's claim is in its range.
+      expect(await hub.sweepStuckClaims()).toBe(0);
+      expect(spoke.matching(isPublishOf(id))).toHaveLength(1);
+      expect((await f.published(id)).consumer).toBe(gateway.id);
+
+      release();
+      await until(() => f.published(id), (row) => row.success !== null, 10_000, 'the outcome');
+      const row = await f.published(id);
+      expect(row.consumer).toBe(gateway.id);
+      expect(row.failed).toBeNull();
+      expect(runs).toEqual([id]);
+    } finally {
+      release();
+      await client.close().catch(() => undefined);
+      await gateway.close();
+    }
+  }, 30_000);
+});
