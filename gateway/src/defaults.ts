@@ -136,6 +136,12 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** `extend` grants at most this many leases (EVENTFLOW_CONSUME_LEASE_MS) at once. */
 export const MAX_EXTEND_LEASES = 10;
 
+/** A gateway pings a hub that answers pings (ours) this often (v4/hub-pings.ts). */
+export const HUB_PING_INTERVAL_MS = 2_000;
+
+/** A hub that answers pings and sends nothing for this long is dropped and dialled again (a stopped process, a partition). */
+export const HUB_PING_TIMEOUT_MS = 6_000;
+
 /** The scheduler's poll for events scheduled by other processes; events scheduled here re-arm its timer at once. */
 export const SCHEDULER_POLL_MS = 30_000;
 

@@ -91,4 +91,32 @@ describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub
       await setup.stop();
     }
   }, 30_000);
+
+  it('a hub that stops answering (a link that carries no bytes, a stopped process) is dropped: /readyz says so, and the link comes back when the hub does', async () => {
+    const setup = await start();
+    try {
+      const { hub, proxy, gateway } = setup;
+      const router = gateway.router as HubRouter;
+      const readyz = async (): Promise<{ status: number; body: { checks?: { router?: { reason?: string } } } }> => {
+        const response = await fetch(new URL('/readyz', gateway.url.replace(/^ws/, 'http')));
+        return { status: response.status, body: (await response.json()) as { checks?: { router?: { reason?: string } } } };
+      };
+      expect((await readyz()).status).toBe(200);
+      // Our hub has answered the gateway's first ping: the link is watched from then on.
+      await eventually(() => router.watched.includes(hub.id), 10_000, 'the hub answering pings');
+
+      proxy.partition();
+      // Nothing is closed: only silence tells. Within a ping timeout and an interval (HUB_PING_*).
+      await eventually(() => !router.connected.includes(hub.id), 15_000, 'the silent hub dropped');
+      const { status, body } = await readyz();
+      expect(status).toBe(503);
+      expect(body.checks?.router?.reason).toBe('no hub connection');
+
+      proxy.heal();
+      await eventually(() => router.connected.includes(hub.id), 15_000, 'reconnected once the hub answers again');
+      expect((await readyz()).status).toBe(200);
+    } finally {
+      await setup.stop();
+    }
+  }, 40_000);
 });

@@ -19,6 +19,8 @@ import type { CertificateManager } from './certificates/manager.js';
 import type { Logger } from '../log.js';
 import type { EventStore } from '../store/store.js';
 import type { RouteTarget, Router } from '../router/router.js';
+import { HUB_PING_INTERVAL_MS, HUB_PING_TIMEOUT_MS } from '../defaults.js';
+import { HubPings } from './hub-pings.js';
 
 export interface HubRouterOptions {
   store: EventStore;
@@ -32,6 +34,10 @@ export interface HubRouterOptions {
   readyTimeout?: number;
   /** Publishes waiting for a first hub connection, at most. */
   maxPending?: number;
+  /** Pings to a hub that answers them (hub-pings.ts). */
+  pingInterval?: number;
+  /** Silence after which such a hub is dropped. */
+  pingTimeout?: number;
 }
 
 /** After a (re)connect, the store is read again this much later too: the hub has had the subscriptions by then. */
@@ -53,6 +59,8 @@ interface HubConnection {
   retry: ReturnType<typeof setTimeout> | undefined;
   /** Still listed online in the `hub` table. */
   listed: boolean;
+  /** While ready: whether the hub answers pings, and its silence. */
+  pings: HubPings | undefined;
 }
 
 export class HubRouter implements Router {
@@ -67,12 +75,17 @@ export class HubRouter implements Router {
   #resyncAgain: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: HubRouterOptions) {
-    this.#options = { pollInterval: 3_000, readyTimeout: 5_000, maxPending: 10_000, ...options };
+    this.#options = { pollInterval: 3_000, readyTimeout: 5_000, maxPending: 10_000, pingInterval: HUB_PING_INTERVAL_MS, pingTimeout: HUB_PING_TIMEOUT_MS, ...options };
   }
 
   /** Ids of the hubs with a ready connection. */
   get connected(): string[] {
     return [...this.#hubs.values()].filter((hub) => hub.ready).map((hub) => hub.id);
+  }
+
+  /** Ids of the connected hubs that answer pings (ours): a silent one of them is dropped. */
+  get watched(): string[] {
+    return [...this.#hubs.values()].filter((hub) => hub.ready && hub.pings?.watched === true).map((hub) => hub.id);
   }
 
   async start(target: RouteTarget): Promise<void> {
@@ -146,7 +159,7 @@ export class HubRouter implements Router {
   #ensure(id: string, host: string, port: number): void {
     let hub = this.#hubs.get(id);
     if (!hub) {
-      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true };
+      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true, pings: undefined };
       this.#hubs.set(id, hub);
     } else {
       hub.listed = true;
@@ -184,6 +197,7 @@ export class HubRouter implements Router {
         clearTimeout(readyTimer);
         this.#onReady(hub);
       }
+      hub.pings?.heard();
       for (const record of records) this.#onRecord(hub, record);
     });
     socket.on('error', (error) => this.#options.log.debug('hub connection error', { hub: hub.id, error }));
@@ -193,6 +207,8 @@ export class HubRouter implements Router {
       const wasReady = hub.ready;
       hub.socket = undefined;
       hub.ready = false;
+      hub.pings?.stop();
+      hub.pings = undefined;
       if (wasReady) this.#options.log.info('hub connection lost', { hub: hub.id });
       if (this.#closed) return;
       if (!hub.listed) {
@@ -206,6 +222,17 @@ export class HubRouter implements Router {
   #onReady(hub: HubConnection): void {
     hub.ready = true;
     hub.attempt = 0;
+    const socket = hub.socket;
+    hub.pings = new HubPings({
+      intervalMs: this.#options.pingInterval,
+      timeoutMs: this.#options.pingTimeout,
+      send: (units) => this.#send(hub, units),
+      dead: (silentMs) => {
+        if (hub.socket !== socket) return;
+        this.#options.log.warn('hub stopped answering pings; dropping the connection and dialling it again', { hub: hub.id, silentMs });
+        socket?.destroy();
+      },
+    });
     this.#options.log.info('connected to hub', { hub: hub.id, address: `${hub.host}:${hub.port}` });
     // v4 hubs keep subscriptions per socket: replay every interest on every (re)connect.
     for (const [domain, name] of this.#interests.values()) this.#send(hub, ['subscribe', domain, name]);
@@ -234,6 +261,8 @@ export class HubRouter implements Router {
     const [type, a, b, c] = units;
     if (type === 'publish' && a && b) {
       void this.#routeNotification(b);
+    } else if (type === 'pong') {
+      hub.pings?.pong();
     } else if (type === 'online' && a && b && c) {
       this.#options.log.info('hub announced itself', { hub: a, address: `${b}:${c}` });
       this.#ensure(a, b, Number(c));

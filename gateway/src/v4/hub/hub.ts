@@ -13,6 +13,7 @@
  * - `online` is forwarded as received to every connected socket, but only when the sender's
  *   certificate is the announced hub's own (§11 C19: v4 let any client redirect every spoke). Hubs,
  *   v4's and ours, always announce themselves with their own leaf.
+ * - `ping` (ours, from gateways watching the link: ../hub-pings.ts) is answered `pong` on that connection.
  * - Scheduled events fire (§9.5 never did): ../../delivery/scheduler.ts. Stuck claims are redelivered after a
  *   lease: sweeper.ts. A peer's false "quit" mark on this hub's row is undone (§11 C18).
  *

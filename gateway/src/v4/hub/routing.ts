@@ -7,6 +7,7 @@ import { asciiText } from './store.js';
 
 /** Unfinished publishes per connection before its socket stops being read. */
 const MAX_IN_FLIGHT = 256;
+const PONG = encodeRecord(['pong']);
 /** Invalid records logged per connection; further ones are counted only. */
 const MAX_INVALID_LOGGED = 10;
 
@@ -64,6 +65,9 @@ export class HubRouting {
         return this.#publish(client, units);
       case 'online':
         return this.#online(client, units);
+      case 'ping':
+        // Ours (v4/hub-pings.ts): a gateway watching this hub's liveness. v4 has no heartbeat.
+        return this.#send(client, PONG);
       default:
         return this.#invalid(client, type);
     }
