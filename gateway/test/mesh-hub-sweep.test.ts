@@ -6,13 +6,17 @@
  * claim is an UPDATE where `consumed_spoke` is NULL) and runs it while the gateway's handler still does.
  */
 import { describe, expect, it } from 'vitest';
-import { createClient } from '@eventflow/core';
+import { createClient, type EventflowClient } from '@eventflow/core';
 import { startGateway } from '../src/index.js';
 import { HubRouter } from '../src/v4/mesh-router.js';
-import { eventually } from '@eventflow/test-support/wait';
+import { eventually, fence } from '@eventflow/test-support/wait';
+import { freePort, kill9, startGatewayProcess } from '@eventflow/test-support/gateway-process';
+import { mysqlGatewayEnv } from '@eventflow/test-support/mysql';
 import { isPublishOf, mysqlUnavailable, until, useHubFixture } from './hub-support.js';
 
 const fixture = useHubFixture();
+
+const meshEnv = { EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200, EVENTFLOW_LOG_LEVEL: 'silent' } as const;
 
 describe.skipIf(mysqlUnavailable !== undefined)("our hub's lease sweep beside a gateway's consumer", () => {
   it('a job under a gateway lease in force is not redelivered, however old its v4 claim; once settled its outcome is the gateway consumer\'s', async () => {
@@ -62,4 +66,56 @@ describe.skipIf(mysqlUnavailable !== undefined)("our hub's lease sweep beside a 
       await gateway.close();
     }
   }, 30_000);
+
+  it("a job left by a killed gateway, sent out again by our hub and claimed by a v4 spoke, is the spoke's: another gateway's consumer does not run it too", async () => {
+    const f = await fixture.setup();
+    const hub = await f.startHub({ EVENTFLOW_HUB_CLAIM_LEASE_MS: 1000 });
+    const env = { ...(f.env() as Record<string, string | number>), ...mysqlGatewayEnv(f.db.options), ...meshEnv, EVENTFLOW_LOG_LEVEL: 'warn' };
+    const port = await freePort();
+    // A short lease: the job's lease runs out soon after its gateway is killed.
+    const doomed = await startGatewayProcess(port, '/dev/null', { ...env, EVENTFLOW_CONSUME_LEASE_MS: 2_000 });
+    const clients: EventflowClient[] = [];
+    const client = (url: string): EventflowClient => {
+      const created = createClient(url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
+      clients.push(created);
+      return created;
+    };
+    let other: Awaited<ReturnType<typeof startGateway>> | undefined;
+    try {
+      const spoke = await f.spoke(hub);
+      await f.subscribe(hub, spoke, 'jobs', 'run');
+      const first = client(`ws://127.0.0.1:${port}/`);
+      const running: string[] = [];
+      await first.consume('jobs', 'run', async (event) => {
+        running.push(event.id);
+        await new Promise<never>(() => undefined); // runs until its gateway dies
+      });
+      const id = await first.publish({ domain: 'jobs', name: 'run', pid: 'job-1' });
+      await eventually(() => running.length === 1, 10_000, 'the job running on the first gateway');
+      await kill9(doomed.proc);
+
+      // The hub sends the job out again once the dead gateway's lease has run out; the v4 spoke claims it, as v4 does.
+      await spoke.waitFor((record) => isPublishOf(id)(record) && spoke.matching(isPublishOf(id)).length > 1, 15_000);
+      await f.db.query('UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id = ? AND consumed_spoke IS NULL', [spoke.id, id]);
+      expect((await f.published(id)).consumer).toBe(spoke.id);
+
+      // Another gateway's member of the same default group, then a second job after it: its claim reads the queue
+      // in order (expired leases first), so the first job, were it claimable, would go out before the second.
+      other = await startGateway({ ...env, EVENTFLOW_PORT: 0, EVENTFLOW_STORE: 'mysql', EVENTFLOW_LOG_LEVEL: 'silent' });
+      const second = client(other.url);
+      const handled: string[] = [];
+      await second.consume('jobs', 'run', async (event) => void handled.push(event.id), { concurrency: 1 });
+      const next = await second.publish({ domain: 'jobs', name: 'run', pid: 'job-2' });
+      await eventually(() => handled.includes(next), 10_000, 'the second job handled');
+      await fence(() => second.readEventlog('jobs', 'job-1'));
+      expect(handled).toEqual([next]);
+      const row = await f.published(id);
+      expect(row.consumer).toBe(spoke.id);
+      expect(row.success).toBeNull();
+    } finally {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      await other?.close();
+      await kill9(doomed.proc);
+    }
+  }, 40_000);
 });

@@ -161,12 +161,51 @@ export async function findStuckClaims(
  * the consumer claim is cleared (consumed_spoke, consumer → NULL) and the routing claim renewed
  * (consumed_hub → now, hub stays this hub), as if this hub had just won the claim of a fresh
  * publication. True when this sweeper won the reset.
+ *
+ * With gateways' ledger, a lease in force keeps the claim (a gateway may have claimed or extended since
+ * the read), and a lease that ran out (its gateway died) is ended with the claim: a gateway's claim takes
+ * a default-group row under a dead lease whatever v4's columns say, so left in place it took the event
+ * back from a v4 spoke that claimed it after this redelivery, and the job ran on both.
  */
 export async function resetStuckClaim(pool: Pool, hub: string, claim: StuckClaim, gatewayLedger = false): Promise<boolean> {
-  // The lease guard again, in the UPDATE: a gateway may have claimed or extended since the read.
-  const sql = `UPDATE event_published p SET p.consumed_hub = UTC_TIMESTAMP(), p.consumed_spoke = NULL, p.consumer = NULL
-    WHERE p.event_id = ? AND p.hub = ? AND p.consumed_hub = ? AND p.consumed_spoke <=> ? AND p.consumer <=> ?
-      AND p.success IS NULL AND p.failed IS NULL AND p.orphan IS NULL ${gatewayLedger ? `AND ${NO_GATEWAY_LEASE}` : ''}`;
-  const [result] = await pool.query<ResultSetHeader>(sql, [claim.eventId, hub, claim.hubAt, claim.spokeAt, claim.consumer]);
-  return result.affectedRows === 1;
+  const conn = await pool.getConnection();
+  try {
+    await conn.beginTransaction();
+    let deadLease = false;
+    if (gatewayLedger) {
+      // The lease row first, locked, then v4's row: the gateways' order (claims, settles), so no deadlock with them.
+      const [rows] = await conn.query<RowDataPacket[]>(
+        `SELECT deadline > ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS inForce FROM eventflow_delivery
+         WHERE event_id = ? AND gname = '' AND grp = '' AND outcome IS NULL AND owner IS NOT NULL AND deadline IS NOT NULL FOR UPDATE`,
+        [claim.eventId],
+      );
+      if (rows.some((row) => Number(row.inForce) === 1)) {
+        await conn.rollback();
+        return false;
+      }
+      deadLease = rows.length > 0;
+    }
+    const [result] = await conn.query<ResultSetHeader>(
+      `UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), consumed_spoke = NULL, consumer = NULL
+       WHERE event_id = ? AND hub = ? AND consumed_hub = ? AND consumed_spoke <=> ? AND consumer <=> ?
+         AND success IS NULL AND failed IS NULL AND orphan IS NULL`,
+      [claim.eventId, hub, claim.hubAt, claim.spokeAt, claim.consumer],
+    );
+    const won = result.affectedRows === 1;
+    if (won && deadLease) {
+      // As a gateway's release of it would (ledger-settle.ts): free again, its attempt counted.
+      await conn.query(
+        `UPDATE eventflow_delivery SET owner = NULL, deadline = NULL, delivery = NULL, available_at = NULL, updated = UTC_TIMESTAMP(3)
+         WHERE event_id = ? AND gname = '' AND grp = '' AND outcome IS NULL`,
+        [claim.eventId],
+      );
+    }
+    await conn.commit();
+    return won;
+  } catch (error) {
+    await conn.rollback().catch(() => undefined);
+    throw error;
+  } finally {
+    conn.release();
+  }
 }
