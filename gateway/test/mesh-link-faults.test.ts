@@ -11,7 +11,7 @@ import { HubRouter } from '../src/v4/mesh-router.js';
 import type { Hub } from '../src/v4/hub/hub.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
-import { mysqlUnavailable, until, useHubFixture, type HubFixture } from './hub-support.js';
+import { isPublishOf, mysqlUnavailable, until, useHubFixture, type HubFixture } from './hub-support.js';
 
 const fixture = useHubFixture();
 
@@ -115,6 +115,31 @@ describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub
       proxy.heal();
       await eventually(() => router.connected.includes(hub.id), 15_000, 'reconnected once the hub answers again');
       expect((await readyz()).status).toBe(200);
+    } finally {
+      await setup.stop();
+    }
+  }, 40_000);
+
+  it("a job published into a link that then broke reaches the v4 spokes once the link is back (the hub never saw it: v4's routing claim still free)", async () => {
+    const setup = await start();
+    try {
+      const { f, hub, proxy, gateway, client } = setup;
+      const spoke = await f.spoke(hub);
+      await f.subscribe(hub, spoke, 'jobs', 'run');
+      // The link stops carrying bytes; the gateway, not knowing yet, writes the job's `publish` into it.
+      proxy.partition();
+      const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'job-1' });
+      // Then it breaks for good: what was in flight is gone, as with a real partition's reset.
+      proxy.cut();
+      await eventually(() => !(gateway.router as HubRouter).connected.includes(hub.id), 15_000, 'the link down at the gateway');
+      expect((await f.published(id)).consumed_hub).toBeNull();
+
+      proxy.heal();
+      await eventually(() => (gateway.router as HubRouter).connected.includes(hub.id), 15_000, 'the link back');
+      // Only the gateway's own publish can reach the spoke: nothing else is published.
+      const record = await spoke.waitFor(isPublishOf(id), 10_000);
+      expect(record).toEqual(['publish', 'jobs', id, 'run', 'job-1']);
+      expect((await f.published(id)).hub).toBe(hub.id);
     } finally {
       await setup.stop();
     }

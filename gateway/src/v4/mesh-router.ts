@@ -21,6 +21,7 @@ import type { EventStore } from '../store/store.js';
 import type { RouteTarget, Router } from '../router/router.js';
 import { HUB_PING_INTERVAL_MS, HUB_PING_TIMEOUT_MS } from '../defaults.js';
 import { HubPings } from './hub-pings.js';
+import { readUnrouted } from './unrouted.js';
 
 export interface HubRouterOptions {
   store: EventStore;
@@ -38,10 +39,16 @@ export interface HubRouterOptions {
   pingInterval?: number;
   /** Silence after which such a hub is dropped. */
   pingTimeout?: number;
+  /** This gateway's id as v4's `publisher`: its publishes no hub routed are announced again after a reconnect. */
+  publisher?: string;
 }
 
 /** After a (re)connect, the store is read again this much later too: the hub has had the subscriptions by then. */
 const RESYNC_AGAIN_MS = 1_000;
+/** Publishes no hub routed, announced again at a reconnect: at most this many, this old (s), plus a margin (s) for clocks. */
+const UNROUTED_LIMIT = 10_000;
+const UNROUTED_HORIZON_S = 3_600;
+const UNROUTED_MARGIN_S = 5;
 
 interface HubRow {
   id: string;
@@ -61,11 +68,13 @@ interface HubConnection {
   listed: boolean;
   /** While ready: whether the hub answers pings, and its silence. */
   pings: HubPings | undefined;
+  /** When its ready connection was last lost (ms). */
+  lostAt: number | undefined;
 }
 
 export class HubRouter implements Router {
   readonly kind = 'hubs';
-  readonly #options: Required<Omit<HubRouterOptions, 'log'>> & { log: Logger };
+  readonly #options: Required<Omit<HubRouterOptions, 'log' | 'publisher'>> & Pick<HubRouterOptions, 'publisher'> & { log: Logger };
   readonly #hubs = new Map<string, HubConnection>();
   readonly #interests = new Map<string, [string, string]>();
   #pending: StoredEvent[] = [];
@@ -159,7 +168,7 @@ export class HubRouter implements Router {
   #ensure(id: string, host: string, port: number): void {
     let hub = this.#hubs.get(id);
     if (!hub) {
-      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true, pings: undefined };
+      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true, pings: undefined, lostAt: undefined };
       this.#hubs.set(id, hub);
     } else {
       hub.listed = true;
@@ -209,7 +218,10 @@ export class HubRouter implements Router {
       hub.ready = false;
       hub.pings?.stop();
       hub.pings = undefined;
-      if (wasReady) this.#options.log.info('hub connection lost', { hub: hub.id });
+      if (wasReady) {
+        hub.lostAt = Date.now();
+        this.#options.log.info('hub connection lost', { hub: hub.id });
+      }
       if (this.#closed) return;
       if (!hub.listed) {
         this.#hubs.delete(hub.id);
@@ -243,9 +255,29 @@ export class HubRouter implements Router {
     // read the store for it, as a notification would have. Once more a moment later, for an event the hub
     // routed after this read but before it had the subscriptions just sent.
     this.#resync();
+    if (hub.lostAt !== undefined) void this.#announceUnrouted(hub, hub.lostAt);
+    hub.lostAt = undefined;
     clearTimeout(this.#resyncAgain);
     this.#resyncAgain = setTimeout(() => this.#resync(), RESYNC_AGAIN_MS);
     this.#resyncAgain.unref();
+  }
+
+  /**
+   * Announces again this gateway's publishes that no hub routed since a while before the link was lost
+   * (records written while the hub was already silent, up to a ping timeout, went with the link). A hub that
+   * did route one refuses its claim again: a record sent twice is routed once.
+   */
+  async #announceUnrouted(hub: HubConnection, lostAt: number): Promise<void> {
+    const publisher = this.#options.publisher;
+    if (publisher === undefined) return;
+    const seconds = Math.ceil((Date.now() - lostAt + this.#options.pingTimeout) / 1000) + UNROUTED_MARGIN_S;
+    try {
+      const events = await readUnrouted(this.#options.pool, publisher, Math.min(seconds, UNROUTED_HORIZON_S), UNROUTED_LIMIT);
+      if (events.length === UNROUTED_LIMIT) this.#options.log.warn('more events no hub routed than are announced again at a reconnect; v4 spokes miss the rest', { hub: hub.id, limit: UNROUTED_LIMIT });
+      for (const event of events) this.#send(hub, ['publish', event.domain, event.id, event.name, event.pid]);
+    } catch (error) {
+      this.#options.log.warn('could not read the events no hub routed while the link was down; v4 spokes may miss them', { hub: hub.id, error });
+    }
   }
 
   /** Pulls every domain this gateway is interested in from the store (a lost notification's cover). */

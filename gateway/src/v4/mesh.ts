@@ -28,5 +28,5 @@ export async function joinMesh(settings: GatewayConfig, env: GatewaySettings, st
     config: certificateConfigFromEnv(strings),
     onError: (error) => log.warn('certificate refresh failed; the cached chain stays in use', { error }),
   });
-  return { router: new HubRouter({ store, pool, certificates, log, pollInterval: settings.EVENTFLOW_MESH_POLL_MS }), pool };
+  return { router: new HubRouter({ store, pool, certificates, log, pollInterval: settings.EVENTFLOW_MESH_POLL_MS, publisher: id }), pool };
 }
