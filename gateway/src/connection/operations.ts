@@ -121,7 +121,7 @@ export const operations: Operations = {
     const { store, router, gatewayId } = session.context;
     const linked = event.id === undefined ? undefined : session.requestWait(event.id);
     if (linked) await linked;
-    if (requireConsumer && !(await consumedOrRetryable(session, event))) {
+    if (requireConsumer && router.outsideConsumers !== true && !(await consumedOrRetryable(session, event))) {
       throw new EventflowError('E_EVENTFLOW_NO_CONSUMER', `no consumer group takes ${event.domain} › ${event.name}; register a consumer first, or pass requireConsumer: false`, {
         details: { domain: event.domain, name: event.name },
       });

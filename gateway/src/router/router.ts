@@ -38,6 +38,11 @@ export interface RouterStatus {
 export interface Router {
   readonly kind: string;
   /**
+   * Consumers the store's groups do not list may take events (v4 spokes in the hub mesh: v4 has no groups).
+   * request()'s E_EVENTFLOW_NO_CONSUMER cannot then tell that nobody takes an event, and is not given.
+   */
+  readonly outsideConsumers?: boolean;
+  /**
    * The hub id of a router that routes right after the store's commit (the embedded one): a
    * publish takes this router's routing claim in its append transaction (AppendOptions.routedBy)
    * and says so to `publish`. Undefined for a router that claims by itself, or not at all.

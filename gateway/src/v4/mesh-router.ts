@@ -74,6 +74,8 @@ interface HubConnection {
 
 export class HubRouter implements Router {
   readonly kind = 'hubs';
+  /** v4 spokes consume without a group in the store: a request() for one of them must not be refused. */
+  readonly outsideConsumers = true;
   readonly #options: Required<Omit<HubRouterOptions, 'log' | 'publisher'>> & Pick<HubRouterOptions, 'publisher'> & { log: Logger };
   readonly #hubs = new Map<string, HubConnection>();
   readonly #interests = new Map<string, [string, string]>();
