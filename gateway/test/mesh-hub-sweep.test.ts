@@ -118,4 +118,27 @@ describe.skipIf(mysqlUnavailable !== undefined)("our hub's lease sweep beside a 
       await kill9(doomed.proc);
     }
   }, 40_000);
+
+  it("a job a v4 spoke claimed and never settled, routed by a hub that died since, is sent out again by the hub that replaced it", async () => {
+    const f = await fixture.setup();
+    const first = await f.startHub({ EVENTFLOW_HUB_CLAIM_LEASE_MS: 1000 });
+    const crashing = await f.spoke(first);
+    await f.subscribe(first, crashing, 'jobs', 'run');
+    const job = await f.insertPublished({ domain: 'jobs', name: 'run', pid: 'job-1' });
+    crashing.send('publish', job.domain, job.id, job.name, job.pid);
+    await crashing.waitFor(isPublishOf(job.id), 5_000);
+    // The spoke claims it, as v4 does, and crashes before its outcome; then the hub goes (marked quit: by its
+    // own stop here, by the next hub to start after a kill).
+    await f.db.query('UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id = ? AND consumed_spoke IS NULL', [crashing.id, job.id]);
+    await crashing.close();
+    await first.destroy();
+
+    const second = await f.startHub({ EVENTFLOW_HUB_CLAIM_LEASE_MS: 1000 });
+    const worker = await f.spoke(second);
+    await f.subscribe(second, worker, 'jobs', 'run');
+    const record = await worker.waitFor(isPublishOf(job.id), 10_000);
+    expect(record).toEqual(['publish', 'jobs', job.id, 'run', 'job-1']);
+    const row = await f.published(job.id);
+    expect([row.hub, row.consumer, row.success]).toEqual([second.id, null, null]);
+  }, 30_000);
 });

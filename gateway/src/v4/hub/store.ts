@@ -88,6 +88,8 @@ export async function persistLog(pool: Pool, agent: string, message: string, err
 /** A routed event whose claim ran out of lease; the `*At` strings are the columns' exact values, for the guard. */
 export interface StuckClaim {
   eventId: string;
+  /** The hub whose routing claim it is: this one, or one that quit (its claims are nobody's to redeliver else). */
+  hub: string;
   domain: string;
   name: string;
   pid: string;
@@ -115,7 +117,9 @@ export async function hasGatewayLedger(pool: Pool): Promise<boolean> {
 }
 
 /**
- * One page of events routed by `hub` without success, failed or orphan whose consumer claim
+ * One page of events routed by `hub`, or by a hub that quit (killed hubs are marked quit by the next hub
+ * to start, §6.4 A; a restarted hub has a new id, so nobody else would ever take their claims back),
+ * without success, failed or orphan whose consumer claim
  * (consumed_spoke) — or, when no consumer claimed, routing claim (consumed_hub) — is older than
  * `leaseSeconds`. Only claims made within `horizonSeconds` before that are looked at: the range on
  * idx_consumed_hub keeps the query's cost proportional to recent traffic, and an event the sweeper
@@ -132,11 +136,11 @@ export async function findStuckClaims(
 ): Promise<StuckClaim[]> {
   const page = after ? 'AND (p.consumed_hub, p.event_id) > (?, ?)' : '';
   const leased = gatewayLedger ? `AND ${NO_GATEWAY_LEASE}` : '';
-  const sql = `SELECT p.event_id AS eventId, e.domain, e.name, e.pid,
+  const sql = `SELECT p.event_id AS eventId, p.hub, e.domain, e.name, e.pid,
       DATE_FORMAT(p.consumed_hub, ${TEXT}) AS hubAt, DATE_FORMAT(p.consumed_spoke, ${TEXT}) AS spokeAt, p.consumer
     FROM event_published p JOIN event e ON e.id = p.event_id
     WHERE p.consumed_hub >= UTC_TIMESTAMP() - INTERVAL ? SECOND AND p.consumed_hub < UTC_TIMESTAMP() - INTERVAL ? SECOND
-      AND p.hub = ? AND p.success IS NULL AND p.failed IS NULL AND p.orphan IS NULL
+      AND (p.hub = ? OR p.hub IN (SELECT q.id FROM hub q WHERE q.quit IS NOT NULL)) AND p.success IS NULL AND p.failed IS NULL AND p.orphan IS NULL
       AND (p.consumed_spoke IS NULL OR p.consumed_spoke < UTC_TIMESTAMP() - INTERVAL ? SECOND)
       ${leased} ${page}
     ORDER BY p.consumed_hub, p.event_id
@@ -147,6 +151,7 @@ export async function findStuckClaims(
   const [rows] = await pool.query<RowDataPacket[]>(sql, params);
   return rows.map((row) => ({
     eventId: String(row.eventId),
+    hub: String(row.hub),
     domain: String(row.domain),
     name: String(row.name),
     pid: String(row.pid),
@@ -159,7 +164,7 @@ export async function findStuckClaims(
 /**
  * Takes the stuck claim back, only if nothing changed since it was read (no new claim, no outcome):
  * the consumer claim is cleared (consumed_spoke, consumer → NULL) and the routing claim renewed
- * (consumed_hub → now, hub stays this hub), as if this hub had just won the claim of a fresh
+ * (consumed_hub → now, hub → this hub, which a quit hub's claim thus moves to), as if this hub had just won the claim of a fresh
  * publication. True when this sweeper won the reset.
  *
  * With gateways' ledger, a lease in force keeps the claim (a gateway may have claimed or extended since
@@ -186,10 +191,10 @@ export async function resetStuckClaim(pool: Pool, hub: string, claim: StuckClaim
       deadLease = rows.length > 0;
     }
     const [result] = await conn.query<ResultSetHeader>(
-      `UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), consumed_spoke = NULL, consumer = NULL
+      `UPDATE event_published SET hub = ?, consumed_hub = UTC_TIMESTAMP(), consumed_spoke = NULL, consumer = NULL
        WHERE event_id = ? AND hub = ? AND consumed_hub = ? AND consumed_spoke <=> ? AND consumer <=> ?
          AND success IS NULL AND failed IS NULL AND orphan IS NULL`,
-      [claim.eventId, hub, claim.hubAt, claim.spokeAt, claim.consumer],
+      [hub, claim.eventId, claim.hub, claim.hubAt, claim.spokeAt, claim.consumer],
     );
     const won = result.affectedRows === 1;
     if (won && deadLease) {

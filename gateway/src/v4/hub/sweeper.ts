@@ -2,7 +2,8 @@
  * Lease-based redelivery (eventflow-v4.md §11 A1): v4 never re-sends an event stuck in HUB_CLAIMED
  * (routed, nobody claimed it: the consumer was disconnected) or SPOKE_CLAIMED (the consumer crashed
  * before success/failed). Periodically, this finds such events among those THIS hub routed
- * (`hub` = own ID) whose claim is older than the lease, takes the claim back with a guarded UPDATE
+ * (`hub` = own ID), or a hub that quit routed (killed or stopped: its claims were nobody's, and a v4 spoke's
+ * job stuck under one stayed so for good) whose claim is older than the lease, takes the claim back with a guarded UPDATE
  * (only if the row is unchanged since read: consumed_spoke/consumer → NULL, consumed_hub renewed),
  * and re-broadcasts `publish` as for a fresh publication.
  *
@@ -17,8 +18,8 @@
  *
  * Conservative and bounded: at most `maxPages × batch` rows a sweep, only claims made within a
  * horizon before the lease expired (older rows, including the ones given up on, are never looked
- * at again), at most `maxRedeliveries` per event (counted in memory: a restarted hub has a new ID,
- * so it never sees the events of its previous life).
+ * at again), at most `maxRedeliveries` per event and hub life (counted in memory: a hub that takes
+ * over a quit hub's claim routes it under its own id, and counts from there).
  */
 import type { Pool } from 'mysql2/promise';
 import { findStuckClaims, hasGatewayLedger, resetStuckClaim, type StuckClaim } from './store.js';
@@ -121,7 +122,7 @@ export class HubSweeper {
         attempts.count += 1;
         attempts.last = Date.now();
         this.#attempts.set(claim.eventId, attempts);
-        const what = claim.consumer === null ? 'unclaimed' : `claimed by ${claim.consumer} at ${claim.spokeAt}`;
+        const what = `${claim.consumer === null ? 'unclaimed' : `claimed by ${claim.consumer} at ${claim.spokeAt}`}${claim.hub === hubId ? '' : `, routed by quit hub ${claim.hub}`}`;
         this.#options.log(`redelivering event ${claim.eventId} (${what}, attempt ${attempts.count} of ${maxRedeliveries})`);
         await this.#options.redeliver(claim, attempts.count);
         redelivered += 1;
