@@ -142,6 +142,9 @@ export const HUB_PING_INTERVAL_MS = 2_000;
 /** A hub that answers pings and sends nothing for this long is dropped and dialled again (a stopped process, a partition). */
 export const HUB_PING_TIMEOUT_MS = 6_000;
 
+/** Bytes a gateway's link to a hub may hold unsent before it is dropped as not reading (v4/mesh-router.ts). */
+export const HUB_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
 /** The scheduler's poll for events scheduled by other processes; events scheduled here re-arm its timer at once. */
 export const SCHEDULER_POLL_MS = 30_000;
 

@@ -11,6 +11,8 @@ import { HubRouter } from '../src/v4/mesh-router.js';
 import type { Hub } from '../src/v4/hub/hub.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
+import { MysqlStore } from '../src/store/mysql/mysql.js';
+import { createLogger } from '../src/log.js';
 import { isPublishOf, mysqlUnavailable, until, useHubFixture, type HubFixture } from './hub-support.js';
 
 const fixture = useHubFixture();
@@ -144,4 +146,35 @@ describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub
       await setup.stop();
     }
   }, 40_000);
+
+  it('a hub that stops reading, unwatched by pings (as a stopped v4.8 hub is), is dropped once the link holds too much unsent, not kept in memory for good', async () => {
+    const f = await fixture.setup();
+    const port = await freePort();
+    const proxy = await startPartitionProxy(port);
+    const hub = await f.startHub({ EVENTFLOW_HUB_INTERNAL_PORT: port, EVENTFLOW_HUB_EXTERNAL_PORT: proxy.port });
+    const store = new MysqlStore(f.db.options);
+    // Pings as good as off: only the bound on what the link holds unsent can tell.
+    const router = new HubRouter({ store, pool: f.pool, certificates: f.spokeIdentity('EVENTFLOW-GATEWAY'), log: createLogger('silent'), pingInterval: 3_600_000, maxBufferedBytes: 256 * 1024 });
+    try {
+      await router.start({ route: async () => undefined, routeAnnounced: async () => undefined });
+      await eventually(() => router.connected.includes(hub.id), 10_000, 'connected to the hub');
+      proxy.stall();
+      const long = 'x'.repeat(60);
+      let sent = 0;
+      // Far more than the kernel's buffers on both sides of the proxy hold, in turns so the socket can hand them over.
+      while (router.connected.includes(hub.id) && sent < 200_000) {
+        for (let i = 0; i < 1_000; i++, sent++) {
+          await router.publish({ id: `event-${sent}-${long}`, domain: `domain-${long}`, name: `name-${long}`, pid: 'p', data: null, timestamp: '', rid: null, position: sent + 1 });
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(router.connected).not.toContain(hub.id);
+      proxy.heal();
+      await eventually(() => router.connected.includes(hub.id), 15_000, 'dialled again once the hub reads');
+    } finally {
+      await router.close();
+      await store.close();
+      await proxy.close();
+    }
+  }, 30_000);
 });

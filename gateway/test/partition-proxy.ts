@@ -13,6 +13,11 @@ export interface PartitionProxy {
   heal(): void;
   /** Ends every connection through it at once (both sockets destroyed), as a dropped link does; new ones pass. */
   cut(): void;
+  /**
+   * Stops reading every connection through it (and every new one), as a stopped process does: the kernel's
+   * buffers fill, then the sender's. `heal()` reads again.
+   */
+  stall(): void;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,7 @@ class Direction {
 
 export async function startPartitionProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<PartitionProxy> {
   let partitioned = false;
+  let stalled = false;
   const directions = new Set<Direction>();
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
@@ -48,6 +54,7 @@ export async function startPartitionProxy(targetPort: number, targetHost = '127.
       socket.setNoDelay(true);
       socket.on('error', () => undefined);
       socket.on('close', () => sockets.delete(socket));
+      if (stalled) socket.pause();
     }
     const isPartitioned = (): boolean => partitioned;
     directions.add(new Direction(client, upstream, isPartitioned));
@@ -64,7 +71,13 @@ export async function startPartitionProxy(targetPort: number, targetHost = '127.
     },
     heal() {
       partitioned = false;
+      stalled = false;
+      for (const socket of sockets) socket.resume();
       for (const direction of directions) direction.flush();
+    },
+    stall() {
+      stalled = true;
+      for (const socket of sockets) socket.pause();
     },
     cut() {
       for (const socket of sockets) socket.destroy();

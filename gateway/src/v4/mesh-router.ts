@@ -19,7 +19,7 @@ import type { CertificateManager } from './certificates/manager.js';
 import type { Logger } from '../log.js';
 import type { EventStore } from '../store/store.js';
 import type { RouteTarget, Router } from '../router/router.js';
-import { HUB_PING_INTERVAL_MS, HUB_PING_TIMEOUT_MS } from '../defaults.js';
+import { HUB_MAX_BUFFERED_BYTES, HUB_PING_INTERVAL_MS, HUB_PING_TIMEOUT_MS } from '../defaults.js';
 import { HubPings } from './hub-pings.js';
 import { readUnrouted } from './unrouted.js';
 
@@ -39,6 +39,8 @@ export interface HubRouterOptions {
   pingInterval?: number;
   /** Silence after which such a hub is dropped. */
   pingTimeout?: number;
+  /** Bytes a hub connection may hold unsent before it is dropped as not reading. */
+  maxBufferedBytes?: number;
   /** This gateway's id as v4's `publisher`: its publishes no hub routed are announced again after a reconnect. */
   publisher?: string;
 }
@@ -86,7 +88,7 @@ export class HubRouter implements Router {
   #resyncAgain: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: HubRouterOptions) {
-    this.#options = { pollInterval: 3_000, readyTimeout: 5_000, maxPending: 10_000, pingInterval: HUB_PING_INTERVAL_MS, pingTimeout: HUB_PING_TIMEOUT_MS, ...options };
+    this.#options = { pollInterval: 3_000, readyTimeout: 5_000, maxPending: 10_000, pingInterval: HUB_PING_INTERVAL_MS, pingTimeout: HUB_PING_TIMEOUT_MS, maxBufferedBytes: HUB_MAX_BUFFERED_BYTES, ...options };
   }
 
   /** Ids of the hubs with a ready connection. */
@@ -123,7 +125,7 @@ export class HubRouter implements Router {
       return;
     }
     const record = encodeRecord(['publish', event.domain, event.id, event.name, event.pid]);
-    for (const hub of ready) hub.socket?.write(record);
+    for (const hub of ready) this.#write(hub, record);
   }
 
   setInterest(domain: string, name: string, interested: boolean): void {
@@ -328,6 +330,21 @@ export class HubRouter implements Router {
   }
 
   #send(hub: HubConnection, units: readonly Unit[]): void {
-    hub.socket?.write(encodeRecord(units));
+    this.#write(hub, encodeRecord(units));
+  }
+
+  /**
+   * Every record goes out here. A hub that does not read (a stopped v4 hub: pings find only ours) would
+   * have this gateway keep every record in memory for as long: past the bound the link is dropped and
+   * dialled again, and the publishes no hub routed are announced again once it is back.
+   */
+  #write(hub: HubConnection, record: Buffer): void {
+    const socket = hub.socket;
+    if (!socket || socket.destroyed) return;
+    socket.write(record);
+    if (socket.writableLength > this.#options.maxBufferedBytes) {
+      this.#options.log.warn('hub is not reading what this gateway sends; dropping the connection and dialling it again', { hub: hub.id, unsent: socket.writableLength });
+      socket.destroy();
+    }
   }
 }
