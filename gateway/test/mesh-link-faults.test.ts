@@ -177,4 +177,34 @@ describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub
       await proxy.close();
     }
   }, 30_000);
+
+  it('publishes past the queue kept for the first hub connection reach the v4 spokes once it is made', async () => {
+    const f = await fixture.setup();
+    const port = await freePort();
+    const proxy = await startPartitionProxy(port);
+    const hub = await f.startHub({ EVENTFLOW_HUB_INTERNAL_PORT: port, EVENTFLOW_HUB_EXTERNAL_PORT: proxy.port });
+    const spoke = await f.spoke(hub);
+    await f.subscribe(hub, spoke, 'jobs', 'run');
+    const store = new MysqlStore(f.db.options);
+    const publisher = 'TEST-GATEWAY.EVENTFLOW-GATEWAY';
+    // A queue of two: the first three of five publishes are dropped from it.
+    const router = new HubRouter({ store, pool: f.pool, certificates: f.spokeIdentity('EVENTFLOW-GATEWAY'), log: createLogger('silent'), maxPending: 2, publisher });
+    proxy.partition(); // no hub connection can be made yet
+    try {
+      await router.start({ route: async () => undefined, routeAnnounced: async () => undefined });
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const row = await f.insertPublished({ domain: 'jobs', name: 'run', pid: `job-${i}` }, publisher);
+        ids.push(row.id);
+        await router.publish({ id: row.id, domain: 'jobs', name: 'run', pid: row.pid, data: null, timestamp: '', rid: null, position: i + 1 });
+      }
+      expect(router.connected).toEqual([]);
+      proxy.heal();
+      for (const id of ids) await spoke.waitFor(isPublishOf(id), 15_000);
+    } finally {
+      await router.close();
+      await store.close();
+      await proxy.close();
+    }
+  }, 30_000);
 });

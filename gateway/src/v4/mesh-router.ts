@@ -82,6 +82,8 @@ export class HubRouter implements Router {
   readonly #hubs = new Map<string, HubConnection>();
   readonly #interests = new Map<string, [string, string]>();
   #pending: StoredEvent[] = [];
+  /** When #pending first dropped an event since a hub was last ready (ms). */
+  #droppedAt: number | undefined;
   #target: RouteTarget | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #closed = false;
@@ -118,10 +120,13 @@ export class HubRouter implements Router {
   #announce(event: StoredEvent): void {
     const ready = [...this.#hubs.values()].filter((hub) => hub.ready);
     if (ready.length === 0) {
-      // v4 loses such events; ours are sent once a hub is connected (bounded, oldest dropped,
-      // and a dropped one is still in the store for resuming clients).
+      // v4 loses such events; ours are sent once a hub is connected (bounded: past the bound, the next
+      // connection reads the store for the publishes no hub routed since the first one dropped).
       this.#pending.push(event);
-      if (this.#pending.length > this.#options.maxPending) this.#pending.shift();
+      if (this.#pending.length > this.#options.maxPending) {
+        this.#pending.shift();
+        this.#droppedAt ??= Date.now();
+      }
       return;
     }
     const record = encodeRecord(['publish', event.domain, event.id, event.name, event.pid]);
@@ -255,11 +260,13 @@ export class HubRouter implements Router {
     const pending = this.#pending;
     this.#pending = [];
     for (const event of pending) this.#announce(event);
+    const since = Math.min(hub.lostAt ?? Infinity, this.#droppedAt ?? Infinity);
+    this.#droppedAt = undefined;
     // The hub routed what others published while this link was down to nobody here (v4 never resends):
     // read the store for it, as a notification would have. Once more a moment later, for an event the hub
     // routed after this read but before it had the subscriptions just sent.
     this.#resync();
-    if (hub.lostAt !== undefined) void this.#announceUnrouted(hub, hub.lostAt);
+    if (since !== Infinity) void this.#announceUnrouted(hub, since);
     hub.lostAt = undefined;
     clearTimeout(this.#resyncAgain);
     this.#resyncAgain = setTimeout(() => this.#resync(), RESYNC_AGAIN_MS);
