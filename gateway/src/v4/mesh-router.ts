@@ -81,8 +81,9 @@ export class HubRouter implements Router {
   readonly #options: Required<Omit<HubRouterOptions, 'log' | 'publisher'>> & Pick<HubRouterOptions, 'publisher'> & { log: Logger };
   readonly #hubs = new Map<string, HubConnection>();
   readonly #interests = new Map<string, [string, string]>();
-  #pending: StoredEvent[] = [];
-  /** When #pending first dropped an event since a hub was last ready (ms). */
+  /** Publishes waiting for a hub connection, with when each was queued (ms). */
+  #pending: Array<{ event: StoredEvent; at: number }> = [];
+  /** When the first event #pending dropped (since a hub was last ready) was queued (ms). */
   #droppedAt: number | undefined;
   #target: RouteTarget | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
@@ -122,10 +123,10 @@ export class HubRouter implements Router {
     if (ready.length === 0) {
       // v4 loses such events; ours are sent once a hub is connected (bounded: past the bound, the next
       // connection reads the store for the publishes no hub routed since the first one dropped).
-      this.#pending.push(event);
+      this.#pending.push({ event, at: Date.now() });
       if (this.#pending.length > this.#options.maxPending) {
-        this.#pending.shift();
-        this.#droppedAt ??= Date.now();
+        const dropped = this.#pending.shift();
+        this.#droppedAt ??= dropped?.at;
       }
       return;
     }
@@ -259,7 +260,7 @@ export class HubRouter implements Router {
     for (const [domain, name] of this.#interests.values()) this.#send(hub, ['subscribe', domain, name]);
     const pending = this.#pending;
     this.#pending = [];
-    for (const event of pending) this.#announce(event);
+    for (const { event } of pending) this.#announce(event);
     const since = Math.min(hub.lostAt ?? Infinity, this.#droppedAt ?? Infinity);
     this.#droppedAt = undefined;
     // The hub routed what others published while this link was down to nobody here (v4 never resends):
