@@ -141,4 +141,46 @@ describe.skipIf(mysqlUnavailable !== undefined)("our hub's lease sweep beside a 
     const row = await f.published(job.id);
     expect([row.hub, row.consumer, row.success]).toEqual([second.id, null, null]);
   }, 30_000);
+
+  it("a job a gateway's consumer failed, waiting for its retry delay, is not sent out again by the sweep (a v4 spoke would run it before the delay)", async () => {
+    const f = await fixture.setup();
+    const hub = await f.startHub({ EVENTFLOW_HUB_CLAIM_LEASE_MS: 1000 });
+    const gateway = await startGateway({ ...f.env(), EVENTFLOW_PORT: 0, EVENTFLOW_STORE: 'mysql', ...meshEnv });
+    const client = createClient(gateway.url, { reconnect: { minDelay: 20, maxDelay: 200 }, onError: () => undefined });
+    try {
+      await eventually(() => (gateway.router as HubRouter).connected.includes(hub.id), 10_000, 'the gateway connected to the hub');
+      const spoke = await f.spoke(hub);
+      await f.subscribe(hub, spoke, 'jobs', 'run');
+      const runs: string[] = [];
+      await client.consume(
+        'jobs',
+        'run',
+        async (event) => {
+          runs.push(event.id);
+          throw new Error('not yet');
+        },
+        { retry: { attempts: 3, backoff: 'fixed', delayMs: 20_000 } },
+      );
+      await eventually(() => hub.subscriptions().some((s) => s.client === gateway.id && s.domain === 'jobs' && s.name === 'run'), 10_000, 'the consumer at the hub');
+      const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'job-1' });
+      await spoke.waitFor(isPublishOf(id), 5_000);
+      // Failed once, released with its retry delay (v4's claim cleared); the routing claim grows older than the hub's lease.
+      await until(
+        async () => Number((await f.db.query<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM event_published p JOIN eventflow_delivery d ON d.event_id = p.event_id AND d.gname = '' AND d.grp = ''
+           WHERE p.event_id = ? AND p.consumed_spoke IS NULL AND d.available_at IS NOT NULL AND p.consumed_hub < UTC_TIMESTAMP() - INTERVAL 2 SECOND`,
+          [id],
+        ))[0]?.n),
+        (n) => n === 1,
+        10_000,
+        'the job waiting for its retry, its routing claim older than the lease',
+      );
+      expect(await hub.sweepStuckClaims()).toBe(0);
+      expect(spoke.matching(isPublishOf(id))).toHaveLength(1);
+      expect(runs).toEqual([id]);
+    } finally {
+      await client.close().catch(() => undefined);
+      await gateway.close();
+    }
+  }, 30_000);
 });

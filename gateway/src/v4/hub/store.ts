@@ -100,13 +100,17 @@ export interface StuckClaim {
 
 const TEXT = "'%Y-%m-%d %H:%i:%s'";
 
+const DB_NOW_MS = 'ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)';
+
 /**
- * No gateway holds the event's default-group delivery under a lease in force (eventflow_delivery; its
- * deadline is in ms by the database's clock, as gateways' lease clocks go). A gateway writes v4's claim
- * once, at the claim, and keeps its lease by its own extends: the claim's age says nothing of it.
+ * Gateways hold the event's default-group row (eventflow_delivery; times in ms by the database's clock, as
+ * gateways' lease clocks go): under a lease in force, or released until its retry time (a consumer's retry
+ * policy). A gateway writes v4's claim once, at the claim, and keeps its lease by its own extends, so the
+ * claim's age says nothing of it; a release clears v4's claim, and a redelivery then ran the job on a v4
+ * spoke before its retry delay.
  */
-const NO_GATEWAY_LEASE = `NOT EXISTS (SELECT 1 FROM eventflow_delivery d WHERE d.event_id = p.event_id AND d.gname = '' AND d.grp = ''
-      AND d.outcome IS NULL AND d.owner IS NOT NULL AND d.deadline > ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000))`;
+const GATEWAY_HELD = `d.outcome IS NULL AND ((d.owner IS NOT NULL AND d.deadline > ${DB_NOW_MS}) OR d.available_at > ${DB_NOW_MS})`;
+const NO_GATEWAY_LEASE = `NOT EXISTS (SELECT 1 FROM eventflow_delivery d WHERE d.event_id = p.event_id AND d.gname = '' AND d.grp = '' AND ${GATEWAY_HELD})`;
 
 /** Whether gateways' delivery ledger is in this database (they create it; a mesh of v4 spokes only has none). */
 export async function hasGatewayLedger(pool: Pool): Promise<boolean> {
@@ -180,15 +184,15 @@ export async function resetStuckClaim(pool: Pool, hub: string, claim: StuckClaim
     if (gatewayLedger) {
       // The lease row first, locked, then v4's row: the gateways' order (claims, settles), so no deadlock with them.
       const [rows] = await conn.query<RowDataPacket[]>(
-        `SELECT deadline > ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS inForce FROM eventflow_delivery
-         WHERE event_id = ? AND gname = '' AND grp = '' AND outcome IS NULL AND owner IS NOT NULL AND deadline IS NOT NULL FOR UPDATE`,
+        `SELECT ${GATEWAY_HELD} AS held, d.owner IS NOT NULL AND d.deadline IS NOT NULL AS leased FROM eventflow_delivery d
+         WHERE d.event_id = ? AND d.gname = '' AND d.grp = '' AND d.outcome IS NULL FOR UPDATE`,
         [claim.eventId],
       );
-      if (rows.some((row) => Number(row.inForce) === 1)) {
+      if (rows.some((row) => Number(row.held) === 1)) {
         await conn.rollback();
         return false;
       }
-      deadLease = rows.length > 0;
+      deadLease = rows.some((row) => Number(row.leased) === 1);
     }
     const [result] = await conn.query<ResultSetHeader>(
       `UPDATE event_published SET hub = ?, consumed_hub = UTC_TIMESTAMP(), consumed_spoke = NULL, consumer = NULL

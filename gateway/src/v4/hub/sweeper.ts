@@ -12,8 +12,8 @@
  * must exceed the slowest consumer. v4 spokes also claim events they only subscribe to without ever
  * settling them, so such events are redelivered too, at most `maxRedeliveries` times.
  *
- * A job a gateway's consumer holds under a lease in force (eventflow_delivery) is not stuck, however old
- * its v4 claim: gateways keep their leases by extends, which v4's columns do not show. Taken back, it went
+ * A job a gateway's consumer holds under a lease in force, or that waits for its retry delay
+ * (eventflow_delivery), is not stuck, however old its v4 claim: gateways keep their leases by extends, which v4's columns do not show. Taken back, it went
  * out again beside the running handler, and a v4 spoke of the same group could claim and run it too.
  *
  * Conservative and bounded: at most `maxPages × batch` rows a sweep, only claims made within a
