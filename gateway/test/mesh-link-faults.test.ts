@@ -207,4 +207,28 @@ describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub
       await proxy.close();
     }
   }, 30_000);
+
+  it('a job published into the link to a hub that then died reaches the v4 spokes of the hub that replaced it (a new id)', async () => {
+    const setup = await start();
+    try {
+      const { f, hub, proxy, gateway, client } = setup;
+      proxy.partition();
+      const id = await client.publish({ domain: 'jobs', name: 'run', pid: 'job-1' });
+      // The hub goes with what was in flight to it (marked quit, as the next hub to start marks a killed one).
+      await hub.destroy();
+      proxy.cut();
+      await eventually(() => (gateway.router as HubRouter).connected.length === 0, 15_000, 'the link down at the gateway');
+      expect((await f.published(id)).consumed_hub).toBeNull();
+
+      const replacement = await f.startHub();
+      const spoke = await f.spoke(replacement);
+      await f.subscribe(replacement, spoke, 'jobs', 'run');
+      await eventually(() => (gateway.router as HubRouter).connected.includes(replacement.id), 15_000, 'connected to the new hub');
+      const record = await spoke.waitFor(isPublishOf(id), 10_000);
+      expect(record).toEqual(['publish', 'jobs', id, 'run', 'job-1']);
+      expect((await f.published(id)).hub).toBe(replacement.id);
+    } finally {
+      await setup.stop();
+    }
+  }, 40_000);
 });

@@ -70,8 +70,6 @@ interface HubConnection {
   listed: boolean;
   /** While ready: whether the hub answers pings, and its silence. */
   pings: HubPings | undefined;
-  /** When its ready connection was last lost (ms). */
-  lostAt: number | undefined;
 }
 
 export class HubRouter implements Router {
@@ -83,8 +81,12 @@ export class HubRouter implements Router {
   readonly #interests = new Map<string, [string, string]>();
   /** Publishes waiting for a hub connection, with when each was queued (ms). */
   #pending: Array<{ event: StoredEvent; at: number }> = [];
-  /** When the first event #pending dropped (since a hub was last ready) was queued (ms). */
-  #droppedAt: number | undefined;
+  /**
+   * Since when this gateway's publishes may have reached no hub (ms): a ready link was lost (what was
+   * written into it went with it), or #pending dropped one (when it was queued). The next hub to be ready,
+   * whichever (a killed hub comes back under a new id), is sent them again from the store.
+   */
+  #unroutedSince: number | undefined;
   #target: RouteTarget | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #closed = false;
@@ -126,7 +128,7 @@ export class HubRouter implements Router {
       this.#pending.push({ event, at: Date.now() });
       if (this.#pending.length > this.#options.maxPending) {
         const dropped = this.#pending.shift();
-        this.#droppedAt ??= dropped?.at;
+        if (dropped) this.#unroutedSince = Math.min(this.#unroutedSince ?? Infinity, dropped.at);
       }
       return;
     }
@@ -150,6 +152,7 @@ export class HubRouter implements Router {
         (hub) =>
           new Promise<void>((resolve) => {
             clearTimeout(hub.retry);
+            hub.pings?.stop();
             if (!hub.socket || hub.socket.destroyed) return resolve();
             hub.socket.once('close', () => resolve());
             hub.socket.end();
@@ -178,7 +181,7 @@ export class HubRouter implements Router {
   #ensure(id: string, host: string, port: number): void {
     let hub = this.#hubs.get(id);
     if (!hub) {
-      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true, pings: undefined, lostAt: undefined };
+      hub = { id, host, port, socket: undefined, ready: false, attempt: 0, retry: undefined, listed: true, pings: undefined };
       this.#hubs.set(id, hub);
     } else {
       hub.listed = true;
@@ -229,7 +232,7 @@ export class HubRouter implements Router {
       hub.pings?.stop();
       hub.pings = undefined;
       if (wasReady) {
-        hub.lostAt = Date.now();
+        this.#unroutedSince = Math.min(this.#unroutedSince ?? Infinity, Date.now() - this.#options.pingTimeout);
         this.#options.log.info('hub connection lost', { hub: hub.id });
       }
       if (this.#closed) return;
@@ -261,28 +264,26 @@ export class HubRouter implements Router {
     const pending = this.#pending;
     this.#pending = [];
     for (const { event } of pending) this.#announce(event);
-    const since = Math.min(hub.lostAt ?? Infinity, this.#droppedAt ?? Infinity);
-    this.#droppedAt = undefined;
+    const since = this.#unroutedSince;
+    this.#unroutedSince = undefined;
     // The hub routed what others published while this link was down to nobody here (v4 never resends):
     // read the store for it, as a notification would have. Once more a moment later, for an event the hub
     // routed after this read but before it had the subscriptions just sent.
     this.#resync();
-    if (since !== Infinity) void this.#announceUnrouted(hub, since);
-    hub.lostAt = undefined;
+    if (since !== undefined) void this.#announceUnrouted(hub, since);
     clearTimeout(this.#resyncAgain);
     this.#resyncAgain = setTimeout(() => this.#resync(), RESYNC_AGAIN_MS);
     this.#resyncAgain.unref();
   }
 
   /**
-   * Announces again this gateway's publishes that no hub routed since a while before the link was lost
-   * (records written while the hub was already silent, up to a ping timeout, went with the link). A hub that
-   * did route one refuses its claim again: a record sent twice is routed once.
+   * Announces again this gateway's publishes stored since `since` (#unroutedSince) that no hub routed. A hub
+   * that did route one refuses its claim again: a record sent twice is routed once.
    */
-  async #announceUnrouted(hub: HubConnection, lostAt: number): Promise<void> {
+  async #announceUnrouted(hub: HubConnection, since: number): Promise<void> {
     const publisher = this.#options.publisher;
     if (publisher === undefined) return;
-    const seconds = Math.ceil((Date.now() - lostAt + this.#options.pingTimeout) / 1000) + UNROUTED_MARGIN_S;
+    const seconds = Math.ceil((Date.now() - since) / 1000) + UNROUTED_MARGIN_S;
     try {
       const events = await readUnrouted(this.#options.pool, publisher, Math.min(seconds, UNROUTED_HORIZON_S), UNROUTED_LIMIT);
       if (events.length === UNROUTED_LIMIT) this.#options.log.warn('more events no hub routed than are announced again at a reconnect; v4 spokes miss the rest', { hub: hub.id, limit: UNROUTED_LIMIT });
@@ -348,7 +349,7 @@ export class HubRouter implements Router {
    */
   #write(hub: HubConnection, record: Buffer): void {
     const socket = hub.socket;
-    if (!socket || socket.destroyed) return;
+    if (!socket || socket.destroyed || socket.writableEnded) return;
     socket.write(record);
     if (socket.writableLength > this.#options.maxBufferedBytes) {
       this.#options.log.warn('hub is not reading what this gateway sends; dropping the connection and dialling it again', { hub: hub.id, unsent: socket.writableLength });
