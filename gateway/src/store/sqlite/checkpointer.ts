@@ -25,6 +25,14 @@
  * space would hold it for good: its pages cannot be copied into a database file that cannot grow.
  * After a failed write (`truncate()`: no space, I/O) the worker truncates the WAL to nothing, which
  * gives its space back to the database file, at every tick until it can.
+ *
+ * A TRUNCATE checkpoint blocks every writer while it waits, in its busy handler, for the write lock
+ * and then for each reader of the WAL to finish. It waits TRUNCATE_WAIT_MS at most, less than the
+ * gateway's own writes wait for the lock (SQLITE_BUSY_TIMEOUT_MS): with 5 s, a process outside
+ * reading the file (a backup, Litestream, the `sqlite3` shell in a transaction) made each truncate
+ * hold the write lock for 5 s, every write of the gateway failed SQLITE_BUSY meanwhile, and each
+ * failure asked for the next truncate: one outside write lock of a second while such a reader ran
+ * and no write of the gateway went through again for as long as the reader stayed (minutes).
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -39,6 +47,13 @@ const INTERVAL_MS = 200;
  * pages fsyncs, and a test run holds dozens of gateways).
  */
 const BUSY_INTERVAL_MS = 50;
+
+/**
+ * How long a TRUNCATE checkpoint waits for the write lock and for the WAL's readers (see the
+ * header): long enough for a transaction of the gateway's own, short of SQLITE_BUSY_TIMEOUT_MS
+ * (transactions.ts), so that a write of the gateway meeting it waits rather than fails.
+ */
+export const TRUNCATE_WAIT_MS = 50;
 
 /**
  * Frames (pages) the WAL may hold before the worker starts it over, at the least (a small disk, or
@@ -65,7 +80,7 @@ const { workerData, parentPort } = require('node:worker_threads');
 const { statfsSync } = require('node:fs');
 const { dirname } = require('node:path');
 const Database = require(workerData.driver);
-const db = new Database(workerData.path, { timeout: 5000 });
+const db = new Database(workerData.path, { timeout: workerData.truncateWaitMs });
 const pageSize = db.pragma('page_size', { simple: true });
 const walLimitFrames = ${walLimitFrames.toString()};
 let limit = 0;
@@ -84,27 +99,23 @@ const waiting = [];
 let restarting = false;
 let reported = false;
 let timer;
-/** Patient: waits (busy handler) for the gateway's write in progress; otherwise gives up at once. PASSIVE never waits. */
-const checkpoint = (mode, patient) => {
-  if (patient) return db.pragma('wal_checkpoint(' + mode + ')')[0];
-  db.pragma('busy_timeout = 0');
-  try { return db.pragma('wal_checkpoint(' + mode + ')')[0]; } finally { db.pragma('busy_timeout = 5000'); }
-};
+/** TRUNCATE waits truncateWaitMs at most (the header); PASSIVE never waits. */
+const checkpoint = (mode) => db.pragma('wal_checkpoint(' + mode + ')')[0];
 const tick = () => {
   clearTimeout(timer);
   if (restarting) return;
   let busy = false;
   try {
     if (waiting.length > 0) {
-      const done = checkpoint('TRUNCATE', true).busy === 0;
+      const done = checkpoint('TRUNCATE').busy === 0;
       for (const id of waiting.splice(0)) parentPort.postMessage({ truncated: id, ok: done });
     } else {
-      const log = checkpoint('PASSIVE', true).log;
+      const log = checkpoint('PASSIVE').log;
       measure(log);
       // Start the WAL over: the frames written while the first PASSIVE ran are copied too, then the
       // gateway copies the last few itself (restarting), and its next commit starts the WAL over.
       if (log > limit) {
-        checkpoint('PASSIVE', true);
+        checkpoint('PASSIVE');
         restarting = true;
         reported = false;
         parentPort.postMessage({ restart: true });
@@ -149,7 +160,7 @@ export interface Checkpointer {
  */
 export function startCheckpointer(path: string, onError: (message: string) => void, onLimit: (frames: number) => void, onRestart: () => void): Promise<Checkpointer> {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, busyIntervalMs: BUSY_INTERVAL_MS, bounds: WAL_BOUNDS } });
+  const worker = new Worker(source, { eval: true, workerData: { path, driver, intervalMs: INTERVAL_MS, busyIntervalMs: BUSY_INTERVAL_MS, truncateWaitMs: TRUNCATE_WAIT_MS, bounds: WAL_BOUNDS } });
   let next = 0;
   const answers = new Map<number, (ok: boolean) => void>();
   let stopped = false;

@@ -1,0 +1,79 @@
+/**
+ * The work half of the SQLite store while processes outside the gateway use its file: a backup
+ * tool (or Litestream, or the `sqlite3` shell in a transaction) reading it, an operator's shell
+ * holding its write lock for a while. Writes that meet the lock fail retryable and /readyz says
+ * why; once the lock goes, the gateway writes again at once, reader or not, and every job reaches
+ * one outcome.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createClient, type EventflowClient } from '@eventflow/core';
+import { startGateway, type Gateway } from '../src/index.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { readyz } from '@eventflow/test-support/gateway-http';
+
+const dir = mkdtempSync(join(tmpdir(), 'eventflow-outside-lock-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+const cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function start(): Promise<{ gateway: Gateway; path: string; client: EventflowClient }> {
+  const path = join(dir, `outside-${++files}.db`);
+  const gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+  cleanup.push(() => gateway.close());
+  const client = createClient(gateway.url, { onError: () => undefined });
+  cleanup.push(() => client.close({ drainTimeout: 100 }));
+  return { gateway, path, client };
+}
+
+/** A connection of another process's kind to the gateway's file (closed after the test). */
+function outside(path: string): Database.Database {
+  const db = new Database(path);
+  cleanup.push(() => {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    db.close();
+  });
+  return db;
+}
+
+describe('processes outside the gateway on its SQLite file', () => {
+  it('a reader (a backup) open while another process holds the write lock for a second: /readyz names SQLITE_BUSY, and once the lock goes every write goes through, the reader still open', async () => {
+    const { gateway, path, client } = await start();
+    const runs = new Map<string, number>();
+    await client.consume('jobs', 'run', async (event) => void runs.set(event.id, (runs.get(event.id) ?? 0) + 1), { group: 'workers', concurrency: 4 });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => client.publish({ domain: 'jobs', name: 'run', pid: `before-${i}` })));
+
+    // A backup reads the file in one long read transaction.
+    const backup = outside(path);
+    backup.exec('BEGIN');
+    backup.prepare('SELECT COUNT(*) FROM event').get();
+    // An operator's shell takes the write lock.
+    const shell = outside(path);
+    shell.pragma('busy_timeout = 10000');
+    shell.exec('BEGIN IMMEDIATE');
+    const during = Array.from({ length: 10 }, (_, i) => client.publish({ domain: 'jobs', name: 'run', pid: `during-${i}` }, { timeout: 15_000 }));
+    // Not "no answer": the write check fails at once, and says with what.
+    await eventually(async () => (await readyz(gateway)).store.reason?.includes('SQLITE_BUSY'), 10_000, '/readyz to name SQLITE_BUSY');
+    shell.exec('COMMIT');
+
+    // Before: each failed write had the checkpoint worker truncate the WAL, which held the write lock
+    // for 5 s waiting for the backup's read to end, failing the writes meanwhile, which asked for the
+    // next truncate: nothing was written again for as long as the backup read (minutes).
+    const unlocked = Date.now();
+    await Promise.all(during);
+    await eventually(async () => (await readyz(gateway)).status === 200, 10_000, '/readyz 200 with the backup still reading');
+    const db = outside(path);
+    const count = (where: string): number => (db.prepare(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = 'workers' AND ${where}`).get() as { n: number }).n;
+    await eventually(() => count(`outcome = 'success' AND attempts = 1`) === 20, 10_000, 'every job settled once');
+    expect(Date.now() - unlocked).toBeLessThan(15_000);
+    expect(backup.inTransaction).toBe(true);
+    expect(runs.size).toBe(20);
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+  }, 60_000);
+});
