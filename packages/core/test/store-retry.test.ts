@@ -58,6 +58,26 @@ describe('writes the store failed', () => {
     expect(Number(error.details?.attempts)).toBeGreaterThanOrEqual(2);
   });
 
+  it('out of time with the retry sent and not answered (it may be stored): stored unknown, not the first failure\'s false', async () => {
+    const { requests, sent } = manager(400);
+    const published = requests.request('publish', { event });
+    requests.settle(storeFailed(sent[0]!.id, false));
+    // The retry goes out; the store takes it, but its answer comes after the timeout.
+    await eventually(() => sent.length === 2, 2_000, 'the retry');
+    const error = (await published.catch((failure: unknown) => failure)) as EventflowError;
+    expect(error).toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED', details: { id: 'e1', stored: 'unknown', retryable: true, attempts: 1 } });
+    expect(error.message).toMatch(/^publish of event e1: sent again after the store failed, and no answer within 400 ms, so whether it was stored is unknown; send it again with the same id, never with a new one \(the failure: the store failed\)$/);
+  });
+
+  it('out of time with the retry lost with its connection, unanswered: stored unknown too', async () => {
+    const { requests, sent } = manager(400);
+    const published = requests.request('publish', { event });
+    requests.settle(storeFailed(sent[0]!.id, false));
+    await eventually(() => sent.length === 2, 2_000, 'the retry');
+    requests.lost();
+    await expect(published).rejects.toMatchObject({ details: { stored: 'unknown' } });
+  });
+
   it('are not sent again when the failure is not retryable, nor when the request is not a write', async () => {
     const { requests, sent } = manager();
     const published = requests.request('publish', { event });
