@@ -68,6 +68,11 @@ function sqliteProblem(error: unknown, path: string): string {
   if (syscall === 'mkdir' || syscall === 'stat') {
     return `cannot create the directory ${JSON.stringify(String((error as Coded).path ?? ''))} for the SQLite database ${JSON.stringify(path)} (${code}); ${fix}`;
   }
+  // Another process in a write transaction on the file (the sqlite3 shell, a backup, a script): the
+  // file is fine, and another path would start on an empty store.
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+    return `the SQLite database ${JSON.stringify(path)} is locked by another process in a write transaction on it (the sqlite3 shell, a backup, a script) (${code}); end that transaction, then start the gateway again`;
+  }
   if (code === 'SQLITE_NOTADB') return `${JSON.stringify(path)} is not a SQLite database; set EVENTFLOW_SQLITE_PATH to another file (a new one is created)`;
   return `cannot open the SQLite database ${JSON.stringify(path)}: ${messageOf(error)}${code ? ` (${code})` : ''}; ${fix}`;
 }

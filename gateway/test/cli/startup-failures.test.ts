@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { parseHubConfig } from '../../src/v4/hub/config.js';
@@ -70,6 +71,34 @@ describe('eventflow-gateway start-up failures', () => {
       `eventflow gateway cannot start: cannot open the SQLite database ${JSON.stringify(dir)}: unable to open database file (SQLITE_CANTOPEN); set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write (E_EVENTFLOW_STORE_UNAVAILABLE)`,
     );
   });
+});
+
+describe('eventflow-gateway on a SQLite file another process is writing', () => {
+  it('says the file is locked by another process in a write transaction, and to end it, not to pick another path; exit 5; starts once it ends', async () => {
+    const path = join(dir, 'shell.db');
+    const first = gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'warn' });
+    await first.printed('clients:');
+    first.proc.kill('SIGTERM');
+    expect((await finished(first)).code).toBe(0);
+    // An operator's sqlite3 shell in BEGIN IMMEDIATE on the file while the gateway (re)starts.
+    const shell = new Database(path);
+    try {
+      shell.exec('BEGIN IMMEDIATE');
+      const refused = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path }), 30_000);
+      expect(refused.code).toBe(5);
+      // Before: "cannot open the SQLite database …: database is locked (SQLITE_BUSY); set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write".
+      expect(refused.firstError).toBe(
+        `eventflow gateway cannot start: the SQLite database ${JSON.stringify(path)} is locked by another process in a write transaction on it (the sqlite3 shell, a backup, a script) (SQLITE_BUSY); end that transaction, then start the gateway again (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+      );
+      shell.exec('COMMIT');
+    } finally {
+      shell.close();
+    }
+    const next = gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'warn' });
+    await next.printed('clients:');
+    next.proc.kill('SIGTERM');
+    expect((await finished(next)).code).toBe(0);
+  }, 60_000);
 });
 
 describe('eventflow-gateway on a SQLite file another gateway holds', () => {

@@ -89,6 +89,7 @@ function storedAlready(s: Statements, event: NewEvent, otherwise: () => Error): 
  * (retryable), or as unknown when even the read fails.
  */
 export function readBack(s: Statements, prepared: readonly PreparedAppend[], headBefore: number, error: unknown): AppendOutcome[] {
+  const what = failedWrite(error);
   return prepared.map((append): AppendOutcome => {
     if (!append.ok) return append;
     let stored: StoredEvent | undefined;
@@ -96,9 +97,16 @@ export function readBack(s: Statements, prepared: readonly PreparedAppend[], hea
       const row = s.read.get({ id: append.event.id });
       stored = row === undefined ? undefined : toStoredEvent(row);
     } catch {
-      return { ok: false, error: writeFailed(error, 'the SQLite store could not write', append.event.id, 'unknown') };
+      return { ok: false, error: writeFailed(error, what, append.event.id, 'unknown') };
     }
     if (stored !== undefined && stored.position > headBefore && isSameEvent(stored, append.event)) return { ok: true, result: { event: stored, created: true } };
-    return { ok: false, error: writeFailed(error, 'the SQLite store could not write', append.event.id, false) };
+    return { ok: false, error: writeFailed(error, what, append.event.id, false) };
   });
+}
+
+/** What stopped a write, for its message: a lock held outside is said so, for the operator who holds it to end it. */
+function failedWrite(error: unknown): string {
+  return (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY'
+    ? 'the SQLite store could not write: another process holds a write transaction on its file (the sqlite3 shell, a backup, a script), which must end'
+    : 'the SQLite store could not write';
 }
