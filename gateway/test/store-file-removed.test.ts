@@ -5,8 +5,11 @@
  * yet checkpointed when the process dies. Before, publishes were acknowledged and /readyz said ready.
  * Now no write is made: publishes are refused E_EVENTFLOW_STORE_FAILED (`stored: false`), a settle is
  * refused (its delivery stays open), and /readyz answers 503 with SQLite's own code for it,
- * SQLITE_READONLY_DBMOVED.
+ * SQLITE_READONLY_DBMOVED. Likewise with the shared-memory file (-shm) removed: the next process to
+ * open the database makes a new one and no longer sees the gateway's locks, so their writes together
+ * corrupted the file.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +78,41 @@ it('a WAL removed while open: publishes refused, /readyz 503; what was acknowled
   client = gateway = undefined;
   const db = new Database(path, { readonly: true });
   try {
+    const ids = (db.prepare(`SELECT id FROM event WHERE domain = 'gone'`).all() as Array<{ id: string }>).map((row) => row.id);
+    expect(ids.sort()).toEqual(acknowledged.sort());
+  } finally {
+    db.close();
+  }
+}, 30_000);
+
+it('a -shm removed while open: no more writes (another process opening the database would not see the gateway\'s locks); the file intact and every acknowledged event in it after a graceful stop', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'eventflow-removed-'));
+  const path = join(dir, 'events.db');
+  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+  client = createClient(gateway.url, { onError: () => undefined });
+  const acknowledged = [];
+  for (let i = 0; i < 20; i++) acknowledged.push(await client.publish({ domain: 'gone', name: 'job', pid: `p${i}` }));
+
+  // An operator clearing "temporary files". Before: the gateway went on writing, ready; with another
+  // process writing too (the next line's kind), integrity_check found pages referenced twice.
+  rmSync(`${path}-shm`);
+
+  await expectNoMoreWrites(gateway, client);
+  const failure = await client.publish({ domain: 'gone', name: 'job', pid: 'r' }, { timeout: 500 }).catch((error: unknown) => error);
+  expect((failure as Error).message).toMatch(/the shared-memory file \(-shm\) of .* was removed while the gateway had it open: .* nothing more is written to it; stop every other process that has the database open/);
+
+  // Another process (its own -shm) reads and writes the database meanwhile.
+  const script = `const Database = require('better-sqlite3'); const db = new Database(process.argv[1]); db.pragma('busy_timeout = 2000');
+    for (let i = 0; i < 5; i++) db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('outside-' || ?, 'x')").run(i);
+    process.stdout.write(String(db.prepare('SELECT COUNT(*) AS n FROM event').get().n)); db.close();`;
+  expect(execFileSync(process.execPath, ['-e', script, path], { cwd: join(import.meta.dirname, '..') }).toString()).toBe('20');
+
+  await client.close();
+  await gateway.close();
+  client = gateway = undefined;
+  const db = new Database(path, { readonly: true });
+  try {
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     const ids = (db.prepare(`SELECT id FROM event WHERE domain = 'gone'`).all() as Array<{ id: string }>).map((row) => row.id);
     expect(ids.sort()).toEqual(acknowledged.sort());
   } finally {

@@ -104,8 +104,12 @@ export function readBack(s: Statements, prepared: readonly PreparedAppend[], hea
   });
 }
 
-/** What stopped a write, for its message: a lock held outside is said so, for the operator who holds it to end it. */
+/**
+ * What stopped a write, for its message: a lock held outside is said so, for the operator who holds it
+ * to end it; the store's own refusal (its files removed: store-file.ts) says what happened and what to do.
+ */
 function failedWrite(error: unknown): string {
+  if (error instanceof EventflowError) return error.message;
   return (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY'
     ? 'the SQLite store could not write: another process holds a write transaction on its file (the sqlite3 shell, a backup, a script), which must end'
     : 'the SQLite store could not write';

@@ -7,7 +7,11 @@
  * said ready, and everything stored, before the removal too, is gone once the process ends. One who
  * removes the WAL leaves the commits since in a WAL no process can open again: they reach the
  * database file only with a checkpoint, and a crash before it lost what had been acknowledged (145 of
- * 250 publishes, gateway killed with -9 a second later). SQLite refuses writes to a moved database
+ * 250 publishes, gateway killed with -9 a second later). One who removes the shared-memory file
+ * (-shm: the WAL's index and its locks) leaves the next process that opens the database a new one,
+ * whose locks the gateway does not take: that process's writes and the gateway's went into one WAL
+ * unaware of each other, and the file was corrupt (integrity_check: pages referenced twice, indexes
+ * short of rows), with /readyz ready. SQLite refuses writes to a moved database
  * file in rollback-journal mode (SQLITE_READONLY_DBMOVED), not in WAL mode. So the paths' device and
  * inode are compared with the files opened, by /readyz at each call and before a write transaction at
  * most every CHECK_MS (a stat costs ~4 µs on a loaded machine, a small commit ~30), and a write is
@@ -29,6 +33,8 @@ export class StoreFile {
   readonly #opened: Stats;
   /** The WAL as opened (SQLite keeps it, same inode, while the database is open); none if there was none. */
   readonly #wal: Stats | undefined;
+  /** The shared-memory file as opened, likewise. */
+  readonly #shm: Stats | undefined;
   #checkedAt = -Infinity;
   #last: EventflowError | undefined;
 
@@ -37,6 +43,7 @@ export class StoreFile {
     this.#path = path;
     this.#opened = statSync(path);
     this.#wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+    this.#shm = statSync(`${path}-shm`, { throwIfNoEntry: false });
   }
 
   /** Before a write: throws moved()'s error, as found within the last CHECK_MS. */
@@ -55,6 +62,16 @@ export class StoreFile {
   #compare(): EventflowError | undefined {
     const database = differs(this.#path, this.#opened);
     const wal = this.#wal && differs(`${this.#path}-wal`, this.#wal);
+    if (database === undefined && wal === undefined && this.#shm) {
+      const shm = differs(`${this.#path}-shm`, this.#shm);
+      if (shm !== undefined) {
+        return new EventflowError(
+          'E_EVENTFLOW_STORE_FAILED',
+          `the shared-memory file (-shm) of ${this.#path} was ${shm} while the gateway had it open: a process that opens the database now does not see the gateway's locks, and its writes and the gateway's would corrupt the file, so nothing more is written to it; stop every other process that has the database open (the sqlite3 shell, a backup), then restart the gateway`,
+          { cause: moved },
+        );
+      }
+    }
     const gone = database ?? wal;
     if (gone === undefined) return undefined;
     const recover =
