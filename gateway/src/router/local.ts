@@ -39,11 +39,15 @@ export class LocalRouter implements Router {
    */
   readonly #onClaimed: ((events: readonly StoredEvent[]) => void) | undefined;
 
-  constructor(store: EventStore, hubId: string, onClaimed?: (events: readonly StoredEvent[]) => void) {
+  /** A batch's routing claim failed with the store (its events are routed all the same). */
+  readonly #onClaimFailed: ((error: unknown, events: readonly StoredEvent[]) => void) | undefined;
+
+  constructor(store: EventStore, hubId: string, onClaimed?: (events: readonly StoredEvent[]) => void, onClaimFailed?: (error: unknown, events: readonly StoredEvent[]) => void) {
     this.#store = store;
     this.#hubId = hubId;
     this.claimsOnAppend = hubId;
     this.#onClaimed = onClaimed;
+    this.#onClaimFailed = onClaimFailed;
   }
 
   async start(target: RouteTarget): Promise<void> {
@@ -79,7 +83,14 @@ export class LocalRouter implements Router {
   }
 
   async #route(target: RouteTarget, { events }: Batch): Promise<void> {
-    await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId);
+    try {
+      await this.#store.claimAllForRouting(events.map((event) => event.id), this.#hubId);
+    } catch (error) {
+      // The events are stored: routed all the same (below), or a scheduled event that fired, its claim
+      // refused for a moment (another process's write lock, a full disk), reached no subscriber or
+      // wait until another event of its domain came. Only v4's claim column stays unset.
+      this.#onClaimFailed?.(error, events);
+    }
     // Notified whether or not this batch won the claim: an append can commit, claim included, and
     // still be answered as failed (the commit's fate unknown, store/write-health.ts), and then only
     // the retry that finds it stored comes here. A notification only makes the dispatcher read
