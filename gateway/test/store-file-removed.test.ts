@@ -100,6 +100,8 @@ it('a -shm removed while open: no more writes (another process opening the datab
   await expectNoMoreWrites(gateway, client);
   const failure = await client.publish({ domain: 'gone', name: 'job', pid: 'r' }, { timeout: 500 }).catch((error: unknown) => error);
   expect((failure as Error).message).toMatch(/the shared-memory file \(-shm\) of .* was removed while the gateway had it open: .* nothing more is written to it; stop every other process that has the database open/);
+  // Nor by the writes that check nothing first: a delete (before: deleted, in a file another process corrupted).
+  await expect(client.delete(acknowledged[0]!)).rejects.toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED' });
 
   // Another process (its own -shm) reads and writes the database meanwhile.
   const script = `const Database = require('better-sqlite3'); const db = new Database(process.argv[1]); db.pragma('busy_timeout = 2000');

@@ -26,6 +26,7 @@ export class BackgroundCheckpointer {
   #running: Checkpointer | undefined;
   readonly #starting: Promise<void>;
   #stopped = false;
+  #stopping: Promise<void> | undefined;
 
   constructor(path: string, hooks: BackgroundCheckpointerHooks) {
     // From the next turn of the event loop: making the thread costs the loop ~4 ms, and its boot
@@ -65,12 +66,17 @@ export class BackgroundCheckpointer {
     return (await this.#running?.truncate()) ?? false;
   }
 
-  /** Stops the worker, or waits for it to start and stops it then. */
-  async stop(): Promise<void> {
+  /**
+   * Stops the worker, or waits for it to start and stops it then. Every call waits for the one stop:
+   * the store's close must not close its connection while the worker (stopped when a file was found
+   * moved: store-file.ts) still has its own open.
+   */
+  stop(): Promise<void> {
     this.#stopped = true;
-    await this.#starting;
-    const running = this.#running;
-    this.#running = undefined;
-    await running?.stop();
+    return (this.#stopping ??= this.#starting.then(async () => {
+      const running = this.#running;
+      this.#running = undefined;
+      await running?.stop();
+    }));
   }
 }

@@ -96,8 +96,8 @@ export class SqliteStore implements EventStore {
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
       db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
-      // Its WAL exists from here on, while the database is open.
-      this.#file = this.#path === ':memory:' ? undefined : new StoreFile(this.#path);
+      // Its WAL exists from here on. While a file is found moved, the writes that check nothing first (deletes, snapshots, orphan marks) fail too; the worker checkpoints no more.
+      this.#file = this.#path === ':memory:' ? undefined : new StoreFile(this.#path, (moved) => void (db.pragma(`query_only = ${moved ? 'ON' : 'OFF'}`), moved && this.#checkpointer?.stop()));
       // A claim or settle that failed with the database (no space, I/O) tells /readyz and gives the WAL's space back, as an append does.
       this.#ledger = new SqliteLedger(db, { check: () => this.#file?.check(), failed: (error) => void (isRowError(error) || this.#failedWrite()) });
     } catch (error) {
@@ -201,7 +201,6 @@ export class SqliteStore implements EventStore {
     // IMMEDIATE: the write lock is taken up front, so no check goes stale before its insert; one commit.
     const { db } = this.#store;
     const run = () => {
-      this.#file?.check();
       const timestamp = now();
       const version = this.#dataVersion();
       const before = (headBefore = this.#recent.headAt(version) ?? s.head.get()?.seq ?? 0);
@@ -225,6 +224,7 @@ export class SqliteStore implements EventStore {
       return { outcomes, before, after, version, published };
     };
     try {
+      this.#file?.check();
       const { outcomes, before, after, version, published } = immediate(db, run);
       this.#ledger?.appendEnded(true);
       this.#recent.committed(before, after, version, published);

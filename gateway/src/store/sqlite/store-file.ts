@@ -37,10 +37,13 @@ export class StoreFile {
   readonly #shm: Stats | undefined;
   #checkedAt = -Infinity;
   #last: EventflowError | undefined;
+  /** Told when a comparison finds a path no longer holding its open file (true), or holding it again (false). */
+  readonly #onMoved: ((moved: boolean) => void) | undefined;
 
-  /** The files at `path` and `path-wal` now, as the ones the store has open (read right after opening them). */
-  constructor(path: string) {
+  /** The files at `path`, `path-wal` and `path-shm` now, as the ones the store has open (read right after opening them). */
+  constructor(path: string, onMoved?: (moved: boolean) => void) {
     this.#path = path;
+    this.#onMoved = onMoved;
     this.#opened = statSync(path);
     this.#wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
     this.#shm = statSync(`${path}-shm`, { throwIfNoEntry: false });
@@ -55,7 +58,9 @@ export class StoreFile {
   /** E_EVENTFLOW_STORE_FAILED (cause: SQLITE_READONLY_DBMOVED) when a path no longer holds its open file. */
   moved(): EventflowError | undefined {
     this.#checkedAt = Date.now();
+    const before = this.#last !== undefined;
     this.#last = this.#compare();
+    if (before !== (this.#last !== undefined)) this.#onMoved?.(!before);
     return this.#last;
   }
 
