@@ -78,9 +78,11 @@ export class Dispatcher implements RouteTarget {
   readonly #metrics: GatewayMetrics;
   /** The consumer id this gateway claims events with (v4's `consumed_spoke`). */
   readonly #claimant: string;
+  readonly #log: Logger;
 
   constructor(store: EventStore, router: Router, consumerId: string, log: Logger, options: DispatcherOptions = {}) {
     this.#store = store;
+    this.#log = log;
     this.#router = router;
     this.#markOrphans = options.markOrphans ?? router.kind === 'local';
     this.#maxGroupsPerDomain = options.maxGroupsPerDomain ?? configDefaults.EVENTFLOW_MAX_GROUPS_PER_DOMAIN;
@@ -323,7 +325,9 @@ export class Dispatcher implements RouteTarget {
       // One store transaction per page: per event, marking orphans cost as much as storing them.
       if (this.#markOrphans && orphans.length > 0) {
         this.#metrics.orphaned(orphans.length);
-        await this.#store.markOrphans(orphans);
+        // Bookkeeping only: a failure (another process's SQLite write lock, a full disk) stopped the
+        // pump, and the domain's events after this page waited for its next publish.
+        await this.#store.markOrphans(orphans).catch((error: unknown) => this.#log.warn('could not mark events no one took as orphans', { domain, error }));
       }
       if (page.length < PUMP_PAGE) return;
     }
