@@ -14,6 +14,7 @@ import { createClient, type EventflowClient, type EventflowError } from '@eventf
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { readyz } from '@eventflow/test-support/gateway-http';
+import { connect } from '@eventflow/test-support/raw-socket';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventflow-outside-lock-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -60,11 +61,18 @@ describe('processes outside the gateway on its SQLite file', () => {
     const during = Array.from({ length: 10 }, (_, i) => client.publish({ domain: 'jobs', name: 'run', pid: `during-${i}` }, { timeout: 15_000 }));
     // Not "no answer": the write check fails at once, and says with what.
     await eventually(async () => (await readyz(gateway)).store.reason?.includes('SQLITE_BUSY'), 10_000, '/readyz to name SQLITE_BUSY');
-    // A publish whose timeout runs out meanwhile: its error names the lock held outside, and says
-    // `stored: false` only if it was not (its retry may be on the wire: then 'unknown').
-    const refused = (await client.publish({ id: 'refused', domain: 'jobs', name: 'run', pid: 'refused' }, { timeout: 1_000 }).catch((error: unknown) => error)) as EventflowError;
-    expect(refused).toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED', details: { id: 'refused', retryable: true } });
-    expect(refused.message).toMatch(/the SQLite store could not write: another process holds a write transaction on its file .* \(SQLITE_BUSY\); nothing was stored: send it again with the same id/);
+    // The gateway's answer to a publish meanwhile names the lock held outside (a raw connection: the
+    // client would send it again until its timeout).
+    const raw = await connect(gateway.url);
+    cleanup.push(() => raw.ws.terminate());
+    const answer = await raw.request('publish', { event: { id: 'refused', domain: 'jobs', name: 'run', pid: 'refused' } });
+    expect(answer).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_STORE_FAILED', details: { id: 'refused', stored: false, retryable: true } });
+    expect(answer.message).toMatch(/the SQLite store could not write: another process holds a write transaction on its file .* \(SQLITE_BUSY\); nothing was stored: send it again with the same id/);
+    // A publish whose timeout runs out meanwhile says `stored: false` only if it was not: with its
+    // retry on the wire, a request timeout (its fate unknown).
+    const timedOut = (await client.publish({ id: 'timed-out', domain: 'jobs', name: 'run', pid: 'timed-out' }, { timeout: 1_000 }).catch((error: unknown) => error)) as EventflowError;
+    expect(['E_EVENTFLOW_STORE_FAILED', 'E_EVENTFLOW_REQUEST_TIMEOUT']).toContain(timedOut.code);
+    expect(timedOut.details).toMatchObject({ id: 'timed-out' });
     shell.exec('COMMIT');
 
     // Before: each failed write had the checkpoint worker truncate the WAL, which held the write lock
@@ -77,10 +85,11 @@ describe('processes outside the gateway on its SQLite file', () => {
     const count = (where: string): number => (db.prepare(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = 'workers' AND ${where}`).get() as { n: number }).n;
     const events = (): number => (db.prepare(`SELECT COUNT(*) AS n FROM event WHERE domain = 'jobs'`).get() as { n: number }).n;
     await eventually(() => count('outcome IS NOT NULL') === events(), 10_000, 'every job settled');
-    const refusedStored = db.prepare(`SELECT 1 FROM event WHERE id = 'refused'`).get() !== undefined;
+    expect(db.prepare(`SELECT 1 FROM event WHERE id = 'refused'`).get()).toBeUndefined();
+    const timedOutStored = db.prepare(`SELECT 1 FROM event WHERE id = 'timed-out'`).get() !== undefined;
     // Before: `stored: false` while its retry, on the wire, was stored once the lock went (half the runs).
-    if (refused.details?.stored === false) expect(refusedStored).toBe(false);
-    const jobs = 20 + (refusedStored ? 1 : 0);
+    if (timedOut.details?.stored === false) expect(timedOutStored).toBe(false);
+    const jobs = 20 + (timedOutStored ? 1 : 0);
     expect(count(`outcome = 'success' AND attempts = 1`)).toBe(jobs);
     expect(Date.now() - unlocked).toBeLessThan(15_000);
     expect(backup.inTransaction).toBe(true);

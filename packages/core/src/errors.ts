@@ -62,7 +62,8 @@ export class EventflowError extends Error {
   declare readonly details: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message: string, options: EventflowErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // The options as they are: Error takes `cause` from them when they have one (an own `cause` of undefined when asked for one).
+    super(message, options);
     this.code = code;
     this.details = options.details;
   }

@@ -10,7 +10,8 @@
  * a backoff and until its timeout: the store's same-id idempotency answers it with the stored
  * event if an earlier attempt did commit, so an application never has a reason to publish again
  * under a new id (which would store the event twice). Out of time, it fails with the store's error,
- * `stored: 'unknown'` if any attempt left it unknown or the last one sent has no answer yet.
+ * `stored: 'unknown'` if any attempt left it unknown; with E_EVENTFLOW_REQUEST_TIMEOUT (its fate unknown)
+ * if it was sent again and that went unanswered.
  */
 import { EventflowError, isCodeShaped } from './errors.js';
 import { DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
@@ -65,8 +66,6 @@ interface Pending {
   /** A write's last retryable store failure (see the header), and how many there were. */
   failed?: EventflowError;
   failures?: number;
-  /** Sent, and no answer to it since (on the wire, or lost with a dropped connection). */
-  unanswered?: boolean;
   settle: Settle;
 }
 
@@ -124,7 +123,10 @@ export class RequestManager {
       const timer = setTimeout(
         () =>
           settle(
-            (request.failed && outOfTime(request.failed, request.unanswered === true, what, timeout)) ??
+            // A write the store failed, sent again and unanswered (on the wire, or to go again after a lost connection), may be
+            // stored after the call gave up: its fate is unknown, as a timeout's. Its first answer's `stored: false` told the
+            // application it could publish anew under a new id, and the retry and the new id stored the event twice.
+            (!this.#onWire.has(id) && !this.#unsent.has(id) && request.failed) ||
               new EventflowError(
                 request.connected ? 'E_EVENTFLOW_REQUEST_TIMEOUT' : 'E_EVENTFLOW_OFFLINE',
                 `${what}: ${request.connected ? 'no answer from the gateway within' : 'not connected to the gateway during the whole'} ${timeout} ms`,
@@ -169,7 +171,6 @@ export class RequestManager {
     const id = frame.id as number;
     this.#onWire.delete(id);
     const request = this.#pending.get(id);
-    if (request) request.unanswered = false;
     if (frame.type === 'result') request?.settle(undefined, frame.result);
     else if (request && frame.code === 'E_EVENTFLOW_RATE_LIMITED') {
       // A refusal for the client's own pace (the gateway's bucket ran dry first, e.g. when answers
@@ -203,7 +204,6 @@ export class RequestManager {
       if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
       if (!this.#send(request.frame)) return;
       if (request.write) this.#tokens--;
-      request.unanswered = true;
       this.#unsent.delete(id);
       this.#onWire.add(id);
     }
@@ -239,21 +239,6 @@ export function errorFromFrame({ code, message, details }: ErrorFrame | Consumer
   // A newer gateway may know codes this client does not list: they pass through as sent (the
   // list itself stays out of browser bundles). Anything else is kept in details for diagnostics.
   return isCodeShaped(code) ? new EventflowError(code, message, { details }) : new EventflowError('E_EVENTFLOW_INTERNAL', message, { details: { ...details, code } });
-}
-
-/**
- * A write out of time after a store failure: that failure, unless it was sent again since and no
- * answer came, which the gateway may have stored: then whether it was is unknown. Before, the first
- * failure's `stored: false` was given while the retry was on the wire, and the retry then stored the
- * event: an application that trusted it and published anew under a new id stored it twice.
- */
-function outOfTime(failed: EventflowError, unanswered: boolean, what: string, timeout: number): EventflowError {
-  if (!unanswered || failed.details?.stored === 'unknown') return failed;
-  return new EventflowError(
-    failed.code,
-    `${what}: sent again after the store failed, and no answer within ${timeout} ms, so whether it was stored is unknown; send it again with the same id, never with a new one (the failure: ${failed.message})`,
-    { details: { ...failed.details, stored: 'unknown' } },
-  );
 }
 
 const blockedError = (error: EventflowError, op: string): EventflowError => new EventflowError(error.code, `${op}: ${error.message}`, { cause: error });
