@@ -18,13 +18,30 @@
  *
  * The default group's lease is v4's claim too: `consumed_spoke` is written by the batch's own INSERT
  * of event_published, so a v4 spoke never sees the event unclaimed, as after a claim.
+ *
+ * The batch's ledger rows are written under the sequence lock, which every append of every gateway on
+ * the database waits for: on MariaDB they wait LEDGER_LOCK_WAIT_S at most for a lock another client
+ * holds on the ledger (`SET STATEMENT innodb_lock_wait_timeout`), and a batch that met one runs again
+ * without leases, and leases nothing for PAUSE_MS (appends.ts). An operator's REPEATABLE READ `SELECT
+ * … FROM eventflow_delivery … FOR UPDATE` (its scan locks the table's gaps) held every publish of
+ * every gateway for the server's innodb_lock_wait_timeout (50 s by default), again and again while
+ * it stayed open. MySQL has no SET STATEMENT: there the first batch waits that long, the rest go on.
  */
 import { randomBytes } from 'node:crypto';
-import type { PoolConnection } from 'mysql2/promise';
+import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import { DEFAULT_GROUP, deliveryId, deliveryPrefix, ledgerColumns, type AppendClaimer, type Claimed, type GroupKey, type GroupRecord } from '../ledger.js';
 import { groupId, materializeRows, type CachedGroup } from './ledger-rows.js';
 import { appendInserts } from './append-sql.js';
+import { select } from './statements.js';
+
+/** Seconds an append waits at most for a lock on the ledger's rows (MariaDB), well within a client's request timeout. */
+export const LEDGER_LOCK_WAIT_S = 1;
+/** After a batch whose ledger rows met a lock: appends lease nothing for so long (claims take the events, without the sequence lock). */
+const PAUSE_MS = 10_000;
+
+/** A statement as it is sent in an append's transaction (with its lock wait bounded, on MariaDB). */
+export type Bound = (sql: string) => string;
 
 /** A watermark further behind than this is left to the claims. */
 const GAP_MAX = 1_000;
@@ -65,16 +82,19 @@ export class BatchLeases {
   readonly spokes = new Map<string, string>();
   readonly #groups: Taken[];
   readonly #ended: (taken: Taken, committed: boolean) => void;
+  /** The batch's statements that write the ledger (its rows, or the CALL that does) go so. */
+  readonly bound: Bound;
   #done = false;
 
-  constructor(groups: Taken[], ended: (taken: Taken, committed: boolean) => void) {
+  constructor(groups: Taken[], ended: (taken: Taken, committed: boolean) => void, bound: Bound) {
     this.#groups = groups;
     this.#ended = ended;
+    this.bound = bound;
   }
 
   /** In the transaction, after the batch's inserts: the group rows. */
   async write(conn: PoolConnection): Promise<void> {
-    if (this.rows.length > 0) await conn.execute(INSERT_ROWS, [JSON.stringify(this.rows)]);
+    if (this.rows.length > 0) await conn.execute(this.bound(INSERT_ROWS), [JSON.stringify(this.rows)]);
   }
 
   /** The transaction ended: what it leased goes to the claimers (committed), or none of it was taken. Once. */
@@ -106,9 +126,23 @@ export class AppendLeases {
    * watermark, and claims write the rows as before.
    */
   readonly #ranges = new Map<string, Written[]>();
+  #bound: Bound = (sql) => sql;
+  #pausedUntil = 0;
 
   constructor(ledger: LedgerView) {
     this.#ledger = ledger;
+  }
+
+  /** At the store's open: whether the server bounds one statement's lock wait (MariaDB's SET STATEMENT). */
+  async detect(setup: Pool): Promise<void> {
+    const [row] = await select<{ version: string }>(setup, 'SELECT VERSION() AS version');
+    const mariadb = /-MariaDB/i.test(row?.version ?? '');
+    this.#bound = mariadb ? (sql) => `SET STATEMENT innodb_lock_wait_timeout = ${LEDGER_LOCK_WAIT_S} FOR ${sql}` : (sql) => sql;
+  }
+
+  /** A batch's ledger rows met another client's lock: the next batches lease nothing for a while. */
+  pause(): void {
+    this.#pausedUntil = Date.now() + PAUSE_MS;
   }
 
   set(group: GroupRecord, claimer: AppendClaimer | undefined): void {
@@ -132,9 +166,9 @@ export class AppendLeases {
    * Undefined when no group here takes part.
    */
   async take(conn: PoolConnection, published: readonly StoredEvent[], before: number, after: number): Promise<BatchLeases | undefined> {
-    if (this.#armed.size === 0) return undefined;
+    if (this.#armed.size === 0 || Date.now() < this.#pausedUntil) return undefined;
     const groups: Taken[] = [];
-    const batch = new BatchLeases(groups, (taken, committed) => this.#ended(taken, committed));
+    const batch = new BatchLeases(groups, (taken, committed) => this.#ended(taken, committed), this.#bound);
     try {
       await this.#plan(conn, published, before, after, groups, batch);
     } catch (error) {
@@ -161,7 +195,7 @@ export class AppendLeases {
         if (before - group.materialized > GAP_MAX) continue;
         // Committed before this batch took the sequence lock: every event up to `before` is visible.
         from = group.materialized;
-        await materializeRows(conn, key, from, before);
+        await materializeRows(conn, key, from, before, this.#bound);
       }
       const range: Written = { from, to: after, committed: false };
       if (ranges.length >= RANGES_MAX) ranges.shift();

@@ -94,8 +94,8 @@ export class AppendRoutine {
   }
 }
 
-/** The batch's INSERTs in one round trip, in its transaction; the events' stored timestamps by id. */
-export async function callAppendRoutine(conn: PoolConnection, rows: RoutineRows): Promise<Array<{ id: string; timestamp: Date }>> {
-  const [sets] = await conn.execute<RowDataPacket[][]>(CALL, PARAMS.map((param) => rows[param]));
+/** The batch's INSERTs in one round trip, in its transaction; the events' stored timestamps by id. `bound`: when it writes ledger rows (append-leases.ts). */
+export async function callAppendRoutine(conn: PoolConnection, rows: RoutineRows, bound: (sql: string) => string = (sql) => sql): Promise<Array<{ id: string; timestamp: Date }>> {
+  const [sets] = await conn.execute<RowDataPacket[][]>(bound(CALL), PARAMS.map((param) => rows[param]));
   return (sets[0] ?? []) as Array<{ id: string; timestamp: Date }>;
 }

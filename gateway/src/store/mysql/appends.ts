@@ -96,11 +96,13 @@ export async function appendTransaction(
     committing = true;
     beforeCommit();
   };
+  // A batch whose ledger rows met another client's lock (append-leases.ts) runs again once, leasing nothing.
+  let leasing = leases;
   for (let attempt = 1; ; attempt += 1) {
     const conn = await writer.getConnection();
     const leased: { batch?: BatchLeases } = {};
     try {
-      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leases, leased, server);
+      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leasing, leased, server);
       conn.release();
       leased.batch?.end(true);
       return outcomes;
@@ -114,6 +116,12 @@ export async function appendTransaction(
       if (server.routine && code !== undefined && ROUTINE_GONE.includes(code)) {
         server = { ...server, routine: false };
         server.routineGone?.();
+        attempt -= 1;
+        continue;
+      }
+      if (leasing !== undefined && code === 'ER_LOCK_WAIT_TIMEOUT') {
+        leasing.pause();
+        leasing = undefined;
         attempt -= 1;
         continue;
       }
@@ -280,7 +288,8 @@ async function appendAll(
   if (routine && clocked && rows.event.length > 0 && oneCall(rows, leaseRows)) {
     // All of it in one round trip (append-routine.ts).
     const json = JSON.stringify;
-    stamp(await callAppendRoutine(conn, { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows) }));
+    const ledger = leaseRows.length > 0 ? leased.batch?.bound : undefined;
+    stamp(await callAppendRoutine(conn, { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows) }, ledger));
   } else {
     const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
       for (const chunk of chunks(list, bytes)) await conn.execute(sql, [JSON.stringify(chunk)]);

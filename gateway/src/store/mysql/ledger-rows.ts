@@ -46,20 +46,21 @@ export const groupId = (key: GroupKey): string => `${key.domain}\u0000${key.name
  * are left out by a plain read (READ COMMITTED: no lock), not by INSERT IGNORE, whose duplicate check
  * locks the row it meets until the commit: a settle of that row (or an append's lease of it being
  * written) would wait for this transaction. In position order, so that two writers of one range
- * meet in the same order (one waits for the other, neither for both).
+ * meet in the same order (one waits for the other, neither for both). `bound`: an append's, whose
+ * wait for another client's lock is bounded (append-leases.ts).
  */
-export function materializeRows(conn: PoolConnection, key: GroupKey, from: number, to: number): Promise<number> {
+export function materializeRows(conn: PoolConnection, key: GroupKey, from: number, to: number, bound: (sql: string) => string = (sql) => sql): Promise<number> {
   const { gname, grp } = ledgerColumns(key);
   const name = key.name === '*' ? '' : 'AND e.name = ?';
   const settled = key.group === DEFAULT_GROUP ? `AND ${UNSETTLED}` : '';
   return affected(
     conn,
-    `INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
+    bound(`INSERT IGNORE INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated)
      SELECT e.id, e.domain, ?, ?, x.position, e.pid, e.name, 0, UTC_TIMESTAMP(3)
      FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
      WHERE x.position > ? AND x.position <= ? AND e.domain = ? ${name} AND ${FIRED} ${settled}
        AND NOT EXISTS (SELECT 1 FROM eventflow_delivery w WHERE w.event_id = e.id AND w.gname = ? AND w.grp = ?)
-     ORDER BY x.position`,
+     ORDER BY x.position`),
     [gname, grp, from, to, key.domain, ...(key.name === '*' ? [] : [key.name]), gname, grp],
   );
 }

@@ -64,7 +64,7 @@ export class MysqlLedger implements DeliveryLedger {
 
   /** Creates or upgrades the ledger's tables (ledger-schema.ts), and opens its pools. */
   async open(setup: Pool): Promise<void> {
-    await createLedgerTables(setup);
+    await Promise.all([createLedgerTables(setup), this.atAppend.detect(setup)]);
     this.#pool = openLedgerPool(this.#options, true);
     this.#writer = openLedgerPool(this.#options, false);
   }
