@@ -9,6 +9,9 @@
  *   gateway's appends queued behind it, and the clients' publishes ended in E_EVENTFLOW_REQUEST_TIMEOUT.
  * - Once the lock is gone, every job reaches one outcome, on its first attempt, and the metrics
  *   count what the store holds.
+ * - The same lock on the group's row (eventflow_group) holds no job: a claim wrote the group's
+ *   watermark there in its transaction, and waited with every row it had written and locked, so the
+ *   group's work stopped on every gateway until the lock was gone.
  * Both ways an append writes its rows: the append routine's CALL, and one statement per table (a
  * database user without EXECUTE, append-routine.ts).
  */
@@ -17,7 +20,7 @@ import { createConnection } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
-import { eventually } from '@eventflow/test-support/wait';
+import { eventually, sleep } from '@eventflow/test-support/wait';
 import { metric } from '@eventflow/test-support/gateway-http';
 import { mysqlGatewayEnv, mysqlUnavailable, server, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 
@@ -86,5 +89,47 @@ describe.skipIf(mysqlUnavailable !== undefined).each(['routine', 'statements'])(
     expect(Number((await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM event'))[0]?.n)).toBe(6);
     const routines = await db.query(`SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_NAME LIKE 'eventflow_append%'`, [db.name]);
     expect(routines.length > 0).toBe(appends === 'routine');
+  }, 60_000);
+  it("a REPEATABLE READ `FOR UPDATE` of the group's row: its jobs go on meanwhile, on their first attempt", async () => {
+    const db = await databases.fresh();
+    login = undefined;
+    const { gateway, client } = await gatewayOn(db);
+    // Published through another gateway: the rows of the group are written by the claims here.
+    const publisher = await gatewayOn(db);
+    const runs = new Map<string, number[]>();
+    await client.consume(
+      'jobs',
+      'run',
+      (event, { attempt }) => void runs.set(event.pid, [...(runs.get(event.pid) ?? []), attempt]),
+      { group: 'workers', concurrency: 2 },
+    );
+    const settled = async (): Promise<number> => Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = 'workers' AND outcome IS NOT NULL`))[0]?.n);
+    await publisher.client.publish({ domain: 'jobs', name: 'run', pid: 'warm-up' });
+    await eventually(async () => (await settled()) === 1, 5_000, 'the warm-up job settled');
+    const locker = await createConnection({ ...server, database: db.name });
+    databases.onCleanup(() => locker.end());
+    await locker.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+    await locker.query('BEGIN');
+    await locker.query(`SELECT * FROM eventflow_group WHERE grp = 'workers' FOR UPDATE`);
+    try {
+      // Over two seconds: the claims write the group's rows as the events come, and record how far (once a second).
+      const pids = Array.from({ length: 30 }, (_, i) => `locked-${i}`);
+      for (const pid of pids) {
+        await publisher.client.publish({ domain: 'jobs', name: 'run', pid });
+        await sleep(70);
+      }
+      await eventually(async () => (await settled()) === 31, 15_000, 'the jobs settled while the lock is held');
+    } finally {
+      await locker.query('ROLLBACK');
+    }
+    expect([...runs.values()].every((attempts) => attempts.length === 1 && attempts[0] === 1)).toBe(true);
+    expect(runs.size).toBe(31);
+    await eventually(async () => (await metric(gateway, 'eventflow_consume_outcomes_total{outcome="success"}')) === 31, 5_000, 'the metrics equal to the store');
+    // Once the lock is gone, a claim records how far the group's rows are written (a claim a second later than the last).
+    const watermark = async (): Promise<number> => Number((await db.query<{ m: number | null }>(`SELECT materialized AS m FROM eventflow_group WHERE grp = 'workers'`))[0]?.m ?? 0);
+    await eventually(async () => {
+      await publisher.client.publish({ domain: 'jobs', name: 'run', pid: `after-${Date.now()}` });
+      return (await watermark()) > 31;
+    }, 10_000, 'the watermark recorded', { every: 300 });
   }, 60_000);
 });

@@ -126,7 +126,8 @@ export class AppendLeases {
    * watermark, and claims write the rows as before.
    */
   readonly #ranges = new Map<string, Written[]>();
-  #bound: Bound = (sql) => sql;
+  /** The server's bound of a statement's lock wait (detect), for the ledger's statements that must not wait long. */
+  bound: Bound = (sql) => sql;
   #pausedUntil = 0;
 
   constructor(ledger: LedgerView) {
@@ -137,7 +138,7 @@ export class AppendLeases {
   async detect(setup: Pool): Promise<void> {
     const [row] = await select<{ version: string }>(setup, 'SELECT VERSION() AS version');
     const mariadb = /-MariaDB/i.test(row?.version ?? '');
-    this.#bound = mariadb ? (sql) => `SET STATEMENT innodb_lock_wait_timeout = ${LEDGER_LOCK_WAIT_S} FOR ${sql}` : (sql) => sql;
+    this.bound = mariadb ? (sql) => `SET STATEMENT innodb_lock_wait_timeout = ${LEDGER_LOCK_WAIT_S} FOR ${sql}` : (sql) => sql;
   }
 
   /** A batch's ledger rows met another client's lock: the next batches lease nothing for a while. */
@@ -168,7 +169,7 @@ export class AppendLeases {
   async take(conn: PoolConnection, published: readonly StoredEvent[], before: number, after: number): Promise<BatchLeases | undefined> {
     if (this.#armed.size === 0 || Date.now() < this.#pausedUntil) return undefined;
     const groups: Taken[] = [];
-    const batch = new BatchLeases(groups, (taken, committed) => this.#ended(taken, committed), this.#bound);
+    const batch = new BatchLeases(groups, (taken, committed) => this.#ended(taken, committed), this.bound);
     try {
       await this.#plan(conn, published, before, after, groups, batch);
     } catch (error) {
@@ -195,7 +196,7 @@ export class AppendLeases {
         if (before - group.materialized > GAP_MAX) continue;
         // Committed before this batch took the sequence lock: every event up to `before` is visible.
         from = group.materialized;
-        await materializeRows(conn, key, from, before, this.#bound);
+        await materializeRows(conn, key, from, before, this.bound);
       }
       const range: Written = { from, to: after, committed: false };
       if (ranges.length >= RANGES_MAX) ranges.shift();

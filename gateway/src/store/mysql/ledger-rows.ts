@@ -65,6 +65,19 @@ export function materializeRows(conn: PoolConnection, key: GroupKey, from: numbe
   );
 }
 
+/**
+ * Records in the group's row how far a claim that committed wrote its rows (`group.materialized`), in a statement of
+ * its own: written in the claim's transaction, it waited there for a lock another client held on the group's row (an
+ * operator's SELECT … FOR UPDATE), and with it the claim and every row the claim had written and locked, so the
+ * group's work stopped on every gateway until that lock ended. Waits `bound` at most (MariaDB, append-leases.ts), and
+ * may fail: the next claim writes the same rows again, ignored, and records it. Only for the group the claim read (its
+ * start): one recorded again meanwhile starts later, and rows before its start are not its own.
+ */
+export async function persistWatermark(pool: Pool, key: GroupKey, group: CachedGroup, bound: (sql: string) => string): Promise<void> {
+  const sql = bound(`UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND created_position = ? AND COALESCE(materialized, 0) < ?`);
+  await affected(pool, sql, [group.materialized, key.domain, key.name, key.group, group.created, group.materialized]).catch(() => undefined);
+}
+
 /** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */
 export function rowScope(key: GroupKey): { sql: string; params: Params } {
   const { gname, grp } = ledgerColumns(key);

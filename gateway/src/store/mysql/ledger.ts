@@ -18,7 +18,7 @@ import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, persistWatermark, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
 import { recordedAlready, settleRows } from './ledger-settle.js';
 import { orderedClaimable } from '../ordered-claim.js';
@@ -238,8 +238,8 @@ export class MysqlLedger implements DeliveryLedger {
    * `to`, in one statement per MATERIALIZE_SPAN positions (those without one: several gateways, and
    * this one's appends, may write the same rows; ledger-rows.ts materializeRows). Positions commit in order (the sequence lock), so every position up to `to` (the
    * head read, or a routed event's) is visible: the rows up to the watermark are complete. The
-   * watermark in the store moves at most once per GROUP_READ_MS (a later claim writes the same rows
-   * again, ignored, should this gateway stop before).
+   * watermark in the store moves at most once per GROUP_READ_MS, after the commit (a later claim
+   * writes the same rows again, ignored, should this gateway stop before).
    */
   async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<number> {
     let from = group.materialized;
@@ -248,10 +248,8 @@ export class MysqlLedger implements DeliveryLedger {
       await materializeRows(conn, key, from, end);
       from = end;
     }
-    if (now - group.persistedAt >= GROUP_READ_MS) {
-      await affected(conn, `UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND COALESCE(materialized, 0) < ?`, [from, key.domain, key.name, key.group, from]);
-    }
     // The cached watermark moves once the transaction commits (the caller's): rows rolled back must be written again.
+    // The store's after that (persistWatermark).
     return from;
   }
 
@@ -373,7 +371,10 @@ export class MysqlLedger implements DeliveryLedger {
         // Rows written by a claim whose COMMIT was lost may not be there: the watermark stays.
         if (committed && materialized > group.materialized) {
           group.materialized = materialized;
-          if (now - group.persistedAt >= GROUP_READ_MS) group.persistedAt = now;
+          if (now - group.persistedAt >= GROUP_READ_MS) {
+            group.persistedAt = now;
+            void persistWatermark(pool, key, group, this.atAppend.bound);
+          }
         }
         return result;
       });
