@@ -151,9 +151,9 @@ export class MysqlStore implements EventStore {
     return transaction(this.#pool, work, retryOn);
   }
 
-  /** Runs a multi-event read, after positioning the unpositioned events of its scope (see positions.ts). */
+  /** Runs a multi-event read, after positioning the unpositioned events of its scope (see positions.ts); again once when its connection is lost (readAgain: the dispatcher's pull, failed, waited for the domain's next publish). */
   #events(what: string, read: Read): Promise<StoredEvent[]> {
-    return this.#do(what, (pool) => this.#positions.events(pool, read));
+    return this.#do(what, (pool) => readAgain(() => this.#positions.events(pool, read)));
   }
 
   async head(): Promise<Position> {

@@ -1,0 +1,91 @@
+/**
+ * The MySQL store's read of a domain's new events (the dispatcher's pull after a routed event,
+ * readPublishedAfter) whose connection is lost under it, as an operator's KILL CONNECTION or a cut
+ * link does: read again on another connection. The pull failed before, and nothing pulled the
+ * domain again until its next publish: a request()'s outcome stored then reached no wait (the
+ * request() ended in E_EVENTFLOW_WAIT_TIMEOUT, its outcome in the store), and no subscriber.
+ *
+ * The connection is cut by a proxy in front of the server, at the read's COM_STMT_EXECUTE: the only
+ * statement of the test that carries the domain as a string parameter of its own (an append's rows
+ * are JSON), so the cut lands on that read and no other.
+ */
+import { connect, createServer, type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { createClient, type StoredEvent } from '@eventflow/core';
+import { startGateway } from '../src/index.js';
+import { eventually } from '@eventflow/test-support/wait';
+import { metric } from '@eventflow/test-support/gateway-http';
+import { mysqlGatewayEnv, mysqlUnavailable, server, useTestDatabases } from '@eventflow/test-support/mysql';
+
+const DOMAIN = 'cutread';
+
+/** A TCP proxy in front of MySQL that, once armed, cuts the connection that sends a packet holding `marker` (before the server sees it). */
+async function statementCuttingProxy(marker: Buffer): Promise<{ port: number; arm(times?: number): void; readonly cut: number; close(): Promise<void> }> {
+  let armed = 0;
+  let cut = 0;
+  const sockets = new Set<Socket>();
+  const proxy = createServer((client) => {
+    const upstream = connect({ host: server.host, port: server.port });
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on('data', (chunk: Buffer) => {
+      if (armed > 0 && chunk[4] === 0x17 && chunk.includes(marker)) {
+        armed -= 1;
+        cut += 1;
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (proxy.address() as { port: number }).port,
+    arm: (times = 1) => void (armed = times),
+    get cut() {
+      return cut;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
+
+describe.skipIf(mysqlUnavailable !== undefined)("a read of a domain's new events whose connection is cut (MySQL)", () => {
+  const databases = useTestDatabases();
+
+  it('is read again: the wait for the outcome and the subscriber get it, with nothing published after it', async () => {
+    const db = await databases.fresh();
+    // A string parameter of a prepared statement: its length (one byte under 251), then its bytes.
+    const proxy = await statementCuttingProxy(Buffer.from([DOMAIN.length, ...Buffer.from(DOMAIN)]));
+    databases.onCleanup(() => proxy.close());
+    const gateway = await startGateway({ ...mysqlGatewayEnv({ ...db.options, host: '127.0.0.1', port: proxy.port }), EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+    databases.onCleanup(() => gateway.close());
+    const client = createClient(gateway.url, { onError: () => undefined });
+    databases.onCleanup(() => client.close());
+    const seen: StoredEvent[] = [];
+    await client.subscribe(DOMAIN, '*', (event) => void seen.push(event));
+    await client.publish({ domain: DOMAIN, name: 'started', pid: 'p1' });
+    await eventually(() => seen.length === 1, 5_000, 'the first event at the subscriber');
+    // request()'s wait, registered before its outcome is stored.
+    const outcome = client.wait(DOMAIN, 'p1', ['done'], 8_000);
+    await eventually(async () => (await metric(gateway, 'eventflow_waits ')) === 1, 5_000, 'the wait registered');
+
+    proxy.arm();
+    const done = await client.publish({ domain: DOMAIN, name: 'done', pid: 'p1' });
+    await eventually(() => proxy.cut === 1, 5_000, "the pull's read cut");
+    expect((await outcome).id).toBe(done);
+    await eventually(() => seen.length === 2, 5_000, 'the outcome at the subscriber');
+    expect(seen.map((event) => event.name)).toEqual(['started', 'done']);
+  });
+});
