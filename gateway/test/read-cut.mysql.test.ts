@@ -5,6 +5,9 @@
  * domain again until its next publish: a request()'s outcome stored then reached no wait (the
  * request() ended in E_EVENTFLOW_WAIT_TIMEOUT, its outcome in the store), and no subscriber.
  *
+ * A pull that fails all the same (the read again cut too, or the store down a moment) is made again
+ * a second later (Dispatcher PULL_AGAIN_MS), not at the domain's next publish.
+ *
  * The connection is cut by a proxy in front of the server, at the read's COM_STMT_EXECUTE: the only
  * statement of the test that carries the domain as a string parameter of its own (an append's rows
  * are JSON), so the cut lands on that read and no other.
@@ -87,5 +90,20 @@ describe.skipIf(mysqlUnavailable !== undefined)("a read of a domain's new events
     expect((await outcome).id).toBe(done);
     await eventually(() => seen.length === 2, 5_000, 'the outcome at the subscriber');
     expect(seen.map((event) => event.name)).toEqual(['started', 'done']);
+  });
+  it('a pull that fails (its read again cut too) is made again a second later: the wait for the outcome gets it', async () => {
+    const db = await databases.fresh();
+    const proxy = await statementCuttingProxy(Buffer.from([DOMAIN.length, ...Buffer.from(DOMAIN)]));
+    databases.onCleanup(() => proxy.close());
+    const gateway = await startGateway({ ...mysqlGatewayEnv({ ...db.options, host: '127.0.0.1', port: proxy.port }), EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+    databases.onCleanup(() => gateway.close());
+    const client = createClient(gateway.url, { onError: () => undefined });
+    databases.onCleanup(() => client.close());
+    const outcome = client.wait(DOMAIN, 'p1', ['done'], 8_000);
+    await eventually(async () => (await metric(gateway, 'eventflow_waits ')) === 1, 5_000, 'the wait registered');
+    proxy.arm(2);
+    const done = await client.publish({ domain: DOMAIN, name: 'done', pid: 'p1' });
+    await eventually(() => proxy.cut === 2, 5_000, "the pull's read and its read again cut");
+    expect((await outcome).id).toBe(done);
   });
 });

@@ -31,6 +31,12 @@ import { Waits } from './waits.js';
 
 export type { Peer } from './peer.js';
 
+/**
+ * A domain whose pull the store failed is pulled again this long after (again while it fails): it waited for the
+ * domain's next routed event, so a request()'s outcome stored just before reached no wait (nor subscriber) until then.
+ */
+const PULL_AGAIN_MS = 1_000;
+
 export interface DispatcherOptions extends LeaseOptions {
   /**
    * Whether this gateway decides that an event nobody here takes is an orphan (the embedded
@@ -70,6 +76,9 @@ export class Dispatcher implements RouteTarget {
   readonly #cursors = new Map<string, number>();
   /** domain → the running pump; a second notification meanwhile asks for one more pass. */
   readonly #pumps = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** domain → the timer of its pull again after a failed one (PULL_AGAIN_MS); none once stopped. */
+  readonly #pullsAgain = new Map<string, ReturnType<typeof setTimeout>>();
+  #stopped = false;
   #start = 0;
   readonly #markOrphans: boolean;
   readonly #maxGroupsPerDomain: number;
@@ -164,6 +173,9 @@ export class Dispatcher implements RouteTarget {
   stop(): void {
     this.#backlog.stop();
     this.#leases.stop();
+    this.#stopped = true;
+    for (const timer of this.#pullsAgain.values()) clearTimeout(timer);
+    this.#pullsAgain.clear();
   }
 
   // ── registrations (Session calls these) ──
@@ -287,12 +299,26 @@ export class Dispatcher implements RouteTarget {
           pump.again = false;
           await this.#pump(event.domain);
         }
+      } catch (error) {
+        this.#pullAgain(event.domain);
+        throw error;
       } finally {
         this.#pumps.delete(event.domain);
       }
     })();
     this.#pumps.set(event.domain, pump);
     return pump.done;
+  }
+
+  #pullAgain(domain: string): void {
+    if (this.#stopped || this.#pullsAgain.has(domain)) return;
+    const timer = setTimeout(() => {
+      this.#pullsAgain.delete(domain);
+      // Failed again: told once already (the router logged it), and pulled again after as long.
+      this.route({ domain }).catch(() => undefined);
+    }, PULL_AGAIN_MS);
+    timer.unref?.();
+    this.#pullsAgain.set(domain, timer);
   }
 
   /**
