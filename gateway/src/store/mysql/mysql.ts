@@ -28,7 +28,7 @@ import type { DeliveryLedger } from '../ledger.js';
 import { MysqlLedger } from './ledger.js';
 import { MysqlCatalog } from './catalog.js';
 import { claimEarly } from './early-claim.js';
-import { fireDue } from './scheduled.js';
+import { fireScheduled } from './scheduled.js';
 import { checkBinlogFormat } from './binlog.js';
 
 export type { MysqlStoreOptions } from './db.js';
@@ -440,7 +440,7 @@ export class MysqlStore implements EventStore {
 
   async claimDueScheduled(at: Date): Promise<StoredEvent[]> {
     const now = validDate(at, 'now');
-    return this.#do('fire scheduled events', () => this.#transaction((conn) => fireDue(conn, now)));
+    return this.#do('fire scheduled events', (pool) => fireScheduled(pool, now));
   }
 
   async settleScheduled(eventId: string, outcome: Outcome): Promise<void> {

@@ -2,12 +2,18 @@
  * Firing scheduled events on MySQL (store.claimDueScheduled): inside the caller's transaction, each due
  * event is claimed with a guarded update (v4's own update of `executed` is not guarded: exactly one
  * claimer wins each), positioned after the head, and stamped with the time it fired.
+ *
+ * A firing whose COMMIT fails may have committed all the same (its answer lost: the connection killed
+ * or cut): what it fired is read back and handed to the scheduler, which routes it (the router's
+ * routing claim keeps an event to one route). Those events were fired in the store and routed by
+ * nobody, the next run finding nothing due: subscribers and waits got them only at their domain's
+ * next publish, and their scheduled rows stayed unsettled.
  */
-import type { PoolConnection } from 'mysql2/promise';
+import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { StoredEvent } from '@eventflow/core';
 import { lockSequence } from './schema.js';
 import { affected, select } from './statements.js';
-import { utcNow } from './db.js';
+import { readAgain, transaction, utcNow } from './db.js';
 import { setPosition } from './positions.js';
 import { COLUMNS, toStoredEvent, WITH_POSITION, type EventRow } from './rows.js';
 
@@ -34,4 +40,25 @@ export async function fireDue(conn: PoolConnection, now: Date): Promise<StoredEv
   if (fired.length === 0) return [];
   const rows = await select<EventRow>(conn, `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?) ORDER BY x.position`, [fired]);
   return rows.map(toStoredEvent);
+}
+
+/** fireDue in a transaction of its own; after a COMMIT that failed, the events it fired that the store holds fired. */
+export async function fireScheduled(pool: Pool, now: Date): Promise<StoredEvent[]> {
+  let fired: StoredEvent[] | undefined;
+  try {
+    return await transaction(pool, async (conn) => {
+      fired = undefined;
+      fired = await fireDue(conn, now);
+      return fired;
+    });
+  } catch (error) {
+    // Set: the work was done, and the COMMIT failed.
+    const ids = (fired ?? []).map((event) => event.id);
+    if (ids.length === 0) throw error;
+    const sql = `SELECT ${COLUMNS} FROM event e ${WITH_POSITION} WHERE e.id IN (?) AND x.position IS NOT NULL
+      AND EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = e.id AND s.executed IS NOT NULL) ORDER BY x.position`;
+    const held = await readAgain(() => select<EventRow>(pool, sql, [ids])).catch(() => Promise.reject(error));
+    if (held.length === 0) throw error;
+    return held.map(toStoredEvent);
+  }
 }
