@@ -6,58 +6,12 @@
  * subscriber (or a wait whose outcome is a scheduled event) got it only at the domain's next publish,
  * and its scheduled row stayed unsettled.
  */
-import { connect, createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
 import { startGateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
-import { mysqlGatewayEnv, mysqlUnavailable, server, useTestDatabases } from '@eventflow/test-support/mysql';
-
-/** A TCP proxy in front of MySQL that, once armed, lets the next COMMIT through and then cuts that connection instead of answering. */
-async function commitCuttingProxy(): Promise<{ port: number; arm(): void; readonly cut: number; close(): Promise<void> }> {
-  const commit = Buffer.from([0x03, ...Buffer.from('COMMIT')]);
-  let armed = false;
-  let cut = 0;
-  const sockets = new Set<Socket>();
-  const proxy = createServer((client) => {
-    const upstream = connect({ host: server.host, port: server.port });
-    let cutting = false;
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on('data', (chunk: Buffer) => {
-      if (armed && chunk.includes(commit)) {
-        armed = false;
-        cutting = true;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (!cutting) return void client.write(chunk);
-      cut += 1;
-      client.destroy();
-      upstream.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (proxy.address() as { port: number }).port,
-    arm: () => void (armed = true),
-    get cut() {
-      return cut;
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
-    },
-  };
-}
+import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { commitCuttingProxy } from './commit-cutting-proxy.js';
 
 describe.skipIf(mysqlUnavailable !== undefined)('a firing of scheduled events whose COMMIT answer is lost (MySQL)', () => {
   const databases = useTestDatabases();

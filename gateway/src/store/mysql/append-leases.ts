@@ -97,6 +97,22 @@ export class BatchLeases {
     if (this.rows.length > 0) await conn.execute(this.bound(INSERT_ROWS), [JSON.stringify(this.rows)]);
   }
 
+  /**
+   * After a COMMIT that failed: whether it committed all the same (its answer lost, the connection killed or cut), read
+   * by the first lease's delivery id, which only this batch writes. Read on a writer connection (autocommit off), its
+   * transaction ended after.
+   */
+  async committedAfterAll(writer: Pool): Promise<boolean> {
+    const delivery = this.rows.find((row) => row.length > 7)?.[7];
+    if (delivery === undefined) return false;
+    const conn = await writer.getConnection();
+    try {
+      return (await select(conn, 'SELECT 1 AS one FROM eventflow_delivery WHERE delivery = ?', [delivery])).length > 0;
+    } finally {
+      await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+    }
+  }
+
   /** The transaction ended: what it leased goes to the claimers (committed), or none of it was taken. Once. */
   end(committed: boolean): void {
     if (this.#done) return;

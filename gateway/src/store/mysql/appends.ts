@@ -107,9 +107,12 @@ export async function appendTransaction(
       leased.batch?.end(true);
       return outcomes;
     } catch (error) {
-      // A failed COMMIT may have committed: leases not handed out run out, and their events are claimed again.
-      leased.batch?.end(false);
       await conn.query('ROLLBACK').then(() => conn.release(), () => conn.destroy());
+      // A failed COMMIT may have committed (its answer lost): the leases it holds are handed out, as a claim's are
+      // (ledger-rows.ts heldAfterLostCommit). Given up, their events waited for the leases to run out, an attempt lost
+      // each: one on its last attempt became a dead letter that never ran.
+      const batch = leased.batch;
+      if (batch !== undefined) batch.end(committing && (await batch.committedAfterAll(writer).catch(() => false)));
       // A failed COMMIT is not run again: the next batch may hold the sequence lock already.
       if (committing) throw error;
       const code = driverCode(error);
