@@ -75,8 +75,36 @@ export function isStoreStateError(code: string | undefined): boolean {
  * (only a table's name is taken from the server's message: SQL text and values never are).
  */
 export function nextStep(error: unknown): string {
-  return driverCode(error) === STATEMENT_LOG_REFUSED ? STATEMENT_LOG_AT_RUN : (missingTable(error) ?? 'check the database and the gateway log');
+  const code = driverCode(error);
+  if (code === STATEMENT_LOG_REFUSED) return STATEMENT_LOG_AT_RUN;
+  if (READ_ONLY.has(code ?? '') && /read.only/i.test(String((error as { message?: unknown }).message))) return READ_ONLY_STEP;
+  return missingTable(error) ?? STEPS.get(code ?? '') ?? 'check the database and the gateway log';
 }
+
+const READ_ONLY = new Set(['ER_OPTION_PREVENTS_STATEMENT', 'ER_READ_ONLY_MODE']);
+const READ_ONLY_STEP = 'the server is read-only (read_only): writes resume once it is writable again (SET GLOBAL read_only = 0), without a restart';
+const LOST_STEP = 'the connection to the database was lost (killed, or the server went away): the gateway opens another; send it again';
+
+/**
+ * What to do about the operational faults a database's operator causes (they pass without a restart): the message
+ * names them, where "check the database" left an operator to find which it was.
+ */
+const STEPS: ReadonlyMap<string, string> = new Map([
+  [
+    'ER_LOCK_WAIT_TIMEOUT',
+    "another client's transaction holds rows the store needs past innodb_lock_wait_timeout: find it in information_schema.INNODB_TRX (SHOW ENGINE INNODB STATUS) and end it; send it again",
+  ],
+  ['ER_LOCK_DEADLOCK', 'a deadlock with other transactions, each time the store ran it again: send it again'],
+  ['ER_STATEMENT_TIMEOUT', "a statement ran past the server's max_statement_time (a lock or a load it waited on): send it again, and raise the limit if it lasts"],
+  ['ER_QUERY_TIMEOUT', "a statement ran past the server's max_execution_time (a lock or a load it waited on): send it again, and raise the limit if it lasts"],
+  ['ER_CON_COUNT_ERROR', "the server refuses new connections (max_connections reached): end other clients' idle connections or raise max_connections"],
+  ['ER_TOO_MANY_USER_CONNECTIONS', "the server refuses this user more connections (its MAX_USER_CONNECTIONS or max_user_connections): raise the limit or end the user's other connections"],
+  ['ER_CONNECTION_KILLED', LOST_STEP],
+  ['ER_QUERY_INTERRUPTED', 'the statement was interrupted (KILL QUERY, or the server shutting down): send it again'],
+  ['PROTOCOL_CONNECTION_LOST', LOST_STEP],
+  ['ECONNRESET', LOST_STEP],
+  ['ECONNREFUSED', 'the database does not accept connections (down, or another host or port): the gateway tries again until it does'],
+]);
 
 /** For a table dropped or renamed under the store: which, and what to do. */
 export function missingTable(error: unknown): string | undefined {
