@@ -38,7 +38,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('an append that leases its event
     const jobs = ['job-1', 'job-2', 'job-3'];
     for (const [round, pid] of jobs.entries()) {
       // The COMMIT of the append that carries the job (the group's claims on its timer commit too).
-      proxy.arm(`"${pid}"`);
+      proxy.arm({ after: `"${pid}"` });
       const cutAt = Date.now();
       const id = await client.publish({ domain: 'jobs', name: 'run', pid });
       expect(proxy.cut).toBe(round + 1);

@@ -12,57 +12,15 @@
  * statement of the test that carries the domain as a string parameter of its own (an append's rows
  * are JSON), so the cut lands on that read and no other.
  */
-import { connect, createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
 import { startGateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
 import { metric } from '@eventflow/test-support/gateway-http';
-import { mysqlGatewayEnv, mysqlUnavailable, server, useTestDatabases } from '@eventflow/test-support/mysql';
+import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { statementCuttingProxy } from './commit-cutting-proxy.js';
 
 const DOMAIN = 'cutread';
-
-/** A TCP proxy in front of MySQL that, once armed, cuts the connection that sends a packet holding `marker` (before the server sees it). */
-async function statementCuttingProxy(marker: Buffer): Promise<{ port: number; arm(times?: number): void; readonly cut: number; close(): Promise<void> }> {
-  let armed = 0;
-  let cut = 0;
-  const sockets = new Set<Socket>();
-  const proxy = createServer((client) => {
-    const upstream = connect({ host: server.host, port: server.port });
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on('data', (chunk: Buffer) => {
-      if (armed > 0 && chunk[4] === 0x17 && chunk.includes(marker)) {
-        armed -= 1;
-        cut += 1;
-        client.destroy();
-        upstream.destroy();
-        return;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (proxy.address() as { port: number }).port,
-    arm: (times = 1) => void (armed = times),
-    get cut() {
-      return cut;
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
-    },
-  };
-}
 
 describe.skipIf(mysqlUnavailable !== undefined)("a read of a domain's new events whose connection is cut (MySQL)", () => {
   const databases = useTestDatabases();

@@ -9,13 +9,13 @@
  *   the test's own drops the answer and cuts the connection): the fate is unknown to the gateway,
  *   which says so; the client's retry finds the event stored and gets it, and it is routed.
  */
-import { connect, createServer, type Socket } from 'node:net';
 import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, isEventflowError, type StoredEvent } from '@eventflow/core';
 import { startGateway, type Gateway } from '../src/index.js';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 import { metric, readyz } from '@eventflow/test-support/gateway-http';
+import { commitCuttingProxy } from './commit-cutting-proxy.js';
 import { mysqlGatewayEnv, mysqlUnavailable, server as sharedServer, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 import { connect as connectRaw } from '@eventflow/test-support/raw-socket';
 import { startPrivateMariadb, unavailable, type PrivateMariadb } from './private-mariadb.js';
@@ -112,68 +112,13 @@ describe.skipIf(unavailable !== undefined)('the MySQL store killed mid-load and 
   }, 120_000);
 });
 
-/**
- * A TCP proxy in front of MySQL that, once armed, lets the next COMMIT (a COM_QUERY packet) through
- * to the server and then, instead of its answer, cuts that connection: the server has committed,
- * the client learns nothing. `arm(skip)` lets `skip` COMMITs pass first.
- */
-async function commitCuttingProxy(port: number, host = '127.0.0.1'): Promise<{ port: number; arm(skip?: number): void; readonly cut: number; close(): Promise<void> }> {
-  const commit = Buffer.from([0x03, ...Buffer.from('COMMIT')]);
-  let armed = false;
-  let skipping = 0;
-  let cut = 0;
-  const sockets = new Set<Socket>();
-  const proxy = createServer((client) => {
-    const upstream = connect({ host, port });
-    let cutting = false;
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on('data', (chunk: Buffer) => {
-      if (armed && chunk.includes(commit) && skipping-- <= 0) {
-        armed = false;
-        cutting = true;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (!cutting) return void client.write(chunk);
-      // The server's answer to the COMMIT: dropped, and the connection with it.
-      cut += 1;
-      client.destroy();
-      upstream.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (proxy.address() as { port: number }).port,
-    arm: (skip = 0) => {
-      armed = true;
-      skipping = skip;
-    },
-    get cut() {
-      return cut;
-    },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
-    },
-  };
-}
-
 describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost', () => {
   const databases = useTestDatabases();
 
   /** A fresh database, the commit-cutting proxy in front of the shared server, and a gateway on the database through it. */
   async function behindProxy(extra: Record<string, string | number> = {}): Promise<{ db: TestDatabase; proxy: Awaited<ReturnType<typeof commitCuttingProxy>>; gateway: Gateway }> {
     const db = await databases.fresh();
-    const proxy = await commitCuttingProxy(sharedServer.port, sharedServer.host);
+    const proxy = await commitCuttingProxy(sharedServer);
     databases.onCleanup(() => proxy.close());
     const gateway = await startGateway({ ...mysqlGatewayEnv({ ...db.options, host: '127.0.0.1', port: proxy.port }), EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', ...extra });
     databases.onCleanup(() => gateway.close());
@@ -275,7 +220,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     await eventually(async () => (await db.query(`SELECT 1 FROM eventflow_delivery WHERE pid = 'first' AND deadline IS NOT NULL`)).length === 1, 5_000, "'first' leased");
     await client.publish({ domain: 'jobs', name: 'run', pid: 'second' });
     // The settle's COMMIT passes; the next is the claim of 'second', whose answer is lost.
-    proxy.arm(1);
+    proxy.arm({ skip: 1 });
     release();
     await eventually(() => proxy.cut === 1, 5_000, "the claim's COMMIT");
     const cut = Date.now();
