@@ -167,3 +167,10 @@ export const NATS_MAX_PINGS_OUT = 2;
 
 /** A (re)connect attempt that has no answer (INFO, PONG) within this is abandoned and tried again (nats.js: 20 s). */
 export const NATS_CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * A pull of published events the store failed (a domain's, the pattern subscriptions') is made again
+ * this long after, and again while it fails: it waited for the next routed event, so a request()'s
+ * outcome stored just before reached no wait (nor subscriber) until then.
+ */
+export const PULL_AGAIN_MS = 1_000;

@@ -1,19 +1,21 @@
 /**
- * The local router's own writes after an event was stored failing with the store (another process's
- * SQLite write lock, a full disk) while the event waits to be routed: it still reaches this gateway's
- * subscribers and waits, not only once another event of its domain comes along.
+ * What the gateway does with the store right after an event was stored failing once (another
+ * process's SQLite write lock, a full disk, a lost connection) while the event waits to be routed:
+ * it still reaches this gateway's subscribers and waits, not only once another event of its domain
+ * comes along.
  *  - the routing claim (v4's consumed_hub, written in a transaction of its own after a scheduled
  *    event fired, or for a publish retried after its commit was reported failed);
- *  - the orphan marks of the routed page before it (v4's bookkeeping of events no one here took).
- * Such a write meeting a store that cannot write for a moment between two commits is a matter of
- * timing, so the store here refuses it once (the only fault not made real).
+ *  - the orphan marks of the routed page before it (v4's bookkeeping of events no one here took);
+ *  - the pattern subscriptions' read of what was published (made again a second later).
+ * Such a failure meeting that moment between two statements is a matter of timing, so the store
+ * here refuses once (the only fault not made real).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { createClient, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { createClient, namespacePattern, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { SqliteStore, startGateway, type Gateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
 
@@ -29,10 +31,16 @@ afterEach(async () => {
 
 const locked = (): Error => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
 
-/** A SQLite store whose next routing claims (`claims`), or next orphan marks once `marks` resolves, fail as SQLite's writes do when another process holds the write lock. */
+/** A SQLite store whose next routing claims (`claims`) or pattern reads (`reads`), or next orphan marks once `marks` resolves, fail as SQLite's writes do when another process holds the write lock. */
 class RefusingStore extends SqliteStore {
   claims = 0;
   marks: Promise<void> | undefined;
+  reads = 0;
+  override async readPublishedSince(after: number, limit: number): Promise<StoredEvent[]> {
+    if (this.reads <= 0) return super.readPublishedSince(after, limit);
+    this.reads -= 1;
+    throw locked();
+  }
   override async claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]> {
     if (this.claims <= 0) return super.claimAllForRouting(eventIds, hub);
     this.claims -= 1;
@@ -84,4 +92,17 @@ it('an event routed while the page before it failed to mark its orphans reaches 
   // Before: the pump gave up with the marks, and the event waited for the domain's next publish.
   await eventually(() => seen.some((event) => event.id === placed), 5_000, 'the subscriber to get the event');
   expect(store.marks).toBeUndefined();
+}, 30_000);
+
+it("an event whose pattern subscriptions' read failed reaches them a second later, with no other event to carry it", async () => {
+  const store = new RefusingStore({ path: join(dir, 'patterns.db') });
+  gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' }, { store });
+  client = createClient(gateway.url, { onError: () => undefined });
+  const seen: StoredEvent[] = [];
+  await client.subscribe(namespacePattern('shop.>'), '*', (event) => void seen.push(event));
+  store.reads = 1;
+  const id = await client.publish({ domain: 'shop.orders', name: 'placed', pid: 'o1' });
+  // Before: the pump gave up with the read, and the event waited for the next publish of any domain.
+  await eventually(() => seen.some((event) => event.id === id), 5_000, 'the pattern subscription to get the event');
+  expect(store.reads).toBe(0);
 }, 30_000);

@@ -13,7 +13,7 @@
  */
 import type { StoredEvent } from '@eventflow/core';
 import { EventflowError } from '@eventflow/core';
-import { configDefaults, PUMP_PAGE } from '../defaults.js';
+import { configDefaults, PULL_AGAIN_MS, PUMP_PAGE } from '../defaults.js';
 import type { Logger } from '../log.js';
 import { noMetrics, type GatewayMetrics } from '../metrics.js';
 import type { RouteTarget, Router } from '../router/router.js';
@@ -31,11 +31,6 @@ import { Waits } from './waits.js';
 
 export type { Peer } from './peer.js';
 
-/**
- * A domain whose pull the store failed is pulled again this long after (again while it fails): it waited for the
- * domain's next routed event, so a request()'s outcome stored just before reached no wait (nor subscriber) until then.
- */
-const PULL_AGAIN_MS = 1_000;
 
 export interface DispatcherOptions extends LeaseOptions {
   /**
@@ -176,6 +171,7 @@ export class Dispatcher implements RouteTarget {
     this.#stopped = true;
     for (const timer of this.#pullsAgain.values()) clearTimeout(timer);
     this.#pullsAgain.clear();
+    this.#patterns.stop();
   }
 
   // ── registrations (Session calls these) ──

@@ -16,6 +16,7 @@
  */
 import { matchNamespacePattern, type StoredEvent } from '@eventflow/core';
 import { glob, type Glob } from '../connection/glob.js';
+import { PULL_AGAIN_MS } from '../defaults.js';
 import type { EventStore } from '../store/store.js';
 import type { Peer } from './peer.js';
 
@@ -182,6 +183,9 @@ export class PatternPump {
   #cursor: number | undefined;
   #running: Promise<void> | undefined;
   #again = false;
+  /** The timer of a pull made again after a failed one. */
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
 
   constructor(store: Pick<EventStore, 'readPublishedSince'>, index: PatternIndex, onError: (error: unknown) => void) {
     this.#store = store;
@@ -218,10 +222,27 @@ export class PatternPump {
         } while (this.#again);
       } catch (error) {
         this.#onError(error);
+        this.#pullAgain();
       } finally {
         this.#running = undefined;
       }
     })();
+  }
+
+  /** The gateway stops: no pull is made again. */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#retryTimer);
+  }
+
+  /** A failed pull is made again (PULL_AGAIN_MS), not only at the next event routed here. */
+  #pullAgain(): void {
+    if (this.#stopped || this.#retryTimer !== undefined) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.notify();
+    }, PULL_AGAIN_MS);
+    this.#retryTimer.unref();
   }
 
   async #pump(): Promise<void> {
