@@ -86,8 +86,16 @@ export class Consumers implements FeaturePart {
    * sends no more deliveries and those open may still settle; then the running handlers finish.
    */
   async drain(timeout: number): Promise<void> {
-    if (this.#host.isOpen()) await Promise.all([...this.#entries.values()].map((entry) => entry.register(true)));
-    return this.#deliveries.drain(timeout);
+    const deadline = Date.now() + timeout;
+    if (this.#host.isOpen()) {
+      // Within the drainTimeout: a gateway that does not answer (a stopped process, a silent link) held close() for the
+      // pause's requestTimeout first, past a process manager's grace period sized by drainTimeout.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const paused = Promise.all([...this.#entries.values()].map((entry) => entry.register(true)));
+      await Promise.race([paused, new Promise((resolve) => (timer = setTimeout(resolve, timeout)))]);
+      clearTimeout(timer);
+    }
+    return this.#deliveries.drain(Math.max(0, deadline - Date.now()));
   }
 
   /** Registers a consumer; resolves with its `remove` once the gateway has it. */
@@ -137,6 +145,8 @@ export class Consumers implements FeaturePart {
         // Handlers returned (or were lost) while it was on its way, unseen by onCredit: the gateway has a stale credit.
         if (!paused && credit !== slots.credit) slots.onCredit();
       } catch (error) {
+        // The pause of a closing client: the connection closes next, which hands back all it holds.
+        if (paused && host.closed()) return;
         // On a new connection, the gateway's store failing (a full disk: the group's record could not be
         // written) is sat out, as a settle's is: refused once, the consumer stayed off until the next
         // connection, and its events went to nobody here. onError hears of the first failure of a run.
