@@ -1,10 +1,12 @@
 /**
- * Closing a worker (a rolling deploy) while the gateway does not answer: a gateway process that is
- * stopped (SIGSTOP) or a link that stops passing bytes. close({ drainTimeout }) is what a process
- * manager's grace period is sized by, so it must end within it, whatever the gateway does.
+ * A worker handing its work over: close() (a rolling deploy) while the gateway does not answer (a
+ * stopped process, a link that stops passing bytes), where close({ drainTimeout }) is what a process
+ * manager's grace period is sized by, so it must end within it; and a consumer removed while its
+ * handler runs, whose event must not run again elsewhere nor its outcome be refused.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient } from '@eventflow/core';
+import Database from 'better-sqlite3';
+import { createClient, listGroups } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { startPartitionProxy, type PartitionProxy } from './partition-proxy.js';
@@ -39,5 +41,44 @@ describe('close() while the gateway does not answer', () => {
     expect(took).toBeLessThan(2_000);
     // Nor did onError hear that the consumer was refused (E_EVENTFLOW_REQUEST_TIMEOUT, or E_EVENTFLOW_CLIENT_CLOSED once cut short).
     expect(errors).toEqual([]);
+  });
+});
+
+describe('remove() while the consumer\'s handler runs', () => {
+  it('lets the handler finish and records its outcome; the event is not handed to another member meanwhile, and new events go to the others', async () => {
+    h = await startHarness();
+    const leaving = h.client();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const ranHere: string[] = [];
+    let aborted = false;
+    const consumer = await leaving.consume('jobs', 'run', async (event, { signal }) => {
+      ranHere.push(event.id);
+      signal.addEventListener('abort', () => (aborted = true));
+      await gate;
+    }, { group: 'workers' });
+    const publisher = h.client();
+    const first = await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => ranHere.length === 1, 5_000, 'the handler running');
+    const removed = consumer.remove();
+    const ranThere: string[] = [];
+    await h.client().consume('jobs', 'run', (event) => void ranThere.push(event.id), { group: 'workers' });
+    const second = await publisher.publish({ domain: 'jobs', name: 'run', pid: 'p2' });
+    await eventually(() => ranThere.includes(second), 5_000, 'the next event taken by the other member');
+    // The old client removed the consumer at once: the gateway gave the running event to the other member.
+    expect(ranThere).toEqual([second]);
+    open();
+    await removed;
+    await eventually(async () => (await listGroups(publisher, 'jobs')).find((group) => group.group === 'workers')?.inFlight === 0, 5_000, 'nothing in flight');
+    expect(ranHere).toEqual([first]);
+    expect(ranThere).toEqual([second]);
+    expect(aborted).toBe(false);
+    const db = new Database(h.dbPath, { readonly: true });
+    try {
+      const rows = db.prepare('SELECT outcome, attempts FROM eventflow_delivery WHERE event_id = ?').all(first);
+      expect(rows).toEqual([{ outcome: 'success', attempts: 1 }]);
+    } finally {
+      db.close();
+    }
   });
 });

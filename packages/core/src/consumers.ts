@@ -29,6 +29,8 @@ interface Entry {
   after?: number;
   /** The gateway had it registered once: a registration again (a new connection) that the store fails is tried again. */
   registered?: boolean;
+  /** remove() waits for its running handlers: registered with no credit, and new deliveries are handed back. */
+  removing?: boolean;
 }
 
 /** How soon a registration again that the gateway's store failed is tried again, at first; doubled up to STORE_RETRY_MAX_MS. */
@@ -53,7 +55,7 @@ export class Consumers implements FeaturePart {
 
   opened(welcome: WelcomeFrame): void {
     this.#deliveries.opened(welcome);
-    for (const entry of this.#entries.values()) void entry.register(this.#host.closed());
+    for (const entry of this.#entries.values()) void entry.register(this.#host.closed() || entry.removing);
   }
 
   lost(): void {
@@ -115,10 +117,22 @@ export class Consumers implements FeaturePart {
     const settings = { ...(group ? { group } : {}), ...(concurrency === undefined ? {} : { concurrency }), ...(ordered === undefined ? {} : { ordered }), ...(retry ? { retry } : {}) };
     const consumer = host.handle('c');
     const slots = new HandlerSlots(concurrency ?? DEFAULT_CONSUME_CONCURRENCY, ordered === true);
-    const remove = async (): Promise<void> => {
-      if (!this.#entries.delete(consumer)) return;
+    let removed: Promise<void> | undefined;
+    const remove = (): Promise<void> => (removed ??= removeNow());
+    const removeNow = async (): Promise<void> => {
+      const entry = this.#entries.get(consumer);
+      if (!entry) return;
       host.waiters.settle(consumer, new EventflowError('E_EVENTFLOW_ABORTED', 'consumer removed before it was registered'));
-      if (!host.registered.delete(consumer) || !host.isOpen()) return;
+      if (host.registered.has(consumer) && host.isOpen()) {
+        // Its running handlers finish and settle first, with no credit meanwhile: removeConsumer hands the open deliveries
+        // to other consumers at once, which ran each event again beside a handler never told (its signal not aborted),
+        // whose outcome the gateway then refused. A handler that outlives its lease is revoked, which ends the wait.
+        entry.removing = true;
+        await entry.register(true);
+        await this.#deliveries.drain(Infinity, consumer);
+      }
+      // Ended by the gateway meanwhile (its group deleted): nothing left to remove.
+      if (!this.#entries.delete(consumer) || !host.registered.delete(consumer) || !host.isOpen()) return;
       await host.request('removeConsumer', { consumer }).catch((error: unknown) => {
         if (error !== connectionLost) throw error;
       });
@@ -146,7 +160,7 @@ export class Consumers implements FeaturePart {
         if (!paused && credit !== slots.credit) slots.onCredit();
       } catch (error) {
         // The pause of a closing client: the connection closes next, which hands back all it holds.
-        if (paused && host.closed()) return;
+        if (paused && (host.closed() || entry?.removing)) return;
         // On a new connection, the gateway's store failing (a full disk: the group's record could not be
         // written) is sat out, as a settle's is: refused once, the consumer stayed off until the next
         // connection, and its events went to nobody here. onError hears of the first failure of a run.
@@ -160,7 +174,7 @@ export class Consumers implements FeaturePart {
       }
     };
     // Registered again when its credit changes, unless closing (registered without credit then) or gone.
-    slots.onCredit = () => void (this.#entries.has(consumer) && host.registered.has(consumer) && !host.closed() && register());
+    slots.onCredit = () => void (this.#entries.has(consumer) && !this.#entries.get(consumer)?.removing && host.registered.has(consumer) && !host.closed() && register());
     this.#entries.set(consumer, { domain, name, handler, slots, register, remove });
     const done = host.waiters.wait(consumer, 'consume', signal);
     void register();
@@ -178,7 +192,7 @@ export class Consumers implements FeaturePart {
   #handlerFor(consumer: string, position: number): DeliveryHandler | undefined {
     const entry = this.#entries.get(consumer);
     if (entry) entry.after = Math.max(entry.after ?? 0, position);
-    return entry?.handler;
+    return entry?.removing ? undefined : entry?.handler;
   }
 }
 

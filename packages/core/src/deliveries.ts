@@ -299,18 +299,19 @@ export class Deliveries {
     this.#schedule();
   }
 
-  /** Waits up to `timeout` ms for handlers whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
-  async drain(timeout: number): Promise<void> {
+  /** Waits up to `timeout` ms for handlers (of `consumer`, or all) whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
+  async drain(timeout: number, consumer?: string): Promise<void> {
     const deadline = Date.now() + timeout;
+    const mine = (lease: Lease): boolean => consumer === undefined || lease.consumer === consumer;
     // Deliveries still waiting for a slot are handed back now: started as the running handlers ended, they ran after
     // close() began (and held it up), behind a handler that ignored its signal for as long as it ran.
     for (const [delivery, lease] of this.#leases) {
-      if (!lease.queued || lease.lost) continue;
+      if (!lease.queued || lease.lost || !mine(lease)) continue;
       lease.lose(closedError());
       void this.#settle(delivery, lease, 'release');
     }
     for (;;) {
-      const live = [...this.#leases.values()].filter((lease) => !lease.lost).map(({ run }) => run);
+      const live = [...this.#leases.values()].filter((lease) => !lease.lost && mine(lease)).map(({ run }) => run);
       const left = deadline - Date.now();
       if (!live.length || left <= 0) return;
       let timer: ReturnType<typeof setTimeout> | undefined;
