@@ -82,3 +82,22 @@ describe('remove() while the consumer\'s handler runs', () => {
     }
   });
 });
+
+describe('remove() while the consumer\'s handler never returns', () => {
+  it('ends once the client is closed under it (closing ends the wait for the handler)', async () => {
+    h = await startHarness();
+    const worker = h.client();
+    let running = false;
+    const consumer = await worker.consume('jobs', 'run', async () => {
+      running = true;
+      await new Promise(() => undefined);
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    let removed = false;
+    const removing = consumer.remove().then(() => (removed = true));
+    await worker.close({ drainTimeout: 50 });
+    await eventually(() => removed, 2_000, 'remove() to end');
+    await removing;
+  });
+});

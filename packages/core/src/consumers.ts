@@ -126,10 +126,11 @@ export class Consumers implements FeaturePart {
       if (host.registered.has(consumer) && host.isOpen()) {
         // Its running handlers finish and settle first, with no credit meanwhile: removeConsumer hands the open deliveries
         // to other consumers at once, which ran each event again beside a handler never told (its signal not aborted),
-        // whose outcome the gateway then refused. A handler that outlives its lease is revoked, which ends the wait.
+        // whose outcome the gateway then refused. A handler that outlives its lease is revoked, which ends the wait, as
+        // does the client closed under it (its connection gone, nothing revokes: the wait kept the process alive).
         entry.removing = true;
         await entry.register(true);
-        await this.#deliveries.drain(Infinity, consumer);
+        await this.#deliveries.drain(Infinity, consumer, () => host.closed() && !host.isOpen());
       }
       // Ended by the gateway meanwhile (its group deleted): nothing left to remove.
       if (!this.#entries.delete(consumer) || !host.registered.delete(consumer) || !host.isOpen()) return;

@@ -299,8 +299,11 @@ export class Deliveries {
     this.#schedule();
   }
 
-  /** Waits up to `timeout` ms for handlers (of `consumer`, or all) whose delivery is still ours; lost ones are redelivered elsewhere anyway. */
-  async drain(timeout: number, consumer?: string): Promise<void> {
+  /**
+   * Waits up to `timeout` ms for handlers (of `consumer`, or all) whose delivery is still ours, or until `over()`; lost
+   * ones are redelivered elsewhere anyway.
+   */
+  async drain(timeout: number, consumer?: string, over: () => boolean = () => false): Promise<void> {
     const deadline = Date.now() + timeout;
     const mine = (lease: Lease): boolean => consumer === undefined || lease.consumer === consumer;
     // Deliveries still waiting for a slot are handed back now: started as the running handlers ended, they ran after
@@ -313,7 +316,7 @@ export class Deliveries {
     for (;;) {
       const live = [...this.#leases.values()].filter((lease) => !lease.lost && mine(lease)).map(({ run }) => run);
       const left = deadline - Date.now();
-      if (!live.length || left <= 0) return;
+      if (!live.length || left <= 0 || over()) return;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([Promise.allSettled(live), new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, 100))))]);
       clearTimeout(timer);
