@@ -101,3 +101,58 @@ describe('remove() while the consumer\'s handler never returns', () => {
     await removing;
   });
 });
+
+describe('extend() from a handler whose delivery was lost with its connection', () => {
+  it('rejects at once saying the delivery is lost and to stop working on it, not after requestTimeout as E_EVENTFLOW_OFFLINE "not connected" while the gateway is away', async () => {
+    h = await startHarness();
+    const worker = h.client({ requestTimeout: 3_000 });
+    let ask!: () => void;
+    const asked = new Promise<void>((resolve) => (ask = resolve));
+    let running = false;
+    let outcome: unknown;
+    let took = 0;
+    await worker.consume('jobs', 'run', async (_event, { extend }) => {
+      running = true;
+      await asked;
+      const started = performance.now();
+      outcome = await extend(1_000).then(() => 'granted', (error: unknown) => error);
+      took = performance.now() - started;
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    await h.stopGateway();
+    await eventually(() => worker.state === 'offline', 5_000, 'the worker offline');
+    ask();
+    await eventually(() => outcome !== undefined, 5_000, 'the extend to end');
+    // A gateway that stops takes its deliveries back first (revoked: no longer this handler's); one that dies just drops them.
+    expect(['E_EVENTFLOW_UNKNOWN_DELIVERY', 'E_EVENTFLOW_CONNECTION_FAILED']).toContain((outcome as { code?: unknown }).code);
+    expect((outcome as Error).message).toContain('stop working on it');
+    expect(took).toBeLessThan(1_000);
+    await worker.close({ drainTimeout: 10 });
+  });
+
+  it('rejects at once with E_EVENTFLOW_CONNECTION_FAILED when the connection just dropped (nothing revoked it)', async () => {
+    h = await startHarness();
+    const { client: worker, kill } = h.killableClient({ requestTimeout: 3_000 });
+    let ask!: () => void;
+    const asked = new Promise<void>((resolve) => (ask = resolve));
+    let running = false;
+    let outcome: unknown;
+    await worker.consume('jobs', 'run', async (_event, { extend }) => {
+      running = true;
+      await asked;
+      outcome = await extend(1_000).then(() => 'granted', (error: unknown) => error);
+    });
+    await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    kill();
+    await eventually(() => worker.state === 'offline', 5_000, 'the worker offline');
+    const started = performance.now();
+    ask();
+    await eventually(() => outcome !== undefined, 5_000, 'the extend to end');
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_CONNECTION_FAILED' });
+    expect((outcome as Error).message).toContain('redelivered');
+    await worker.close({ drainTimeout: 10 });
+  });
+});

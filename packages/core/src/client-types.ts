@@ -49,7 +49,8 @@ export interface ConsumeContext {
   /**
    * Extends the lease to `ms` from now (default: the gateway's EVENTFLOW_CONSUME_LEASE_MS, at most
    * ten of them); call it while working longer than the lease. Resolves with the lease granted,
-   * rejects with E_EVENTFLOW_UNKNOWN_DELIVERY once the delivery is revoked.
+   * rejects with E_EVENTFLOW_UNKNOWN_DELIVERY once the delivery is revoked, and at once with
+   * E_EVENTFLOW_CONNECTION_FAILED once it was lost with its connection (signal aborted).
    */
   extend(ms?: number): Promise<{ ms: number }>;
   /**

@@ -164,10 +164,14 @@ export class Deliveries {
     const extend = async (ms?: number): Promise<{ ms: number }> => {
       // NaN and Infinity would reach the gateway as null, which it words as "expected number, received null".
       if (ms !== undefined && !(Number.isSafeInteger(ms) && ms > 0)) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `extend(ms): ms must be a positive integer (the gateway grants at most ten leases), got ${typeof ms === 'number' ? ms : typeof ms}`);
+      // Told to a handler: what became of its delivery, and what to do (the request layer's marker for a dropped connection is the client's own).
+      const lostWith = (): EventflowError => new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `extend(): the connection to the gateway was lost, and with it delivery "${delivery}" (context.signal is aborted): the event will be redelivered, so stop working on it`, { details: { delivery } });
+      const notOurs = (cause?: EventflowError): EventflowError => new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `extend(): delivery "${delivery}" is no longer this handler's (its lease ran out, or it was settled or handed back): the event goes to a consumer again, so stop working on it`, { details: cause?.details ?? { delivery }, cause });
+      // Lost already: sent, it waited for a connection (the gateway away: E_EVENTFLOW_OFFLINE after requestTimeout) to be refused there.
+      if (lease.lost) throw lease.gone ? notOurs() : lostWith();
       const granted = await this.#send('extend', { delivery, ms }).catch((cause: unknown) => {
-        // Told to a handler: what became of its delivery, and what to do (the request layer's marker for a dropped connection is the client's own).
-        if (cause === connectionLost) throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `extend(): the connection to the gateway was lost, and with it delivery "${delivery}" (context.signal is aborted): the event will be redelivered, so stop working on it`, { details: { delivery } });
-        if (isEventflowError(cause, 'E_EVENTFLOW_UNKNOWN_DELIVERY')) throw new EventflowError(cause.code, `extend(): delivery "${delivery}" is no longer this handler's (its lease ran out, or it was settled or handed back): the event goes to a consumer again, so stop working on it`, { details: cause.details, cause });
+        if (cause === connectionLost) throw lostWith();
+        if (isEventflowError(cause, 'E_EVENTFLOW_UNKNOWN_DELIVERY')) throw notOurs(cause);
         throw cause;
       });
       lease.deadline = Date.now() + granted.ms;
