@@ -1,0 +1,32 @@
+/**
+ * request() from a client that has never reached its gateway (a wrong URL, a gateway not started):
+ * like every call it fails at once with E_EVENTFLOW_OFFLINE naming the cause, instead of hanging.
+ */
+import { afterEach, expect, it } from 'vitest';
+import { createServer } from 'node:net';
+import { createClient, type EventflowClient } from '@eventflow/core';
+
+let client: EventflowClient | undefined;
+afterEach(async () => {
+  await client?.close();
+  client = undefined;
+});
+
+/** A port nothing listens on: taken, then given back. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+it('request() to a gateway never reached rejects with E_EVENTFLOW_OFFLINE well within its timeout, not never', async () => {
+  client = createClient(`ws://127.0.0.1:${await closedPort()}/`, { onError: () => undefined, reconnect: { minDelay: 20, maxDelay: 50 } });
+  const started = performance.now();
+  // The old client waited for the wait's registration, which needs a connection, and never published: it hung for good.
+  const outcome = await client.request({ domain: 'jobs', name: 'run', pid: 'p1' }, { timeout: 5_000 }).then(() => 'resolved', (error: unknown) => error);
+  expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_OFFLINE' });
+  expect((outcome as Error).message).toContain('publish');
+  expect(performance.now() - started).toBeLessThan(4_000);
+});
