@@ -2,7 +2,8 @@
  * A worker handing its work over: close() (a rolling deploy) while the gateway does not answer (a
  * stopped process, a link that stops passing bytes), where close({ drainTimeout }) is what a process
  * manager's grace period is sized by, so it must end within it; and a consumer removed while its
- * handler runs, whose event must not run again elsewhere nor its outcome be refused.
+ * handler runs, whose event must not run again elsewhere nor its outcome be refused; and a handler's
+ * extend() once its delivery is lost, which must say so at once.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
