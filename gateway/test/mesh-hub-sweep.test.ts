@@ -5,16 +5,19 @@
  * job went out again to every subscriber, and a v4 spoke consuming the same default group claims it (v4's
  * claim is an UPDATE where `consumed_spoke` is NULL) and runs it while the gateway's handler still does.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type EventflowClient } from '@eventflow/core';
 import { startGateway } from '../src/index.js';
 import { HubRouter } from '../src/v4/mesh-router.js';
 import { eventually, fence } from '@eventflow/test-support/wait';
-import { freePort, kill9, startGatewayProcess } from '@eventflow/test-support/gateway-process';
+import { buildOnce, freePort, kill9, killAllChildren, startGatewayProcess } from '@eventflow/test-support/gateway-process';
 import { mysqlGatewayEnv } from '@eventflow/test-support/mysql';
 import { isPublishOf, mysqlUnavailable, until, useHubFixture } from './hub-support.js';
 
 const fixture = useHubFixture();
+// A gateway is killed as a process: the built one (a clean checkout has no gateway/dist yet).
+beforeAll(() => buildOnce(), 120_000);
+afterAll(() => killAllChildren());
 
 const meshEnv = { EVENTFLOW_ROUTER: 'hubs', EVENTFLOW_MESH_POLL_MS: 200, EVENTFLOW_LOG_LEVEL: 'silent' } as const;
 
