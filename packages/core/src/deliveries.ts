@@ -5,7 +5,9 @@
  * connection to the same gateway, for as long as the lease holds. It ends when the gateway
  * answers, also with E_EVENTFLOW_UNKNOWN_DELIVERY (the delivery was revoked and the event went
  * to a consumer again), or when the lease has run out. Across a gateway restart, or to another
- * gateway on the same store, it is sent all the same: the lease is in the store.
+ * gateway on the same store, it is sent all the same: the lease is in the store. That holds for a
+ * gateway that died; one stopped cleanly waits EVENTFLOW_DRAIN_TIMEOUT_MS for its handlers' settles,
+ * then revokes and releases the leases left, so their events go out again at once (gateway README).
  */
 import { GATEWAY_LEASE_MS } from './defaults.js';
 import { closedError, EventflowError, isEventflowError, type ErrorCode } from './errors.js';
