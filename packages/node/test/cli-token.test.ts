@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDomains } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
-import { eventually } from '@eventflow/test-support/wait';
+import { eventually, sleep } from '@eventflow/test-support/wait';
 import { runCli, usage, type CliIo } from '../src/commands.js';
 import { tokenActions } from '../src/token.js';
 
@@ -109,9 +109,12 @@ describe('the CLI on a gateway with EVENTFLOW_AUTH=jwt', () => {
   });
 
   it('tail ends, exit 1, when its token runs out: the reconnect is refused, and retrying cannot help', async () => {
-    // Rights end after EVENTFLOW_JWT_MAX_LIFETIME_S (1 s here): the gateway closes with 4401, the same token is refused at the reconnect.
-    const short = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_JWT_MAX_LIFETIME_S: 1 });
+    // Rights end after EVENTFLOW_JWT_MAX_LIFETIME_S (2 s here) from the token's `iat`: the gateway closes with 4401, the same token is refused at the reconnect.
+    const short = await startHarness({ EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: SECRET, EVENTFLOW_JWT_MAX_LIFETIME_S: 2 });
     try {
+      // `iat` is in whole seconds: minted late in a second, with 1 s the rights had run out before tail connected (CI, once).
+      // Minted at the start of one, they last the whole 2 s.
+      await sleep(1_000 - (Date.now() % 1_000) + 10);
       const token = (await cli(['token', '--sub', 'ops', '--allow', 'orders:subscribe'], { EVENTFLOW_JWT_SECRET: SECRET })).stdout.trim();
       const out = { stdout: '', stderr: '' };
       const code = await runCli(['tail', 'orders', '--url', short.gateway.url, '--token', token], {
