@@ -12,7 +12,9 @@
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from '../store/store.js';
-import type { RouteTarget, Router } from './router.js';
+import type { Logger } from '../log.js';
+import type { RouteTarget, Router, RouterStatus } from './router.js';
+import { PublishedElsewhere } from './elsewhere.js';
 
 interface Batch {
   /** Events to claim, then route. */
@@ -42,16 +44,43 @@ export class LocalRouter implements Router {
   /** A batch's routing claim failed with the store (its events are routed all the same). */
   readonly #onClaimFailed: ((error: unknown, events: readonly StoredEvent[]) => void) | undefined;
 
-  constructor(store: EventStore, hubId: string, onClaimed?: (events: readonly StoredEvent[]) => void, onClaimFailed?: (error: unknown, events: readonly StoredEvent[]) => void) {
+  /** Domain → its names with interest here; whether a pattern subscription is here: what `#elsewhere` reads. */
+  readonly #interest = new Map<string, Set<string>>();
+  #patterns = false;
+  /** Another gateway publishing to this store (elsewhere.ts): watched when the store can tell and `log` is given. */
+  readonly #elsewhere: PublishedElsewhere | undefined;
+  readonly status?: () => RouterStatus;
+
+  constructor(
+    store: EventStore,
+    hubId: string,
+    onClaimed?: (events: readonly StoredEvent[]) => void,
+    onClaimFailed?: (error: unknown, events: readonly StoredEvent[]) => void,
+    watchElsewhere?: { log: Logger },
+  ) {
     this.#store = store;
     this.#hubId = hubId;
     this.claimsOnAppend = hubId;
     this.#onClaimed = onClaimed;
     this.#onClaimFailed = onClaimFailed;
+    const look = store.catalog.publishedElsewhere?.bind(store.catalog);
+    if (watchElsewhere && look) {
+      const elsewhere = new PublishedElsewhere({
+        publisher: hubId,
+        head: () => store.head(),
+        look,
+        domains: () => this.#interest.keys(),
+        patterns: () => this.#patterns,
+        log: watchElsewhere.log,
+      });
+      this.#elsewhere = elsewhere;
+      this.status = () => elsewhere.status();
+    }
   }
 
   async start(target: RouteTarget): Promise<void> {
     this.#target = target;
+    this.#elsewhere?.start(target);
   }
 
   publish(event: StoredEvent, claimed = false): Promise<void> {
@@ -105,11 +134,21 @@ export class LocalRouter implements Router {
     for (const event of newest.values()) await target.route(event);
   }
 
-  setInterest(): void {
-    // Every connection is local: there is nobody to tell.
+  setInterest(domain: string, name: string, interested: boolean): void {
+    // Every connection is local: there is nobody to tell. Kept for the reads of `#elsewhere`.
+    const names = this.#interest.get(domain) ?? new Set<string>();
+    if (interested) names.add(name);
+    else names.delete(name);
+    if (names.size > 0) this.#interest.set(domain, names);
+    else this.#interest.delete(domain);
+  }
+
+  setPatternInterest(interested: boolean): void {
+    this.#patterns = interested;
   }
 
   async close(): Promise<void> {
+    this.#elsewhere?.stop();
     await Promise.allSettled([this.#queue, ...this.#direct]);
   }
 }

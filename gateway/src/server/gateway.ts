@@ -162,9 +162,11 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const mesh = dependencies.router || settings.EVENTFLOW_ROUTER !== 'hubs' ? undefined : await (await import('../v4/mesh.js')).joinMesh(settings, config, store, id, log);
   // nats.js likewise loads only with EVENTFLOW_ROUTER=nats.
   const nats = dependencies.router || settings.EVENTFLOW_ROUTER !== 'nats' ? undefined : (await import('../router/nats/join.js')).joinNats(settings, store, id, log);
-  const givenRouter: Router = dependencies.router ?? mesh?.router ?? nats ?? new LocalRouter(store, id, undefined, (error, events) =>
-      log.warn('could not write the routing claim of events (routed all the same)', { error, events: events.map((event) => event.id) }),
-    );
+  const givenRouter: Router =
+    dependencies.router ??
+    mesh?.router ??
+    nats ??
+    new LocalRouter(store, id, undefined, (error, events) => log.warn('could not write the routing claim of events (routed all the same)', { error, events: events.map((event) => event.id) }), { log });
   const router = prometheus ? prometheus.measureRouter(givenRouter) : givenRouter;
   // Several gateways on one database take over each other's leases: on the database's clock.
   const leaseClock = new LeaseClock();

@@ -187,6 +187,12 @@ export interface Catalog {
   positionBeforeLast(domain: string, name: string, count: number): Promise<Position>;
   /** Published events that no consumer has settled (or that one holds now), orphans left out. */
   backlog(): Promise<number>;
+  /**
+   * Of the events positioned after `after`, how many another publisher stored (publisher set and not `publisher`), and
+   * the highest position read. Optional: only a store that several processes can write (MySQL) has it; the embedded
+   * router asks it to find a second gateway on its database (router/elsewhere.ts).
+   */
+  publishedElsewhere?(publisher: string, after: Position): Promise<{ head: Position; count: number }>;
 }
 
 /** A ledger row of the event (any consumer group) whose outcome matches `outcome` (SQL). */

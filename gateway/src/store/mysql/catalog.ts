@@ -11,6 +11,9 @@ import { select, type Params } from './statements.js';
 
 const DUE = 'COALESCE(d.due, s.scheduled)';
 
+/** publishedElsewhere reads at most this many of the newest positions. */
+const ELSEWHERE_WINDOW = 1_000;
+
 const iso = (date: Date | null | undefined): string | undefined => (date ? new Date(date).toISOString() : undefined);
 const isoNow = (date: Date | null | undefined): string => iso(date) ?? '';
 
@@ -174,5 +177,18 @@ export class MysqlCatalog implements Catalog {
       'SELECT COUNT(*) AS count FROM event_published WHERE consumed_spoke IS NOT NULL AND success IS NULL AND failed IS NULL',
     );
     return Number(rows[0]?.count ?? 0);
+  }
+
+  async publishedElsewhere(publisher: string, after: Position): Promise<{ head: Position; count: number }> {
+    // Only the newest ELSEWHERE_WINDOW positions: a second publisher is still among them at any rate, and the read stays
+    // a short range of the primary key however many events this gateway stored meanwhile.
+    const rows = await this.#select<{ head: number | string; count: number | string }>(
+      'look for events another gateway published',
+      `SELECT q.value AS head, (SELECT COUNT(*) FROM eventflow_position x JOIN event_published p ON p.event_id = x.event_id
+        WHERE x.position > GREATEST(?, CAST(q.value AS SIGNED) - ${ELSEWHERE_WINDOW}) AND x.position <= q.value AND p.publisher <> ?) AS count
+      FROM eventflow_sequence q WHERE q.name = 'event'`,
+      [after, publisher],
+    );
+    return { head: Number(rows[0]?.head ?? after), count: Number(rows[0]?.count ?? 0) };
   }
 }
