@@ -72,13 +72,13 @@ export class LedgerWriter {
   }
 
   /** Cuts the next batch and writes it with `write`; undefined (nothing cut) when `write` says undefined. */
-  #take(write: (actions: readonly LedgerAction[]) => Promise<Array<DeliveryRef | undefined>> | undefined): Promise<void> | undefined {
+  #take(write: (actions: readonly LedgerAction[]) => Promise<Array<DeliveryRef | undefined | Error>> | undefined): Promise<void> | undefined {
     const batch = this.#queue.slice(0, LEDGER_BATCH);
     if (batch.length === 0) {
       this.#scheduled = this.#yielded = false;
       return undefined;
     }
-    let written: Promise<Array<DeliveryRef | undefined>> | undefined;
+    let written: Promise<Array<DeliveryRef | undefined | Error>> | undefined;
     try {
       written = write(batch.map((pending) => pending.action));
     } catch (error) {
@@ -89,7 +89,8 @@ export class LedgerWriter {
     this.#queue = this.#queue.slice(batch.length);
     this.#writing += 1;
     return written.then(
-      (results) => batch.forEach((pending, i) => pending.resolve(results[i])),
+      // An Error for one action: the store wrote the others (MySQL: that row under another client's lock).
+      (results) => batch.forEach((pending, i) => (results[i] instanceof Error ? pending.reject(results[i]) : pending.resolve(results[i]))),
       (error: unknown) => {
         for (const pending of batch) pending.reject(error);
       },

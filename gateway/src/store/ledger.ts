@@ -216,8 +216,11 @@ export interface DeliveryLedger {
    * the head (the store checks); anything else goes through `claim`.
    */
   claimAtAppend?(group: GroupRecord, claimer: AppendClaimer | undefined): void;
-  /** Applies each action in one transaction; per action, the delivery it ended, or undefined when it was not current. */
-  apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>>;
+  /**
+   * Applies the actions; per action, the delivery it ended, undefined when it was not current, or the error that
+   * kept it from being written while the others were (MySQL: its row under another client's lock past the wait).
+   */
+  apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined | Error>>;
   /**
    * The current (open) delivery `delivery`, its domain and its lease's deadline (ms; undefined: none),
    * for a settle that did not come through the gateway holding it, and for that gateway's lease timer.

@@ -14,6 +14,61 @@ import type { PoolConnection } from 'mysql2/promise';
 import { DEFAULT_GROUP, UNSETTLED, type LedgerAction } from '../ledger.js';
 import { affected, select } from './statements.js';
 import { ID_TABLE } from './ledger-rows.js';
+import { insertDeadLetters } from './ledger-operator.js';
+
+export type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
+const REF_COLUMNS = 'd.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery';
+
+/** An action whose row is open and another transaction holds (a `SKIP LOCKED` read passed it by). */
+export const HELD = Symbol('held');
+
+/**
+ * Applies `actions` in the caller's transaction: per action, the row it ended or moved, undefined when its delivery is
+ * not current, or HELD. `lock` ends the locking read: `SKIP LOCKED`, or a wait (bounded where the server can).
+ */
+export async function applyActions(conn: PoolConnection, actions: readonly LedgerAction[], lock: (sql: string) => string): Promise<Array<RefRow | undefined | typeof HELD>> {
+  const ids = JSON.stringify(actions.map((action) => action.delivery));
+  const rows = await select<RefRow>(
+    conn,
+    // The JSON table first, then the delivery index: a locking read keeps the lock of every row it
+    // examines, so a plan through another index (say outcome's) would lock every open delivery.
+    lock(`SELECT ${REF_COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id WHERE d.outcome IS NULL FOR UPDATE`),
+    [ids],
+  );
+  const current = new Map(rows.map((row) => [row.delivery, row]));
+  // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
+  const first = new Map<string, LedgerAction>();
+  for (const action of actions) if (!first.has(action.delivery)) first.set(action.delivery, action);
+  const acting = new Map([...first].filter(([delivery]) => current.has(delivery)));
+  const missing = [...first.values()].filter((action) => !current.has(action.delivery));
+  const again = await recordedAlready<RefRow>(conn, missing, REF_COLUMNS);
+  // Still open, as a plain read (what is committed) finds them: passed by for another transaction's lock.
+  const unread = missing.filter((action) => !again.has(action.delivery));
+  const held =
+    unread.length === 0
+      ? new Set<string>()
+      : new Set(
+          (await select<{ delivery: string }>(conn, `SELECT d.delivery FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id WHERE d.outcome IS NULL`, [
+            JSON.stringify(unread.map((action) => action.delivery)),
+          ])).map((row) => row.delivery),
+        );
+  if (acting.size > 0) await settleRows(conn, [...acting.values()], current);
+  const letters = [...acting.values()].filter((action) => action.kind === 'dead' && current.get(action.delivery)?.grp === DEFAULT_GROUP);
+  if (letters.length > 0) {
+    await insertDeadLetters(
+      conn,
+      letters.map((action) => {
+        const row = current.get(action.delivery) as RefRow;
+        return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
+      }),
+    );
+  }
+  return actions.map((action) => {
+    if (first.get(action.delivery) !== action) return undefined;
+    if (held.has(action.delivery)) return HELD;
+    return current.get(action.delivery) ?? again.get(action.delivery);
+  });
+}
 
 /** What a settle needs of the row it locked: which event, and whether it is the default group's. */
 export interface SettledRow {

@@ -17,10 +17,10 @@ import type { WriteHealth } from '../write-health.js';
 import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
-import { deadLetters, insertDeadLetters, MysqlLedgerOperator } from './ledger-operator.js';
+import { deadLetters, MysqlLedgerOperator } from './ledger-operator.js';
 import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, persistWatermark, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
-import { recordedAlready, settleRows } from './ledger-settle.js';
+import { applyActions, HELD, type RefRow } from './ledger-settle.js';
 import { orderedClaimable } from '../ordered-claim.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
@@ -28,8 +28,6 @@ const MATERIALIZE_SPAN = 20_000;
 /** Steps per claim at most: a group far behind catches up over several claims. */
 const MATERIALIZE_STEPS = 5;
 
-type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; delivery: string };
-const REF_COLUMNS = 'd.event_id, d.domain, d.gname, d.grp, d.name, d.attempts, d.delivery';
 
 /** `consumed` answers kept at most (see #consumedAt). */
 const CONSUMED_KEPT = 4096;
@@ -385,41 +383,26 @@ export class MysqlLedger implements DeliveryLedger {
     this.atAppend.set(group, claimer);
   }
 
-  async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined>> {
+  async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined | Error>> {
     if (actions.length === 0) return [];
-    return this.#tx('record the deliveries', async (conn) => {
-      const ids = JSON.stringify(actions.map((action) => action.delivery));
-      const rows = await select<RefRow>(
-        conn,
-        // The JSON table first, then the delivery index: a locking read keeps the lock of every row it
-        // examines, so a plan through another index (say outcome's) would lock every open delivery.
-        `SELECT ${REF_COLUMNS} FROM ${ID_TABLE} STRAIGHT_JOIN eventflow_delivery d FORCE INDEX (idx_delivery_id) ON d.delivery = j.id
-         WHERE d.outcome IS NULL FOR UPDATE`,
-        [ids],
-      );
-      const current = new Map(rows.map((row) => [row.delivery, row]));
-      // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
-      const first = new Map<string, LedgerAction>();
-      for (const action of actions) if (!first.has(action.delivery)) first.set(action.delivery, action);
-      const acting = new Map([...first].filter(([delivery]) => current.has(delivery)));
-      const again = await recordedAlready<RefRow>(conn, [...first.values()].filter((action) => !current.has(action.delivery)), REF_COLUMNS);
-      if (acting.size > 0) await settleRows(conn, [...acting.values()], current);
-      const letters = [...acting.values()].filter((action) => action.kind === 'dead' && current.get(action.delivery)?.grp === DEFAULT_GROUP);
-      if (letters.length > 0) {
-        await insertDeadLetters(
-          conn,
-          letters.map((action) => {
-            const row = current.get(action.delivery) as RefRow;
-            return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
-          }),
-        );
-      }
-      return actions.map((action) => {
-        const row = first.get(action.delivery) === action ? (current.get(action.delivery) ?? again.get(action.delivery)) : undefined;
-        if (!row) return undefined;
-        const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
-        return { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
-      });
+    const toRef = (row: RefRow | undefined, action: LedgerAction): DeliveryRef | undefined => {
+      const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
+      return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
+    };
+    const rows = await this.#tx('record the deliveries', (conn) => applyActions(conn, actions, (sql) => `${sql} SKIP LOCKED`));
+    const held = actions.filter((_, i) => rows[i] === HELD);
+    if (held.length === 0) return rows.map((row, i) => toRef(row as RefRow | undefined, actions[i] as LedgerAction));
+    // Rows another client's transaction holds (an operator's FOR UPDATE): written once the rest are committed, in a
+    // transaction of their own that waits for the lock (bounded on MariaDB). Before, the batch's read waited, and
+    // every settle of it failed with the lock wait, and again beside it each time it was sent again.
+    const again = await this.#tx('record the deliveries', (conn) => applyActions(conn, held, (sql) => this.atAppend.bound(sql))).catch((error: unknown) =>
+      held.map(() => (error instanceof Error ? error : new Error(String(error)))),
+    );
+    let next = 0;
+    return rows.map((row, i) => {
+      if (row !== HELD) return toRef(row, actions[i] as LedgerAction);
+      const written = again[next++];
+      return written instanceof Error ? written : toRef(written === HELD ? undefined : written, actions[i] as LedgerAction);
     });
   }
 
