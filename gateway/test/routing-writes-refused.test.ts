@@ -10,6 +10,7 @@
  * Such a failure meeting that moment between two statements is a matter of timing, so the store
  * here refuses once (the only fault not made real).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,9 @@ import { afterAll, afterEach, expect, it } from 'vitest';
 import { createClient, namespacePattern, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { SqliteStore, startGateway, type Gateway } from '../src/index.js';
 import { eventually } from '@eventflow/test-support/wait';
+import { natsUnavailable, natsUrl, uniqueSubjectPrefix } from '@eventflow/test-support/nats';
+import { NatsRouter } from '../src/router/nats/router.js';
+import type { Logger } from '../src/log.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventflow-routing-refused-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -106,3 +110,29 @@ it("an event whose pattern subscriptions' read failed reaches them a second late
   await eventually(() => seen.some((event) => event.id === id), 5_000, 'the pattern subscription to get the event');
   expect(store.reads).toBe(0);
 }, 30_000);
+
+it.skipIf(natsUnavailable !== undefined)('the NATS router logs a routing claim it could not write, as the embedded one does (it was silent)', async () => {
+  const store = new RefusingStore({ path: join(dir, 'nats.db') });
+  await store.init();
+  const warnings: Array<{ message: string; fields: Record<string, unknown> | undefined }> = [];
+  const log: Logger = {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (message, fields) => void warnings.push({ message, fields }),
+    error: () => undefined,
+    child: () => log,
+  };
+  const router = new NatsRouter({ store, id: 'g1', log, connection: { servers: natsUrl }, prefix: uniqueSubjectPrefix() });
+  const routed: string[] = [];
+  await router.start({ route: async ({ domain }) => void routed.push(domain), routeAnnounced: async () => undefined });
+  try {
+    const { event } = await store.append({ id: randomUUID(), domain: 'orders', name: 'placed', pid: 'o1', data: {} });
+    store.claims = 1;
+    await router.publish(event);
+    expect(routed).toEqual(['orders']);
+    expect(warnings).toEqual([{ message: 'could not write the routing claim of events (routed all the same)', fields: { error: expect.objectContaining({ code: 'SQLITE_BUSY' }), events: [event.id] } }]);
+  } finally {
+    await router.close();
+    await store.close();
+  }
+});

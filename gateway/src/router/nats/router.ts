@@ -87,7 +87,13 @@ export class NatsRouter implements Router {
   constructor(options: NatsRouterOptions) {
     this.#options = options;
     this.#subjects = new Subjects(options.prefix);
-    this.#local = new LocalRouter(options.store, options.id, (events) => this.#announce(events));
+    this.#local = new LocalRouter(
+      options.store,
+      options.id,
+      (events) => this.#announce(events),
+      // As the embedded router's (server/gateway.ts): the events are routed and announced all the same.
+      (error, events) => options.log.warn('could not write the routing claim of events (routed all the same)', { error, events: events.map((event) => event.id) }),
+    );
     this.claimsOnAppend = this.#local.claimsOnAppend;
     this.#pulls = new Coalescer((domain, error) => this.#options.log.error('could not route events announced over NATS', { domain, error }));
   }
