@@ -208,6 +208,31 @@ describe.skipIf(mysqlUnavailable !== undefined)('a gateway whose link to the hub
     }
   }, 30_000);
 
+  it('a second hub in the hub table that the gateway cannot reach: /readyz degraded (still 200) until it connects', async () => {
+    const setup = await start();
+    const hubPort = await freePort();
+    const gate = await startPartitionProxy(hubPort);
+    try {
+      const { f, gateway } = setup;
+      const readyz = async (): Promise<{ status: number; body: { status?: string; checks?: { router?: { degraded?: boolean; hubs?: number; reason?: string } } } }> => {
+        const response = await fetch(new URL('/readyz', gateway.url.replace(/^ws/, 'http')));
+        return { status: response.status, body: (await response.json()) as never };
+      };
+      expect((await readyz()).body.checks?.router).toEqual({ kind: 'hubs', ready: true, hubs: 1 });
+      // Advertised at a proxy that carries nothing: listed, never ready. Before, /readyz said ready as with both.
+      gate.partition();
+      const second = await f.startHub({ EVENTFLOW_HUB_INTERNAL_PORT: hubPort, EVENTFLOW_HUB_EXTERNAL_PORT: gate.port });
+      await eventually(async () => (await readyz()).body.checks?.router?.degraded === true, 10_000, '/readyz degraded');
+      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'degraded', checks: { router: { kind: 'hubs', ready: true, hubs: 1, degraded: true, reason: 'no connection to 1 of the 2 hubs in the hub table' } } } });
+      gate.heal();
+      await eventually(() => (gateway.router as HubRouter).connected.includes(second.id), 15_000, 'connected to the second hub');
+      expect((await readyz()).body.checks?.router).toEqual({ kind: 'hubs', ready: true, hubs: 2 });
+    } finally {
+      await gate.close();
+      await setup.stop();
+    }
+  }, 40_000);
+
   it('a job published into the link to a hub that then died reaches the v4 spokes of the hub that replaced it (a new id)', async () => {
     const setup = await start();
     try {

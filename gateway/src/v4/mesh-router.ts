@@ -18,7 +18,7 @@ import { clientTlsOptions } from './certificates/tls.js';
 import type { CertificateManager } from './certificates/manager.js';
 import type { Logger } from '../log.js';
 import type { EventStore } from '../store/store.js';
-import type { RouteTarget, Router } from '../router/router.js';
+import type { RouteTarget, Router, RouterStatus } from '../router/router.js';
 import { HUB_MAX_BUFFERED_BYTES, HUB_PING_INTERVAL_MS, HUB_PING_TIMEOUT_MS } from '../defaults.js';
 import { HubPings } from './hub-pings.js';
 import { readUnrouted } from './unrouted.js';
@@ -99,6 +99,20 @@ export class HubRouter implements Router {
   /** Ids of the hubs with a ready connection. */
   get connected(): string[] {
     return [...this.#hubs.values()].filter((hub) => hub.ready).map((hub) => hub.id);
+  }
+
+  /**
+   * Readiness: ready with a hub connection; `degraded` while a hub the `hub` table lists (not quit) has none. Its
+   * spokes' jobs and events then wait for it, and what this gateway publishes reaches only the connected hubs'
+   * spokes. Before, /readyz said ready with one hub of several, as with all. Hub ids stay out of the answer (an
+   * unauthenticated endpoint); the log names the hub whose connection failed.
+   */
+  status(): RouterStatus {
+    const listed = [...this.#hubs.values()].filter((hub) => hub.listed);
+    const hubs = this.connected.length;
+    if (hubs === 0) return { ready: false, hubs, reason: 'no hub connection' };
+    const missing = listed.filter((hub) => !hub.ready).length;
+    return missing === 0 ? { ready: true, hubs } : { ready: true, hubs, degraded: true, reason: `no connection to ${missing} of the ${listed.length} hubs in the hub table` };
   }
 
   /** Ids of the connected hubs that answer pings (ours): a silent one of them is dropped. */
