@@ -1,6 +1,7 @@
 /**
- * request() from a client that has never reached its gateway (a wrong URL, a gateway not started):
- * like every call it fails at once with E_EVENTFLOW_OFFLINE naming the cause, instead of hanging.
+ * request() and wait() from a client that has never reached its gateway (a wrong URL, a gateway not started):
+ * request(), like every call, fails at once with E_EVENTFLOW_OFFLINE naming the cause; wait(), which rides out an
+ * outage, ends by its timeout. Both hung for good.
  */
 import { afterEach, expect, it } from 'vitest';
 import { createServer } from 'node:net';
@@ -29,4 +30,14 @@ it('request() to a gateway never reached rejects with E_EVENTFLOW_OFFLINE well w
   expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_OFFLINE' });
   expect((outcome as Error).message).toContain('publish');
   expect(performance.now() - started).toBeLessThan(4_000);
+});
+
+it('wait() on a gateway never reached ends by its timeout, not never', async () => {
+  client = createClient(`ws://127.0.0.1:${await closedPort()}/`, { onError: () => undefined, reconnect: { minDelay: 20, maxDelay: 50 } });
+  const started = performance.now();
+  const outcome = await client.wait('jobs', 'p1', ['success'], 500).then(() => 'resolved', (error: unknown) => error);
+  console.info(`wait() unreached: ${JSON.stringify((outcome as { code?: string }).code)} after ${Math.round(performance.now() - started)} ms`);
+  // Before, its clock started only at a registration, which needs a connection: it hung until the client closed.
+  expect(outcome).toMatchObject({ code: 'E_EVENTFLOW_WAIT_TIMEOUT' });
+  expect(performance.now() - started).toBeLessThan(3_000);
 });

@@ -79,7 +79,8 @@ export class Waits implements FeaturePart {
       let timer: ReturnType<typeof setTimeout> | undefined;
       let registered = false;
       let storeFailures = 0;
-      // The clock starts at the first registration, or at the first the gateway's store refused.
+      // The clock starts at the first registration, the first the gateway's store refused, or the first made while the
+      // client is not connected (a gateway never reached held such a wait for good, whatever its timeout).
       const startClock = (): void => {
         timer ??= setTimeout(
           () => settle(new EventflowError('E_EVENTFLOW_WAIT_TIMEOUT', `wait timed out (${timeout}) for ${domain} › ${pid} › ${names.join(' | ')}`, { details: { domain, pid, names, timeout } })),
@@ -89,7 +90,7 @@ export class Waits implements FeaturePart {
       const register = async (): Promise<void> => {
         try {
           const result = await host.send('wait', params);
-          if (!result) return;
+          if (!result) return void (host.isOpen() || startClock());
           storeFailures = 0;
           // Re-registering after a reconnect asks for outcomes stored since the first registration.
           params.afterPosition ??= result.head;
