@@ -71,4 +71,21 @@ describe.skipIf(mysqlUnavailable !== undefined)('two gateways with the embedded 
     await eventually(async () => (await router(a)).degraded === true, 10_000, 'A degraded');
 
   }, 60_000);
+
+  it("a gateway restarted on its database fires what it scheduled before: not another gateway's event", async () => {
+    const db = await fresh();
+    const env = { EVENTFLOW_PORT: 0, EVENTFLOW_MAX_PUBLISH_RATE: 0, ...mysqlGatewayEnv(db.options) };
+    const before = await gateway(env, []);
+    await client(before).schedule(new Date(Date.now() + 2_500), { domain: 'orders', name: 'remind', pid: 'o1' });
+    await before.close();
+    const lines: string[] = [];
+    const after = await gateway(env, lines);
+    const seen: StoredEvent[] = [];
+    await client(after).subscribe('orders', 'remind', (event) => void seen.push(event));
+    await eventually(() => seen.length === 1, 10_000, 'the scheduled event fired');
+    // Time is what is tested: two looks (every 2 s) past the firing.
+    await sleep(4_500);
+    expect(await router(after)).toEqual({ kind: 'local', ready: true });
+    expect(lines.filter((line) => line.includes('another gateway (or a v4 hub)'))).toHaveLength(0);
+  }, 30_000);
 });

@@ -181,11 +181,13 @@ export class MysqlCatalog implements Catalog {
 
   async publishedElsewhere(publisher: string, after: Position): Promise<{ head: Position; count: number }> {
     // Only the newest ELSEWHERE_WINDOW positions: a second publisher is still among them at any rate, and the read stays
-    // a short range of the primary key however many events this gateway stored meanwhile.
+    // a short range of the primary key however many events this gateway stored meanwhile. Scheduled events are left out:
+    // one fired here keeps the publisher that scheduled it, this gateway before a restart, say.
     const rows = await this.#select<{ head: number | string; count: number | string }>(
       'look for events another gateway published',
       `SELECT q.value AS head, (SELECT COUNT(*) FROM eventflow_position x JOIN event_published p ON p.event_id = x.event_id
-        WHERE x.position > GREATEST(?, CAST(q.value AS SIGNED) - ${ELSEWHERE_WINDOW}) AND x.position <= q.value AND p.publisher <> ?) AS count
+        WHERE x.position > GREATEST(?, CAST(q.value AS SIGNED) - ${ELSEWHERE_WINDOW}) AND x.position <= q.value AND p.publisher <> ?
+          AND NOT EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = x.event_id)) AS count
       FROM eventflow_sequence q WHERE q.name = 'event'`,
       [after, publisher],
     );
