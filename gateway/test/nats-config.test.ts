@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { escapeToken, isPositionPayload, Subjects, unescapeToken } from '../src/router/nats/subjects.js';
 import { natsConnectionOptions } from '../src/router/nats/join.js';
-import { Coalescer } from '../src/router/nats/coalesce.js';
+import { Coalescer } from '../src/router/coalesce.js';
 
 /** A valid NATS subject token: no `.`, no whitespace, not a wildcard, not empty. */
 const validToken = (token: string): boolean => token.length > 0 && !/[.\s*>]/.test(token);

@@ -15,7 +15,7 @@
 import type { Position } from '@eventflow/core';
 import type { Logger } from '../log.js';
 import type { RouteTarget, RouterStatus } from './router.js';
-import { Coalescer } from './nats/coalesce.js';
+import { Coalescer } from './coalesce.js';
 
 const CHECK_MS = 2_000;
 const POLL_MS = 1_000;

@@ -30,7 +30,7 @@ import type { Logger } from '../../log.js';
 import type { EventStore } from '../../store/store.js';
 import { LocalRouter } from '../local.js';
 import type { RouterStatus, RouteTarget, Router } from '../router.js';
-import { Coalescer } from './coalesce.js';
+import { Coalescer } from '../coalesce.js';
 import { isPositionPayload, Subjects } from './subjects.js';
 
 export interface NatsRouterOptions {

@@ -1,6 +1,6 @@
 /**
- * Work asked for by NATS messages, per key (a domain's pull): at most one run in flight and one
- * more asked for. A message only says "read the store again", so asking while a run is in flight
+ * Work asked for by NATS messages (or the embedded router's polls of a store another gateway writes,
+ * elsewhere.ts), per key (a domain's pull): at most one run in flight and one more asked for. A message only says "read the store again", so asking while a run is in flight
  * needs exactly one more run after it (the one in flight may have read before the news), and any
  * number of asks meanwhile is that same one. A burst of N messages therefore costs at most two
  * store reads per key, whoever sends them (issue 23: a client of the same NATS server flooding a
