@@ -28,7 +28,6 @@ const MATERIALIZE_SPAN = 20_000;
 /** Steps per claim at most: a group far behind catches up over several claims. */
 const MATERIALIZE_STEPS = 5;
 
-
 /** `consumed` answers kept at most (see #consumedAt). */
 const CONSUMED_KEPT = 4096;
 
