@@ -401,7 +401,8 @@ export class MysqlLedger implements DeliveryLedger {
     return rows.map((row, i) => {
       if (row !== HELD) return toRef(row, actions[i] as LedgerAction);
       const written = again[next++];
-      return written instanceof Error ? written : toRef(written === HELD ? undefined : written, actions[i] as LedgerAction);
+      if (written === HELD) return new EventflowError('E_EVENTFLOW_STORE_FAILED', "another client's transaction holds the delivery's ledger row; send the settle again");
+      return written instanceof Error ? written : toRef(written, actions[i] as LedgerAction);
     });
   }
 
