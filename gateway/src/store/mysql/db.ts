@@ -44,6 +44,11 @@ export const driverCode = ownDriverCode;
 const STATE_ERRORS = new Set([
   'ER_LOCK_WAIT_TIMEOUT',
   'ER_LOCK_DEADLOCK',
+  // MariaDB: a transaction the server rolled back (a Galera conflict, say): run again, it may commit.
+  'ER_ROLLBACK_ONLY',
+  // MariaDB: the user locked or blocked by an operator (ALTER USER … ACCOUNT LOCK, max_password_errors): back once unlocked.
+  'ER_ACCOUNT_HAS_BEEN_LOCKED',
+  'ER_USER_IS_BLOCKED',
   'ER_CON_COUNT_ERROR',
   'ER_TOO_MANY_USER_CONNECTIONS',
   'ER_SERVER_SHUTDOWN',
@@ -104,6 +109,9 @@ const STEPS: ReadonlyMap<string, string> = new Map([
   ['PROTOCOL_CONNECTION_LOST', LOST_STEP],
   ['ECONNRESET', LOST_STEP],
   ['ECONNREFUSED', 'the database does not accept connections (down, or another host or port): the gateway tries again until it does'],
+  ['ER_ROLLBACK_ONLY', 'the server rolled the transaction back (a conflict with another, on a Galera cluster say): send it again'],
+  ['ER_ACCOUNT_HAS_BEEN_LOCKED', "the database user's account is locked: unlock it (ALTER USER … ACCOUNT UNLOCK); the gateway connects again by itself"],
+  ['ER_USER_IS_BLOCKED', "the database user is blocked after too many wrong passwords (max_password_errors): FLUSH PRIVILEGES, or ALTER USER, unblocks it"],
 ]);
 
 /** For a table dropped or renamed under the store: which, and what to do. */
