@@ -6,7 +6,6 @@
  * refuse its writes) keeps it. `explainStartupFailure` gives the bins their first stderr line and
  * their exit code.
  */
-import { ownDriverCode } from './store/driver-code.js';
 import { EventflowError } from '@eventflow/core';
 
 /** The bins' exit codes (also in `eventflow-gateway --help` and gateway/README.md). */
@@ -39,8 +38,10 @@ interface Coded {
   message?: unknown;
 }
 
-/** The driver's code, as the stores name it (MariaDB's own errors included, store/driver-code.ts). */
-const codeOf = (error: unknown): string | undefined => ownDriverCode(error);
+const codeOf = (error: unknown): string | undefined => {
+  const code = (error as Coded | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+};
 /** The first code below our own wrappers (E_EVENTFLOW_STORE_FAILED around a mysql2 error): what actually failed. */
 const causeCode = (error: unknown): string | undefined => {
   for (let at: unknown = error, depth = 0; at !== undefined && at !== null && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
@@ -96,10 +97,14 @@ function mysqlProblem(error: unknown, target: Extract<StoreTarget, { kind: 'mysq
     case 'ER_ACCESS_DENIED_ERROR':
     case 'ER_NOT_SUPPORTED_AUTH_MODE':
       return `${where} refused user ${JSON.stringify(target.user)} (database ${JSON.stringify(target.database)}): ${code}; check EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS`;
+    // MariaDB's 4151 and 4150, which mysql2 names after MySQL's errors of those numbers (store/driver-code.ts renames
+    // them; not imported here, so that main.ts loads no store module before it knows what to run).
     case 'ER_ACCOUNT_HAS_BEEN_LOCKED':
-      return `${where}: the account of user ${JSON.stringify(target.user)} is locked (${code}); unlock it (ALTER USER ... ACCOUNT UNLOCK), or set EVENTFLOW_MYSQL_USER to another user`;
+    case 'ER_BULK_PARSER_INCOMPLETE_ESCAPE_SEQUENCE':
+      return `${where}: the account of user ${JSON.stringify(target.user)} is locked (ER_ACCOUNT_HAS_BEEN_LOCKED); unlock it (ALTER USER ... ACCOUNT UNLOCK), or set EVENTFLOW_MYSQL_USER to another user`;
     case 'ER_USER_IS_BLOCKED':
-      return `${where}: user ${JSON.stringify(target.user)} is blocked after too many wrong passwords (${code}); unblock it (FLUSH PRIVILEGES) and check EVENTFLOW_MYSQL_PASS`;
+    case 'ER_BULK_PARSER_UNEXPECTED_CHAR_AFTER_COLUMN_TERMINATOR':
+      return `${where}: user ${JSON.stringify(target.user)} is blocked after too many wrong passwords (ER_USER_IS_BLOCKED); unblock it (FLUSH PRIVILEGES) and check EVENTFLOW_MYSQL_PASS`;
     case 'ER_DBACCESS_DENIED_ERROR':
     case 'ER_TABLEACCESS_DENIED_ERROR':
       return `${where}: user ${JSON.stringify(target.user)} may not use database ${JSON.stringify(target.database)} (${code}); grant it the privileges, or set EVENTFLOW_MYSQL_USER / EVENTFLOW_MYSQL_DB`;
