@@ -48,6 +48,7 @@ const integration = [
   'gateway/test/mesh.test.ts',
   'gateway/test/nats.test.ts',
   'gateway/test/nats-faults.test.ts',
+  'gateway/test/nats-unannounced.test.ts',
   'gateway/test/store-outage.test.ts',
   'gateway/test/disk-full.test.ts',
   'gateway/test/mesh-v4-mix.test.ts',

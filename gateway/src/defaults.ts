@@ -165,6 +165,12 @@ export const NATS_RECONNECT_WAIT_MS = 500;
 export const NATS_PING_INTERVAL_MS = 1_000;
 export const NATS_MAX_PINGS_OUT = 2;
 
+/**
+ * Each NATS gateway says its id over NATS this often (router/nats/members.ts), so that the others tell
+ * a publisher in their store that does not announce its events (router/elsewhere.ts) from one that does.
+ */
+export const MEMBER_HEARTBEAT_MS = 5_000;
+
 /** A (re)connect attempt that has no answer (INFO, PONG) within this is abandoned and tried again (nats.js: 20 s). */
 export const NATS_CONNECT_TIMEOUT_MS = 5_000;
 

@@ -12,9 +12,8 @@
  */
 import type { StoredEvent } from '@eventflow/core';
 import type { EventStore } from '../store/store.js';
-import type { Logger } from '../log.js';
 import type { RouteTarget, Router, RouterStatus } from './router.js';
-import { PublishedElsewhere } from './elsewhere.js';
+import { PublishedElsewhere, type ElsewhereOptions } from './elsewhere.js';
 
 interface Batch {
   /** Events to claim, then route. */
@@ -56,7 +55,7 @@ export class LocalRouter implements Router {
     hubId: string,
     onClaimed?: (events: readonly StoredEvent[]) => void,
     onClaimFailed?: (error: unknown, events: readonly StoredEvent[]) => void,
-    watchElsewhere?: { log: Logger },
+    watchElsewhere?: Pick<ElsewhereOptions, 'log' | 'announced' | 'advice'>,
   ) {
     this.#store = store;
     this.#hubId = hubId;
@@ -71,7 +70,7 @@ export class LocalRouter implements Router {
         look,
         domains: () => this.#interest.keys(),
         patterns: () => this.#patterns,
-        log: watchElsewhere.log,
+        ...watchElsewhere,
       });
       this.#elsewhere = elsewhere;
       this.status = () => elsewhere.status();

@@ -188,12 +188,22 @@ export interface Catalog {
   /** Published events that no consumer has settled (or that one holds now), orphans left out. */
   backlog(): Promise<number>;
   /**
-   * Of the events positioned after `after`, how many another publisher stored (publisher set and not `publisher`), and
-   * the highest position read. Optional: only a store that several processes can write (MySQL) has it; the embedded
-   * router asks it to find a second gateway on its database (router/elsewhere.ts).
+   * Of the events positioned after `after`, those another publisher stored (publisher set and not `publisher`), counted
+   * by publisher (the first PUBLISHERS_SEEN of them), and the highest position read. Optional: only a store that several
+   * processes can write (MySQL) has it; the routers ask it to find a gateway on their database whose events do not reach
+   * them (router/elsewhere.ts).
    */
-  publishedElsewhere?(publisher: string, after: Position): Promise<{ head: Position; count: number }>;
+  publishedElsewhere?(publisher: string, after: Position): Promise<{ head: Position; publishers: PublishedBy[] }>;
 }
+
+/** Events of one publisher that publishedElsewhere found. */
+export interface PublishedBy {
+  publisher: string;
+  events: number;
+}
+
+/** How many publishers publishedElsewhere names at most: a look needs one; a few help the log. */
+export const PUBLISHERS_SEEN = 10;
 
 /** A ledger row of the event (any consumer group) whose outcome matches `outcome` (SQL). */
 const delivered = (outcome: string): string => `EXISTS (SELECT 1 FROM eventflow_delivery d WHERE d.event_id = e.id AND ${outcome})`;

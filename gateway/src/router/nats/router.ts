@@ -17,6 +17,11 @@
  * A link that stops carrying bytes without closing is found by nats.js's pings (join.ts) and
  * handled the same way: degraded, reconnected, resynced.
  *
+ * A gateway on the same database that does not announce (EVENTFLOW_ROUTER=local, another prefix or
+ * NATS server) is found as the embedded router finds another gateway (elsewhere.ts): every gateway
+ * says its id over NATS (members.ts), and a publisher in the store not heard lately makes this one
+ * report degraded, say why, and read its domains every second until a minute after its last event.
+ *
  * Any client of the NATS server can publish on our subjects. A message is only a wake-up, so one
  * that is not what a gateway sends (headers, a payload other than a position, or any payload on
  * `resync` / `scheduled`) is dropped, and the pulls it asks for are coalesced per domain
@@ -25,13 +30,22 @@
  */
 import { backoffDelay, streamKey, type StoredEvent } from '@eventflow/core';
 import { connect, type Msg, type NatsConnection, type NodeConnectionOptions, type Subscription } from '@nats-io/transport-node';
-import { NATS_FIRST_CONNECT_WAIT_MS } from '../../defaults.js';
+import { MEMBER_HEARTBEAT_MS, NATS_FIRST_CONNECT_WAIT_MS } from '../../defaults.js';
 import type { Logger } from '../../log.js';
 import type { EventStore } from '../../store/store.js';
 import { LocalRouter } from '../local.js';
 import type { RouterStatus, RouteTarget, Router } from '../router.js';
 import { Coalescer } from '../coalesce.js';
 import { isPositionPayload, Subjects } from './subjects.js';
+import { Members } from './members.js';
+import type { Advice } from '../elsewhere.js';
+
+const ADVICE: Advice = {
+  warning:
+    'a gateway (or a v4 hub) publishes to this database without announcing its events over NATS here: EVENTFLOW_ROUTER=local, another EVENTFLOW_NATS_SUBJECT_PREFIX or NATS server, or its NATS link down. Its events reach the subscribers, request() waits and consumers here up to a second late, by reading the store. Set EVENTFLOW_ROUTER=nats, with the same NATS servers and subject prefix, on every gateway of one database',
+  reason: 'a gateway publishes to this database without announcing its events over NATS; set EVENTFLOW_ROUTER=nats, with the same NATS servers and subject prefix, on every gateway of it',
+  quiet: 'every gateway publishing to this database has announced its events over NATS for a minute: routing by announcements alone again',
+};
 
 export interface NatsRouterOptions {
   store: EventStore;
@@ -83,6 +97,10 @@ export class NatsRouter implements Router {
   #accepted = 0;
   #ignored = 0;
   readonly #pulls: Coalescer;
+  readonly #members = new Members();
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** When this gateway last said its id (a resync asks for it: at most once a second). */
+  #saidAt = 0;
 
   constructor(options: NatsRouterOptions) {
     this.#options = options;
@@ -93,6 +111,7 @@ export class NatsRouter implements Router {
       (events) => this.#announce(events),
       // As the embedded router's (server/gateway.ts): the events are routed and announced all the same.
       (error, events) => options.log.warn('could not write the routing claim of events (routed all the same)', { error, events: events.map((event) => event.id) }),
+      { log: options.log, announced: (publisher) => this.#members.announced(publisher), advice: ADVICE },
     );
     this.claimsOnAppend = this.#local.claimsOnAppend;
     this.#pulls = new Coalescer((domain, error) => this.#options.log.error('could not route events announced over NATS', { domain, error }));
@@ -110,6 +129,8 @@ export class NatsRouter implements Router {
   async start(target: RouteTarget): Promise<void> {
     this.#target = target;
     await this.#local.start(target);
+    this.#heartbeat = setInterval(() => this.#sayId(), MEMBER_HEARTBEAT_MS);
+    this.#heartbeat.unref();
     this.#firstConnect = new Promise<void>((resolve) => void this.#connect(resolve));
     // A gateway whose NATS is down still starts (and serves its own clients, not ready).
     const waited = await Promise.race([this.#firstConnect.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), NATS_FIRST_CONNECT_WAIT_MS).unref())]);
@@ -124,6 +145,7 @@ export class NatsRouter implements Router {
   }
 
   setInterest(domain: string, name: string, interested: boolean): void {
+    this.#local.setInterest(domain, name, interested);
     const key = streamKey(domain, name);
     if (interested) {
       if (this.#interests.has(key)) return;
@@ -137,6 +159,7 @@ export class NatsRouter implements Router {
   }
 
   setPatternInterest(interested: boolean): void {
+    this.#local.setPatternInterest(interested);
     if (!interested) {
       this.#patterns?.subscription?.unsubscribe();
       this.#patterns = undefined;
@@ -148,7 +171,8 @@ export class NatsRouter implements Router {
 
   status(): RouterStatus {
     // Without NATS this gateway still serves its own clients fully: degraded, not out of service.
-    return this.#ready ? { ready: true } : { ready: true, degraded: true, reason: 'no NATS connection' };
+    if (!this.#ready) return { ready: true, degraded: true, reason: 'no NATS connection' };
+    return this.#local.status?.() ?? { ready: true };
   }
 
   scheduled(): void {
@@ -162,6 +186,7 @@ export class NatsRouter implements Router {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retry);
+    clearInterval(this.#heartbeat);
     await this.#local.close();
     const connection = this.#connection;
     this.#connection = undefined;
@@ -189,7 +214,14 @@ export class NatsRouter implements Router {
     }
     this.#attempt = 0;
     this.#connection = connection;
-    connection.subscribe(this.#subjects.resync, { callback: (_, message) => void (this.#accept(message, false) && this.#resync()) });
+    connection.subscribe(this.#subjects.resync, { callback: (_, message) => void (this.#accept(message, false) && (this.#resync(), this.#sayId(1_000))) });
+    connection.subscribe(this.#subjects.gateway, {
+      callback: (_, message) => {
+        const ok = message !== undefined && message.headers === undefined && this.#members.heard(message.data);
+        if (ok) this.#accepted += 1;
+        else this.#ignored += 1;
+      },
+    });
     connection.subscribe(this.#subjects.scheduled, { callback: (_, message) => void (this.#accept(message, false) && this.#rescanScheduled()) });
     for (const interest of this.#interests.values()) this.#subscribe(connection, interest, false);
     if (this.#patterns) this.#subscribePatterns(connection, false);
@@ -200,6 +232,7 @@ export class NatsRouter implements Router {
       this.#options.log.error('NATS connection closed; connecting again', { error: errorCode(error) });
       this.#connection = undefined;
       this.#ready = false;
+      this.#members.offline();
       void this.#connect(() => undefined);
     });
     await this.#online(connection, 'connected to NATS');
@@ -215,7 +248,9 @@ export class NatsRouter implements Router {
     }
     if (this.#connection !== connection) return;
     this.#ready = true;
+    this.#members.online();
     this.#options.log.info(message, { server: connection.getServer() });
+    this.#sayId();
     this.#publish(this.#subjects.resync);
     this.#resync();
   }
@@ -226,9 +261,11 @@ export class NatsRouter implements Router {
       if (status.type === 'staleConnection') {
         // nats.js closes it and reconnects; until then nothing gets through either way.
         this.#ready = false;
+        this.#members.offline();
         this.#options.log.warn('NATS link silent (pings unanswered); reconnecting (serving this gateway\'s clients meanwhile)', { server: connection.getServer() });
       } else if (status.type === 'disconnect') {
         this.#ready = false;
+        this.#members.offline();
         this.#options.log.warn('NATS connection lost; reconnecting (serving this gateway\'s clients meanwhile)', { server: status.server });
       } else if (status.type === 'reconnect') {
         // nats.js has sent every subscription again.
@@ -276,6 +313,13 @@ export class NatsRouter implements Router {
       // Closed or draining: covered by the resync after the next connect.
       this.#options.log.debug('could not publish to NATS', { subject, error: errorCode(error) });
     }
+  }
+
+  /** Says this gateway's id (members.ts), unless it did within `notWithin` ms. */
+  #sayId(notWithin = 0): void {
+    if (!this.#ready || Date.now() - this.#saidAt < notWithin) return;
+    this.#saidAt = Date.now();
+    this.#publish(this.#subjects.gateway, this.#options.id);
   }
 
   /** Reads the store again for everything a lost notification could have been about. */

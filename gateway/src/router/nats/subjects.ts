@@ -65,6 +65,11 @@ export class Subjects {
     return `${this.#prefix}.resync`;
   }
 
+  /** A gateway's heartbeat: its id (members.ts). */
+  get gateway(): string {
+    return `${this.#prefix}.gateway`;
+  }
+
   /** An event was scheduled: everyone reads its next due time from the store again. */
   get scheduled(): string {
     return `${this.#prefix}.scheduled`;

@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Position, StoredEvent } from '@eventflow/core';
-import { likePatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags } from '../catalog.js';
+import { likePatterns, prefixRange, settledSql, toSettled, withDeliveries, type SettledDelivery, type SettledQuery, type SettledRow, type Associations, type Catalog, type DeliveryRow, type DomainSummary, type EventFate, type ProcessQuery, type ScheduledQuery, type ScheduledSummary, processSummary, summaryOf, type ProcessRow, type StatusFlags, type PublishedBy, PUBLISHERS_SEEN } from '../catalog.js';
 import { exec, run } from './db.js';
 import { FIRED } from './rows.js';
 import { select, type Params } from './statements.js';
@@ -179,18 +179,19 @@ export class MysqlCatalog implements Catalog {
     return Number(rows[0]?.count ?? 0);
   }
 
-  async publishedElsewhere(publisher: string, after: Position): Promise<{ head: Position; count: number }> {
+  async publishedElsewhere(publisher: string, after: Position): Promise<{ head: Position; publishers: PublishedBy[] }> {
     // Only the newest ELSEWHERE_WINDOW positions: a second publisher is still among them at any rate, and the read stays
     // a short range of the primary key however many events this gateway stored meanwhile. Scheduled events are left out:
     // one fired here keeps the publisher that scheduled it, this gateway before a restart, say.
-    const rows = await this.#select<{ head: number | string; count: number | string }>(
+    const heads = await this.#select<{ head: number | string }>('read the head', `SELECT value AS head FROM eventflow_sequence WHERE name = 'event'`);
+    const head = Number(heads[0]?.head ?? after);
+    const rows = await this.#select<{ publisher: string; events: number | string }>(
       'look for events another gateway published',
-      `SELECT q.value AS head, (SELECT COUNT(*) FROM eventflow_position x JOIN event_published p ON p.event_id = x.event_id
-        WHERE x.position > GREATEST(?, CAST(q.value AS SIGNED) - ${ELSEWHERE_WINDOW}) AND x.position <= q.value AND p.publisher <> ?
-          AND NOT EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = x.event_id)) AS count
-      FROM eventflow_sequence q WHERE q.name = 'event'`,
-      [after, publisher],
+      `SELECT p.publisher AS publisher, COUNT(*) AS events FROM eventflow_position x JOIN event_published p ON p.event_id = x.event_id
+        WHERE x.position > ? AND x.position <= ? AND p.publisher <> ? AND NOT EXISTS (SELECT 1 FROM event_scheduled s WHERE s.event_id = x.event_id)
+        GROUP BY p.publisher ORDER BY COUNT(*) DESC LIMIT ${PUBLISHERS_SEEN}`,
+      [Math.max(after, head - ELSEWHERE_WINDOW), head, publisher],
     );
-    return { head: Number(rows[0]?.head ?? after), count: Number(rows[0]?.count ?? 0) };
+    return { head: Math.max(head, after), publishers: rows.map((row) => ({ publisher: row.publisher, events: Number(row.events) })) };
   }
 }
