@@ -42,7 +42,7 @@ import type { Advice } from '../elsewhere.js';
 
 const ADVICE: Advice = {
   warning:
-    'a gateway (or a v4 hub) publishes to this database without announcing its events over NATS here: EVENTFLOW_ROUTER=local, another EVENTFLOW_NATS_SUBJECT_PREFIX or NATS server, or its NATS link down. Its events reach the subscribers, request() waits and consumers here up to a second late, by reading the store. Set EVENTFLOW_ROUTER=nats, with the same NATS servers and subject prefix, on every gateway of one database',
+    'a gateway (or a v4 hub) publishes to this database without announcing its events over NATS here: EVENTFLOW_ROUTER=local, another EVENTFLOW_NATS_SUBJECT_PREFIX or NATS server, its NATS link down, or a gateway version that does not say its id over NATS yet. Its events reach the subscribers, request() waits and consumers here up to a second late, by reading the store. Set EVENTFLOW_ROUTER=nats, with the same NATS servers and subject prefix, on every gateway of one database',
   reason: 'a gateway publishes to this database without announcing its events over NATS; set EVENTFLOW_ROUTER=nats, with the same NATS servers and subject prefix, on every gateway of it',
   quiet: 'every gateway publishing to this database has announced its events over NATS for a minute: routing by announcements alone again',
 };
