@@ -36,8 +36,8 @@ export interface Advice {
 
 const LOCAL_ADVICE: Advice = {
   warning:
-    'another gateway (or a v4 hub) publishes to this database, and EVENTFLOW_ROUTER=local routes only what this gateway stores: its events reach the subscribers, request() waits and consumers here up to a second late, by reading the store. Set EVENTFLOW_ROUTER=nats on every gateway of one database',
-  reason: 'another gateway publishes to this database; set EVENTFLOW_ROUTER=nats on every gateway of it',
+    'another gateway (or a v4 hub) publishes to this database, and EVENTFLOW_ROUTER=local routes only what this gateway stores: its events reach the subscribers, request() waits and consumers here up to a second late, by reading the store. Set EVENTFLOW_ROUTER=nats on every gateway of one database (EVENTFLOW_ROUTER=hubs beside a v4 hub mesh)',
+  reason: 'another gateway publishes to this database; set EVENTFLOW_ROUTER=nats on every gateway of it (hubs beside a v4 hub mesh)',
   quiet: 'no other gateway has published to this database for a minute: routing what this gateway stores alone again',
 };
 
