@@ -99,8 +99,8 @@ export class NatsRouter implements Router {
   readonly #pulls: Coalescer;
   readonly #members = new Members();
   #heartbeat: ReturnType<typeof setInterval> | undefined;
-  /** When this gateway last said its id (a resync asks for it: at most once a second). */
-  #saidAt = 0;
+  /** When this gateway last said its id for a peer's resync: a newcomer hears every member at once, a flood of resyncs gets 4 a second. */
+  #answeredAt = 0;
 
   constructor(options: NatsRouterOptions) {
     this.#options = options;
@@ -214,7 +214,7 @@ export class NatsRouter implements Router {
     }
     this.#attempt = 0;
     this.#connection = connection;
-    connection.subscribe(this.#subjects.resync, { callback: (_, message) => void (this.#accept(message, false) && (this.#resync(), this.#sayId(1_000))) });
+    connection.subscribe(this.#subjects.resync, { callback: (_, message) => void (this.#accept(message, false) && (this.#resync(), this.#answerResync())) });
     connection.subscribe(this.#subjects.gateway, {
       callback: (_, message) => {
         const ok = message !== undefined && message.headers === undefined && this.#members.heard(message.data);
@@ -315,11 +315,15 @@ export class NatsRouter implements Router {
     }
   }
 
-  /** Says this gateway's id (members.ts), unless it did within `notWithin` ms. */
-  #sayId(notWithin = 0): void {
-    if (!this.#ready || Date.now() - this.#saidAt < notWithin) return;
-    this.#saidAt = Date.now();
-    this.#publish(this.#subjects.gateway, this.#options.id);
+  /** Says this gateway's id (members.ts). */
+  #sayId(): void {
+    if (this.#ready) this.#publish(this.#subjects.gateway, this.#options.id);
+  }
+
+  #answerResync(): void {
+    if (Date.now() - this.#answeredAt < 250) return;
+    this.#answeredAt = Date.now();
+    this.#sayId();
   }
 
   /** Reads the store again for everything a lost notification could have been about. */
