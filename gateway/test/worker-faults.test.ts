@@ -273,6 +273,27 @@ describe('a worker closed while its handlers run', () => {
     expect(handlers.started).toEqual([id]);
   });
 
+  it("a handler still running when close()'s drainTimeout ran out has its signal aborted (E_EVENTFLOW_CLIENT_CLOSED), as its event goes to another member", async () => {
+    h = await startHarness();
+    const worker = h.client();
+    let running = false;
+    let abortedWith: unknown;
+    await worker.consume('jobs', 'run', (_event, { signal }) => {
+      running = true;
+      return new Promise<void>((resolve) => signal.addEventListener('abort', () => ((abortedWith = signal.reason), resolve())));
+    }, { group: 'workers' });
+    const id = await h.client().publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    await eventually(() => running, 5_000, 'the handler running');
+    await worker.close({ drainTimeout: 10 });
+    // The old client left the handler running, unaware, beside the event's redelivery to the next member.
+    expect(abortedWith).toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
+    const next = h.client();
+    const redelivered: Array<[string, number]> = [];
+    await next.consume('jobs', 'run', (event, { attempt }) => void redelivered.push([event.id, attempt]), { group: 'workers' });
+    await eventually(() => redelivered.length === 1, 5_000, 'the redelivery');
+    expect(redelivered).toEqual([[id, 2]]);
+  });
+
   it('an extend() after close() fails at once with E_EVENTFLOW_CLIENT_CLOSED, not after requestTimeout as "no answer from the gateway"', async () => {
     h = await startHarness();
     const worker = h.client({ requestTimeout: 5_000 });

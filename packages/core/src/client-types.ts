@@ -40,8 +40,8 @@ export interface ConsumeContext {
   /** 1 for the first delivery of this event, higher when it is redelivered. */
   attempt: number;
   /**
-   * Aborted when the delivery is lost: the connection dropped, or the lease expired (the gateway
-   * sent `revoked`). The gateway then redelivers the event. An outcome reached anyway is still sent
+   * Aborted when the delivery is lost: the connection dropped, the lease expired (the gateway
+   * sent `revoked`), or close() stopped waiting for the handler (its drainTimeout ran out). The gateway then redelivers the event. An outcome reached anyway is still sent
    * (to the same gateway, within the lease); the gateway accepts it or answers
    * E_EVENTFLOW_UNKNOWN_DELIVERY, which the client ends quietly.
    */

@@ -303,8 +303,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
 
   /**
    * Lets in-flight consume handlers finish and settle (up to `drainTimeout`, default DEFAULT_DRAIN_TIMEOUT, 30 s), then
-   * closes. Deliveries arriving meanwhile are released to other consumers. Pending requests and
-   * waits reject with E_EVENTFLOW_CLIENT_CLOSED.
+   * closes. Deliveries arriving meanwhile are released to other consumers. Handlers still running then have their
+   * signal aborted (their events go to other consumers); pending requests and waits reject with E_EVENTFLOW_CLIENT_CLOSED.
    */
   close(options: { drainTimeout?: number } = {}): Promise<void> {
     try {

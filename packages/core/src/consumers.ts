@@ -62,6 +62,10 @@ export class Consumers implements FeaturePart {
     this.#deliveries.lost();
   }
 
+  close(error: unknown): void {
+    this.#deliveries.closed(error);
+  }
+
   frame(frame: ServerFrame): void {
     // A closing client takes no new deliveries: they are released at once.
     if (frame.type === 'delivery') {

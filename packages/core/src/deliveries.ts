@@ -71,6 +71,11 @@ class Lease {
     return this.#lost;
   }
 
+  /** Why it was lost. */
+  get reason(): unknown {
+    return this.#reason;
+  }
+
   lose(reason?: unknown): void {
     if (this.#lost) return;
     this.#lost = true;
@@ -149,6 +154,14 @@ export class Deliveries {
     for (const lease of this.#leases.values()) lease.lose(lost);
   }
 
+  /**
+   * close() gave up on the handlers still running (its drainTimeout ran out): the connection closes next and the
+   * gateway hands their events to other members, so their signals say so, as a dropped connection's do.
+   */
+  closed(error: unknown): void {
+    for (const lease of this.#leases.values()) if (!lease.lost) lease.lose(error);
+  }
+
   /** The gateway took the delivery back (its lease expired). */
   revoked(delivery: string): void {
     const lease = this.#leases.get(delivery);
@@ -170,7 +183,7 @@ export class Deliveries {
       const lostWith = (): EventflowError => new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `extend(): the connection to the gateway was lost, and with it delivery "${delivery}" (context.signal is aborted): the event will be redelivered, so stop working on it`, { details: { delivery } });
       const notOurs = (cause?: EventflowError): EventflowError => new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `extend(): delivery "${delivery}" is no longer this handler's (its lease ran out, or it was settled or handed back): the event goes to a consumer again, so stop working on it`, { details: cause?.details ?? { delivery }, cause });
       // Lost already: sent, it waited for a connection (the gateway away: E_EVENTFLOW_OFFLINE after requestTimeout) to be refused there.
-      if (lease.lost) throw lease.gone ? notOurs() : lostWith();
+      if (lease.lost) throw lease.gone ? notOurs() : isEventflowError(lease.reason, 'E_EVENTFLOW_CLIENT_CLOSED') ? lease.reason : lostWith();
       const granted = await this.#send('extend', { delivery, ms }).catch((cause: unknown) => {
         if (cause === connectionLost) throw lostWith();
         if (isEventflowError(cause, 'E_EVENTFLOW_UNKNOWN_DELIVERY')) throw notOurs(cause);
