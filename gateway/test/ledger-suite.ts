@@ -360,5 +360,18 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(summaries.find((group) => group.group === 'audit')).toMatchObject({ pending: 3, inFlight: 0, oldestPendingAt: first.timestamp });
       expect((await store.ledger().groups(now, ['nothing'])).length).toBe(0);
     });
+
+    it("groups by token patterns: only the matching domains' groups are read, a pattern's LIKE and GLOB characters taken literally", async () => {
+      const store = await open();
+      for (const domain of ['orders', 'orders-eu', 'order_s', 'ordersX', 'shop']) await store.ledger().ensureGroup({ domain, name: 'created', group: 'billing' });
+      const listed = async (patterns: string[]) => (await store.ledger().groups(Date.now(), undefined, patterns)).map((group) => group.domain);
+      expect(await listed(['orders-*'])).toEqual(['orders-eu']);
+      expect(await listed(['orders', 'shop'])).toEqual(['orders', 'shop']);
+      // `_` is one character in LIKE, `?` one in GLOB: in a token pattern each is itself.
+      expect(await listed(['order_s'])).toEqual(['order_s']);
+      expect(await listed(['orders?'])).toEqual([]);
+      expect(await listed([])).toEqual([]);
+      expect(await store.ledger().groups(Date.now(), ['orders', 'shop'], ['sh*'])).toMatchObject([{ domain: 'shop' }]);
+    });
   });
 }

@@ -135,6 +135,25 @@ describe('groups and deadLetters', () => {
     expect((await listDeadLetters(tenant)).map((letter) => letter.lastError)).toEqual(['tenant-a payroll failed']);
     expect(await listDeadLetters(tenant, { domain: 'tenant-b' })).toEqual([]);
   });
+
+  it("count only the groups of the domains the token may consume: a tenant's listing does not count every tenant's groups", async () => {
+    h = await startHarness(jwt);
+    const admin = h.client({ token: await token({ consume: ['*'], manage: ['*'] }) });
+    for (const domain of ['tenant-a', 'tenant-a2', 'payroll', 'shop']) for (const group of ['g1', 'g2']) await (await admin.consume(domain, 'run', () => undefined, { group })).remove();
+    const ledger = h.gateway.store.ledger();
+    const counted: string[][] = [];
+    const groups = ledger.groups.bind(ledger);
+    ledger.groups = async (...args) => {
+      const summaries = await groups(...args);
+      counted.push(summaries.map((group) => `${group.domain}/${group.group}`));
+      return summaries;
+    };
+    const tenant = h.client({ token: await token({ consume: ['tenant-a*'], read: ['*'] }) });
+    expect((await listGroups(tenant)).map((group) => group.domain)).toEqual(['tenant-a', 'tenant-a', 'tenant-a2', 'tenant-a2']);
+    // What the store counted, not only what was answered: before, every group of the store (and its backlog's scans).
+    expect(counted).toEqual([['tenant-a/g1', 'tenant-a/g2', 'tenant-a2/g1', 'tenant-a2/g2']]);
+    expect((await listGroups(admin)).length).toBe(8);
+  });
 });
 
 describe('consumer groups per connection', () => {

@@ -24,8 +24,12 @@ export const manageOperations: ManageOperations = {
   async groups(session, { domain }) {
     const { store, dispatcher } = session.context;
     if (domain !== undefined && !session.may('consume', domain)) return { groups: [] };
-    // A domain named: only its groups are counted (every group's counts are scans of its ledger and events).
-    const all = await store.ledger().groups(Date.now(), domain === undefined ? undefined : [domain]);
+    // Only the groups the answer may hold are counted (every group's counts are scans of its ledger and events): a
+    // domain named, its groups; else those of the domains the token may consume, selected in the store's query (as
+    // deadLetters'), so that one tenant's listing does not count every tenant's groups.
+    const patterns = domain === undefined ? session.patterns('consume') : undefined;
+    if (patterns?.length === 0) return { groups: [] };
+    const all = await store.ledger().groups(Date.now(), domain === undefined ? undefined : [domain], patterns);
     const visible = all.filter((group) => (domain === undefined || group.domain === domain) && session.may('consume', group.domain));
     return { groups: visible.map(({ oldestPendingAt, ...group }) => ({ ...group, members: dispatcher.members(group), ...(oldestPendingAt ? { oldestPendingAt } : {}) })) };
   },

@@ -197,8 +197,13 @@ export interface DeliveryLedger {
   group(key: GroupKey): Promise<GroupRecord | undefined>;
   /** Removes the group and its ledger rows (not the default group's v4 columns); false when it did not exist. */
   deleteGroup(key: GroupKey): Promise<boolean>;
-  /** Groups with their counts, ordered by domain, name, group; `domains` limits them to those domains. */
-  groups(now: number, domains?: readonly string[]): Promise<GroupSummary[]>;
+  /**
+   * Groups with their counts, ordered by domain, name, group; `domains` limits them to those domains,
+   * `patterns` to the domains these token patterns (glob.ts) match. In the query: every group counted
+   * is scans of its ledger and of the events past its watermark, so a token's listing must not count
+   * the groups of domains it may not see.
+   */
+  groups(now: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]>;
   /** Groups recorded for the domain. */
   countGroups(domain: string): Promise<number>;
   /** Whether any group takes events of (domain, name): its own groups and those of (domain, `*`). */

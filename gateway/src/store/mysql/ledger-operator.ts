@@ -11,6 +11,9 @@ import { FIRED } from './rows.js';
 import { affected, select } from './statements.js';
 import { ID_TABLE, num, toRecord, type GroupRow } from './ledger-rows.js';
 
+/** The token patterns of a listing (likePatterns, one JSON parameter) as a table `t` of LIKE patterns `p`. */
+const PATTERN_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (p VARCHAR(1024) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) t`;
+
 interface Runner {
   do<T>(what: string, work: (pool: Pool) => Promise<T>): Promise<T>;
   tx<T>(what: string, work: (conn: PoolConnection) => Promise<T>): Promise<T>;
@@ -27,10 +30,10 @@ export class MysqlLedgerOperator {
     return this.#run.do('count the consumer groups', async (pool) => Number((await select<{ n: number }>(pool, `SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = ?`, [domain]))[0]?.n ?? 0));
   }
 
-  async groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
+  async groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
     return this.#run.do('read the consumer groups', async (pool) => {
-      const only = domains === undefined ? '' : 'AND domain IN (?)';
-      const scope = domains === undefined ? [] : [[...domains]];
+      const only = `${domains === undefined ? '' : 'AND domain IN (?)'} ${patterns === undefined ? '' : `AND EXISTS (SELECT 1 FROM ${PATTERN_TABLE} WHERE domain LIKE t.p ESCAPE '!')`}`;
+      const scope = [...(domains === undefined ? [] : [[...domains]]), ...(patterns === undefined ? [] : [JSON.stringify(likePatterns(patterns))])];
       const v4Pending = `CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END`;
       // Events after a group's watermark in the store may have no row yet: counted from the events (a
       // short range while the group has members; the stored watermark lags a claim's by up to a second).
@@ -43,7 +46,7 @@ export class MysqlLedgerOperator {
              WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED} AND p.consumed_spoke IS NULL)) AND ${NO_ROW}) AS later,
            (SELECT MIN(x.position) FROM eventflow_position x JOIN event e ON e.id = x.event_id
              WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND ${NO_ROW}) AS laterFirst
-         FROM eventflow_group g WHERE 1 = 1 ${only.replace('domain', 'g.domain')} ORDER BY g.domain, g.name, g.grp`,
+         FROM eventflow_group g WHERE 1 = 1 ${only.replaceAll(' domain ', ' g.domain ')} ORDER BY g.domain, g.name, g.grp`,
         scope,
       );
       type Count = { domain: string; gname: string; grp: string; name: string | null; n: number | string; inFlight: number | string | null; oldest: number | string | null };
@@ -51,7 +54,7 @@ export class MysqlLedgerOperator {
         pool,
         `SELECT d.domain, d.gname, d.grp, d.name, SUM(${v4Pending}) AS n, SUM(CASE WHEN d.deadline > ? THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
          FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id
-         WHERE d.outcome IS NULL ${only.replace('domain', 'd.domain')} GROUP BY d.domain, d.gname, d.grp, d.name`,
+         WHERE d.outcome IS NULL ${only.replaceAll(' domain ', ' d.domain ')} GROUP BY d.domain, d.gname, d.grp, d.name`,
         [at, ...scope],
       );
       const dead = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`, scope);
@@ -85,9 +88,7 @@ export class MysqlLedgerOperator {
   }
 
   async deadLetters({ domain, domains, limit, offset }: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
-    const where = `${domain === undefined ? '' : 'AND d.domain = ?'} ${
-      domains === undefined ? '' : `AND EXISTS (SELECT 1 FROM JSON_TABLE(?, '$[*]' COLUMNS (p VARCHAR(1024) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) g WHERE e.domain LIKE g.p ESCAPE '!')`
-    }`;
+    const where = `${domain === undefined ? '' : 'AND d.domain = ?'} ${domains === undefined ? '' : `AND EXISTS (SELECT 1 FROM ${PATTERN_TABLE} WHERE e.domain LIKE t.p ESCAPE '!')`}`;
     const rows = await this.#run.do('read the dead letters', (pool) =>
       select<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: Date }>(
         pool,

@@ -173,8 +173,8 @@ export class MysqlLedger implements DeliveryLedger {
     return this.#operator.countGroups(domain);
   }
 
-  groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
-    return this.#operator.groups(at, domains);
+  groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
+    return this.#operator.groups(at, domains, patterns);
   }
 
   deadLetters(query: DeadLetterQuery): Promise<LedgerDeadLetter[]> {

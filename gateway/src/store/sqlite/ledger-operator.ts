@@ -19,9 +19,9 @@ export class SqliteLedgerOperator {
     return this.#sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = @domain`, { domain })?.n ?? 0;
   }
 
-  async groups(at: number, domains?: readonly string[]): Promise<GroupSummary[]> {
-    const only = domains === undefined ? '' : 'AND domain IN (SELECT value FROM json_each(@domains))';
-    const params = { now: at, domains: JSON.stringify(domains ?? []) };
+  async groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
+    const only = `${domains === undefined ? '' : 'AND domain IN (SELECT value FROM json_each(@domains))'} ${patterns === undefined ? '' : 'AND EXISTS (SELECT 1 FROM json_each(@patterns) g WHERE domain GLOB g.value)'}`;
+    const params = { now: at, domains: JSON.stringify(domains ?? []), patterns: JSON.stringify(globPatterns(patterns ?? [])) };
     const rows = this.#sql.all<GroupRow>(`SELECT * FROM eventflow_group WHERE 1 = 1 ${only} ORDER BY domain, name, grp`, params);
     type Count = { domain: string; gname: string; grp: string; name: string | null; n: number; inFlight: number; oldest: number | null };
     // Per ledger and event name: the default groups of a domain share one ledger and take their own names of it.
@@ -29,7 +29,7 @@ export class SqliteLedgerOperator {
     // A default group's row under a v4 spoke's claim is the spoke's work, not pending here (as the claims' CLAIMABLE_V4).
     const open = tally(
       `SELECT d.domain, d.gname, d.grp, d.name, SUM(CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END) AS n, SUM(CASE WHEN d.deadline > @now THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
-       FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id WHERE d.outcome IS NULL ${only.replace('domain', 'd.domain')} GROUP BY d.domain, d.gname, d.grp, d.name`,
+       FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id WHERE d.outcome IS NULL ${only.replaceAll(' domain ', ' d.domain ')} GROUP BY d.domain, d.gname, d.grp, d.name`,
     );
     const dead = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`);
     const redelivered = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`);
