@@ -116,6 +116,8 @@ export class Deliveries {
   #leaseMs = GATEWAY_LEASE_MS;
   /** settleMany's limit as the gateway announced it; 0: one settle per request (an older gateway). */
   #maxBatch = 0;
+  /** The gateway's frame limit (welcome.limits.maxFrameBytes): a frame over it closes the connection (1009). */
+  #maxFrameBytes = Number.POSITIVE_INFINITY;
   #queue: QueuedSettle[] = [];
   #scheduled = false;
 
@@ -146,6 +148,7 @@ export class Deliveries {
   opened({ limits }: WelcomeFrame): void {
     this.#leaseMs = limits.leaseMs ?? GATEWAY_LEASE_MS;
     this.#maxBatch = limits.maxSettleBatch ?? 0;
+    this.#maxFrameBytes = limits.maxFrameBytes;
   }
 
   /** The connection dropped: the gateway hands its open deliveries to other consumers. */
@@ -276,12 +279,13 @@ export class Deliveries {
       else (item.params.outcome === 'success' || this.#ready(item.lease.consumer) ? due : waiting).push(item);
     }
     this.#queue = waiting;
+    const budget = this.#maxFrameBytes - FRAME_ENVELOPE;
+    const sized = due.map((item) => fitted(item, budget));
     if (this.#maxBatch === 0) {
-      await Promise.all(due.map((item) => this.#send('settle', item.params, { timeout: item.lease.deadline - now }).then(() => [], (cause: unknown) => this.#failed([item], cause)).then((again) => this.#answered([item], again))));
+      await Promise.all(sized.map(({ item }) => this.#send('settle', item.params, { timeout: item.lease.deadline - now }).then(() => [], (cause: unknown) => this.#failed([item], cause)).then((again) => this.#answered([item], again))));
       return;
     }
-    for (let start = 0; start < due.length; start += this.#maxBatch) {
-      const batch = due.slice(start, start + this.#maxBatch);
+    for (const batch of batches(sized, this.#maxBatch, budget)) {
       const timeout = Math.min(...batch.map((item) => item.lease.deadline - now));
       void this.#send('settleMany', { settles: batch.map((item) => item.params) }, { timeout }).then(
         ({ refused }) => {
@@ -341,6 +345,65 @@ export class Deliveries {
       clearTimeout(timer);
     }
   }
+}
+
+/** Bytes of a request frame around settleMany's list (`{"type":"request","id":…,"op":"settleMany","params":{"settles":[…]}}`), with room. */
+const FRAME_ENVELOPE = 128;
+/** Bytes of a settle without an error at most (a delivery id of 64, an outcome, a delay). */
+const PLAIN_SETTLE_BYTES = 128;
+
+/**
+ * A settle with the bytes it takes in a frame. One whose error alone would not fit a frame has its message cut until it
+ * does (the gateway closes a connection that sends a frame over its limit, 1009, and the client sent it again on the
+ * next connection: the settle never arrived, and the connection never stayed up).
+ */
+function fitted(item: QueuedSettle, budget: number): { item: QueuedSettle; bytes: number } {
+  if (item.params.error === undefined) return { item, bytes: PLAIN_SETTLE_BYTES };
+  let { params } = item;
+  let bytes = utf8Bytes(JSON.stringify(params));
+  while (bytes > budget && params.error !== undefined && params.error.message.length > 0) {
+    params = { ...params, error: { ...params.error, message: wellFormedText(params.error.message, Math.floor(params.error.message.length / 2)) } };
+    bytes = utf8Bytes(JSON.stringify(params));
+  }
+  return { item: params === item.params ? item : { ...item, params }, bytes };
+}
+
+/**
+ * The due settles as settleMany requests: at most `maxBatch` each, and each frame within the gateway's frame limit.
+ * Cut by count only, 256 handlers that threw at once with long (or non-ASCII) messages made a frame over 1 MiB: the
+ * gateway closed the connection (1009), every delivery of it went out again, and the client sent the same frame on
+ * each new connection until the leases ran out.
+ */
+function batches(sized: ReadonlyArray<{ item: QueuedSettle; bytes: number }>, maxBatch: number, budget: number): QueuedSettle[][] {
+  const cut: QueuedSettle[][] = [];
+  let batch: QueuedSettle[] = [];
+  let bytes = 0;
+  for (const { item, bytes: size } of sized) {
+    if (batch.length > 0 && (batch.length >= maxBatch || bytes + size + 1 > budget)) {
+      cut.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(item);
+    bytes += size + 1;
+  }
+  if (batch.length > 0) cut.push(batch);
+  return cut;
+}
+
+/** Bytes of `text` in UTF-8 (a lone surrogate counts 3, as U+FFFD). */
+function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i += 1;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 /** The longest retry delay the gateway takes (a day). */
