@@ -263,6 +263,23 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       victim.ws.close();
     });
 
+    it("a settle sent on the holder's new connection while the gateway still holds its old one (a silent socket) is recorded once; the old one's settle then is not", async () => {
+      const cluster = await start();
+      // The holder speaks the protocol itself, so that the test sees the delivery id it was sent.
+      const old = await connect(cluster.url(0));
+      expect((await old.request('consume', { consumer: 'c1', domain: 'jobs', name: 'run', group: 'g' })).type).toBe('result');
+      const id = await cluster.client(0).publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+      const { delivery } = await old.next((frame) => frame.type === 'delivery');
+      // Its client reconnected: the gateway has not noticed that the old socket is gone (it still is open here).
+      const renewed = await connect(cluster.url(0));
+      expect(await renewed.request('settle', { delivery, outcome: 'success' })).toMatchObject({ type: 'result' });
+      expect(await cluster.outcome(id, 'g')).toBe('success');
+      expect((await old.request('settle', { delivery, outcome: 'failed' })).code).toBe('E_EVENTFLOW_UNKNOWN_DELIVERY');
+      expect(await cluster.outcome(id, 'g')).toBe('success');
+      old.ws.close();
+      renewed.ws.close();
+    });
+
     it("a token's dead letters are listed without naming its domain while another domain has more, newer ones (a page read for all domains, filtered after, was empty)", async () => {
       const cluster = await start({ jwt: true });
       const token = cluster.token;

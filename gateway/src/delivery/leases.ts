@@ -173,14 +173,19 @@ export class Leases {
   }
 
   /**
-   * Records what a consumer reports. True once the store holds it; false when the delivery is not
-   * open on this peer (settled, revoked, superseded, or another's). Rejects when the store could not
-   * record it: the delivery stays open and the consumer may send the settle again.
+   * Records what a consumer reports. True once the store holds it; false when the delivery is not open here
+   * (settled, revoked, superseded), or is another connection's whose domain this peer may not consume. Rejects
+   * when the store could not record it: the delivery stays open and the consumer may send the settle again.
    */
   async settle(peer: Peer, deliveryId: string, settlement: Settlement): Promise<boolean> {
     const delivery = this.#open.get(deliveryId);
     if (!delivery) return this.#settleElsewhere(peer, deliveryId, settlement);
-    if (delivery.consumer.peer !== peer || delivery.settling) return false;
+    // Another connection's: its client's new one, say, while a silent socket keeps the old one here (up to two ping
+    // intervals). Its id names the delivery, as on another gateway (#settleElsewhere), which took it: so does this one.
+    const mine = delivery.consumer.peer === peer;
+    if (!mine && !(peer.mayConsume?.(delivery.event.domain) ?? false)) return false;
+    if (!mine) await peer.consumersRegistered?.();
+    if (delivery.settling || this.#open.get(deliveryId) !== delivery) return false;
     const decision = this.#decide(deliveryId, settlement, delivery.attempt, delivery.consumer);
     delivery.settling = true;
     let ended: DeliveryRef | undefined;
