@@ -14,7 +14,7 @@
  *  - dead letters listed by the domains the token may consume, in the store's query (paged right).
  */
 import { describe, expect, it } from 'vitest';
-import { isEventflowError, listDeadLetters, listGroups, PROTOCOL_VERSION, requeueDeadLetter, type EventflowClient, type StoredEvent } from '@eventflow/core';
+import { deleteGroup, isEventflowError, listDeadLetters, listGroups, PROTOCOL_VERSION, requeueDeadLetter, type EventflowClient, type StoredEvent } from '@eventflow/core';
 import { connect } from '@eventflow/test-support/raw-socket';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 
@@ -94,6 +94,42 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       expect(seen.size).toBe(PIDS);
       for (const [pid, list] of seen) expect(list, pid).toEqual(Array.from({ length: PER }, (_, n) => n));
     }, 90_000);
+
+    it("a default group deleted and recorded again: the deleted one's rows are not its work (no pid held back, nothing pending or dead for good, no requeue)", async () => {
+      const cluster = await start();
+      const operator = cluster.client(0);
+      const domain = 'regroup';
+      // pid d: retry(0) twice, a dead letter; pid a: a throw, pending again in ten minutes. Rows of the default group's ledger, which outlive its delete.
+      const first = await cluster.client(0).consume(
+        domain,
+        'step',
+        (event: StoredEvent, context) => {
+          if (event.pid === 'd') return context.retry(0, new Error('gone for good'));
+          throw new Error('later');
+        },
+        { ordered: true, retry: { attempts: 2, backoff: 'fixed', delayMs: 600_000 } },
+      );
+      const dead = await operator.publish({ domain, name: 'step', pid: 'd' });
+      await operator.publish({ domain, name: 'step', pid: 'a' });
+      await eventually(async () => (await listGroups(operator, domain))[0]?.deadLetters === 1 && (await listGroups(operator, domain))[0]?.pending === 1, 10_000, 'a dead letter and a retry pending');
+      await first.remove();
+      expect(await deleteGroup(operator, domain, 'step', '')).toBe(true);
+      // Like a named group's: its dead letters go with it, and one cannot be requeued into no group.
+      expect(await listDeadLetters(operator, { domain })).toEqual([]);
+      expect(await requeueDeadLetter(operator, { eventId: dead, domain, name: 'step', group: '' })).toBe(false);
+
+      const got: string[] = [];
+      await cluster.client(1).consume(domain, 'step', (event: StoredEvent) => void got.push(event.pid), { ordered: true });
+      await operator.publish({ domain, name: 'step', pid: 'a' });
+      await operator.publish({ domain, name: 'step', pid: 'b' });
+      // pid a's new event is not held back by the old group's pending one, which the new group never claims.
+      await eventually(() => got.includes('a') && got.includes('b'), 10_000, "the new group's events of pids a and b");
+      await eventually(async () => (await listGroups(operator, domain))[0]?.pending === 0, 10_000, 'nothing pending');
+      const [group] = await listGroups(operator, domain);
+      expect(group).toMatchObject({ group: '', pending: 0, inFlight: 0, deadLetters: 0 });
+      expect(group?.oldestPendingAt).toBeUndefined();
+      expect(await listDeadLetters(operator, { domain })).toEqual([]);
+    });
 
     it("ordered: a requeued dead letter waits while a later event of its pid is open, then goes before the pid's pending events", async () => {
       const cluster = await start();

@@ -317,3 +317,16 @@ export const UNSETTLED = 'p.success IS NULL AND p.failed IS NULL';
  * claim has none).
  */
 export const CLAIMABLE_V4 = `${UNSETTLED} AND (p.consumed_spoke IS NULL OR d.deadline IS NOT NULL)`;
+
+/**
+ * SQL: the ledger row `row` (a table name or alias) belongs to a group that exists and was created
+ * before its event. A deleted default group's rows stay (v4's claim and outcome are the event's, and
+ * the domain's other default group may share them), as may a row a claim on another gateway wrote
+ * by its copy of a group deleted meanwhile; a group recorded again starts after them. Without this,
+ * such rows were listed as dead letters of no group (a requeue answered `true`, and the event never
+ * went out), counted as the new group's pending work for good, and in an ordered group a pending one
+ * held its pid's new events back forever.
+ */
+export const OWNED_ROW = (row: string): string =>
+  `EXISTS (SELECT 1 FROM eventflow_group og WHERE og.domain = ${row}.domain AND og.grp = ${row}.grp
+    AND ((${row}.grp <> '' AND og.name = ${row}.gname) OR (${row}.grp = '' AND og.name IN (${row}.name, '*'))) AND og.created_position < ${row}.position)`;

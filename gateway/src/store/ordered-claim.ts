@@ -13,10 +13,13 @@
 /**
  * SQL for `d` being claimable in an ordered group. `now`: the claim's time as a parameter (`@now` on
  * SQLite, `?` on MySQL, bound after the parameters that come before this text); `sameName`: the
- * default group of a name, whose ledger is shared with the domain's other names.
+ * default group of a name, whose ledger is shared with the domain's other names; `created`: the
+ * group's createdPosition as SQL likewise (on MySQL its `?` comes before `now`'s). A row at or below it
+ * is an earlier group's (a default group's rows outlive its delete, see OWNED_ROW) and is never
+ * claimed again: counted here, it held the new group's events of its pid back for good.
  */
-export function orderedClaimable(now: string, sameName: boolean): string {
+export function orderedClaimable(now: string, sameName: boolean, created: string): string {
   const pid = `o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.outcome IS NULL ${sameName ? 'AND o.name = d.name' : ''}`;
-  return `NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position < d.position)
+  return `NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position < d.position AND o.position > ${created})
     AND (d.attempts > 0 OR d.settled_at IS NULL OR NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position > d.position AND o.deadline > ${now}))`;
 }

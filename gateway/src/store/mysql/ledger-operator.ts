@@ -5,7 +5,7 @@
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import type { DeadLetterQuery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter } from '../ledger.js';
-import { CLAIMABLE_V4, cut, DEFAULT_GROUP, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { CLAIMABLE_V4, cut, DEFAULT_GROUP, keyOf, ledgerColumns, OWNED_ROW, UNSETTLED } from '../ledger.js';
 import { likePatterns } from '../catalog.js';
 import { FIRED } from './rows.js';
 import { affected, select } from './statements.js';
@@ -54,11 +54,11 @@ export class MysqlLedgerOperator {
         pool,
         `SELECT d.domain, d.gname, d.grp, d.name, SUM(${v4Pending}) AS n, SUM(CASE WHEN d.deadline > ? THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
          FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id
-         WHERE d.outcome IS NULL ${only.replaceAll(' domain ', ' d.domain ')} GROUP BY d.domain, d.gname, d.grp, d.name`,
+         WHERE d.outcome IS NULL AND ${OWNED_ROW('d')} ${only.replaceAll(' domain ', ' d.domain ')} GROUP BY d.domain, d.gname, d.grp, d.name`,
         [at, ...scope],
       );
-      const dead = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`, scope);
-      const again = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`, scope);
+      const dead = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' AND ${OWNED_ROW('eventflow_delivery')} ${only} GROUP BY domain, gname, grp, name`, scope);
+      const again = await select<Count>(pool, `SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 AND ${OWNED_ROW('eventflow_delivery')} ${only} GROUP BY domain, gname, grp, name`, scope);
       const sum = (counts: Count[], record: GroupRecord) => {
         const { gname, grp } = ledgerColumns(record);
         const mine = counts.filter((c) => c.domain === record.domain && c.gname === gname && c.grp === grp && (record.group !== DEFAULT_GROUP || record.name === '*' || c.name === record.name));
@@ -93,7 +93,7 @@ export class MysqlLedgerOperator {
       select<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: Date }>(
         pool,
         `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.gname, d.grp, d.attempts, d.last_error AS lastError, d.updated AS at
-         FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' ${where}
+         FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' AND ${OWNED_ROW('d')} ${where}
          ORDER BY d.updated DESC, d.event_id DESC LIMIT ? OFFSET ?`,
         [...(domain === undefined ? [] : [domain]), ...(domains === undefined ? [] : [JSON.stringify(likePatterns(domains))]), limit, offset],
       ),
@@ -114,7 +114,7 @@ export class MysqlLedgerOperator {
       const changed = await affected(
         conn,
         `UPDATE eventflow_delivery SET outcome = NULL, attempts = 0, deadline = NULL, available_at = NULL, delivery = NULL, owner = NULL, updated = UTC_TIMESTAMP(3)
-         WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead'`,
+         WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead' AND ${OWNED_ROW('eventflow_delivery')}`,
         [eventId, gname, grp, key.domain],
       );
       if (changed === 0) return false;
@@ -131,7 +131,7 @@ export class MysqlLedgerOperator {
     return this.#run.tx('discard the dead letter', async (conn) => {
       const changed = await affected(
         conn,
-        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = UTC_TIMESTAMP(3) WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead'`,
+        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = UTC_TIMESTAMP(3) WHERE event_id = ? AND gname = ? AND grp = ? AND domain = ? AND outcome = 'dead' AND ${OWNED_ROW('eventflow_delivery')}`,
         [eventId, gname, grp, key.domain],
       );
       if (changed > 0 && key.group === DEFAULT_GROUP) await affected(conn, `DELETE FROM eventflow_dead_letter WHERE event_id = ?`, [eventId]);

@@ -305,9 +305,9 @@ export class MysqlLedger implements DeliveryLedger {
           // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
           const firsts = await select<{ event_id: string }>(
             conn,
-            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} AND ${orderedClaimable('?', v4 && key.name !== '*')}
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} AND ${orderedClaimable('?', v4 && key.name !== '*', '?')}
              ORDER BY d.position LIMIT ?`,
-            [...scope.params, ...freeParams, now, limit],
+            [...scope.params, ...freeParams, group.created, now, limit],
           );
           rows =
             firsts.length === 0

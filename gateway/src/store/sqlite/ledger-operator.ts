@@ -3,7 +3,7 @@
  * letters listed, requeued and discarded (each only in the domain its key names).
  */
 import type { DeadLetterQuery, GroupKey, GroupRecord, GroupSummary, LedgerDeadLetter } from '../ledger.js';
-import { CLAIMABLE_V4, DEFAULT_GROUP, keyOf, ledgerColumns } from '../ledger.js';
+import { CLAIMABLE_V4, DEFAULT_GROUP, keyOf, ledgerColumns, OWNED_ROW } from '../ledger.js';
 import { globPatterns } from '../catalog.js';
 import { eventScope, toRecord, type GroupRow, type LedgerSql } from './ledger-sql.js';
 import { now } from './statements.js';
@@ -29,10 +29,10 @@ export class SqliteLedgerOperator {
     // A default group's row under a v4 spoke's claim is the spoke's work, not pending here (as the claims' CLAIMABLE_V4).
     const open = tally(
       `SELECT d.domain, d.gname, d.grp, d.name, SUM(CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END) AS n, SUM(CASE WHEN d.deadline > @now THEN 1 ELSE 0 END) AS inFlight, MIN(d.position) AS oldest
-       FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id WHERE d.outcome IS NULL ${only.replaceAll(' domain ', ' d.domain ')} GROUP BY d.domain, d.gname, d.grp, d.name`,
+       FROM eventflow_delivery d LEFT JOIN event_published p ON d.grp = '' AND p.event_id = d.event_id WHERE d.outcome IS NULL AND ${OWNED_ROW('d')} ${only.replaceAll(' domain ', ' d.domain ')} GROUP BY d.domain, d.gname, d.grp, d.name`,
     );
-    const dead = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' ${only} GROUP BY domain, gname, grp, name`);
-    const redelivered = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 ${only} GROUP BY domain, gname, grp, name`);
+    const dead = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE outcome = 'dead' AND ${OWNED_ROW('eventflow_delivery')} ${only} GROUP BY domain, gname, grp, name`);
+    const redelivered = tally(`SELECT domain, gname, grp, name, COUNT(*) AS n, 0 AS inFlight, NULL AS oldest FROM eventflow_delivery WHERE attempts > 1 AND ${OWNED_ROW('eventflow_delivery')} ${only} GROUP BY domain, gname, grp, name`);
     const sum = (counts: Count[], record: GroupRecord) => {
       const { gname, grp } = ledgerColumns(record);
       const mine = counts.filter((c) => c.domain === record.domain && c.gname === gname && c.grp === grp && (record.group !== DEFAULT_GROUP || record.name === '*' || c.name === record.name));
@@ -69,7 +69,7 @@ export class SqliteLedgerOperator {
     const where = `${domain === undefined ? '' : 'AND d.domain = @domain'} ${domains === undefined ? '' : 'AND EXISTS (SELECT 1 FROM json_each(@patterns) g WHERE d.domain GLOB g.value)'}`;
     const rows = this.#sql.all<{ eventId: string; domain: string; name: string; pid: string; gname: string; grp: string; attempts: number; lastError: string | null; at: string }>(
       `SELECT d.event_id AS eventId, e.domain, e.name, e.pid, d.gname, d.grp, d.attempts, d.last_error AS lastError, d.updated AS at
-       FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' ${where}
+       FROM eventflow_delivery d JOIN event e ON e.id = d.event_id WHERE d.outcome = 'dead' AND ${OWNED_ROW('d')} ${where}
        ORDER BY d.updated DESC, d.rowid DESC LIMIT @limit OFFSET @offset`,
       { domain: domain ?? null, patterns: JSON.stringify(globPatterns(domains ?? [])), limit, offset },
     );
@@ -81,7 +81,7 @@ export class SqliteLedgerOperator {
     return this.#sql.immediate(() => {
       const changed = this.#sql.run(
         `UPDATE eventflow_delivery SET outcome = NULL, attempts = 0, deadline = NULL, available_at = NULL, delivery = NULL, owner = NULL, updated = @updated
-         WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead'`,
+         WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead' AND ${OWNED_ROW('eventflow_delivery')}`,
         params,
       );
       if (changed === 0) return false;
@@ -97,7 +97,7 @@ export class SqliteLedgerOperator {
     const params = { id: eventId, domain: key.domain, ...ledgerColumns(key), updated: now() };
     return this.#sql.immediate(() => {
       const changed = this.#sql.run(
-        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead'`,
+        `UPDATE eventflow_delivery SET outcome = 'discarded', updated = @updated WHERE event_id = @id AND gname = @gname AND grp = @grp AND domain = @domain AND outcome = 'dead' AND ${OWNED_ROW('eventflow_delivery')}`,
         params,
       );
       if (changed > 0 && key.group === DEFAULT_GROUP) this.#sql.run(`DELETE FROM eventflow_dead_letter WHERE event_id = @id`, params);

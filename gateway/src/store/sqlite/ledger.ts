@@ -200,7 +200,7 @@ export class SqliteLedger implements DeliveryLedger {
       // over deadlines: the expired ones, then the NULLs.
       const filter = `${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
            ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
-           ${group.ordered === 1 ? `AND ${orderedClaimable('@now', v4 && key.name !== '*')}` : ''}`;
+           ${group.ordered === 1 ? `AND ${orderedClaimable('@now', v4 && key.name !== '*', '@created')}` : ''}`;
       const from = `FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}`;
       const free = (size: number): string =>
         `SELECT d.rowid ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT ${size}`;
