@@ -95,6 +95,33 @@ export function describeWork(label: string, start: (options?: { jwt?: boolean })
       for (const [pid, list] of seen) expect(list, pid).toEqual(Array.from({ length: PER }, (_, n) => n));
     }, 90_000);
 
+    it.each([
+      ['of `*`', '*', 'step'],
+      ['of a name', 'step', '*'],
+    ])('ordered on the default group %s holds the claims of the default group it shares its ledger with: a pid one at a time, in position order', async (_title, orderedName, otherName) => {
+      const cluster = await start();
+      const domain = `shared-order-${orderedName === '*' ? 'star' : 'name'}`;
+      const running = new Set<string>();
+      const overlaps: string[] = [];
+      const starts: number[] = [];
+      const handler = async (event: StoredEvent): Promise<void> => {
+        const n = (event.data as { n: number }).n;
+        if (running.has(event.pid)) overlaps.push(`${n} while ${event.pid} had a delivery open`);
+        running.add(event.pid);
+        starts.push(n);
+        await sleep(15);
+        running.delete(event.pid);
+      };
+      await cluster.client(0).consume(domain, orderedName, handler, { ordered: true, concurrency: 5 });
+      await cluster.client(1).consume(domain, otherName, handler, { concurrency: 5 });
+      const operator = cluster.client(0);
+      for (let n = 0; n < 12; n++) await operator.publish({ domain, name: 'step', pid: 'p', data: { n } });
+      await eventually(() => starts.length === 12, 20_000, 'every event handled');
+      // Before: the unordered group's claims took the pid's events while the ordered one had one open (5 of 10 at once).
+      expect(overlaps).toEqual([]);
+      expect(starts).toEqual(Array.from({ length: 12 }, (_, n) => n));
+    });
+
     it("a default group deleted and recorded again: the deleted one's rows are not its work (no pid held back, nothing pending or dead for good, no requeue)", async () => {
       const cluster = await start();
       const operator = cluster.client(0);

@@ -23,3 +23,17 @@ export function orderedClaimable(now: string, sameName: boolean, created: string
   return `NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position < d.position AND o.position > ${created})
     AND (d.attempts > 0 OR d.settled_at IS NULL OR NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position > d.position AND o.deadline > ${now}))`;
 }
+
+/**
+ * SQL columns of the group row `g`, for its claims: `claim_ordered`, whether they go in pid order, and
+ * `across_names`, whether a pid's order runs across event names (a default group's row of name X
+ * waits for the pid's earlier rows of other names). The default groups of (domain, name) and of
+ * (domain, `*`) share one ledger and one claim per event: `ordered` on either holds both's claims of
+ * the events they share (before, the unordered one's claims took a pid's events while the ordered
+ * one had one open: 5 of 10 at once). The `*` group's order spans names, a name's only its own.
+ */
+export function claimOrderColumns(g: string): string {
+  const ordered = (name: string) => `EXISTS (SELECT 1 FROM eventflow_group s WHERE s.domain = ${g}.domain AND s.grp = '' AND s.ordered = 1 AND ${name})`;
+  return `CASE WHEN ${g}.ordered = 1 OR (${g}.grp = '' AND ${ordered(`(${g}.name = '*' OR s.name = '*')`)}) THEN 1 ELSE 0 END AS claim_ordered,
+    CASE WHEN ${g}.grp = '' AND ${ordered(`s.name = '*'`)} THEN 1 ELSE 0 END AS across_names`;
+}

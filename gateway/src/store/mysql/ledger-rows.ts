@@ -4,7 +4,8 @@ import { DEFAULT_GROUP, ledgerColumns, UNSETTLED, type ClaimResult, type GroupKe
 import { FIRED } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 
-export type GroupRow = { domain: string; name: string; grp: string; created_position: number | string; created_at: Date; ordered: number; materialized: number | string | null };
+/** `ordered` is the group's own option; `claim_ordered` and `across_names` what its claims go by (ordered-claim.ts claimOrderColumns), where read. */
+export type GroupRow = { domain: string; name: string; grp: string; created_position: number | string; created_at: Date; ordered: number; materialized: number | string | null; claim_ordered?: number | string; across_names?: number | string };
 
 /** A BIGINT as the driver returns it (a number or a string), or undefined for NULL. */
 export const num = (value: string | number | null | undefined): number | undefined => (value === null || value === undefined ? undefined : Number(value));
@@ -15,7 +16,8 @@ export const toRecord = (row: GroupRow): GroupRecord => ({
   group: row.grp,
   createdPosition: Number(row.created_position),
   createdAt: row.created_at.toISOString(),
-  ordered: Number(row.ordered) === 1,
+  // As its claims go: an ordered default group sharing its ledger orders it too.
+  ordered: Number(row.claim_ordered ?? row.ordered) === 1,
 });
 
 /** A JSON_TABLE of strings (ids) for joins: one prepared statement whatever the list's length. */
@@ -29,7 +31,9 @@ export const GROUP_READ_MS = 1_000;
 /** A group as the claims of this gateway know it. */
 export interface CachedGroup {
   created: number;
+  /** As its claims go (claimOrderColumns); `across`: a default group's pid order spans event names. */
   ordered: boolean;
+  across: boolean;
   /** Every event of the group's filter up to this position has its row. */
   materialized: number;
   /** The store's head when the row was read. */

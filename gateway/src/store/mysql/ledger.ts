@@ -21,7 +21,7 @@ import { deadLetters, MysqlLedgerOperator } from './ledger-operator.js';
 import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, persistWatermark, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
 import { applyActions, HELD, type RefRow } from './ledger-settle.js';
-import { orderedClaimable } from '../ordered-claim.js';
+import { claimOrderColumns, orderedClaimable } from '../ordered-claim.js';
 
 /** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
 const MATERIALIZE_SPAN = 20_000;
@@ -122,7 +122,7 @@ export class MysqlLedger implements DeliveryLedger {
   async #groupRow(on: Pool | PoolConnection, key: GroupKey): Promise<(GroupRow & { head: number | string }) | undefined> {
     const [row] = await select<GroupRow & { head: number | string }>(
       on,
-      `SELECT g.*, (SELECT value FROM eventflow_sequence WHERE name = 'event') AS head FROM eventflow_group g WHERE g.domain = ? AND g.name = ? AND g.grp = ?`,
+      `SELECT g.*, ${claimOrderColumns('g')}, (SELECT value FROM eventflow_sequence WHERE name = 'event') AS head FROM eventflow_group g WHERE g.domain = ? AND g.name = ? AND g.grp = ?`,
       [key.domain, key.name, key.group],
     );
     return row;
@@ -137,8 +137,10 @@ export class MysqlLedger implements DeliveryLedger {
          SELECT ?, ?, ?, value, UTC_TIMESTAMP(3), ? FROM eventflow_sequence WHERE name = 'event'`,
         [key.domain, key.name, key.group, ordered],
       );
-      if (options.ordered !== undefined) await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ? AND ordered <> ?`, [ordered, key.domain, key.name, key.group, ordered]);
+      const changed = options.ordered === undefined ? 0 : await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ? AND ordered <> ?`, [ordered, key.domain, key.name, key.group, ordered]);
       this.#groups.delete(groupId(key));
+      // The domain's other default groups claim by it too (claimOrderColumns): read again here at once (other gateways within GROUP_READ_MS).
+      if (changed > 0 && key.group === DEFAULT_GROUP) this.#groups.clear();
       const row = await this.#groupRow(pool, key);
       if (!row) throw new Error('the group was not recorded (eventflow_sequence has no row)');
       // Recorded now: rows of this key up to its start are an earlier group's, written after that one's
@@ -219,7 +221,8 @@ export class MysqlLedger implements DeliveryLedger {
     }
     const fresh: CachedGroup = {
       created: Number(row.created_position),
-      ordered: Number(row.ordered) === 1,
+      ordered: Number(row.claim_ordered ?? row.ordered) === 1,
+      across: Number(row.across_names ?? 0) === 1,
       // Another gateway may have written further: the higher of the two.
       materialized: Math.max(cached?.materialized ?? 0, Number(row.materialized ?? row.created_position)),
       head: Math.min(head, Number(row.head)),
@@ -305,7 +308,7 @@ export class MysqlLedger implements DeliveryLedger {
           // rows its NOT EXISTS reads); then those still free locked, skipping what another claim holds.
           const firsts = await select<{ event_id: string }>(
             conn,
-            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} AND ${orderedClaimable('?', v4 && key.name !== '*', '?')}
+            `SELECT d.event_id FROM eventflow_delivery d ${join} WHERE ${scope.sql} AND ${free} AND ${orderedClaimable('?', v4 && !group.across, '?')}
              ORDER BY d.position LIMIT ?`,
             [...scope.params, ...freeParams, group.created, now, limit],
           );

@@ -3,7 +3,8 @@ import type Database from 'better-sqlite3';
 import { DEFAULT_GROUP, UNSETTLED, type GroupKey, type GroupRecord } from '../ledger.js';
 import { immediate } from './transactions.js';
 
-export type GroupRow = { domain: string; name: string; grp: string; created_position: number; created_at: string; ordered: number; materialized: number | null };
+/** `ordered` is the group's own option; `claim_ordered` and `across_names` what its claims go by (ordered-claim.ts claimOrderColumns), where read. */
+export type GroupRow = { domain: string; name: string; grp: string; created_position: number; created_at: string; ordered: number; materialized: number | null; claim_ordered?: number; across_names?: number };
 
 export const FIRED = 'NOT EXISTS (SELECT 1 FROM event_scheduled z WHERE z.event_id = e.id AND z.executed IS NULL)';
 export const toRecord = (row: GroupRow): GroupRecord => ({
@@ -12,7 +13,8 @@ export const toRecord = (row: GroupRow): GroupRecord => ({
   group: row.grp,
   createdPosition: row.created_position,
   createdAt: row.created_at,
-  ordered: row.ordered === 1,
+  // As its claims go: an ordered default group sharing its ledger orders it too.
+  ordered: (row.claim_ordered ?? row.ordered) === 1,
 });
 
 /** The group's filter on event rows `e` (and v4's outcome, default group), as SQL with named parameters. */

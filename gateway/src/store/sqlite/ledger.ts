@@ -13,7 +13,7 @@ import { LedgerSql, rowScope, toRecord, type GroupRow, type LedgerHooks } from '
 import { SqliteLedgerOperator } from './ledger-operator.js';
 import { AppendClaims } from './append-claims.js';
 import { ADDED, INDEXES, TABLES } from './ledger-schema.js';
-import { orderedClaimable } from '../ordered-claim.js';
+import { claimOrderColumns, orderedClaimable } from '../ordered-claim.js';
 import { GroupRows, PAGE_SIZES, PERSIST_MS, type KnownGroup, type Taken } from './group-rows.js';
 
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; deadline: number | null };
@@ -72,7 +72,7 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   #groupRow(key: GroupKey): GroupRow | undefined {
-    return this.#sql.get<GroupRow>(`SELECT * FROM eventflow_group WHERE domain = @domain AND name = @name AND grp = @group`, key);
+    return this.#sql.get<GroupRow>(`SELECT g.*, ${claimOrderColumns('g')} FROM eventflow_group g WHERE g.domain = @domain AND g.name = @name AND g.grp = @group`, key);
   }
 
   #knownGroup(key: GroupKey): KnownGroup | undefined {
@@ -95,7 +95,8 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   claimAtAppend(group: GroupRecord, claimer: AppendClaimer | undefined): void {
-    this.#atAppend.set(group, claimer);
+    // The gateway's record may predate an ordered default group sharing this one's ledger.
+    this.#atAppend.set(group, this.#knownGroup(group)?.row.claim_ordered === 1 ? undefined : claimer);
   }
 
   /** In an append's transaction (sqlite.ts): the waiting groups lease the batch's routed events. */
@@ -120,7 +121,11 @@ export class SqliteLedger implements DeliveryLedger {
          VALUES (@domain, @name, @group, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event'), 0), @now, @ordered)`,
         { ...key, now: now(), ordered },
       );
-      if (options.ordered !== undefined && before !== undefined && before !== ordered) this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+      if (options.ordered !== undefined && before !== undefined && before !== ordered) {
+        this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+        // The domain's other default groups claim by it too (claimOrderColumns): read again, and not leased at append meanwhile.
+        if (key.group === DEFAULT_GROUP) for (const other of this.#known.values()) if (other.row.domain === key.domain && other.row.grp === DEFAULT_GROUP) this.#forget({ domain: key.domain, name: other.row.name, group: DEFAULT_GROUP });
+      }
       // Ordered from now on: the rows written while no ordered group read them get their pids.
       if (ordered === 1 && before !== 1) {
         this.#sql.run(
@@ -190,7 +195,7 @@ export class SqliteLedger implements DeliveryLedger {
       const updated = now();
       const group = cached.row;
       // An ordered group reads the first unsettled row of each pid: its rows are written ahead.
-      if (group.ordered === 1) watermark = this.#rows.materialize(cached, key, updated, upTo, at);
+      if (group.claim_ordered === 1) watermark = this.#rows.materialize(cached, key, updated, upTo, at);
       const v4 = key.group === DEFAULT_GROUP;
       const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), prefix: deliveryPrefix(), owner, consumer, deadline, updated, max: maxAttempts, held: JSON.stringify(held) };
       // Leases that ran out with a report still to be written here (ClaimRequest.held) stay as they are.
@@ -200,7 +205,7 @@ export class SqliteLedger implements DeliveryLedger {
       // over deadlines: the expired ones, then the NULLs.
       const filter = `${rowScope(key)} AND d.outcome IS NULL AND d.position > @created
            ${v4 ? `AND ${CLAIMABLE_V4}` : ''}
-           ${group.ordered === 1 ? `AND ${orderedClaimable('@now', v4 && key.name !== '*', '@created')}` : ''}`;
+           ${group.claim_ordered === 1 ? `AND ${orderedClaimable('@now', v4 && group.across_names !== 1, '@created')}` : ''}`;
       const from = `FROM eventflow_delivery d ${v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : ''}`;
       const free = (size: number): string =>
         `SELECT d.rowid ${from} WHERE ${filter} AND d.deadline IS NULL AND (d.available_at IS NULL OR d.available_at <= @now) ORDER BY d.position LIMIT ${size}`;
@@ -225,7 +230,7 @@ export class SqliteLedger implements DeliveryLedger {
         all.push(...taken);
         if (taken.length < size) break;
       }
-      if (group.ordered !== 1 && all.length < params.limit) {
+      if (group.claim_ordered !== 1 && all.length < params.limit) {
         const fresh = this.#rows.leaseNew(cached, key, params, params.limit - all.length, upTo, at);
         all.push(...fresh.taken);
         watermark = fresh.watermark;
