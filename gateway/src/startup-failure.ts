@@ -42,14 +42,39 @@ const codeOf = (error: unknown): string | undefined => {
   const code = (error as Coded | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
 };
-/** The first code below our own wrappers (E_EVENTFLOW_STORE_FAILED around a mysql2 error): what actually failed. */
-const causeCode = (error: unknown): string | undefined => {
+/** The first error below our own wrappers (E_EVENTFLOW_STORE_FAILED around a mysql2 error): what actually failed. */
+const cause = (error: unknown): Coded | undefined => {
   for (let at: unknown = error, depth = 0; at !== undefined && at !== null && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
     const code = codeOf(at);
-    if (code !== undefined && !code.startsWith('E_EVENTFLOW_')) return code;
+    if (code !== undefined && !code.startsWith('E_EVENTFLOW_')) return at as Coded;
   }
   return undefined;
 };
+const causeCode = (error: unknown): string | undefined => codeOf(cause(error));
+
+/**
+ * The store's own tables are not what this gateway can open or upgrade (a column or index missing,
+ * renamed or of another type; a table replaced by a view): the database answers, and another file
+ * or database would start empty. SQLite reports them as SQLITE_ERROR (a statement that cannot run
+ * on these tables) or a constraint an upgrade step broke; the MySQL codes are the server's.
+ */
+const sqliteSchemaCodes: ReadonlySet<string> = new Set(['SQLITE_ERROR', 'SQLITE_SCHEMA', 'SQLITE_MISMATCH', 'SQLITE_CONSTRAINT', 'SQLITE_CONSTRAINT_NOTNULL', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
+const mysqlSchemaCodes: ReadonlySet<string> = new Set([
+  'ER_BAD_FIELD_ERROR',
+  'ER_KEY_COLUMN_DOES_NOT_EXITS',
+  'ER_CANT_DROP_FIELD_OR_KEY',
+  'ER_WRONG_OBJECT',
+  'ER_NO_SUCH_TABLE',
+  'ER_DUP_ENTRY',
+  'ER_WRONG_FIELD_SPEC',
+  'ER_DATA_TOO_LONG',
+  'ER_TRUNCATED_WRONG_VALUE_FOR_FIELD',
+  'ER_WARN_DATA_OUT_OF_RANGE',
+  'ER_BLOB_KEY_WITHOUT_LENGTH',
+  'ER_TOO_LONG_KEY',
+]);
+const namesOnly: ReadonlySet<string> = new Set(['ER_BAD_FIELD_ERROR', 'ER_KEY_COLUMN_DOES_NOT_EXITS', 'ER_CANT_DROP_FIELD_OR_KEY', 'ER_WRONG_OBJECT', 'ER_NO_SUCH_TABLE']);
+const keptAsIs = 'its data is kept as it is: repair those tables, restore a backup, or run the gateway version that wrote them';
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** Start-up failures of a store that already say what to do: kept, not made E_EVENTFLOW_STORE_UNAVAILABLE. */
@@ -74,6 +99,10 @@ function sqliteProblem(error: unknown, path: string): string {
     return `the SQLite database ${JSON.stringify(path)} is locked by another process in a write transaction on it (the sqlite3 shell, a backup, a script) (${code}); end that transaction, then start the gateway again`;
   }
   if (code === 'SQLITE_NOTADB') return `${JSON.stringify(path)} is not a SQLite database; set EVENTFLOW_SQLITE_PATH to another file (a new one is created)`;
+  if (code?.startsWith('SQLITE_CORRUPT')) return `the SQLite database ${JSON.stringify(path)} is damaged: ${messageOf(error)} (${code}); restore it from a backup (another EVENTFLOW_SQLITE_PATH starts on an empty store)`;
+  if (code !== undefined && sqliteSchemaCodes.has(code)) {
+    return `the SQLite database ${JSON.stringify(path)} holds eventflow tables this gateway cannot open or upgrade: ${messageOf(cause(error) ?? error)} (${code}); ${keptAsIs} (another EVENTFLOW_SQLITE_PATH starts on an empty store)`;
+  }
   return `cannot open the SQLite database ${JSON.stringify(path)}: ${messageOf(error)}${code ? ` (${code})` : ''}; ${fix}`;
 }
 
@@ -109,6 +138,11 @@ function mysqlProblem(error: unknown, target: Extract<StoreTarget, { kind: 'mysq
     case 'ER_TABLEACCESS_DENIED_ERROR':
       return `${where}: user ${JSON.stringify(target.user)} may not use database ${JSON.stringify(target.database)} (${code}); grant it the privileges, or set EVENTFLOW_MYSQL_USER / EVENTFLOW_MYSQL_DB`;
     default:
+      if (mysqlSchemaCodes.has(code)) {
+        // The server's message, where it names only a table, column or key (others quote values).
+        const said = namesOnly.has(code) ? `: ${messageOf(cause(error))}` : '';
+        return `${where}: database ${JSON.stringify(target.database)} holds eventflow tables this gateway cannot open or upgrade${said} (${code}); ${keptAsIs} (another EVENTFLOW_MYSQL_DB starts on an empty store)`;
+      }
       return `cannot use ${where} ${as}: ${messageOf(error)} (${code}); check the server and the EVENTFLOW_MYSQL_* variables`;
   }
 }

@@ -73,6 +73,36 @@ describe('eventflow-gateway start-up failures', () => {
   });
 });
 
+describe('eventflow-gateway on a store whose eventflow tables it cannot upgrade', () => {
+  /** Runs a gateway on the file once (its tables), then changes them with `sql` as a hand or an old tool might have. */
+  async function spoiled(name: string, sql: string): Promise<string> {
+    const path = join(dir, name);
+    const first = gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'warn' });
+    await first.printed('clients:');
+    first.proc.kill('SIGTERM');
+    expect((await finished(first)).code).toBe(0);
+    const db = new Database(path);
+    db.exec(sql);
+    db.close();
+    return path;
+  }
+
+  // Before, these said "set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write":
+  // followed, the gateway started on an empty store, and every group, dead letter and open delivery seemed lost.
+  it.each([
+    ['a ledger column renamed', 'DROP INDEX idx_delivery_redelivered; ALTER TABLE eventflow_delivery RENAME COLUMN attempts TO tries', 'no such column: attempts'],
+    ['a ledger table replaced by a view', 'DROP TABLE eventflow_group; CREATE VIEW eventflow_group AS SELECT 1 AS x', 'Cannot add a column to a view'],
+  ])('SQLite, %s: says the tables cannot be upgraded and the data is kept, not to pick another path; exit 5', async (_case, sql, detail) => {
+    const path = await spoiled(`spoiled-${sql.length}.db`, sql);
+    const result = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path }));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: the SQLite database ${JSON.stringify(path)} holds eventflow tables this gateway cannot open or upgrade: ${detail} (SQLITE_ERROR); ` +
+        'its data is kept as it is: repair those tables, restore a backup, or run the gateway version that wrote them (another EVENTFLOW_SQLITE_PATH starts on an empty store) (E_EVENTFLOW_STORE_UNAVAILABLE)',
+    );
+  });
+});
+
 describe('eventflow-gateway on a SQLite file another process is writing', () => {
   it('says the file is locked by another process in a write transaction, and to end it, not to pick another path; exit 5; starts once it ends', async () => {
     const path = join(dir, 'shell.db');
@@ -165,6 +195,22 @@ describe.skipIf(mysqlUnavailable !== undefined)('eventflow-gateway on MySQL: sta
       `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port} refused user "eventflow_nobody" (database "somedb"): ER_ACCESS_DENIED_ERROR; check EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS (E_EVENTFLOW_STORE_UNAVAILABLE)`,
     );
     expect(result.stderr).not.toContain('wrong');
+  });
+
+  it('a database whose eventflow tables cannot be upgraded: says so, and that the data is kept; exit 5', async () => {
+    const db = await fresh();
+    const first = gateway([], mysql({ EVENTFLOW_MYSQL_DB: db.name, EVENTFLOW_LOG_LEVEL: 'warn' }));
+    await first.printed('clients:');
+    first.proc.kill('SIGTERM');
+    expect((await finished(first)).code).toBe(0);
+    await db.query('ALTER TABLE eventflow_delivery DROP INDEX idx_delivery_attempts, DROP COLUMN attempts');
+    const result = await finished(gateway([], mysql({ EVENTFLOW_MYSQL_DB: db.name })));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port}: database "${db.name}" holds eventflow tables this gateway cannot open or upgrade: ` +
+        "Key column 'attempts' doesn't exist in table (ER_KEY_COLUMN_DOES_NOT_EXITS); its data is kept as it is: repair those tables, restore a backup, or run the gateway version that wrote them " +
+        '(another EVENTFLOW_MYSQL_DB starts on an empty store) (E_EVENTFLOW_STORE_UNAVAILABLE)',
+    );
   });
 
   it("v4's EVENTFLOW_MYSQL_DB selects the database (not the default one)", async () => {
