@@ -42,6 +42,7 @@ const integration = [
   'gateway/test/mysql-store.test.ts',
   'gateway/test/leases.mysql.test.ts',
   'gateway/test/work.mysql.test.ts',
+  'gateway/test/upgrade.test.ts',
   'gateway/test/snapshots.mysql.test.ts',
   'gateway/test/observability.test.ts',
   'gateway/test/hub.test.ts',
