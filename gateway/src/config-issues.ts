@@ -15,12 +15,38 @@ export function describeConfigIssue(issue: z.core.$ZodIssue, values: Readonly<Re
   return `${shown}: ${issue.message}`;
 }
 
-/** The messages of the number schemas the configs share. */
+/** The messages of the number schemas the configs share: each states the range it accepts. */
 export const expected = {
   port: 'expected a port number (an integer from 0 to 65535)',
-  positiveInt: 'expected a positive integer',
-  nonNegativeInt: 'expected an integer of 0 or more',
+  positiveInt: `expected a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`,
+  nonNegativeInt: `expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`,
 } as const;
+
+/** A number as a person writes one in decimal (an exponent allowed, spaces around it ignored). */
+const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i;
+
+/**
+ * The values to parse: those of number settings that are not written in decimal become NaN, so that
+ * their schema refuses them with its range. `Number()`, which the schemas coerce with, reads a blank
+ * value as 0 (EVENTFLOW_PING_INTERVAL_MS=" " turned liveness off, EVENTFLOW_MAX_PUBLISH_RATE=" " the
+ * limit) and "0x10" or "0b11" as 16 or 3. Messages keep showing the value as written.
+ */
+export function decimalNumbers(shape: Readonly<Record<string, z.core.$ZodType>>, values: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const input: Record<string, unknown> = { ...values };
+  for (const [name, value] of Object.entries(values)) {
+    const schema = shape[name];
+    if (typeof value === 'string' && schema !== undefined && isNumber(schema) && !DECIMAL.test(value)) input[name] = Number.NaN;
+  }
+  return input;
+}
+
+function isNumber(schema: z.core.$ZodType): boolean {
+  let at: z.core.$ZodType = schema;
+  for (let def = at._zod.def as { type: string; innerType?: z.core.$ZodType }; def.innerType !== undefined && (def.type === 'default' || def.type === 'optional'); def = at._zod.def as typeof def) {
+    at = def.innerType;
+  }
+  return at._zod.def.type === 'number';
+}
 
 /**
  * EVENTFLOW_* names in `values` that nothing reads: a typo (`EVENTFLOW_PROT=9000`) would otherwise be

@@ -8,7 +8,7 @@ import { actions, type Action } from './connection/auth.js';
 import { parseAllowedHosts, parseAllowedOrigins } from './connection/limits.js';
 import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
-import { describeConfigIssue, expected, unknownVariables } from './config-issues.js';
+import { decimalNumbers, describeConfigIssue, expected, unknownVariables } from './config-issues.js';
 import { readV4Environment, unsupported, v4Aliases } from './v4-env.js';
 import { configDefaults, MAX_EXTEND_LEASES, MAX_TIMER_MS, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
 
@@ -21,8 +21,10 @@ const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).int({
  * is multiplied): a longer one ran at once, so that an auth timeout of 25 days closed every
  * connection as it came and a poll interval that long spun.
  */
-export const durationMs = (min: 0 | 1, max = MAX_TIMER_MS, why = 'the longest a timer waits') =>
-  (min === 0 ? nonNegativeInt : positiveInt).max(max, { error: `expected at most ${max} ms (${why})` });
+export const durationMs = (min: 0 | 1, max = MAX_TIMER_MS, why = 'the longest a timer waits') => {
+  const error = `expected a whole number of ms from ${min} to ${max} (${max}: ${why})`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+};
 
 /** Each key is the environment variable it is read from. */
 export const configSchema = z.object({
@@ -34,7 +36,7 @@ export const configSchema = z.object({
   // v4's names and defaults for its mysql2 pool (eventflow-v4.md §1.4); the charset is always utf8mb4.
   // v4 spells these two EVENTFLOW_MYSQL_PASS and EVENTFLOW_MYSQL_DB: read as aliases (v4-env.ts).
   EVENTFLOW_MYSQL_HOST: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_HOST),
-  EVENTFLOW_MYSQL_PORT: port.min(1).default(configDefaults.EVENTFLOW_MYSQL_PORT),
+  EVENTFLOW_MYSQL_PORT: port.min(1, { error: 'expected a port number (an integer from 1 to 65535)' }).default(configDefaults.EVENTFLOW_MYSQL_PORT),
   EVENTFLOW_MYSQL_USER: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_USER),
   EVENTFLOW_MYSQL_PASSWORD: z.string().default(configDefaults.EVENTFLOW_MYSQL_PASSWORD),
   EVENTFLOW_MYSQL_DATABASE: z.string().min(1).max(64, { error: 'must be at most 64 characters (a MySQL database name)' }).default(configDefaults.EVENTFLOW_MYSQL_DATABASE),
@@ -301,8 +303,9 @@ export function parseConfig(values: Record<string, string | number | undefined>)
     })
     // Parsed once: zod's compiled fast path (a generated function per object schema) costs more to
     // make than this one parse saves (~5 ms of a start, bench/README.md › start).
-    .safeParse(relevant, { jitless: true });
-  const problems = [...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))];
+    .safeParse(decimalNumbers(configSchema.shape, relevant), { jitless: true });
+  // One line per variable and message: a value can fail several checks of one range.
+  const problems = [...new Set([...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))])];
   if (problems.length > 0 || !parsed.success) throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid gateway configuration: ${problems.join('; ')}`);
   return parsed.data;
 }

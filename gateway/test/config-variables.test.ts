@@ -62,18 +62,59 @@ describe('durations in ms', () => {
   // Node runs a longer timer after 1 ms: a 25-day auth timeout closed every connection at once.
   it.each(['EVENTFLOW_HANDSHAKE_TIMEOUT_MS', 'EVENTFLOW_AUTH_TIMEOUT_MS', 'EVENTFLOW_DRAIN_TIMEOUT_MS', 'EVENTFLOW_READY_TIMEOUT_MS', 'EVENTFLOW_MESH_POLL_MS'])('%s is at most 2^31-1, the longest a timer waits', (name) => {
     expect(parseConfig({ [name]: String(MAX) })[name as 'EVENTFLOW_AUTH_TIMEOUT_MS']).toBe(MAX);
-    expect(() => parseConfig({ [name]: String(MAX + 1) })).toThrow(new RegExp(`${name}.*expected at most ${MAX} ms \\(the longest a timer waits\\)`));
+    expect(() => parseConfig({ [name]: String(MAX + 1) })).toThrow(new RegExp(`${name}.*expected a whole number of ms from \\d to ${MAX} \\(${MAX}: the longest a timer waits\\)`));
   });
 
   it('EVENTFLOW_CONSUME_LEASE_MS is at most a tenth of that: an extend grants up to ten leases', () => {
     const most = Math.floor(MAX / 10);
     expect(parseConfig({ EVENTFLOW_CONSUME_LEASE_MS: String(most) }).EVENTFLOW_CONSUME_LEASE_MS).toBe(most);
-    expect(() => parseConfig({ EVENTFLOW_CONSUME_LEASE_MS: String(most + 1) })).toThrow(/EVENTFLOW_CONSUME_LEASE_MS.*expected at most 214748364 ms \(an extend grants up to 10 leases/);
+    expect(() => parseConfig({ EVENTFLOW_CONSUME_LEASE_MS: String(most + 1) })).toThrow(/EVENTFLOW_CONSUME_LEASE_MS.*expected a whole number of ms from 1 to 214748364 \(214748364: an extend grants up to 10 leases/);
   });
 
   it("the v4 hub's timers too", () => {
     for (const name of ['EVENTFLOW_HUB_PEER_HUB_ONLINE_TIMEOUT', 'EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL', 'EVENTFLOW_HUB_SHEDULED_INTERVAL_DELAY', 'EVENTFLOW_HUB_CLAIM_LEASE_MS']) {
-      expect(() => parseHubConfig({ [name]: String(MAX + 1) }), name).toThrow(new RegExp(`${name}.*expected at most ${MAX} ms`));
+      expect(() => parseHubConfig({ [name]: String(MAX + 1) }), name).toThrow(new RegExp(`${name}.*expected a whole number of ms from 1 to ${MAX}`));
     }
+  });
+});
+
+describe('number settings are read as written in decimal, and a refusal states the range', () => {
+  const work = ['EVENTFLOW_CONSUME_LEASE_MS', 'EVENTFLOW_CONSUME_MAX_ATTEMPTS', 'EVENTFLOW_DRAIN_TIMEOUT_MS', 'EVENTFLOW_PING_INTERVAL_MS', 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', 'EVENTFLOW_MAX_GROUPS_PER_CONNECTION', 'EVENTFLOW_MAX_PUBLISH_RATE', 'EVENTFLOW_SNAPSHOT_EVERY'];
+  // Number() reads " " as 0: EVENTFLOW_PING_INTERVAL_MS=" " turned liveness off, EVENTFLOW_MAX_PUBLISH_RATE=" " the
+  // limit, EVENTFLOW_DRAIN_TIMEOUT_MS=" " the drain; "0x10" and "0b11" were read as 16 and 3.
+  it.each(work.flatMap((name) => [' ', '\t', '0x10', '0b11', '30s', '1_000', 'Infinity', '99999999999999999999'].map((value) => [name, value] as const)))(
+    '%s=%j stops the start with E_EVENTFLOW_CONFIG, one line naming the variable, its value and the accepted range',
+    (name, value) => {
+      let error: unknown;
+      try {
+        parseConfig({ [name]: value });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toMatchObject({ code: 'E_EVENTFLOW_CONFIG' });
+      const message = (error as Error).message;
+      expect(message.startsWith(`invalid gateway configuration: ${name}=${JSON.stringify(value)}: expected a whole number `), message).toBe(true);
+      expect(message).toMatch(/ from [01] to \d+/);
+      expect(message.split('; expected').length, 'one problem, said once').toBe(1);
+    },
+  );
+
+  it('decimal values, with an exponent or spaces around them, are read as before', () => {
+    expect(parseConfig({ EVENTFLOW_CONSUME_LEASE_MS: ' 1e3 ', EVENTFLOW_CONSUME_MAX_ATTEMPTS: '1', EVENTFLOW_DRAIN_TIMEOUT_MS: '0', EVENTFLOW_PING_INTERVAL_MS: '5.0' })).toMatchObject({
+      EVENTFLOW_CONSUME_LEASE_MS: 1000,
+      EVENTFLOW_CONSUME_MAX_ATTEMPTS: 1,
+      EVENTFLOW_DRAIN_TIMEOUT_MS: 0,
+      EVENTFLOW_PING_INTERVAL_MS: 5,
+    });
+    // An empty value is still unset: the default.
+    expect(parseConfig({ EVENTFLOW_PING_INTERVAL_MS: '' }).EVENTFLOW_PING_INTERVAL_MS).toBe(15_000);
+  });
+
+  it('EVENTFLOW_MYSQL_PORT=0 is refused with its own range (1 to 65535), not the listen port\'s', () => {
+    expect(() => parseConfig({ EVENTFLOW_MYSQL_PORT: '0' })).toThrow('EVENTFLOW_MYSQL_PORT="0": expected a port number (an integer from 1 to 65535)');
+  });
+
+  it("the hub's too", () => {
+    expect(() => parseHubConfig({ EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL: ' ' })).toThrow(/EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL=" ": expected a whole number of ms from 1 to/);
   });
 });

@@ -8,7 +8,7 @@ import { isIPv4 } from 'node:net';
 import * as z from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
 import { configSchema, durationMs } from '../../config.js';
-import { describeConfigIssue, expected } from '../../config-issues.js';
+import { decimalNumbers, describeConfigIssue, expected } from '../../config-issues.js';
 import { readV4Environment } from '../../v4-env.js';
 import type { MysqlStoreOptions } from '../../store/mysql/mysql.js';
 import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig } from '../certificates/config.js';
@@ -89,8 +89,8 @@ export function parseHubConfig(env: HubEnv = process.env): HubConfig {
   const relevant = Object.fromEntries(
     Object.entries(v4.values).filter(([key, value]) => key in hubConfigSchema.shape && value !== '' && value !== undefined),
   );
-  const parsed = hubConfigSchema.safeParse(relevant);
-  const problems = [...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))];
+  const parsed = hubConfigSchema.safeParse(decimalNumbers(hubConfigSchema.shape, relevant));
+  const problems = [...new Set([...v4.problems, ...(parsed.success ? [] : parsed.error.issues.map((issue) => describeConfigIssue(issue, relevant)))])];
   if (problems.length > 0 || !parsed.success) throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid hub configuration: ${problems.join('; ')}`);
   const c = parsed.data;
   let certificates: CertificateConfig;
