@@ -12,6 +12,7 @@
  * would answer it if it could read it: E_EVENTFLOW_INVALID_INPUT, and the frame is not sent. (The
  * browser bundles have no room for this check: there, keep events under the limit.)
  */
+import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
@@ -123,11 +124,22 @@ export const nodeWebSocketConnector = (url: string | URL): Connector => {
       // The cause (ECONNREFUSED, ENOTFOUND, a TLS error) says what to fix.
       const onError = (error: Error & { code?: string }): void => settle(`cannot connect to ${url} (${error.code ?? error.message}); is the gateway running?`);
       const onClose = (code: number): void => settle(`connection to ${url} closed while opening (code ${code})`);
+      // An HTTP answer instead of the upgrade: the gateway's refusal says why in its body.
+      const onRefused = (_request: unknown, response: IncomingMessage): void => {
+        let body = '';
+        const done = (): void => settle(refusal(url, response.statusCode ?? 0, body));
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          body += chunk;
+          if (body.length >= MAX_REFUSAL_BODY) response.destroy();
+        });
+        response.once('end', done).once('close', done).once('error', done);
+      };
       const onOpen = (): void => settle();
       /** Opened (no message) or failed: the handlers of the opening are detached either way. */
       function settle(message?: string): void {
         signal.removeEventListener('abort', onAbort);
-        socket.off('open', onOpen).off('close', onClose).off('error', onError);
+        socket.off('open', onOpen).off('close', onClose).off('error', onError).off('unexpected-response', onRefused);
         // An error after open is always followed by close, which the transport reports; `ws` throws on an unhandled one.
         socket.on('error', () => undefined);
         if (!message && stream) return resolve(new CorkedWebSocketTransport(socket, stream));
@@ -135,6 +147,27 @@ export const nodeWebSocketConnector = (url: string | URL): Connector => {
         reject(new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', message ?? `cannot connect to ${url}`));
       }
       signal.addEventListener('abort', onAbort, { once: true });
-      socket.on('error', onError).on('close', onClose).on('open', onOpen);
+      socket.on('error', onError).on('close', onClose).on('open', onOpen).on('unexpected-response', onRefused);
     });
 };
+
+/** The most of a refusal's body read: the gateway's are a line of JSON or text. */
+const MAX_REFUSAL_BODY = 4096;
+
+/**
+ * A refused upgrade, in the gateway's words: HTTP 503 with its JSON `{ code, message }` when it holds
+ * EVENTFLOW_MAX_CONNECTIONS connections, 403 (origin), 421 (host), 500. Before, each read "Unexpected
+ * server response: 503; is the gateway running?", of a gateway that was running and said why.
+ */
+function refusal(url: string | URL, status: number, body: string): string {
+  let said = body.trim().split('\n')[0]?.slice(0, 300) ?? '';
+  try {
+    const json = JSON.parse(body) as { code?: unknown; message?: unknown };
+    if (typeof json.code === 'string' && typeof json.message === 'string') said = `${json.code}: ${json.message}`;
+  } catch {
+    // Text (or nothing): its first line.
+  }
+  return status === 503 || status === 403 || status === 421 || status === 500
+    ? `the gateway at ${url} refused the connection with HTTP ${status}${said ? `: ${said}` : ''}`
+    : `${url} answered HTTP ${status} instead of opening a WebSocket${said ? ` (${said})` : ''}; is it an eventflow gateway's URL?`;
+}

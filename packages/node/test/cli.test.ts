@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
+import { startTempGateway } from '@eventflow/test-support/temp-gateway';
 import { runCli, usage, type CliIo } from '../src/commands.js';
+import { createNodeClient } from '../src/index.js';
 
 let h: Harness;
 beforeEach(async () => (h = await startHarness()));
@@ -182,5 +186,38 @@ describe('eventflow CLI', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^E_EVENTFLOW_CONNECTION_FAILED: could not connect to ws:\/\/127\.0\.0\.1:1\/: cannot connect to ws:\/\/127\.0\.0\.1:1\/ \(ECONNREFUSED\)/);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  // Before: "cannot connect to … (Unexpected server response: 503); is the gateway running?", of a
+  // gateway that was running, at its connection limit, and said so in the body of its answer.
+  it("a gateway refusing the upgrade (503 at EVENTFLOW_MAX_CONNECTIONS): exit 1 at once with the gateway's code and message", async () => {
+    const full = await startTempGateway({ EVENTFLOW_MAX_CONNECTIONS: 1 });
+    const holder = createNodeClient(full.gateway.url, { onError: () => undefined });
+    try {
+      await holder.ready();
+      for (const argv of [['groups'], ['dead-letters'], ['dead-letter-requeue', 'e1', 'jobs', 'run'], ['group-delete', 'jobs', 'run']]) {
+        const run = await cli('--url', full.gateway.url, ...argv);
+        expect(run).toMatchObject({ code: 1, stdout: '' });
+        expect(run.stderr).toBe(
+          `E_EVENTFLOW_CONNECTION_FAILED: could not connect to ${full.gateway.url}: the gateway at ${full.gateway.url} refused the connection with HTTP 503: ` +
+            'E_EVENTFLOW_LIMIT_EXCEEDED: the gateway holds as many connections as it allows; retry later or connect to another gateway (EVENTFLOW_MAX_CONNECTIONS=1)\n',
+        );
+      }
+    } finally {
+      await holder.close();
+      await full.dispose();
+    }
+  });
+
+  it('a URL where something else answers HTTP (404): says so and to check the URL, not "is the gateway running?"', async () => {
+    const other = createServer((_request, response) => response.writeHead(404, { 'content-type': 'text/plain' }).end('no such page\n'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const url = `ws://127.0.0.1:${(other.address() as AddressInfo).port}/`;
+    try {
+      const run = await cli('--url', url, 'groups');
+      expect(run).toEqual({ code: 1, stdout: '', stderr: `E_EVENTFLOW_CONNECTION_FAILED: could not connect to ${url}: ${url} answered HTTP 404 instead of opening a WebSocket (no such page); is it an eventflow gateway's URL?\n` });
+    } finally {
+      other.close();
+    }
   });
 });
