@@ -6,11 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { EventflowError, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
+import { EventflowError, generateEventId, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
 import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
 import { createNodeClient } from './index.js';
 import { manageCommands, manageUsage, NothingDone, prepareManage } from './manage-commands.js';
 import { DEFAULT_EXPIRES, mintToken, tokenActions } from './token.js';
+import { withTimeoutHint, withTokenHint } from './cli-hints.js';
 
 export interface CliWriter {
   write(chunk: string): unknown;
@@ -202,7 +203,7 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     try {
       await run(client);
     } catch (error) {
-      throw withTokenHint(error, token);
+      throw withTimeoutHint(withTokenHint(error, token), name, args, timeout, values.id);
     }
     if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
     return 0;
@@ -265,13 +266,16 @@ function prepare(
       if (values.id !== undefined) check(values.id, 'id');
       if (values.rid !== undefined) check(values.rid, 'rid');
       const data = rawData === undefined ? undefined : parseData(rawData);
+      // Chosen here, so that a timeout can name the id to publish again with (cli-hints.ts).
+      values.id ??= generateEventId();
+      const eventId = values.id;
       return async (client) => {
         const id = await client.publish({
           domain,
           name: eventName,
           pid,
+          id: eventId,
           ...(data === undefined ? {} : { data }),
-          ...(values.id === undefined ? {} : { id: values.id }),
           ...(values.rid === undefined ? {} : { rid: values.rid }),
         });
         stdout.write(`${id}\n`);
@@ -404,20 +408,6 @@ function aborted(signal: AbortSignal): Promise<void> {
 /** The gateway refused the handshake: retrying with the same token or client cannot succeed. */
 const isRefusal = (error: unknown): error is EventflowError =>
   error instanceof EventflowError && (error.code === 'E_EVENTFLOW_UNAUTHORIZED' || error.code === 'E_EVENTFLOW_PROTOCOL_VERSION');
-
-/** A refusal by the gateway, with what to do about the token the CLI sent (or did not send). */
-function withTokenHint(error: unknown, token: string | undefined): unknown {
-  if (!(error instanceof EventflowError)) return error;
-  const mint = '"eventflow token" mints one with the gateway\'s EVENTFLOW_JWT_SECRET';
-  let hint: string | undefined;
-  if (error.code === 'E_EVENTFLOW_UNAUTHORIZED') {
-    hint = token === undefined ? `the gateway needs a token: pass --token or set EVENTFLOW_TOKEN (${mint})` : `the token from --token or EVENTFLOW_TOKEN was refused (${mint})`;
-  } else if (error.code === 'E_EVENTFLOW_FORBIDDEN') {
-    const { action, domain } = (error.details ?? {}) as { action?: unknown; domain?: unknown };
-    if (typeof action === 'string') hint = `use a token that grants it (${mint}, e.g. --allow '${typeof domain === 'string' ? domain : '*'}:${action}')`;
-  }
-  return hint === undefined ? error : new EventflowError(error.code, `${error.message}; ${hint}`, { cause: error, ...(error.details === undefined ? {} : { details: error.details }) });
-}
 
 function formatError(error: unknown): string {
   if (error instanceof NothingDone) return error.message;

@@ -7,6 +7,7 @@ import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { startTempGateway } from '@eventflow/test-support/temp-gateway';
 import { runCli, usage, type CliIo } from '../src/commands.js';
 import { createNodeClient } from '../src/index.js';
+import { WebSocketServer } from 'ws';
 
 let h: Harness;
 beforeEach(async () => (h = await startHarness()));
@@ -218,6 +219,31 @@ describe('eventflow CLI', () => {
       expect(run).toEqual({ code: 1, stdout: '', stderr: `E_EVENTFLOW_CONNECTION_FAILED: could not connect to ${url}: ${url} answered HTTP 404 instead of opening a WebSocket (no such page); is it an eventflow gateway's URL?\n` });
     } finally {
       other.close();
+    }
+  });
+
+  // Before: "E_EVENTFLOW_REQUEST_TIMEOUT: requeueDeadLetter: no answer from the gateway within 300 ms", which left
+  // open whether the dead letter was requeued; run again, the command said "nothing was requeued".
+  it.each([
+    [['dead-letter-requeue', 'e1', 'jobs', 'run'], 'the dead letter may still have been requeued: check with "eventflow dead-letters jobs" before running it again; '],
+    [['dead-letter-discard', 'e1', 'jobs', 'run', 'mail'], 'the dead letter may still have been discarded: check with "eventflow dead-letters jobs" before running it again; '],
+    [['group-delete', 'jobs', 'run'], 'the group may still have been deleted: check with "eventflow groups jobs" before running it again; '],
+    [['groups'], ''],
+    [['publish', '--id', 'order-1', 'orders', 'placed', 'o1'], 'the event may still have been stored: publish it again with --id order-1 (a retry of the same id is never stored twice); '],
+  ])('a gateway that does not answer %j within --timeout: exit 1, saying what may have been done and to raise --timeout', async (argv, fate) => {
+    // Welcomes the client, then answers nothing (a store that stalls every request).
+    const silent = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    silent.on('connection', (socket) => socket.once('message', () => socket.send(JSON.stringify({ type: 'welcome', protocol: 1, connection: 'c1', gateway: 'g1', head: 0, limits: { maxFrameBytes: 1 << 20 } }))));
+    await new Promise<void>((resolve) => silent.once('listening', resolve));
+    const url = `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/`;
+    try {
+      const run = await cli('--url', url, '--timeout', '300', ...argv);
+      expect(run).toMatchObject({ code: 1, stdout: '' });
+      expect(run.stderr).toMatch(/^E_EVENTFLOW_REQUEST_TIMEOUT: \w+( of event order-1)?: no answer from the gateway within 300 ms; the gateway or its store is slow or stalled; /);
+      expect(run.stderr.endsWith(`; ${fate}raise --timeout (now 300 ms) to wait longer\n`), run.stderr).toBe(true);
+    } finally {
+      for (const socket of silent.clients) socket.terminate();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });
