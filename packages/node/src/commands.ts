@@ -378,10 +378,16 @@ function parseUrl(raw: string): URL {
   return url;
 }
 
+/** The longest a timer waits (Node runs a longer one at once): the client refused more, naming its own option. */
+const MAX_TIMEOUT = 2 ** 31 - 1;
+
+/** --timeout in decimal ms: Number() read "0x10" as 16 ms. */
 function parseTimeout(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_TIMEOUT;
   const timeout = Number(raw);
-  if (!Number.isInteger(timeout) || timeout <= 0) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `timeout: must be a positive number of ms, got ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw) || timeout < 1 || timeout > MAX_TIMEOUT) {
+    throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', `timeout: must be a whole number of ms from 1 to ${MAX_TIMEOUT}, got ${JSON.stringify(raw)}`);
+  }
   return timeout;
 }
 

@@ -158,7 +158,10 @@ describe('eventflow CLI', () => {
     [['read', 'orders', 'x'.repeat(65)], /^E_EVENTFLOW_INVALID_INPUT: pid: must be at most 64 characters/, 1],
     [['state', '--bogus', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: Unknown option '--bogus'/, 2],
     [['state', '--url', 'http://localhost/', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: url: must start with ws:\/\/ or wss:\/\//, 1],
-    [['state', '--timeout', 'soon', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a positive number/, 1],
+    [['state', '--timeout', 'soon', 'orders', 'o1'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a whole number of ms from 1 to 2147483647, got "soon"/, 1],
+    // Read as 16 ms; and past the longest timer the client refused it as "options.requestTimeout", a name the command line does not have.
+    [['groups', '--timeout', '0x10'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a whole number of ms from 1 to 2147483647, got "0x10"/, 1],
+    [['dead-letters', '--timeout', '3000000000'], /^E_EVENTFLOW_INVALID_INPUT: timeout: must be a whole number of ms from 1 to 2147483647, got "3000000000"/, 1],
     // An option of another command was ignored without a word: the command seemed to have used it.
     [['groups', '--limit', '10'], /^E_EVENTFLOW_INVALID_INPUT: groups does not take --limit: it is an option of dead-letters only/, 2],
     [['tail', 'orders', '--id', 'x'], /^E_EVENTFLOW_INVALID_INPUT: tail does not take --id: it is an option of publish only/, 2],
