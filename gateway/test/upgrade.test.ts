@@ -51,6 +51,7 @@ function downgradeSqlite(path: string, openFor: string, deadline: number): void 
       db.exec(`DELETE FROM eventflow_delivery WHERE outcome IS NULL AND delivery IS NULL`);
       for (const column of ['position', 'pid', 'name', 'claimed_at', 'settled_at']) db.exec(`ALTER TABLE eventflow_delivery DROP COLUMN ${column}`);
       for (const column of ['ordered', 'materialized']) db.exec(`ALTER TABLE eventflow_group DROP COLUMN ${column}`);
+      db.exec(`UPDATE meta SET value = '1' WHERE key = 'schema_version'`);
       db.exec(`CREATE INDEX idx_delivery_id ON eventflow_delivery (delivery);
         CREATE INDEX idx_delivery_owner ON eventflow_delivery (owner, outcome);
         CREATE INDEX idx_delivery_group ON eventflow_delivery (domain, gname, grp, outcome);`);

@@ -103,6 +103,36 @@ describe('eventflow-gateway on a store whose eventflow tables it cannot upgrade'
   });
 });
 
+describe('eventflow-gateway on a SQLite file a newer gateway wrote', () => {
+  // Before: its tables were altered first, then "…newer than the 2 this gateway supports; upgrade the gateway;
+  // set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write".
+  it('refuses it before changing anything, saying to run that version; exit 5', async () => {
+    const path = join(dir, 'newer.db');
+    const first = gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'warn' });
+    await first.printed('clients:');
+    first.proc.kill('SIGTERM');
+    expect((await finished(first)).code).toBe(0);
+    const tables = (): unknown[] => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return db.prepare(`SELECT name, sql FROM sqlite_master ORDER BY name`).all();
+      } finally {
+        db.close();
+      }
+    };
+    const db = new Database(path);
+    db.exec(`UPDATE meta SET value = '3' WHERE key = 'schema_version'; ALTER TABLE event DROP COLUMN tracestate`);
+    db.close();
+    const before = tables();
+    const result = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path }));
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow gateway cannot start: the SQLite database ${JSON.stringify(path)} has schema version 3, newer than the 2 this gateway supports (a newer gateway wrote it); run that version or a newer one (the file is kept as it is) (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+    );
+    expect(tables()).toEqual(before);
+  });
+});
+
 describe('eventflow-gateway on a SQLite file another process is writing', () => {
   it('says the file is locked by another process in a write transaction, and to end it, not to pick another path; exit 5; starts once it ends', async () => {
     const path = join(dir, 'shell.db');

@@ -1,7 +1,24 @@
 /** The SQLite store's tables: v4's, plus position, the schedule's due times, dead letters and state snapshots (see sqlite.ts). */
+import type Database from 'better-sqlite3';
+import { EventflowError } from '@eventflow/core';
 import { SNAPSHOT_SCHEMA } from './snapshots.js';
 
 export const SCHEMA_VERSION = 2;
+
+/**
+ * A file that a newer gateway wrote is refused before anything in it changes, saying what to run. Before,
+ * the tables were altered first, and the refusal (E_EVENTFLOW_STORE_FAILED) was reported as a path
+ * problem: "upgrade the gateway; set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write".
+ */
+export function refuseNewerSchema(db: Database.Database, path: string): void {
+  const meta = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'`).get();
+  const version = meta === undefined ? 0 : Number((db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).get() as { value?: string } | undefined)?.value ?? 0);
+  if (version <= SCHEMA_VERSION) return;
+  throw new EventflowError(
+    'E_EVENTFLOW_STORE_UNAVAILABLE',
+    `the SQLite database ${JSON.stringify(path)} has schema version ${version}, newer than the ${SCHEMA_VERSION} this gateway supports (a newer gateway wrote it); run that version or a newer one (the file is kept as it is)`,
+  );
+}
 
 /**
  * Columns added to tables of files that older gateways created (ALTER TABLE … ADD COLUMN, at open).

@@ -12,7 +12,7 @@ import { EventflowError, type Position, type StoredEvent } from '@eventflow/core
 import { GroupCommit } from '../group-commit.js';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
-import { ADDED_COLUMNS, SCHEMA, SCHEMA_VERSION } from './schema.js';
+import { ADDED_COLUMNS, refuseNewerSchema, SCHEMA, SCHEMA_VERSION } from './schema.js';
 import { isoDate, now, prepareStatements, toStoredEvent, type Statements } from './statements.js';
 import { asError, insertOne, isRowError, prepareAppend, readBack, type PreparedAppend } from './appends.js';
 import { SqliteSnapshots } from './snapshots.js';
@@ -76,6 +76,7 @@ export class SqliteStore implements EventStore {
       // steady 500 jobs/s: the gateway's commits ~25% slower). Raised with the limit (walLimited).
       db.pragma(`journal_size_limit = ${2 * WAL_BOUNDS.min * Number(db.pragma('page_size', { simple: true }))}`);
       db.pragma('foreign_keys = ON');
+      refuseNewerSchema(db, this.#path);
       // IMMEDIATE so that two gateways initialising one file at once do not interleave.
       db.transaction(() => {
         db.exec(SCHEMA);
@@ -86,13 +87,6 @@ export class SqliteStore implements EventStore {
       }).immediate();
       const statements = prepareStatements(db);
       statements.setSchemaVersion.run(String(SCHEMA_VERSION));
-      const version = Number(statements.schemaVersion.get()?.value);
-      if (version > SCHEMA_VERSION) {
-        throw new EventflowError(
-          'E_EVENTFLOW_STORE_FAILED',
-          `database "${this.#path}" has schema version ${version}, newer than the ${SCHEMA_VERSION} this gateway supports; upgrade the gateway`,
-        );
-      }
       const eventlog = (domain: string, pid: string, after: Position) => statements.eventlog.all({ domain, pid, after }).map(toStoredEvent);
       db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
       this.#open = { db, s: statements, snapshots: new SqliteSnapshots(db, eventlog) };
