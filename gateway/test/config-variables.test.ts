@@ -116,5 +116,10 @@ describe('number settings are read as written in decimal, and a refusal states t
 
   it("the hub's too", () => {
     expect(() => parseHubConfig({ EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL: ' ' })).toThrow(/EVENTFLOW_HUB_KEEP_ALIVE_INTERVAL=" ": expected a whole number of ms from 1 to/);
+    // Before: zod's "Invalid input: expected number, received NaN" and "Too small: expected number to be >=0".
+    expect(() => parseHubConfig({ EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES: ' ' })).toThrow(`EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES=" ": expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`);
+    expect(() => parseHubConfig({ EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES: '-1' })).toThrow(`EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES="-1": expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`);
+    expect(() => parseHubConfig({ EVENTFLOW_HUB_CLAIM_LEASE_MS: '500' })).toThrow('EVENTFLOW_HUB_CLAIM_LEASE_MS="500": expected a whole number of ms from 1000 (claim times have whole seconds) to 2147483647');
+    expect(() => parseHubConfig({ EVENTFLOW_HUB_EXTERNAL_PORT: '0' })).toThrow('EVENTFLOW_HUB_EXTERNAL_PORT="0": expected a port number (an integer from 1 to 65535)');
   });
 });

@@ -8,6 +8,7 @@ import { isIPv4 } from 'node:net';
 import * as z from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
 import { configSchema, durationMs } from '../../config.js';
+import { MAX_TIMER_MS } from '../../defaults.js';
 import { decimalNumbers, describeConfigIssue, expected } from '../../config-issues.js';
 import { readV4Environment } from '../../v4-env.js';
 import type { MysqlStoreOptions } from '../../store/mysql/mysql.js';
@@ -39,7 +40,7 @@ export const hubConfigSchema = z.object({
   /** The address written to the `hub` table and sent in `online` records. */
   EVENTFLOW_HUB_EXTERNAL_IP: ipv4.default('127.0.0.1'),
   /** Default: the port actually listened on (50001 with v4's defaults). */
-  EVENTFLOW_HUB_EXTERNAL_PORT: port.min(1).optional(),
+  EVENTFLOW_HUB_EXTERNAL_PORT: port.min(1, { error: 'expected a port number (an integer from 1 to 65535)' }).optional(),
   /** Connect + STX deadline when announcing to a peer hub. */
   EVENTFLOW_HUB_PEER_HUB_ONLINE_TIMEOUT: durationMs(1).default(5000),
   /** TCP keep-alive initial delay on accepted sockets. */
@@ -50,9 +51,9 @@ export const hubConfigSchema = z.object({
    */
   EVENTFLOW_HUB_SHEDULED_INTERVAL_DELAY: durationMs(1).default(1000),
   /** Ours: a routing or consumer claim without outcome older than this is redelivered. ≥ 1 s (the columns hold seconds). */
-  EVENTFLOW_HUB_CLAIM_LEASE_MS: durationMs(1).min(1000, { error: 'must be at least 1000 (claim times have whole seconds)' }).default(30_000),
+  EVENTFLOW_HUB_CLAIM_LEASE_MS: durationMs(1).min(1000, { error: `expected a whole number of ms from 1000 (claim times have whole seconds) to ${MAX_TIMER_MS}` }).default(30_000),
   /** Ours: redeliveries per event before giving up; 0 turns redelivery off. */
-  EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES: z.coerce.number().int().min(0).default(3),
+  EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES: z.coerce.number({ error: expected.nonNegativeInt }).int({ error: expected.nonNegativeInt }).min(0, { error: expected.nonNegativeInt }).default(3),
   EVENTFLOW_LOG_LEVEL: configSchema.shape.EVENTFLOW_LOG_LEVEL,
   EVENTFLOW_MYSQL_HOST: configSchema.shape.EVENTFLOW_MYSQL_HOST,
   EVENTFLOW_MYSQL_PORT: configSchema.shape.EVENTFLOW_MYSQL_PORT,
