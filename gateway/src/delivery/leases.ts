@@ -419,7 +419,8 @@ export class Leases {
     const { event, consumer, attempt } = delivery;
     this.#note(consumer.peer, 'lease expired', 'info', 'delivery lease expired; revoking it', { event: event.id, delivery: delivery.id, connection: consumer.peer.id, attempt });
     consumer.peer.sendRevoked?.(delivery.id);
-    this.#metrics.consumed('revoked');
+    // A delivery ends once in the counter: a last attempt's as the dead letter it becomes (#handBack), as a throw's does.
+    if (attempt < this.maxAttempts(consumer)) this.#metrics.consumed('revoked');
     await this.#handBack(delivery, 'lease expired');
   }
 
