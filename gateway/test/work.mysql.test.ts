@@ -45,6 +45,7 @@ describeWork(
         return client;
       },
       url: (index) => at(index).url,
+      gateways: 2,
       async outcome(eventId, group = '') {
         const [row] = await db.query<{ outcome: string | null }>(`SELECT outcome FROM eventflow_delivery WHERE event_id = ? AND grp = ?`, [eventId, group]);
         return row?.outcome ?? undefined;

@@ -17,6 +17,7 @@ describeWork('SQLite', async ({ jwt = false } = {}) => {
   return {
     client: (_gateway = 0, token) => harness.client(token === undefined ? {} : { token }),
     url: () => harness.gateway.url,
+    gateways: 1,
     async outcome(eventId, group = '') {
       const db = new Database(harness.dbPath, { readonly: true, timeout: 5_000 });
       try {

@@ -121,10 +121,12 @@ export class SqliteLedger implements DeliveryLedger {
          VALUES (@domain, @name, @group, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'event'), 0), @now, @ordered)`,
         { ...key, now: now(), ordered },
       );
-      if (options.ordered !== undefined && before !== undefined && before !== ordered) {
-        this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
-        // The domain's other default groups claim by it too (claimOrderColumns): read again, and not leased at append meanwhile.
-        if (key.group === DEFAULT_GROUP) for (const other of this.#known.values()) if (other.row.domain === key.domain && other.row.grp === DEFAULT_GROUP) this.#forget({ domain: key.domain, name: other.row.name, group: DEFAULT_GROUP });
+      const changed = options.ordered !== undefined && before !== undefined && before !== ordered;
+      if (changed) this.#sql.run(`UPDATE eventflow_group SET ordered = @ordered WHERE domain = @domain AND name = @name AND grp = @group`, { ...key, ordered });
+      // The domain's other default groups claim by it too (claimOrderColumns): read again, and not leased at append meanwhile;
+      // also when it is new (an ordered one recorded after them: before, their cached rows went on unordered for good).
+      if (key.group === DEFAULT_GROUP && (changed || (before === undefined && ordered === 1))) {
+        for (const other of this.#known.values()) if (other.row.domain === key.domain && other.row.grp === DEFAULT_GROUP) this.#forget({ domain: key.domain, name: other.row.name, group: DEFAULT_GROUP });
       }
       // Ordered from now on: the rows written while no ordered group read them get their pids.
       if (ordered === 1 && before !== 1) {
