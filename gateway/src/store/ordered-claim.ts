@@ -9,6 +9,7 @@
  * attempt since (a requeued one; a hand-back not counted, rarely) is checked, so a claim does not read
  * every later row of a pid with a long backlog.
  */
+import { OWNED_ROW } from './ledger.js';
 
 /**
  * SQL for `d` being claimable in an ordered group. `now`: the claim's time as a parameter (`@now` on
@@ -20,7 +21,9 @@
  */
 export function orderedClaimable(now: string, sameName: boolean, created: string): string {
   const pid = `o.domain = d.domain AND o.gname = d.gname AND o.grp = d.grp AND o.pid = d.pid AND o.outcome IS NULL ${sameName ? 'AND o.name = d.name' : ''}`;
-  return `NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position < d.position AND o.position > ${created})
+  // Nor a row no group owns (OWNED_ROW): across names, one of a default group deleted before the `*` group was made,
+  // which no claim takes, held the pid back for good.
+  return `NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position < d.position AND o.position > ${created} AND ${OWNED_ROW('o')})
     AND (d.attempts > 0 OR d.settled_at IS NULL OR NOT EXISTS (SELECT 1 FROM eventflow_delivery o WHERE ${pid} AND o.position > d.position AND o.deadline > ${now}))`;
 }
 
