@@ -126,7 +126,10 @@ export class SqliteLedger implements DeliveryLedger {
       // The domain's other default groups claim by it too (claimOrderColumns): read again, and not leased at append meanwhile;
       // also when it is new (an ordered one recorded after them: before, their cached rows went on unordered for good).
       if (key.group === DEFAULT_GROUP && (changed || (before === undefined && ordered === 1))) {
-        for (const other of this.#known.values()) if (other.row.domain === key.domain && other.row.grp === DEFAULT_GROUP) this.#forget({ domain: key.domain, name: other.row.name, group: DEFAULT_GROUP });
+        for (const { row } of this.#known.values()) {
+          // Those it shares claims with: the `*` group's with every name's (claimOrderColumns).
+          if (row.domain === key.domain && row.grp === DEFAULT_GROUP && (key.name === '*' || row.name === '*')) this.#forget({ domain: key.domain, name: row.name, group: DEFAULT_GROUP });
+        }
       }
       // Ordered from now on: the rows written while no ordered group read them get their pids.
       if (ordered === 1 && before !== 1) {
