@@ -46,6 +46,46 @@ describe('what a handler throws', () => {
     expect(failed).toMatchObject({ code: 'E_EVENTFLOW_CONSUMER_FAILED', details: { attempt: 1, error: message } });
   });
 
+  it('an Error thrown without a message is reported by its name, not as an empty text', async () => {
+    // Before: the settle's error was "": request() ended "failed: " and a dead letter's last error said nothing.
+    const { client } = await worker();
+    await client.consume('jobs', 'run', () => {
+      throw new TypeError();
+    });
+    const failed = await client.request({ domain: 'jobs', name: 'run', pid: 'p1' }, { timeout: 5_000 }).catch((error: unknown) => error);
+    expect(failed).toMatchObject({ code: 'E_EVENTFLOW_CONSUMER_FAILED', details: { error: 'TypeError (thrown with an empty message)' } });
+  });
+
+  it.each([
+    ['a library\'s rejection object', () => ({ message: 'from a library', code: 'E_LIB' }), 'from a library'],
+    ['an Error without a message', () => new RangeError(), 'RangeError (thrown with an empty message)'],
+    ['a plain object', () => ({ status: 503 }), '{"status":503}'],
+  ])('routeConsumers reports %s as consume does (String() made it "[object Object]" or nothing)', async (_what, value, message) => {
+    const { client } = await worker();
+    await routeConsumers(client, 'jobs', {
+      onRun() {
+        throw value();
+      },
+    }, 'run');
+    const failed = await client.request({ domain: 'jobs', name: 'run', pid: 'p1' }, { timeout: 5_000 }).catch((error: unknown) => error);
+    expect((failed as { details?: { error?: string } }).details?.error).toMatch(new RegExp(`^onRun failed for event \\S+ \\(jobs › run\\): ${message.replace(/[(){}]/g, '\\$&')}$`));
+  });
+
+  it('routeConsumers refuses, with a code, a service whose method is a getter that throws; under * the event fails saying so', async () => {
+    // Before: the getter's own Error escaped routeConsumers uncoded, and under '*' the event failed in the getter's words.
+    const { client } = await worker();
+    class Service {
+      get onRun(): () => void {
+        throw new Error('not configured');
+      }
+    }
+    const refused = await routeConsumers(client, 'jobs', new Service(), 'run').catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'E_EVENTFLOW_CONSUMER_HANDLER_MISSING', message: expect.stringContaining('reading onRun of the service Service threw (not configured)'), details: { method: 'onRun' } });
+    await routeConsumers(client, 'jobs', new Service(), '*');
+    const failed = await client.request({ domain: 'jobs', name: 'run', pid: 'p1' }, { timeout: 5_000 }).catch((error: unknown) => error);
+    expect(failed).toMatchObject({ code: 'E_EVENTFLOW_CONSUMER_FAILED', details: { error: expect.stringContaining('reading onRun of the service Service threw (not configured)') } });
+  });
+
   it('routeConsumers reports a method that throws an object without a prototype', async () => {
     const { client } = await worker();
     await routeConsumers(client, 'jobs', {
@@ -121,6 +161,34 @@ describe('options that would be ignored or misread', () => {
     } finally {
       raw.ws.close();
     }
+  });
+});
+
+describe('a request() from inside a handler', () => {
+  it.each([
+    ['concurrency 1', { concurrency: 1 }, 'all 1 of its concurrency running'],
+    ['ordered, the same pid', { ordered: true }, 'ordered, a handler of pid p1 running'],
+  ])('of an event its own consumer takes (%s) times out saying it waited for itself and what to do', async (_what, options, why) => {
+    // Before: "wait timed out (300) for jobs › p1 › success | failed; its event … is published", nothing on why.
+    const { client } = await worker();
+    let inner: unknown;
+    await client.consume('jobs', 'run', async (event) => {
+      if (event.data.nested === true) return;
+      inner = await client.request({ domain: 'jobs', name: 'run', pid: event.pid, data: { nested: true } }, { timeout: 300 }).catch((error: unknown) => error);
+    }, options);
+    await client.request({ domain: 'jobs', name: 'run', pid: 'p1' }, { timeout: 300 }).catch(() => undefined);
+    await eventually(() => inner, 5_000, 'the inner request ended');
+    expect(inner).toMatchObject({ code: 'E_EVENTFLOW_WAIT_TIMEOUT', details: { heldBy: { domain: 'jobs', name: 'run' } } });
+    expect((inner as Error).message).toContain(why);
+    expect((inner as Error).message).toContain('a handler that awaits request() of an event its own consumer takes waits for itself');
+  });
+
+  it('a timeout with room in the consumer says nothing of it (no heldBy)', async () => {
+    const { client } = await worker();
+    await client.consume('jobs', 'run', async () => undefined, { concurrency: 2 });
+    const timedOut = await client.request({ domain: 'jobs', name: 'run', pid: 'p1' }, { timeout: 200 }).catch((error: unknown) => error);
+    expect(timedOut).toMatchObject({ code: 'E_EVENTFLOW_WAIT_TIMEOUT' });
+    expect((timedOut as { details: object }).details).not.toHaveProperty('heldBy');
   });
 });
 

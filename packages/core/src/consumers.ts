@@ -11,6 +11,7 @@ import { Deliveries, type DeliveryHandler } from './deliveries.js';
 import { EventflowError, isEventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import { HandlerSlots } from './handler-slots.js';
+import { enterSlots } from './held-requests.js';
 import type { ConsumerEndedFrame, ServerFrame, WelcomeFrame } from './protocol.js';
 import { registration } from './registrations.js';
 import { connectionLost, errorFromFrame } from './requests.js';
@@ -25,6 +26,8 @@ interface Entry {
   /** Registers it on the current connection (again after each reconnect); `paused`: with no credit (the client is closing). */
   readonly register: (paused?: boolean) => Promise<void>;
   readonly remove: () => Promise<void>;
+  /** Takes it out of held-requests.ts (request()'s view of the client's consumers). */
+  readonly leave: () => void;
   /** The consumer's position: it catches up on unclaimed events after it when it registers again. */
   after?: number;
   /** The gateway had it registered once: a registration again (a new connection) that the store fails is tried again. */
@@ -82,7 +85,9 @@ export class Consumers implements FeaturePart {
    * and onError says why, as for a registration the gateway refused. Its `remove` then does nothing.
    */
   #ended(frame: ConsumerEndedFrame): void {
-    if (!this.#entries.delete(frame.consumer)) return;
+    const entry = this.#entries.get(frame.consumer);
+    if (!entry || !this.#entries.delete(frame.consumer)) return;
+    entry.leave();
     this.#host.registered.delete(frame.consumer);
     this.#host.refused(frame.consumer, errorFromFrame(frame));
   }
@@ -137,6 +142,7 @@ export class Consumers implements FeaturePart {
         await this.#deliveries.drain(Infinity, consumer, () => host.closed() && !host.isOpen());
       }
       // Ended by the gateway meanwhile (its group deleted): nothing left to remove.
+      leave();
       if (!this.#entries.delete(consumer) || !host.registered.delete(consumer) || !host.isOpen()) return;
       await host.request('removeConsumer', { consumer }).catch((error: unknown) => {
         if (error !== connectionLost) throw error;
@@ -180,7 +186,9 @@ export class Consumers implements FeaturePart {
     };
     // Registered again when its credit changes, unless closing (registered without credit then) or gone.
     slots.onCredit = () => void (this.#entries.has(consumer) && !this.#entries.get(consumer)?.removing && host.registered.has(consumer) && !host.closed() && register());
-    this.#entries.set(consumer, { domain, name, handler, slots, register, remove });
+    const size = concurrency ?? DEFAULT_CONSUME_CONCURRENCY;
+    const leave = enterSlots(host, { domain, name, concurrency: size, ordered: ordered === true, holds: (pid) => slots.holds(pid) });
+    this.#entries.set(consumer, { domain, name, handler, slots, register, remove, leave });
     const done = host.waiters.wait(consumer, 'consume', signal);
     void register();
     await registration(done, remove);

@@ -427,7 +427,9 @@ function describeFailure(cause: unknown): Failure {
   } catch {
     // A getter that throws (a Proxy, say): described as a value below.
   }
-  return { message: wellFormedText(typeof message === 'string' ? message : describeValue(cause), 4096), code: typeof code === 'string' ? wellFormedText(code, 128) : undefined };
+  // `new Error()` reported "": a dead letter's last error, and request()'s rejection, said nothing of what was thrown.
+  const text = typeof message !== 'string' ? describeValue(cause) : message === '' ? `${describeValue(cause)} (thrown with an empty message)` : message;
+  return { message: wellFormedText(text, 4096), code: typeof code === 'string' ? wellFormedText(code, 128) : undefined };
 }
 
 function describeValue(value: unknown): string {

@@ -48,6 +48,11 @@ export class HandlerSlots {
     return this.#running < this.#size && !(key !== undefined && this.#busy.has(key));
   }
 
+  /** True when a delivery of an event of `pid` could not start now (no slot, or, ordered, a handler of `pid` running). */
+  holds(pid: string): boolean {
+    return !this.#free(this.#ordered ? pid : undefined);
+  }
+
   /** Undefined when the handler of `event` may start now (its slot is taken), else a promise of the moment it may. */
   enter(event: StoredEvent): Promise<void> | undefined {
     const key = this.#key(event);

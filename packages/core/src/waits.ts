@@ -9,6 +9,7 @@ import type { RequestEventOptions, WaitOptions } from './client-types.js';
 import { backoffDelay } from './backoff.js';
 import { DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, DEFAULT_WAIT_TIMEOUT } from './defaults.js';
 import { EventflowError } from './errors.js';
+import { heldBy } from './held-requests.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { EventInput, Params, ServerFrame, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, pending, type Settle } from './requests.js';
@@ -170,8 +171,15 @@ export class Waits implements FeaturePart {
     // Stored from here on: a wait that ends with no outcome says so, lest the event be published again under a new id.
     return outcome.catch((error: unknown) => {
       const code = (error as { code?: unknown } | null)?.code;
+      // A handler that awaits request() of an event its own consumer takes waits for itself: say so, not only "timed out".
+      const held = code === 'E_EVENTFLOW_WAIT_TIMEOUT' ? heldBy(this.#host, input.domain, input.name, input.pid) : undefined;
+      const why = held
+        ? `; this client's consumer of ${held.domain} › ${held.name} had no room for it (${held.ordered ? `ordered, a handler of pid ${input.pid} running, or ` : ''}all ${held.concurrency} of its concurrency running), so the gateway sends it nothing: a handler that awaits request() of an event its own consumer takes waits for itself. Raise concurrency, consume that event in another consumer or worker, or publish it and return without awaiting its outcome`
+        : '';
       throw code === 'E_EVENTFLOW_ABORTED' || code === 'E_EVENTFLOW_WAIT_TIMEOUT'
-        ? new EventflowError(code, `${(error as Error).message}; its event ${input.id} is published`, { details: { ...(error as EventflowError).details, published: input.id } })
+        ? new EventflowError(code, `${(error as Error).message}; its event ${input.id} is published${why}`, {
+            details: { ...(error as EventflowError).details, published: input.id, ...(held ? { heldBy: { domain: held.domain, name: held.name, concurrency: held.concurrency, ordered: held.ordered } } : {}) },
+          })
         : error;
     });
   }

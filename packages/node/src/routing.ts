@@ -110,7 +110,18 @@ function methodOf(service: object, domain: string, name: string): Method {
   }
   // Own and inherited members count (v4's `in` test); missing methods are not cached, so a
   // method added later is found.
-  const member: unknown = methodName in service ? Reflect.get(service, methodName) : undefined;
+  let member: unknown;
+  try {
+    member = methodName in service ? Reflect.get(service, methodName) : undefined;
+  } catch (cause) {
+    // A getter (or a Proxy's trap) that throws: its error escaped routeConsumers without a code, and under '*' it failed
+    // the event in the getter's own words, which did not say a method lookup was the cause.
+    throw new EventflowError(
+      'E_EVENTFLOW_CONSUMER_HANDLER_MISSING',
+      `no handler for ${domain} › ${name}: reading ${methodName} of the service ${describeService(service)} threw (${messageOf(cause)}). Make ${methodName} a method, or a getter that returns one without throwing.`,
+      { cause, details: { domain, name, method: methodName } },
+    );
+  }
   if (typeof member !== 'function') {
     const found = member === undefined ? 'has no such method' : `has ${methodName} but it is a ${typeof member}, not a function`;
     throw new EventflowError(
@@ -129,12 +140,23 @@ function describeService(service: object): string {
   return typeof name === 'string' && name !== '' && name !== 'Object' ? name : 'object';
 }
 
-/** Anything can be thrown: String() of an object without a prototype (or whose toString throws) throws itself. */
+/**
+ * What a method threw, in words: an Error's or a library's rejection object's `message`, else the value (JSON for a
+ * plain object). String() alone made `{ message: 'from a library' }` "[object Object]", and `new Error()` said nothing
+ * at all; String() of an object without a prototype, or whose toString throws, throws itself.
+ */
 function messageOf(error: unknown): string {
   try {
-    return error instanceof Error ? error.message : String(error);
+    const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : undefined;
+    if (typeof message === 'string' && message !== '') return message;
+    if (error instanceof Error) return `${error.name} (thrown with an empty message)`;
+    return (typeof error === 'object' && error !== null ? JSON.stringify(error) : undefined) ?? String(error);
   } catch {
-    return Object.prototype.toString.call(error);
+    try {
+      return Object.prototype.toString.call(error);
+    } catch {
+      return 'a value that cannot be described';
+    }
   }
 }
 
