@@ -8,7 +8,7 @@
  */
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cancelScheduled, isEventflowError, listDeadLetters, listDomains, listGroups, listScheduled, type StoredEvent } from '@eventflow/core';
+import { cancelScheduled, isEventflowError, listDeadLetters, listDomains, listGroups, listScheduled, readTimeline, type StoredEvent } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 
@@ -134,6 +134,31 @@ describe('groups and deadLetters', () => {
     expect(await listGroups(tenant, 'tenant-b')).toEqual([]);
     expect((await listDeadLetters(tenant)).map((letter) => letter.lastError)).toEqual(['tenant-a payroll failed']);
     expect(await listDeadLetters(tenant, { domain: 'tenant-b' })).toEqual([]);
+  });
+
+  it("readTimeline shows a token that may read but not consume the domain no handler's error text (deliveries' lastError, the dead letter's reason)", async () => {
+    h = await startHarness({ ...jwt, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 1 });
+    const admin = h.client({ token: await token({ consume: ['*'], publish: ['*'], read: ['*'] }) });
+    // The default group (v4's) also writes the dead letter's reason; the named one, its delivery's lastError.
+    await admin.consume('payroll', 'run', (_event: StoredEvent, context) => context.retry(0, new Error('salary of p1 is 9000')));
+    await admin.consume('payroll', 'run', (_event: StoredEvent, context) => context.retry(0, new Error('salary of p1 is 9000')), { group: 'audit' });
+    await admin.publish({ domain: 'payroll', name: 'run', pid: 'p1' });
+    await eventually(async () => (await listDeadLetters(admin)).length === 2, 5_000, 'the dead letters');
+    const owner = await readTimeline(admin, 'payroll', 'p1');
+    expect(owner.fates[0]?.deliveries?.map((delivery) => delivery.lastError)).toEqual(['salary of p1 is 9000', 'salary of p1 is 9000']);
+    expect(JSON.stringify(owner.fates)).toContain('"reason":"salary of p1 is 9000"');
+    const reader = h.client({ token: await token({ read: ['payroll'], subscribe: ['payroll'] }) });
+    const seen = await readTimeline(reader, 'payroll', 'p1');
+    // Before: the reader got both texts, which listDeadLetters refuses it.
+    expect(JSON.stringify(seen)).not.toContain('9000');
+    const [fate] = seen.fates;
+    expect(fate?.deliveries?.map(({ group, outcome, attempts }) => ({ group, outcome, attempts })).sort((a, b) => a.group.localeCompare(b.group))).toEqual([
+      { group: '', outcome: 'dead', attempts: 1 },
+      { group: 'audit', outcome: 'dead', attempts: 1 },
+    ]);
+    for (const delivery of fate?.deliveries ?? []) expect(delivery).not.toHaveProperty('lastError');
+    expect(fate?.deadLetter).toMatchObject({ attempts: 1, reason: expect.stringContaining('needs the "consume" right') });
+    expect(seen.events.map((event) => event.pid)).toEqual(['p1']);
   });
 
   it("count only the groups of the domains the token may consume: a tenant's listing does not count every tenant's groups", async () => {

@@ -8,7 +8,7 @@ import { LATENCY_SCAN_ROWS, LIST_SCAN_ROWS } from '../defaults.js';
 import { latencySummary } from './latency.js';
 import { actions } from './auth.js';
 import type { Connection, Operations } from './operation.js';
-import type { ScheduledSummary } from '../store/catalog.js';
+import type { EventFate, ScheduledSummary } from '../store/catalog.js';
 
 type CatalogOperations = Pick<Operations, 'listDomains' | 'listProcesses' | 'readTimeline' | 'readLatency' | 'listScheduled' | 'cancelScheduled' | 'gatewayStats'>;
 
@@ -17,6 +17,24 @@ const DEFAULT_TIMELINE_PAGE = 1000;
 const DEFAULT_SCHEDULED_PAGE = 100;
 const DEFAULT_LATENCY_WINDOW_MS = 3_600_000;
 const DEFAULT_SLOWEST = 10;
+
+/** What a dead letter's reason says to a token that may read the domain but not consume there. */
+export const HIDDEN_REASON = 'not shown: the handler\'s error text needs the "consume" right on this domain';
+
+/**
+ * The fates as a token that may read the domain but not consume there may see them: the handlers' error
+ * texts (a delivery's lastError, a dead letter's reason) need `consume`, as deadLetters' do (they carry
+ * what a worker wrote, often the event's data); that the event was delivered, retried or dead-lettered stays.
+ */
+function withoutErrorTexts(fates: EventFate[]): EventFate[] {
+  return fates.map((fate) => {
+    if (!fate.deadLetter && !fate.deliveries?.some((delivery) => delivery.lastError !== undefined)) return fate;
+    const shown: EventFate = { ...fate };
+    if (fate.deadLetter) shown.deadLetter = { ...fate.deadLetter, reason: HIDDEN_REASON };
+    if (fate.deliveries) shown.deliveries = fate.deliveries.map(({ lastError: _lastError, ...delivery }) => delivery);
+    return shown;
+  });
+}
 
 /** Whether the connection may read the events of `domain` (their existence included). */
 const readable = (session: Connection, domain: string): boolean => session.may('read', domain);
@@ -55,7 +73,8 @@ export const catalogOperations: CatalogOperations = {
       after === undefined ? store.catalog.associations(domain, pid) : { children: [], entities: [] },
     ]);
     const next = read.length > limit ? events.at(-1)?.position : undefined;
-    return { events, fates, count, ...associations, ...(next === undefined ? {} : { next }) };
+    const shown = session.may('consume', domain) ? fates : withoutErrorTexts(fates);
+    return { events, fates: shown, count, ...associations, ...(next === undefined ? {} : { next }) };
   },
 
   async readLatency(session, { domain, name, group, windowMs = DEFAULT_LATENCY_WINDOW_MS, slowest = DEFAULT_SLOWEST }) {
