@@ -8,7 +8,7 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type Gateway } from '../src/index.js';
-import type { Transport, TransportListener } from '@eventflow/core';
+import { generateEventId, type Transport, type TransportListener } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { eventually } from '@eventflow/test-support/wait';
 import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
@@ -202,6 +202,33 @@ describe('isolation (EVENTFLOW_AUTH=jwt)', () => {
     await conn.next((frame) => frame.type === 'waited' && frame['wait'] === 'w-orders');
     expect(conn.frames.filter((frame) => frame.type === 'waited').map((frame) => frame['wait'])).toEqual(['w-orders']);
     noForeignData(conn);
+  });
+
+  it("a wait naming another tenant's event as its request does not hear its consumer's failure (the handler's error text); the requester does", async () => {
+    const worker = harness.client({ token: await token({ consume: ['payroll', 'tenant'] }) });
+    await worker.consume('payroll', 'run', (event) => {
+      throw new Error(`${event.domain} salary of ${event.pid} is 9000`);
+    });
+    await worker.consume('tenant', 'run', () => {
+      throw new Error('tenant job failed');
+    });
+    const payrollId = generateEventId();
+    const tenantId = generateEventId();
+    const attacker = await open(harness.gateway, { subscribe: ['tenant'], publish: ['tenant'] });
+    const requester = await open(harness.gateway, { subscribe: ['payroll'], publish: ['payroll'] });
+    expect(await attacker.request('wait', { wait: 'w-foreign', domain: 'tenant', pid: 'x', names: ['done'], request: payrollId })).toMatchObject({ type: 'result' });
+    expect(await attacker.request('wait', { wait: 'w-own', domain: 'tenant', pid: 'y', names: ['done'], request: tenantId })).toMatchObject({ type: 'result' });
+    expect(await requester.request('wait', { wait: 'w-payroll', domain: 'payroll', pid: 'p1', names: ['paid'], request: payrollId })).toMatchObject({ type: 'result' });
+    expect(await requester.request('publish', { event: { id: payrollId, domain: 'payroll', name: 'run', pid: 'p1' } })).toMatchObject({ type: 'result' });
+    // The requester that may publish there hears the failure, text and all.
+    expect(await requester.next((frame) => frame.type === 'waitFailed')).toMatchObject({ wait: 'w-payroll', code: 'E_EVENTFLOW_CONSUMER_FAILED', details: { error: 'payroll salary of p1 is 9000' } });
+    // The fence: the attacker's own request fails after the payroll one did.
+    expect(await attacker.request('publish', { event: { id: tenantId, domain: 'tenant', name: 'run', pid: 'y' } })).toMatchObject({ type: 'result' });
+    expect(await attacker.next((frame) => frame.type === 'waitFailed')).toMatchObject({ wait: 'w-own', details: { error: 'tenant job failed' } });
+    // Before: w-foreign got "the consumer of event … failed: payroll salary of p1 is 9000".
+    expect(attacker.frames.filter((frame) => frame.type === 'waitFailed').map((frame) => frame['wait'])).toEqual(['w-own']);
+    expect(JSON.stringify(attacker.frames)).not.toContain('9000');
+    await worker.close();
   });
 
   it('a connection being closed executes nothing, and a client that never answers the close is dropped after the grace', async () => {

@@ -23,7 +23,7 @@ import { RequestLimits } from './request-limits.js';
 import type { Fate } from './request-waits.js';
 import { ConnectionRights } from './rights.js';
 import type { PatternFilter } from '../delivery/patterns.js';
-import { eventFor, eventNotFound, keepReadable, knows } from './visibility.js';
+import { eventFor, eventNotFound, hearsFailure, keepReadable, knows } from './visibility.js';
 
 export { BINARY_FRAME } from './frames.js';
 export type { SessionContext } from './context.js';
@@ -280,7 +280,7 @@ export class Session implements Connection, RegistrationHost {
 
   sendWaitFailed(wait: string, domain: string, message: string, details: Record<string, unknown>): void {
     this.#registrationsMade?.waitEnded(wait);
-    if (this.#mayReceive('subscribe', domain)) this.#out.send({ type: 'waitFailed', wait, code: 'E_EVENTFLOW_CONSUMER_FAILED', message, details });
+    void hearsFailure(this, String(details['event'])).then((heard) => heard && this.#mayReceive('subscribe', domain) && this.#out.send({ type: 'waitFailed', wait, code: 'E_EVENTFLOW_CONSUMER_FAILED', message, details }));
   }
 
   sendDeleted(domain: string, pid: string, id: string | undefined): void {

@@ -7,9 +7,12 @@
  *   the registration's action for pushes (Session's outbound rule).
  * - Existence: an event of a domain the token may not act on or receive is answered exactly as an
  *   id that names no event (`eventFor`), so a token cannot probe other tenants' ids.
+ * - A consumer's failure (a request()'s `waitFailed`, which carries the handler's error text) goes
+ *   only to a token that may publish or consume the request's event in its own domain (`hearsFailure`).
  */
 import { EventflowError, type OperationName, type StoredEvent } from '@eventflow/core';
 import { allows, denied, type Action, type Authorization } from './auth.js';
+import type { Connection } from './operation.js';
 
 /** The actions by which a connection is handed a domain's events: holding one, it may know they exist. */
 const receiving: readonly Action[] = ['read', 'subscribe', 'consume'];
@@ -54,4 +57,22 @@ export function keepReadable<R extends object>(result: R, mayRead: (domain: stri
 
 function isEvent(value: unknown): value is StoredEvent {
   return value !== null && typeof value === 'object' && typeof (value as { domain?: unknown }).domain === 'string';
+}
+
+/**
+ * Whether a wait for the request() of event `id` may hear that its consumer failed, with the handler's error
+ * text: only when the connection may `publish` (request() publishes it) or `consume` in the event's own
+ * domain. A wait names its request by id and is checked on its own domain only, so without this a token
+ * could wait "for" another tenant's event and hear its handler's error text. Not heard: the wait runs to
+ * its timeout, as a wait on another gateway does (delivery/waits.ts).
+ */
+export async function hearsFailure(session: Connection, id: string): Promise<boolean> {
+  if (session.context.auth.mode === 'none') return true;
+  try {
+    const stored = await session.context.store.read(id);
+    return stored !== undefined && (session.may('publish', stored.domain) || session.may('consume', stored.domain));
+  } catch (error) {
+    session.note('request failure unread', 'warn', 'a request’s failure was not sent: its event could not be read', { event: id, error });
+    return false;
+  }
 }
