@@ -210,6 +210,37 @@ describe('authorization (EVENTFLOW_AUTH=jwt, HS256)', () => {
     });
   }
 
+  const malformedClaims: Array<[string, unknown, string]> = [
+    ['a string for an array', { consume: 'orders' }, 'eventflow.consume'],
+    ['an empty pattern', { read: ['orders'], consume: ['orders', ''] }, 'eventflow.consume.1'],
+    ['a pattern of 257 characters', { manage: ['x'.repeat(257)] }, 'eventflow.manage.0'],
+    ['1,001 patterns', { subscribe: Array.from({ length: 1001 }, () => 'a') }, 'eventflow.subscribe'],
+    ['not an object', ['consume'], 'eventflow'],
+  ];
+  it.each(malformedClaims)('a claim with %s is refused saying where and what a valid one looks like', async (_what, claims, at) => {
+    const { conn, welcome } = await raw(harness.gateway.url, await hs256(claims as Claims));
+    // Before: 'the token's "eventflow" claim is malformed: it must map actions to arrays of domain patterns', for each.
+    expect(welcome).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_UNAUTHORIZED' });
+    expect(welcome['message']).toBe(
+      `the token's "eventflow" claim is malformed at ${at}: it must map actions to arrays of at most 1000 domain patterns of 1 to 256 characters, e.g. { "consume": ["billing-*"] }; get a token with such a claim and reconnect`,
+    );
+    expect(await conn.closed).toEqual({ code: 4401, reason: 'unauthorized' });
+  });
+
+  it('a token longer than 8192 characters is refused as unauthorized, saying so: in hello with close 4401, in authenticate keeping the old rights', async () => {
+    const long = await hs256({ consume: Array.from({ length: 900 }, (_, i) => `tenant-${i}`) });
+    expect(long.length).toBeGreaterThan(8192);
+    const expected = `the token has ${long.length} characters, more than the 8192 a gateway accepts: give it fewer or shorter grants (a pattern with * covers many domains) and reconnect`;
+    const { conn, welcome } = await raw(harness.gateway.url, long);
+    // Before: E_EVENTFLOW_INVALID_FRAME "token: Too big: expected string to have <=8192 characters", and the
+    // connection stayed open until its handshake timeout (4000), so the client reconnected with the same token.
+    expect(welcome).toEqual({ type: 'error', code: 'E_EVENTFLOW_UNAUTHORIZED', message: expected });
+    expect(await conn.closed).toEqual({ code: 4401, reason: 'unauthorized' });
+    const live = await open(harness.gateway.url, await hs256({ read: ['orders'] }));
+    expect(await live.request('authenticate', { token: long })).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_UNAUTHORIZED', message: expected });
+    expect(await live.request('readEventlog', { domain: 'orders', pid: 'nobody' })).toMatchObject({ type: 'result' });
+  });
+
   it('read by id and delete by id check the event’s own domain first; nothing is deleted', async () => {
     const conn = await open(harness.gateway.url, await hs256({ read: ['orders'], delete: ['orders'] }));
     // Answered exactly as an id that names no event (isolation.test.ts compares the frames).

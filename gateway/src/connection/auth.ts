@@ -71,7 +71,7 @@ export function denied(auth: Authorization, op: OperationName, action: Action, d
  */
 const eventflowClaim = () =>
   z.object(
-    Object.fromEntries(actions.map((action) => [action, z.array(z.string().min(1).max(256)).max(1000).optional()])) as {
+    Object.fromEntries(actions.map((action) => [action, z.array(z.string().min(1).max(MAX_PATTERN)).max(MAX_PATTERNS).optional()])) as {
       [A in Action]: z.ZodOptional<z.ZodArray<z.ZodString>>;
     },
   );
@@ -103,6 +103,25 @@ export interface Authenticator {
    * or at `iat` (now when absent) + the maximum lifetime when that is earlier.
    */
   verify(token: string): Promise<Authorization>;
+}
+
+/** The longest token a client may send (the protocol's limit on `hello` and `authenticate`). */
+export const MAX_TOKEN_LENGTH = 8192;
+
+/** The longest domain pattern of a grant, and the most patterns per action (the claim's schema). */
+const MAX_PATTERN = 256;
+const MAX_PATTERNS = 1000;
+
+/**
+ * A claim the schema refuses, with where (only known action names and indexes: the schema drops other
+ * keys) and what a valid one looks like, so that whoever mints the token can fix it.
+ */
+function malformedClaim(path: readonly PropertyKey[]): EventflowError {
+  const at = ['eventflow', ...path.map(String)].join('.');
+  return new EventflowError(
+    'E_EVENTFLOW_UNAUTHORIZED',
+    `the token's "eventflow" claim is malformed at ${at}: it must map actions to arrays of at most ${MAX_PATTERNS} domain patterns of 1 to ${MAX_PATTERN} characters, e.g. { "consume": ["billing-*"] }; get a token with such a claim and reconnect`,
+  );
 }
 
 /** Seconds of clock skew tolerated for exp/nbf/iat. */
@@ -154,6 +173,12 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
     anonymous,
     maxLifetimeMs,
     async verify(token) {
+      if (token.length > MAX_TOKEN_LENGTH) {
+        throw new EventflowError(
+          'E_EVENTFLOW_UNAUTHORIZED',
+          `the token has ${token.length} characters, more than the ${MAX_TOKEN_LENGTH} a gateway accepts: give it fewer or shorter grants (a pattern with * covers many domains) and reconnect`,
+        );
+      }
       const { errors: joseErrors, jwtVerify } = await jose;
       let payload;
       try {
@@ -168,7 +193,7 @@ export function createAuthenticator(settings: AuthSettings): Authenticator {
         throw new EventflowError('E_EVENTFLOW_UNAUTHORIZED', `${reason}; get a new one and reconnect`);
       }
       const parsed = claimSchema.safeParse(payload['eventflow'] ?? {});
-      if (!parsed.success) throw new EventflowError('E_EVENTFLOW_UNAUTHORIZED', 'the token\'s "eventflow" claim is malformed: it must map actions to arrays of domain patterns');
+      if (!parsed.success) throw malformedClaim(parsed.error.issues[0]?.path ?? []);
       const grants: { [A in Action]?: DomainPattern[] } = {};
       for (const action of actions) {
         const patterns = parsed.data[action];

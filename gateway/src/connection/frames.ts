@@ -11,6 +11,7 @@ import { dataShapeRefusal, frameTooDense, scanFrame } from './data-shape.js';
 import { MAX_SETTLE_BATCH } from '@eventflow/core';
 import { acceptRequest, acceptSettle, acceptSettleMany, acceptWait, acceptWrite } from './fast-frames.js';
 import type { ConnectionLimits } from './limits.js';
+import { MAX_TOKEN_LENGTH } from './auth.js';
 
 /** What a transport passes for a binary WebSocket frame: no text frame is this (not JSON, leading NUL). */
 export const BINARY_FRAME = '\u0000binary';
@@ -57,13 +58,13 @@ export function readFrame(data: string, limits: ConnectionLimits, greeted: boole
   // The common frame, plainly valid, skips zod (fast-frames.ts); anything else zod judges and words.
   const fast = acceptRequest(json);
   if (fast !== undefined) return request(fast.id, fast.op, fast.params, greeted);
-  const frame = clientFrame.safeParse(json, english);
+  const frame = clientFrame.safeParse(withoutLongToken(json), english);
   if (!frame.success) {
     const type = json !== null && typeof json === 'object' ? (json as { type?: unknown }).type : undefined;
     const message = type === 'hello' || type === 'request' ? describeIssues(frame.error) : `unknown frame type ${JSON.stringify(type ?? null)}; expected "hello" or "request"`;
     return refused(readId(json), 'E_EVENTFLOW_INVALID_FRAME', message);
   }
-  if (frame.data.type === 'hello') return { kind: 'hello', protocol: frame.data.protocol, client: frame.data.client, token: frame.data.token };
+  if (frame.data.type === 'hello') return { kind: 'hello', protocol: frame.data.protocol, client: frame.data.client, token: longToken(json) ?? frame.data.token };
   return request(frame.data.id, frame.data.op, frame.data.params, greeted);
 }
 
@@ -92,18 +93,35 @@ export function readParams<O extends OperationName>(id: number, op: O, params: u
   }
   let parsed;
   try {
-    parsed = operations[op].params.safeParse(params ?? {}, english);
+    parsed = operations[op].params.safeParse(op === 'authenticate' ? withoutLongToken(params) : (params ?? {}), english);
   } catch (error) {
     // zod validates JSON recursively: absurdly deep nesting overflows the stack instead of failing.
     if (!(error instanceof RangeError)) throw error;
     return refused(id, 'E_EVENTFLOW_INVALID_INPUT', `${op}: params are nested too deeply`);
   }
   if (!parsed.success) return refused(id, 'E_EVENTFLOW_INVALID_INPUT', `${op}: ${describeIssues(parsed.error, 'params')}`);
-  return { kind: 'params', params: parsed.data as Params<O> };
+  const token = op === 'authenticate' ? longToken(params) : undefined;
+  return { kind: 'params', params: (token === undefined ? parsed.data : { token }) as Params<O> };
 }
 
 function readId(json: unknown): number | undefined {
   if (json === null || typeof json !== 'object') return undefined;
   const id = (json as { id?: unknown }).id;
   return typeof id === 'number' && Number.isSafeInteger(id) && id >= 0 ? id : undefined;
+}
+
+/**
+ * A token longer than the protocol's 8192 characters (in `hello` or `authenticate`) is a token the
+ * gateway refuses as E_EVENTFLOW_UNAUTHORIZED (auth.ts says why and what to do; hello closes 4401), not
+ * a malformed frame: refused as one, the connection waited for another hello until its handshake
+ * timeout and the client reconnected with the same token, told only zod's "Too big".
+ */
+function longToken(json: unknown): string | undefined {
+  const token = json !== null && typeof json === 'object' ? (json as { token?: unknown }).token : undefined;
+  return typeof token === 'string' && token.length > MAX_TOKEN_LENGTH ? token : undefined;
+}
+
+/** `json` with a long token (longToken) shortened, so that the rest of the frame is judged as sent. */
+function withoutLongToken(json: unknown): unknown {
+  return longToken(json) === undefined ? json : { ...(json as object), token: 'x' };
 }

@@ -18,6 +18,9 @@ const MIN_SECRET_LENGTH = 32;
 /** EVENTFLOW_JWT_MAX_LIFETIME_S's default: rights of a longer token end there anyway. */
 const GATEWAY_MAX_LIFETIME_S = 86_400;
 export const DEFAULT_EXPIRES = '1h';
+/** The gateway's limits (gateway/src/connection/auth.ts): longer tokens and patterns are refused at hello. */
+const MAX_TOKEN_LENGTH = 8192;
+const MAX_PATTERN = 256;
 
 export interface TokenOptions {
   /** The gateway's EVENTFLOW_JWT_SECRET. */
@@ -77,7 +80,11 @@ export function mintToken(options: TokenOptions): MintedToken {
     lifetime > GATEWAY_MAX_LIFETIME_S
       ? `note: the token's rights end after EVENTFLOW_JWT_MAX_LIFETIME_S on the gateway (default ${GATEWAY_MAX_LIFETIME_S} s = 24 h), earlier than its exp`
       : undefined;
-  return { token: `${header}.${body}.${signature}`, claims, ...(warning ? { warning } : {}) };
+  const token = `${header}.${body}.${signature}`;
+  if (token.length > MAX_TOKEN_LENGTH) {
+    throw invalid(`--allow: these grants make a token of ${token.length} characters; the gateway accepts at most ${MAX_TOKEN_LENGTH}: give fewer or shorter grants (a pattern with * covers many domains)`);
+  }
+  return { token, claims, ...(warning ? { warning } : {}) };
 }
 
 const encode = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -87,6 +94,9 @@ function parseGrant(grant: string): Array<[TokenAction, string]> {
   const colon = grant.lastIndexOf(':');
   const pattern = colon < 0 ? '' : grant.slice(0, colon);
   const list = colon < 0 ? '' : grant.slice(colon + 1);
+  if (pattern.length > MAX_PATTERN) {
+    throw invalid(`--allow: the domain pattern ${JSON.stringify(pattern.slice(0, 32))}… has ${pattern.length} characters; the gateway accepts at most ${MAX_PATTERN} (a * matches any run of characters)`);
+  }
   if (pattern === '' || list === '') {
     throw invalid(`--allow ${JSON.stringify(grant)}: expected <domain-pattern>:<action>[,<action>…], e.g. 'orders:publish,subscribe' or 'billing-*:read' (actions: ${tokenActions.join(', ')}, or * for all)`);
   }

@@ -85,6 +85,12 @@ describe('eventflow token', () => {
     [['token', '--sub', 'x', '--allow', 'orders'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --allow "orders": expected <domain-pattern>:<action>/],
     [['token', '--sub', 'x', '--allow', 'orders:publsh'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --allow "orders:publsh": unknown action "publsh"; the actions are read, subscribe, publish/],
     [['token', '--sub', 'x', '--allow', '*:read', '--expires', 'never'], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --expires: expected a duration such as 90s, 15m, 1h or 7d .*tokens must expire/],
+    [['token', '--sub', 'x', '--allow', `${'a'.repeat(257)}:consume`], { EVENTFLOW_JWT_SECRET: SECRET }, /^E_EVENTFLOW_INVALID_INPUT: --allow: the domain pattern "a{32}"… has 257 characters; the gateway accepts at most 256/],
+    [
+      ['token', '--sub', 'x', ...Array.from({ length: 300 }, (_, i) => ['--allow', `tenant-${i}:consume,read`]).flat()],
+      { EVENTFLOW_JWT_SECRET: SECRET },
+      /^E_EVENTFLOW_INVALID_INPUT: --allow: these grants make a token of \d+ characters; the gateway accepts at most 8192: give fewer or shorter grants/,
+    ],
   ])('refuses %j with a message saying what to pass (exit 1, nothing on stdout)', async (argv, env, message) => {
     const run = await cli(argv, env);
     expect(run.code).toBe(1);
