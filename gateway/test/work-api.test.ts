@@ -110,6 +110,19 @@ describe('the context of a delivery', () => {
     expect(await listGroups(client, 'jobs')).toMatchObject([{ pending: 0, inFlight: 0, redelivered: 0 }]);
   });
 
+  it('extend() after the handler returned is refused at once, as retry() is, and sends nothing; the success stands', async () => {
+    const { client } = await worker();
+    let late: Promise<unknown> | undefined;
+    // From a callback the handler did not await, right after it returned: before, sent ahead of the settle, it extended
+    // a lease the outcome ended anyway, or was refused by the gateway in words that did not say why.
+    await client.consume('jobs', 'run', (_event, context) => void setTimeout(() => (late = context.extend(1_000).catch((error: unknown) => error)), 0));
+    await client.publish({ domain: 'jobs', name: 'run', pid: 'p1' });
+    const answer = await eventually(() => late, 5_000, 'the late extend');
+    expect(answer).toMatchObject({ code: 'E_EVENTFLOW_UNKNOWN_DELIVERY', message: expect.stringContaining('call it before the handler resolves') });
+    await eventually(async () => (await listGroups(client, 'jobs'))[0]?.inFlight === 0, 5_000, 'the settle');
+    expect(await listGroups(client, 'jobs')).toMatchObject([{ pending: 0, inFlight: 0, redelivered: 0 }]);
+  });
+
   it('extend() with a value that is not a positive integer is refused naming it (NaN reached the gateway as null)', async () => {
     const { client } = await worker();
     const answers: unknown[] = [];

@@ -50,6 +50,8 @@ class Lease {
   lingered = false;
   /** It waits for a slot of `slots` (its handler has not started). */
   queued = false;
+  /** Its handler returned: its outcome is reported, and the lease ends with it. */
+  returned = false;
   /** Its consumer's handle. */
   readonly consumer: string;
 
@@ -185,6 +187,8 @@ export class Deliveries {
       // Told to a handler: what became of its delivery, and what to do (the request layer's marker for a dropped connection is the client's own).
       const lostWith = (): EventflowError => new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `extend(): the connection to the gateway was lost, and with it delivery "${delivery}" (context.signal is aborted): the event will be redelivered, so stop working on it`, { details: { delivery } });
       const notOurs = (cause?: EventflowError): EventflowError => new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `extend(): delivery "${delivery}" is no longer this handler's (its lease ran out, or it was settled or handed back): the event goes to a consumer again, so stop working on it`, { details: cause?.details ?? { delivery }, cause });
+      // As retry(): sent in the moment before the outcome was recorded, it extended a lease that the outcome ended anyway.
+      if (lease.returned) throw new EventflowError('E_EVENTFLOW_UNKNOWN_DELIVERY', `extend() was called after the handler of delivery "${delivery}" returned, so its outcome was reported already and its lease ends with it; call it before the handler resolves`, { details: { delivery } });
       // Lost already: sent, it waited for a connection (the gateway away: E_EVENTFLOW_OFFLINE after requestTimeout) to be refused there.
       if (lease.lost) throw lease.gone ? notOurs() : isEventflowError(lease.reason, 'E_EVENTFLOW_CLIENT_CLOSED') ? lease.reason : lostWith();
       const granted = await this.#send('extend', { delivery, ms }).catch((cause: unknown) => {
@@ -235,7 +239,7 @@ export class Deliveries {
       } catch (cause) {
         error = describeFailure(cause);
       }
-      ended = true;
+      ended = lease.returned = true;
       if (slots) {
         lease.handling = false;
         slots.leave(event, lease.lingered);
