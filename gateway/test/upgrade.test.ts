@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, listDeadLetters, listGroups, requeueDeadLetter, type EventflowClient } from '@eventflow/core';
 import { eventually } from '@eventflow/test-support/wait';
-import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
 import { startTempGateway, type TempGateway } from '@eventflow/test-support/temp-gateway';
 import { startGateway, type Gateway } from '../src/index.js';
 
@@ -150,12 +150,7 @@ function mysqlEnv(db: TestDatabase): Record<string, string | number> {
     EVENTFLOW_LOG_LEVEL: 'silent',
     EVENTFLOW_CONSOLE_DIR: 'off',
     EVENTFLOW_DRAIN_TIMEOUT_MS: 0,
-    EVENTFLOW_STORE: 'mysql',
-    EVENTFLOW_MYSQL_HOST: options.host ?? '127.0.0.1',
-    EVENTFLOW_MYSQL_PORT: options.port ?? 3306,
-    EVENTFLOW_MYSQL_USER: options.user ?? 'root',
-    EVENTFLOW_MYSQL_PASSWORD: options.password ?? '',
-    EVENTFLOW_MYSQL_DATABASE: options.database ?? db.name,
+    ...mysqlGatewayEnv({ ...options, database: options.database ?? db.name }),
   };
 }
 
