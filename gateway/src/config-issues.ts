@@ -20,6 +20,7 @@ export const expected = {
   port: 'expected a port number (an integer from 0 to 65535)',
   positiveInt: `expected a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`,
   nonNegativeInt: `expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`,
+  cacheMb: 'expected a whole number of MiB from 1 to 65536',
 } as const;
 
 /** A number as a person writes one in decimal (an exponent allowed, spaces around it ignored). */

@@ -33,6 +33,7 @@ export const configSchema = z.object({
   /** `sqlite`: an embedded file. `mysql`: MySQL 8 / MariaDB 10.11 with eventflow v4's tables, shareable with v4 hubs and spokes. */
   EVENTFLOW_STORE: z.enum(['sqlite', 'mysql']).default(configDefaults.EVENTFLOW_STORE),
   EVENTFLOW_SQLITE_PATH: z.string().min(1).default(configDefaults.EVENTFLOW_SQLITE_PATH),
+  EVENTFLOW_SQLITE_CACHE_MB: z.coerce.number({ error: expected.cacheMb }).int({ error: expected.cacheMb }).min(1, { error: expected.cacheMb }).max(65_536, { error: expected.cacheMb }).default(configDefaults.EVENTFLOW_SQLITE_CACHE_MB),
   // v4's names and defaults for its mysql2 pool (eventflow-v4.md §1.4); the charset is always utf8mb4.
   // v4 spells these two EVENTFLOW_MYSQL_PASS and EVENTFLOW_MYSQL_DB: read as aliases (v4-env.ts).
   EVENTFLOW_MYSQL_HOST: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_HOST),

@@ -15,6 +15,7 @@ export const configDefaults = {
   EVENTFLOW_PORT: 8080,
   EVENTFLOW_STORE: 'sqlite',
   EVENTFLOW_SQLITE_PATH: './data/eventflow.db',
+  EVENTFLOW_SQLITE_CACHE_MB: 64,
   // v4's defaults for its mysql2 pool (eventflow-v4.md §1.4).
   EVENTFLOW_MYSQL_HOST: '127.0.0.1',
   EVENTFLOW_MYSQL_PORT: 3306,

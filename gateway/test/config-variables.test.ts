@@ -79,7 +79,7 @@ describe('durations in ms', () => {
 });
 
 describe('number settings are read as written in decimal, and a refusal states the range', () => {
-  const work = ['EVENTFLOW_CONSUME_LEASE_MS', 'EVENTFLOW_CONSUME_MAX_ATTEMPTS', 'EVENTFLOW_DRAIN_TIMEOUT_MS', 'EVENTFLOW_PING_INTERVAL_MS', 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', 'EVENTFLOW_MAX_GROUPS_PER_CONNECTION', 'EVENTFLOW_MAX_PUBLISH_RATE', 'EVENTFLOW_SNAPSHOT_EVERY'];
+  const work = ['EVENTFLOW_CONSUME_LEASE_MS', 'EVENTFLOW_CONSUME_MAX_ATTEMPTS', 'EVENTFLOW_DRAIN_TIMEOUT_MS', 'EVENTFLOW_PING_INTERVAL_MS', 'EVENTFLOW_MAX_GROUPS_PER_DOMAIN', 'EVENTFLOW_MAX_GROUPS_PER_CONNECTION', 'EVENTFLOW_MAX_PUBLISH_RATE', 'EVENTFLOW_SNAPSHOT_EVERY', 'EVENTFLOW_SQLITE_CACHE_MB'];
   // Number() reads " " as 0: EVENTFLOW_PING_INTERVAL_MS=" " turned liveness off, EVENTFLOW_MAX_PUBLISH_RATE=" " the
   // limit, EVENTFLOW_DRAIN_TIMEOUT_MS=" " the drain; "0x10" and "0b11" were read as 16 and 3.
   it.each(work.flatMap((name) => [' ', '\t', '0x10', '0b11', '30s', '1_000', 'Infinity', '99999999999999999999'].map((value) => [name, value] as const)))(
@@ -108,6 +108,15 @@ describe('number settings are read as written in decimal, and a refusal states t
     });
     // An empty value is still unset: the default.
     expect(parseConfig({ EVENTFLOW_PING_INTERVAL_MS: '' }).EVENTFLOW_PING_INTERVAL_MS).toBe(15_000);
+  });
+
+  it('EVENTFLOW_SQLITE_CACHE_MB is 1 to 65536 MiB, 64 unless set', () => {
+    expect(parseConfig({}).EVENTFLOW_SQLITE_CACHE_MB).toBe(64);
+    expect(parseConfig({ EVENTFLOW_SQLITE_CACHE_MB: '1' }).EVENTFLOW_SQLITE_CACHE_MB).toBe(1);
+    expect(parseConfig({ EVENTFLOW_SQLITE_CACHE_MB: '65536' }).EVENTFLOW_SQLITE_CACHE_MB).toBe(65_536);
+    for (const value of ['0', '65537', '1.5', '-1']) {
+      expect(() => parseConfig({ EVENTFLOW_SQLITE_CACHE_MB: value }), value).toThrow(`EVENTFLOW_SQLITE_CACHE_MB=${JSON.stringify(value)}: expected a whole number of MiB from 1 to 65536`);
+    }
   });
 
   it('EVENTFLOW_MYSQL_PORT=0 is refused with its own range (1 to 65535), not the listen port\'s', () => {

@@ -140,7 +140,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     // mysql2 is loaded only for a MySQL store: the embedded default starts without it.
     (settings.EVENTFLOW_STORE === 'mysql'
       ? new (await import('../store/mysql/mysql.js')).MysqlStore(mysqlOptions(settings))
-      : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH }));
+      : new SqliteStore({ path: settings.EVENTFLOW_SQLITE_PATH, cacheMb: settings.EVENTFLOW_SQLITE_CACHE_MB }));
   const store = prometheus ? prometheus.measureStore(givenStore) : givenStore;
   // One gateway per SQLite file made from the settings (an embedder's own store is its business).
   const sqlitePath = !dependencies.store && settings.EVENTFLOW_STORE === 'sqlite' && settings.EVENTFLOW_SQLITE_PATH !== ':memory:' ? settings.EVENTFLOW_SQLITE_PATH : undefined;

@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
 import { GroupCommit } from '../group-commit.js';
+import { configDefaults } from '../../defaults.js';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
 import { ADDED_COLUMNS, refuseNewerSchema, SCHEMA, SCHEMA_VERSION } from './schema.js';
@@ -36,6 +37,8 @@ const WRITE_CHECK_BYTES = 64 * 1024;
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
   path: string;
+  /** SQLite's page cache, in MiB (EVENTFLOW_SQLITE_CACHE_MB). */
+  cacheMb?: number;
 }
 
 export class SqliteStore implements EventStore {
@@ -57,8 +60,11 @@ export class SqliteStore implements EventStore {
   /** The database file at the path is the one open (store-file.ts); none in memory. */
   #file: StoreFile | undefined;
 
+  readonly #cacheMb: number | undefined;
+
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
+    this.#cacheMb = options.cacheMb;
   }
 
   async init(): Promise<void> {
@@ -76,6 +82,9 @@ export class SqliteStore implements EventStore {
       // steady 500 jobs/s: the gateway's commits ~25% slower). Raised with the limit (walLimited).
       db.pragma(`journal_size_limit = ${2 * WAL_BOUNDS.min * Number(db.pragma('page_size', { simple: true }))}`);
       db.pragma('foreign_keys = ON');
+      // SQLite's own 2 MiB default held less than a drain of 10,000 queued jobs reads back (their events,
+      // then their ledger rows): every page past it was a read from the file again, ~0.4 a job.
+      db.pragma(`cache_size = ${-1024 * (this.#cacheMb ?? configDefaults.EVENTFLOW_SQLITE_CACHE_MB)}`);
       refuseNewerSchema(db, this.#path);
       // IMMEDIATE so that two gateways initialising one file at once do not interleave.
       db.transaction(() => {
