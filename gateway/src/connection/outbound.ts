@@ -42,6 +42,11 @@ export class Outbound {
     if (!this.#o.stopped()) this.frame(JSON.stringify(frame), frame.type, frame.type === 'delivery' ? frame.attempt : 1);
   }
 
+  /** `send` of a frame already encoded (encode.ts): `type` and `attempt` are the frame's. */
+  sendEncoded(frame: string, type: ServerFrame['type'], attempt = 1): void {
+    if (!this.#o.stopped()) this.frame(frame, type, attempt);
+  }
+
   /**
    * Sends `frame` right before the connection's next frame. For a request()'s wait answer whose
    * publish came in behind it (request-waits.ts › takeAnswer): its client does not wait for it

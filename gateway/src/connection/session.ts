@@ -13,7 +13,7 @@ import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
 import { allows, allowsAny, denied, refusalOf, type Action, type Authorization } from './auth.js';
 import { requestScope, type SessionContext } from './context.js';
-import { encodeEvent } from './encode.js';
+import { encodeDelivery, encodeEvent } from './encode.js';
 import { readFrame, readParams, writes } from './frames.js';
 import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handshake.js';
 import type { Connection, Operation, Operations } from './operation.js';
@@ -258,10 +258,10 @@ export class Session implements Connection, RegistrationHost {
     return this.#registrationsMade?.consumersRegistered();
   }
 
-  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void {
+  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent, dataText?: string): void {
     // Not sent: the delivery stays open until its consumer is removed (authenticate, close), which hands it back.
     if (!this.#mayReceive('consume', event.domain)) return;
-    this.#out.send({ type: 'delivery', consumer, delivery, attempt, event });
+    this.#out.sendEncoded(encodeDelivery(consumer, delivery, attempt, event, dataText), 'delivery', attempt);
   }
 
   sendRevoked(delivery: string): void {

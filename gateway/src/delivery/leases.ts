@@ -147,7 +147,7 @@ export class Leases {
   }
 
   /** A claimed event goes to `consumer` (with credit for it), open until `deadline`, the lease its claim wrote; false, nothing sent, once that has passed (the store stalled the claim): another gateway may hold the event by then. */
-  open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt }: Claimed, deadline: number): boolean {
+  open(consumer: ConsumerRef, key: GroupKey, { event, delivery: id, attempt, dataText }: Claimed, deadline: number): boolean {
     const started = Date.now();
     const left = deadline - this.now();
     if (left <= 0) {
@@ -162,7 +162,7 @@ export class Leases {
     this.#byEvent.set(`${ledgerId(key)}\u0000${event.id}`, delivery);
     consumer.open += 1;
     this.#arm(delivery, left); // the store's deadline: the claim's round trips are part of the lease
-    consumer.peer.sendDelivery(consumer.handle, id, attempt, event);
+    consumer.peer.sendDelivery(consumer.handle, id, attempt, event, dataText);
     return true;
   }
 

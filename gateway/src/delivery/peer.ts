@@ -6,7 +6,8 @@ export interface Peer {
   sendEvent(event: StoredEvent, names: string[]): void;
   /** An event for pattern subscriptions `handles` of this peer (delivery/patterns.ts); optional for peers that hold none. */
   sendMatched?(event: StoredEvent, handles: string[]): void;
-  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent): void;
+  /** `dataText`: JSON.stringify(event.data), where the store has it (Claimed.dataText). */
+  sendDelivery(consumer: string, delivery: string, attempt: number, event: StoredEvent, dataText?: string): void;
   sendWaited(wait: string, event: StoredEvent): void;
   /** The wait's request event failed to be consumed (E_EVENTFLOW_CONSUMER_FAILED); optional for peers without waits. */
   sendWaitFailed?(wait: string, domain: string, message: string, details: Record<string, unknown>): void;

@@ -128,6 +128,8 @@ export interface Claimed {
   delivery: string;
   /** This delivery's attempt number (1 for the first). */
   attempt: number;
+  /** The event's data as the store read it, JSON.stringify's text (SQLite): its delivery frame splices it in. */
+  dataText?: string | undefined;
 }
 
 /** An event whose deliveries ran out (its gateways died or let its leases expire): recorded as a dead letter by the claim. */

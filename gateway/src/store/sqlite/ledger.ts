@@ -264,11 +264,12 @@ export class SqliteLedger implements DeliveryLedger {
           consumer,
         });
       }
-      const events = this.#events([...spent, ...taken], known);
+      const texts = new Map<string, string>();
+      const events = this.#events([...spent, ...taken], known, texts);
       const claimed: Claimed[] = [];
       for (const row of taken) {
         const event = events.get(row.event_id);
-        if (event) claimed.push({ event, delivery: row.delivery, attempt: row.attempts });
+        if (event) claimed.push({ event, delivery: row.delivery, attempt: row.attempts, dataText: texts.get(row.event_id) });
       }
       const dead: ClaimedDead[] = [];
       for (const row of spent) {
@@ -296,13 +297,15 @@ export class SqliteLedger implements DeliveryLedger {
    * The events of the claimed rows: those at hand, the rest read in one statement, by position (the
    * table's rowid: one b-tree search each, where the id is two, through its index).
    */
-  #events(rows: ReadonlyArray<{ event_id: string; position: number }>, known: ((id: string) => StoredEvent | undefined) | undefined): Map<string, StoredEvent> {
+  #events(rows: ReadonlyArray<{ event_id: string; position: number }>, known: ((id: string) => StoredEvent | undefined) | undefined, texts?: Map<string, string>): Map<string, StoredEvent> {
     const { events, missing } = atHand(rows.map((row) => row.event_id), known);
     if (missing.length > 0) {
       const wanted = new Set(missing);
       const positions = rows.filter((row) => wanted.has(row.event_id)).map((row) => row.position);
       for (const row of this.#sql.all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.position IN (SELECT value FROM json_each(@positions))`, { positions: JSON.stringify(positions) })) {
         events.set(row.id, toStoredEvent(row));
+        // Every row of this file was written by a gateway's JSON.stringify (appends.ts): the delivery frame splices it.
+        texts?.set(row.id, row.data);
       }
     }
     return events;
