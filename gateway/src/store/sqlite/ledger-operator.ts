@@ -19,7 +19,8 @@ export class SqliteLedgerOperator {
     return this.#sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = @domain`, { domain })?.n ?? 0;
   }
 
-  async groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
+  /** `written`: how far a group's rows are written, where the claims know it better than its row (SqliteLedger's watermarks). */
+  async groups(at: number, domains?: readonly string[], patterns?: readonly string[], written: (key: GroupKey) => number | undefined = () => undefined): Promise<GroupSummary[]> {
     const only = `${domains === undefined ? '' : 'AND domain IN (SELECT value FROM json_each(@domains))'} ${patterns === undefined ? '' : 'AND EXISTS (SELECT 1 FROM json_each(@patterns) g WHERE domain GLOB g.value)'}`;
     const params = { now: at, domains: JSON.stringify(domains ?? []), patterns: JSON.stringify(globPatterns(patterns ?? [])) };
     const rows = this.#sql.all<GroupRow>(`SELECT * FROM eventflow_group WHERE 1 = 1 ${only} ORDER BY domain, name, grp`, params);
@@ -50,7 +51,7 @@ export class SqliteLedgerOperator {
       const later = this.#sql.get<{ n: number; first: number | null }>(
         `SELECT SUM(CASE WHEN ${record.group === DEFAULT_GROUP ? 'p.consumed_spoke IS NULL' : '1'} THEN 1 ELSE 0 END) AS n, MIN(e.position) AS first ${eventScope(record)} AND e.position > @after
            AND NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = @gname AND r.grp = @grp)`,
-        { domain: record.domain, name: record.name, after: row.materialized ?? row.created_position, ...ledgerColumns(record) },
+        { domain: record.domain, name: record.name, after: Math.max(row.materialized ?? row.created_position, written(record) ?? 0), ...ledgerColumns(record) },
       );
       const oldest = unsettled.oldest ?? later?.first ?? undefined;
       const timestamp = oldest === undefined ? undefined : this.#sql.get<{ timestamp: string }>(`SELECT timestamp FROM event WHERE position = @oldest`, { oldest })?.timestamp;

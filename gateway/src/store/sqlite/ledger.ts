@@ -163,7 +163,9 @@ export class SqliteLedger implements DeliveryLedger {
   }
 
   groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
-    return this.#operator.groups(at, domains, patterns);
+    // The claims' watermarks (committed): the one in a group's row lags by up to PERSIST_MS, and the events
+    // after it are counted one by one. Right after a drain that was every event of it, at each listing.
+    return this.#operator.groups(at, domains, patterns, (key) => this.#known.get(`${key.domain}\u0000${key.name}\u0000${key.group}`)?.materialized);
   }
 
   deadLetters(query: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
