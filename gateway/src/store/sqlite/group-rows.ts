@@ -17,6 +17,9 @@ export const PERSIST_MS = 1_000;
 
 /** A row a claim leased, as its statements return it. */
 export type Taken = { event_id: string; attempts: number; delivery: string; position: number; last_error: string | null };
+/** The columns a claim's statements return (`RETURNING ${TAKEN}`), as LedgerSql.tuples gives them. */
+export const TAKEN = 'event_id, attempts, delivery, position, last_error';
+export type TakenTuple = [event_id: string, attempts: number, delivery: string | null, position: number, last_error: string | null];
 
 /** What the claims know of a group: its row, how far its rows are written, when leases were last looked at. */
 export interface KnownGroup {
@@ -99,23 +102,23 @@ export class GroupRows {
     // of events under v4 spokes' claims: the next claim goes on from there).
     for (let written = 0; taken.length < wanted && written < MATERIALIZE_PAGE; ) {
       const size = Math.min(PAGE_SIZES, 2 ** Math.floor(Math.log2(wanted - taken.length)));
-      const rows = this.#sql.all<Omit<Taken, 'delivery'> & { delivery: string | null }>(
+      const rows = this.#sql.tuples<TakenTuple>(
         `INSERT INTO eventflow_delivery (event_id, domain, gname, grp, position, pid, name, attempts, updated, delivery, owner, deadline, claimed_at)
          SELECT e.id, e.domain, @gname, @grp, e.position, CASE WHEN @withPid = 1 THEN e.pid END, e.name, CASE WHEN ${leased} THEN 1 ELSE 0 END, @updated,
            CASE WHEN ${leased} THEN @prefix || lower(hex(randomblob(16))) END, CASE WHEN ${leased} THEN @owner END, CASE WHEN ${leased} THEN @deadline END, CASE WHEN ${leased} THEN @now END
          ${eventScope(key)} AND e.position > @from AND e.position <= @to
            AND NOT EXISTS (SELECT 1 FROM eventflow_delivery w WHERE w.event_id = e.id AND w.gname = @gname AND w.grp = @grp)
          ORDER BY e.position LIMIT ${size}
-         RETURNING event_id, attempts, delivery, position, last_error`,
+         RETURNING ${TAKEN}`,
         { ...scope, from },
       );
-      for (const row of rows) if (row.delivery !== null) taken.push(row as Taken);
+      for (const [event_id, attempts, delivery, position, last_error] of rows) if (delivery !== null) taken.push({ event_id, attempts, delivery, position, last_error });
       written += rows.length;
       if (rows.length < size) {
         from = to;
         break;
       }
-      for (const row of rows) if (row.position > from) from = row.position;
+      for (const row of rows) if (row[3] > from) from = row[3];
     }
     this.persist(known, key, from, at);
     return { taken, watermark: from };

@@ -8,13 +8,13 @@ import type Database from 'better-sqlite3';
 import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
 import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryPrefix, keyOf, ledgerColumns } from '../ledger.js';
-import { COLUMNS, now, toStoredEvent, type EventRow } from './statements.js';
+import { COLUMNS, fromTuple, now, toStoredEvent, type EventTuple } from './statements.js';
 import { LedgerSql, rowScope, toRecord, type GroupRow, type LedgerHooks } from './ledger-sql.js';
 import { SqliteLedgerOperator } from './ledger-operator.js';
 import { AppendClaims } from './append-claims.js';
 import { ADDED, INDEXES, TABLES } from './ledger-schema.js';
 import { claimOrderColumns, orderedClaimable } from '../ordered-claim.js';
-import { GroupRows, PAGE_SIZES, PERSIST_MS, type KnownGroup, type Taken } from './group-rows.js';
+import { GroupRows, PAGE_SIZES, PERSIST_MS, TAKEN, type KnownGroup, type Taken, type TakenTuple } from './group-rows.js';
 
 type RefRow = { event_id: string; domain: string; gname: string; grp: string; name: string | null; attempts: number; deadline: number | null };
 
@@ -229,12 +229,12 @@ export class SqliteLedger implements DeliveryLedger {
       // bit set, each cached; the next taking up where the last left off, until one comes up short.
       for (let size = PAGE_SIZES; size >= 1; size >>= 1) {
         if ((params.limit & size) === 0) continue;
-        const taken = this.#sql.all<Taken>(
+        const taken = this.#sql.tuples<TakenTuple>(
           `UPDATE eventflow_delivery SET delivery = @prefix || lower(hex(randomblob(16))), owner = @owner, deadline = @deadline, available_at = NULL, attempts = attempts + 1, updated = @updated, claimed_at = @now
-           WHERE rowid IN (${page(size)}) RETURNING event_id, attempts, delivery, position, last_error`,
+           WHERE rowid IN (${page(size)}) RETURNING ${TAKEN}`,
           params,
         );
-        all.push(...taken);
+        for (const [event_id, attempts, delivery, position, last_error] of taken) all.push({ event_id, attempts, delivery: delivery as string, position, last_error });
         if (taken.length < size) break;
       }
       if (group.claim_ordered !== 1 && all.length < params.limit) {
@@ -304,10 +304,10 @@ export class SqliteLedger implements DeliveryLedger {
     if (missing.length > 0) {
       const wanted = new Set(missing);
       const positions = rows.filter((row) => wanted.has(row.event_id)).map((row) => row.position);
-      for (const row of this.#sql.all<EventRow>(`SELECT ${COLUMNS} FROM event e WHERE e.position IN (SELECT value FROM json_each(@positions))`, { positions: JSON.stringify(positions) })) {
-        events.set(row.id, toStoredEvent(row));
+      for (const row of this.#sql.tuples<EventTuple>(`SELECT ${COLUMNS} FROM event e WHERE e.position IN (SELECT value FROM json_each(@positions))`, { positions: JSON.stringify(positions) })) {
+        events.set(row[1], toStoredEvent(fromTuple(row)));
         // Every row of this file was written by a gateway's JSON.stringify (appends.ts): the delivery frame splices it.
-        texts?.set(row.id, row.data);
+        texts?.set(row[1], row[7]);
       }
     }
     return events;
@@ -331,14 +331,14 @@ export class SqliteLedger implements DeliveryLedger {
       const outcomes = [...first.values()].filter((action) => action.kind !== 'release');
       if (outcomes.length > 0) {
         const rows = JSON.stringify(outcomes.map((action) => ({ d: action.delivery, o: action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : null, e: action.error ?? null })));
-        for (const row of this.#sql.all<RefRow & { delivery: string }>(
+        for (const [delivery, event_id, domain, gname, grp, name, attempts] of this.#sql.tuples<[string, string, string, string, string, string | null, number]>(
           `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated, settled_at = @at
            FROM (SELECT json_extract(value, '$.d') AS dl, json_extract(value, '$.o') AS o, json_extract(value, '$.e') AS e FROM json_each(@rows)) AS j
            WHERE d.delivery = j.dl AND d.outcome IS NULL
            RETURNING delivery, event_id, domain, gname, grp, name, attempts`,
           { rows, updated, at },
         )) {
-          ended.set(row.delivery, row);
+          ended.set(delivery, { event_id, domain, gname, grp, name, attempts, deadline: null });
         }
         const v4 = outcomes.filter((action) => ended.get(action.delivery)?.grp === DEFAULT_GROUP);
         for (const column of ['success', 'failed'] as const) {

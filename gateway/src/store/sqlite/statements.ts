@@ -7,6 +7,9 @@ export type EventRow = Omit<StoredEvent, 'data' | 'traceparent' | 'tracestate'> 
 
 /** The columns of an event row (EventRow), `e` being the event table. */
 export const COLUMNS = 'e.position, e.id, e.timestamp, e.domain, e.rid, e.pid, e.name, e.data, e.traceparent, e.tracestate';
+/** A row of COLUMNS as an array (LedgerSql.tuples). */
+export type EventTuple = [position: number, id: string, timestamp: string, domain: string, rid: string | null, pid: string, name: string, data: string, traceparent: string | null, tracestate: string | null];
+export const fromTuple = ([position, id, timestamp, domain, rid, pid, name, data, traceparent, tracestate]: EventTuple): EventRow => ({ position, id, timestamp, domain, rid, pid, name, data, traceparent, tracestate });
 
 /** Name lists travel as one JSON array parameter so that their statements can be cached. */
 const IN_NAMES = 'e.name IN (SELECT value FROM json_each(@names))';
