@@ -330,16 +330,33 @@ export class SqliteLedger implements DeliveryLedger {
       // makes the id void), so that the statement can say which deliveries it ended.
       const outcomes = [...first.values()].filter((action) => action.kind !== 'release');
       if (outcomes.length > 0) {
-        const rows = JSON.stringify(outcomes.map((action) => ({ d: action.delivery, o: action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : null, e: action.error ?? null })));
-        for (const [delivery, event_id, domain, gname, grp, name, attempts] of this.#sql.tuples<[string, string, string, string, string, string | null, number]>(
-          `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated, settled_at = @at
-           FROM (SELECT json_extract(value, '$.d') AS dl, json_extract(value, '$.o') AS o, json_extract(value, '$.e') AS e FROM json_each(@rows)) AS j
-           WHERE d.delivery = j.dl AND d.outcome IS NULL
-           RETURNING delivery, event_id, domain, gname, grp, name, attempts`,
-          { rows, updated, at },
-        )) {
-          ended.set(delivery, { event_id, domain, gname, grp, name, attempts, deadline: null });
+        type Ended = [delivery: string, event_id: string, domain: string, gname: string, grp: string, name: string | null, attempts: number];
+        const returning = 'RETURNING delivery, event_id, domain, gname, grp, name, attempts';
+        // Successes without an error text (a drain's every settle) by their ids alone: no JSON object per row to read back.
+        const plain: LedgerAction[] = [];
+        const other: LedgerAction[] = [];
+        for (const action of outcomes) (action.kind === 'outcome' && action.outcome === 'success' && action.error === undefined ? plain : other).push(action);
+        const rows: Ended[] = [];
+        if (plain.length > 0) {
+          rows.push(
+            ...this.#sql.tuples<Ended>(
+              `UPDATE eventflow_delivery AS d SET outcome = 'success', last_error = NULL, deadline = NULL, updated = @updated, settled_at = @at
+               WHERE d.delivery IN (SELECT value FROM json_each(@ids)) AND d.delivery IS NOT NULL AND d.outcome IS NULL ${returning}`,
+              { ids: JSON.stringify(plain.map((action) => action.delivery)), updated, at },
+            ),
+          );
         }
+        if (other.length > 0) {
+          rows.push(
+            ...this.#sql.tuples<Ended>(
+              `UPDATE eventflow_delivery AS d SET outcome = j.o, last_error = j.e, deadline = NULL, updated = @updated, settled_at = @at
+               FROM (SELECT json_extract(value, '$.d') AS dl, json_extract(value, '$.o') AS o, json_extract(value, '$.e') AS e FROM json_each(@rows)) AS j
+               WHERE d.delivery = j.dl AND d.outcome IS NULL ${returning}`,
+              { rows: JSON.stringify(other.map((action) => ({ d: action.delivery, o: action.kind === 'dead' ? 'dead' : action.kind === 'outcome' ? action.outcome : null, e: action.error ?? null }))), updated, at },
+            ),
+          );
+        }
+        for (const [delivery, event_id, domain, gname, grp, name, attempts] of rows) ended.set(delivery, { event_id, domain, gname, grp, name, attempts, deadline: null });
         const v4 = outcomes.filter((action) => ended.get(action.delivery)?.grp === DEFAULT_GROUP);
         for (const column of ['success', 'failed'] as const) {
           const ids = v4.filter((action) => (column === 'success' ? action.kind === 'outcome' && action.outcome === 'success' : !(action.kind === 'outcome' && action.outcome === 'success')));
