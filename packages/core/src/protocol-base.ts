@@ -9,6 +9,30 @@ import { namespacePatternProblem } from './namespace-pattern.js';
 import { TRACEPARENT, TRACESTATE_MAX_LENGTH } from './trace-context.js';
 
 /**
+ * `make`'s value, made at the first call and the same one from then on. The protocol has hundreds of
+ * schemas, each some µs to build, and a process uses few of them: a gateway checks the params of
+ * the operations its clients send and reads no result schema (bench/README.md › start).
+ */
+export function once<T extends object>(make: () => T): () => T {
+  let made: T | undefined;
+  return () => (made ??= make());
+}
+
+/** An operation's schemas, each built when first read (`once`). */
+export function operation<P extends object, R extends object>(params: () => P, result: () => R): { readonly params: P; readonly result: R } {
+  const builtParams = once(params);
+  const builtResult = once(result);
+  return {
+    get params() {
+      return builtParams();
+    },
+    get result() {
+      return builtResult();
+    },
+  };
+}
+
+/**
  * v4 stores ids, domains, names and pids in VARCHAR(64) ascii_bin columns and frames them with
  * 0x1E/0x1F separators. Printable ASCII excludes those separators; a trailing space is refused
  * because ascii_bin is PAD SPACE, so 'a' and 'a ' would collide in MySQL.
