@@ -12,10 +12,17 @@ import { decimalNumbers, describeConfigIssue, expected, unknownVariables } from 
 import { readV4Environment, unsupported, v4Aliases } from './v4-env.js';
 import { configDefaults, MAX_EXTEND_LEASES, MAX_TIMER_MS, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
 
-const port = z.coerce.number({ error: expected.port }).int({ error: expected.port }).min(0, { error: expected.port }).max(65535, { error: expected.port });
-const positiveInt = z.coerce.number({ error: expected.positiveInt }).int({ error: expected.positiveInt }).positive({ error: expected.positiveInt });
-const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).int({ error: expected.nonNegativeInt }).min(0, { error: expected.nonNegativeInt });
+// Each classic zod schema costs some 25–40 µs to build, and this one is built at every start
+// (bench/README.md › start): the number schemas take their checks in one .check() (one clone instead
+// of one per .int()/.min()/.max()), and settings of the same kind share one schema.
+const port = z.coerce.number({ error: expected.port }).check(z.int({ error: expected.port }), z.gte(0, { error: expected.port }), z.lte(65535, { error: expected.port }));
+const positiveInt = z.coerce.number({ error: expected.positiveInt }).check(z.int({ error: expected.positiveInt }), z.gt(0, { error: expected.positiveInt }));
+const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).check(z.int({ error: expected.nonNegativeInt }), z.gte(0, { error: expected.nonNegativeInt }));
+const text = z.string().min(1);
+const optionalText = text.optional();
 
+const wholeMs = (min: 0 | 1, max: number, error: string) => z.coerce.number({ error }).check(z.int({ error }), z.gte(min, { error }), z.lte(max, { error }));
+const durations = new Map<string, ReturnType<typeof wholeMs>>();
 /**
  * A duration in ms that a timer waits, at least `min`, at most `max` (MAX_TIMER_MS, or less where it
  * is multiplied): a longer one ran at once, so that an auth timeout of 25 days closed every
@@ -23,22 +30,24 @@ const nonNegativeInt = z.coerce.number({ error: expected.nonNegativeInt }).int({
  */
 export const durationMs = (min: 0 | 1, max = MAX_TIMER_MS, why = 'the longest a timer waits') => {
   const error = `expected a whole number of ms from ${min} to ${max} (${max}: ${why})`;
-  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  let schema = durations.get(error);
+  if (schema === undefined) durations.set(error, (schema = wholeMs(min, max, error)));
+  return schema;
 };
 
 /** Each key is the environment variable it is read from. */
 export const configSchema = z.object({
-  EVENTFLOW_HOST: z.string().min(1).default(configDefaults.EVENTFLOW_HOST),
+  EVENTFLOW_HOST: text.default(configDefaults.EVENTFLOW_HOST),
   EVENTFLOW_PORT: port.default(configDefaults.EVENTFLOW_PORT),
   /** `sqlite`: an embedded file. `mysql`: MySQL 8 / MariaDB 10.11 with eventflow v4's tables, shareable with v4 hubs and spokes. */
   EVENTFLOW_STORE: z.enum(['sqlite', 'mysql']).default(configDefaults.EVENTFLOW_STORE),
-  EVENTFLOW_SQLITE_PATH: z.string().min(1).default(configDefaults.EVENTFLOW_SQLITE_PATH),
-  EVENTFLOW_SQLITE_CACHE_MB: z.coerce.number({ error: expected.cacheMb }).int({ error: expected.cacheMb }).min(1, { error: expected.cacheMb }).max(65_536, { error: expected.cacheMb }).default(configDefaults.EVENTFLOW_SQLITE_CACHE_MB),
+  EVENTFLOW_SQLITE_PATH: text.default(configDefaults.EVENTFLOW_SQLITE_PATH),
+  EVENTFLOW_SQLITE_CACHE_MB: z.coerce.number({ error: expected.cacheMb }).check(z.int({ error: expected.cacheMb }), z.gte(1, { error: expected.cacheMb }), z.lte(65_536, { error: expected.cacheMb })).default(configDefaults.EVENTFLOW_SQLITE_CACHE_MB),
   // v4's names and defaults for its mysql2 pool (eventflow-v4.md §1.4); the charset is always utf8mb4.
   // v4 spells these two EVENTFLOW_MYSQL_PASS and EVENTFLOW_MYSQL_DB: read as aliases (v4-env.ts).
-  EVENTFLOW_MYSQL_HOST: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_HOST),
+  EVENTFLOW_MYSQL_HOST: text.default(configDefaults.EVENTFLOW_MYSQL_HOST),
   EVENTFLOW_MYSQL_PORT: port.min(1, { error: 'expected a port number (an integer from 1 to 65535)' }).default(configDefaults.EVENTFLOW_MYSQL_PORT),
-  EVENTFLOW_MYSQL_USER: z.string().min(1).default(configDefaults.EVENTFLOW_MYSQL_USER),
+  EVENTFLOW_MYSQL_USER: text.default(configDefaults.EVENTFLOW_MYSQL_USER),
   EVENTFLOW_MYSQL_PASSWORD: z.string().default(configDefaults.EVENTFLOW_MYSQL_PASSWORD),
   EVENTFLOW_MYSQL_DATABASE: z.string().min(1).max(64, { error: 'must be at most 64 characters (a MySQL database name)' }).default(configDefaults.EVENTFLOW_MYSQL_DATABASE),
   EVENTFLOW_MYSQL_CONNECTION_LIMIT: positiveInt.default(configDefaults.EVENTFLOW_MYSQL_CONNECTION_LIMIT),
@@ -62,14 +71,14 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, { error: 'must be dot-separated tokens of A-Z a-z 0-9 _ -' })
     .default(configDefaults.EVENTFLOW_NATS_SUBJECT_PREFIX),
   /** NATS authentication, passed to nats.js: a token, a user and password, or a credentials (.creds) file. */
-  EVENTFLOW_NATS_TOKEN: z.string().min(1).optional(),
-  EVENTFLOW_NATS_USER: z.string().min(1).optional(),
-  EVENTFLOW_NATS_PASSWORD: z.string().min(1).optional(),
-  EVENTFLOW_NATS_CREDS_FILE: z.string().min(1).optional(),
+  EVENTFLOW_NATS_TOKEN: optionalText,
+  EVENTFLOW_NATS_USER: optionalText,
+  EVENTFLOW_NATS_PASSWORD: optionalText,
+  EVENTFLOW_NATS_CREDS_FILE: optionalText,
   /** TLS towards NATS (PEM files): a CA to trust, a client certificate and key; any of them turns TLS on. */
-  EVENTFLOW_NATS_TLS_CA_FILE: z.string().min(1).optional(),
-  EVENTFLOW_NATS_TLS_CERT_FILE: z.string().min(1).optional(),
-  EVENTFLOW_NATS_TLS_KEY_FILE: z.string().min(1).optional(),
+  EVENTFLOW_NATS_TLS_CA_FILE: optionalText,
+  EVENTFLOW_NATS_TLS_CERT_FILE: optionalText,
+  EVENTFLOW_NATS_TLS_KEY_FILE: optionalText,
   /** The NAME of v4's certificate scheme for this gateway: its intermediate and id suffix. */
   EVENTFLOW_SPOKE_NAME: z
     .string()
@@ -185,11 +194,11 @@ export const configSchema = z.object({
   /** HS256 shared secret (at least 32 characters). */
   EVENTFLOW_JWT_SECRET: z.string().min(32, { error: 'must be at least 32 characters (256 bits) for HS256' }).optional(),
   /** PEM (SPKI) public key: RSA for RS256, P-256 for ES256. Literal "\n" sequences are read as newlines. */
-  EVENTFLOW_JWT_PUBLIC_KEY: z.string().min(1).optional(),
+  EVENTFLOW_JWT_PUBLIC_KEY: optionalText,
   /** When set, tokens must carry this `iss`. */
-  EVENTFLOW_JWT_ISSUER: z.string().min(1).optional(),
+  EVENTFLOW_JWT_ISSUER: optionalText,
   /** When set, tokens must carry this `aud`. */
-  EVENTFLOW_JWT_AUDIENCE: z.string().min(1).optional(),
+  EVENTFLOW_JWT_AUDIENCE: optionalText,
   /**
    * With EVENTFLOW_AUTH=jwt: the longest a token's rights last, counted from its `iat`, and the
    * longest a connection holds token rights (`authenticate` cannot extend it): then close 4401.
@@ -274,34 +283,37 @@ export function parseConfig(values: Record<string, string | number | undefined>)
   const v4 = readV4Environment(values);
   const relevant = Object.fromEntries(Object.entries(v4.values).filter(([key, value]) => key.startsWith('EVENTFLOW_') && value !== '' && value !== undefined));
   const parsed = configSchema
-    .refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
-      error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
-      path: ['EVENTFLOW_ROUTER'],
-    })
-    .refine((config) => config.EVENTFLOW_STORE !== 'mysql' || config.EVENTFLOW_MAX_DATA_DEPTH <= MYSQL_MAX_DATA_DEPTH, {
-      error: `EVENTFLOW_MAX_DATA_DEPTH is at most ${MYSQL_MAX_DATA_DEPTH} with EVENTFLOW_STORE=mysql: MariaDB's JSON_VALID, the check on v4's event.data, refuses deeper documents, and every such publish would fail in the store`,
-      path: ['EVENTFLOW_MAX_DATA_DEPTH'],
-    })
-    .refine((config) => config.EVENTFLOW_ROUTER !== 'nats' || config.EVENTFLOW_STORE === 'mysql', {
-      error: 'EVENTFLOW_ROUTER=nats needs EVENTFLOW_STORE=mysql: NATS only notifies, the gateways must share one store (a SQLite file belongs to one gateway)',
-      path: ['EVENTFLOW_ROUTER'],
-    })
-    .refine((config) => (config.EVENTFLOW_NATS_USER === undefined) === (config.EVENTFLOW_NATS_PASSWORD === undefined), {
-      error: 'EVENTFLOW_NATS_USER and EVENTFLOW_NATS_PASSWORD go together: set both or neither',
-      path: ['EVENTFLOW_NATS_USER'],
-    })
-    .refine((config) => [config.EVENTFLOW_NATS_TOKEN, config.EVENTFLOW_NATS_USER, config.EVENTFLOW_NATS_CREDS_FILE].filter((value) => value !== undefined).length <= 1, {
-      error: 'set at most one of EVENTFLOW_NATS_TOKEN, EVENTFLOW_NATS_USER/_PASSWORD and EVENTFLOW_NATS_CREDS_FILE',
-      path: ['EVENTFLOW_NATS_TOKEN'],
-    })
-    .refine((config) => (config.EVENTFLOW_NATS_TLS_CERT_FILE === undefined) === (config.EVENTFLOW_NATS_TLS_KEY_FILE === undefined), {
-      error: 'EVENTFLOW_NATS_TLS_CERT_FILE and EVENTFLOW_NATS_TLS_KEY_FILE go together: a client certificate needs its key',
-      path: ['EVENTFLOW_NATS_TLS_CERT_FILE'],
-    })
-    .refine((config) => config.EVENTFLOW_AUTH !== 'jwt' || (config.EVENTFLOW_JWT_SECRET === undefined) !== (config.EVENTFLOW_JWT_PUBLIC_KEY === undefined), {
-      error: 'EVENTFLOW_AUTH=jwt needs exactly one of EVENTFLOW_JWT_SECRET (HS256) or EVENTFLOW_JWT_PUBLIC_KEY (RS256/ES256)',
-      path: ['EVENTFLOW_AUTH'],
-    })
+    // One .check() with every rule: a .refine() each would clone the object schema once per rule.
+    .check(
+      z.refine((config) => config.EVENTFLOW_ROUTER !== 'hubs' || config.EVENTFLOW_STORE === 'mysql', {
+        error: 'EVENTFLOW_ROUTER=hubs needs EVENTFLOW_STORE=mysql: the hub mesh shares eventflow v4 tables',
+        path: ['EVENTFLOW_ROUTER'],
+      }),
+      z.refine((config) => config.EVENTFLOW_STORE !== 'mysql' || config.EVENTFLOW_MAX_DATA_DEPTH <= MYSQL_MAX_DATA_DEPTH, {
+        error: `EVENTFLOW_MAX_DATA_DEPTH is at most ${MYSQL_MAX_DATA_DEPTH} with EVENTFLOW_STORE=mysql: MariaDB's JSON_VALID, the check on v4's event.data, refuses deeper documents, and every such publish would fail in the store`,
+        path: ['EVENTFLOW_MAX_DATA_DEPTH'],
+      }),
+      z.refine((config) => config.EVENTFLOW_ROUTER !== 'nats' || config.EVENTFLOW_STORE === 'mysql', {
+        error: 'EVENTFLOW_ROUTER=nats needs EVENTFLOW_STORE=mysql: NATS only notifies, the gateways must share one store (a SQLite file belongs to one gateway)',
+        path: ['EVENTFLOW_ROUTER'],
+      }),
+      z.refine((config) => (config.EVENTFLOW_NATS_USER === undefined) === (config.EVENTFLOW_NATS_PASSWORD === undefined), {
+        error: 'EVENTFLOW_NATS_USER and EVENTFLOW_NATS_PASSWORD go together: set both or neither',
+        path: ['EVENTFLOW_NATS_USER'],
+      }),
+      z.refine((config) => [config.EVENTFLOW_NATS_TOKEN, config.EVENTFLOW_NATS_USER, config.EVENTFLOW_NATS_CREDS_FILE].filter((value) => value !== undefined).length <= 1, {
+        error: 'set at most one of EVENTFLOW_NATS_TOKEN, EVENTFLOW_NATS_USER/_PASSWORD and EVENTFLOW_NATS_CREDS_FILE',
+        path: ['EVENTFLOW_NATS_TOKEN'],
+      }),
+      z.refine((config) => (config.EVENTFLOW_NATS_TLS_CERT_FILE === undefined) === (config.EVENTFLOW_NATS_TLS_KEY_FILE === undefined), {
+        error: 'EVENTFLOW_NATS_TLS_CERT_FILE and EVENTFLOW_NATS_TLS_KEY_FILE go together: a client certificate needs its key',
+        path: ['EVENTFLOW_NATS_TLS_CERT_FILE'],
+      }),
+      z.refine((config) => config.EVENTFLOW_AUTH !== 'jwt' || (config.EVENTFLOW_JWT_SECRET === undefined) !== (config.EVENTFLOW_JWT_PUBLIC_KEY === undefined), {
+        error: 'EVENTFLOW_AUTH=jwt needs exactly one of EVENTFLOW_JWT_SECRET (HS256) or EVENTFLOW_JWT_PUBLIC_KEY (RS256/ES256)',
+        path: ['EVENTFLOW_AUTH'],
+      }),
+    )
     // Parsed once: zod's compiled fast path (a generated function per object schema) costs more to
     // make than this one parse saves (~5 ms of a start, bench/README.md › start).
     .safeParse(decimalNumbers(configSchema.shape, relevant), { jitless: true });
