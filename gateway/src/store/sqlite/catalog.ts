@@ -88,7 +88,8 @@ type Statements = ReturnType<typeof prepare>;
 const optional = (value: string | null): string | undefined => value ?? undefined;
 
 export class SqliteCatalog implements Catalog {
-  readonly #s: Statements;
+  /** Prepared at the first read: the router asks the catalog what it offers as the gateway starts, the console reads it later if ever. */
+  #statements: Statements | undefined;
   readonly #db: Database.Database;
   readonly #deleting: () => void;
   /** The settled deliveries' statements (every group, one group), prepared on first use. */
@@ -96,9 +97,12 @@ export class SqliteCatalog implements Catalog {
 
   /** `deleting`: called before an event is deleted (the store forgets what it keeps of recent events). */
   constructor(db: Database.Database, deleting: () => void = () => undefined) {
-    this.#s = prepare(db);
     this.#db = db;
     this.#deleting = deleting;
+  }
+
+  get #s(): Statements {
+    return (this.#statements ??= prepare(this.#db));
   }
 
   async domains(): Promise<DomainSummary[]> {
