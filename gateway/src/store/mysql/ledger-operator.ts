@@ -12,6 +12,14 @@ import { affected, select } from './statements.js';
 import { ID_TABLE, num, toRecord, type GroupRow } from './ledger-rows.js';
 
 /** The token patterns of a listing (likePatterns, one JSON parameter) as a table `t` of LIKE patterns `p`. */
+/** What GroupsOperator.groups takes of the ledger's cached groups. */
+export interface KnownWatermark {
+  key: GroupKey;
+  created: number;
+  materialized: number;
+}
+const WATERMARK_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (d VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.d', n VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.n',
+  g VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin PATH '$.g', c BIGINT UNSIGNED PATH '$.c', w BIGINT UNSIGNED PATH '$.w')) k`;
 const PATTERN_TABLE = `JSON_TABLE(?, '$[*]' COLUMNS (p VARCHAR(1024) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) t`;
 
 interface Runner {
@@ -30,7 +38,13 @@ export class MysqlLedgerOperator {
     return this.#run.do('count the consumer groups', async (pool) => Number((await select<{ n: number }>(pool, `SELECT COUNT(*) AS n FROM eventflow_group WHERE domain = ?`, [domain]))[0]?.n ?? 0));
   }
 
-  async groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
+  /**
+   * `written`: the watermarks this gateway's claims committed, with the `created` position of the group
+   * they are of. The one in a group's row is written at most once per GROUP_READ_MS, and the events after
+   * it are counted one by one: right after a drain, every event of it, at each listing (81 ms after
+   * 10,000 jobs, in the MariaDB slow log).
+   */
+  async groups(at: number, domains?: readonly string[], patterns?: readonly string[], written: readonly KnownWatermark[] = []): Promise<GroupSummary[]> {
     return this.#run.do('read the consumer groups', async (pool) => {
       const only = `${domains === undefined ? '' : 'AND domain IN (?)'} ${patterns === undefined ? '' : `AND EXISTS (SELECT 1 FROM ${PATTERN_TABLE} WHERE domain LIKE t.p ESCAPE '!')`}`;
       const scope = [...(domains === undefined ? [] : [[...domains]]), ...(patterns === undefined ? [] : [JSON.stringify(likePatterns(patterns))])];
@@ -39,15 +53,18 @@ export class MysqlLedgerOperator {
       // short range while the group has members; the stored watermark lags a claim's by up to a second).
       // A default group's event under a v4 spoke's claim is the spoke's work, not pending here (v4Pending).
       const NO_ROW = `NOT EXISTS (SELECT 1 FROM eventflow_delivery r WHERE r.event_id = e.id AND r.gname = IF(g.grp = '', '', g.name) AND r.grp = g.grp)`;
+      // This gateway's watermark of the same group (created at the same position: not one deleted and made again since).
+      const after = 'GREATEST(COALESCE(g.materialized, g.created_position), COALESCE(k.w, 0))';
       const rows = await select<GroupRow & { later: number | string; laterFirst: number | string | null }>(
         pool,
         `SELECT g.*,
            (SELECT COUNT(*) FROM eventflow_position x JOIN event e ON e.id = x.event_id JOIN event_published p ON p.event_id = e.id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED} AND p.consumed_spoke IS NULL)) AND ${NO_ROW}) AS later,
+             WHERE x.position > ${after} AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND (g.grp <> '' OR (${UNSETTLED} AND p.consumed_spoke IS NULL)) AND ${NO_ROW}) AS later,
            (SELECT MIN(x.position) FROM eventflow_position x JOIN event e ON e.id = x.event_id
-             WHERE x.position > COALESCE(g.materialized, g.created_position) AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND ${NO_ROW}) AS laterFirst
-         FROM eventflow_group g WHERE 1 = 1 ${only.replaceAll(' domain ', ' g.domain ')} ORDER BY g.domain, g.name, g.grp`,
-        scope,
+             WHERE x.position > ${after} AND e.domain = g.domain AND (g.name = '*' OR e.name = g.name) AND ${FIRED} AND ${NO_ROW}) AS laterFirst
+         FROM eventflow_group g LEFT JOIN ${WATERMARK_TABLE} ON k.d = g.domain AND k.n = g.name AND k.g = g.grp AND k.c = g.created_position
+         WHERE 1 = 1 ${only.replaceAll(' domain ', ' g.domain ')} ORDER BY g.domain, g.name, g.grp`,
+        [JSON.stringify(written.map(({ key, created, materialized }) => ({ d: key.domain, n: key.name, g: key.group, c: created, w: materialized }))), ...scope],
       );
       type Count = { domain: string; gname: string; grp: string; name: string | null; n: number | string; inFlight: number | string | null; oldest: number | string | null };
       const open = await select<Count>(

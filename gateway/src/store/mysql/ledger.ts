@@ -176,7 +176,12 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
-    return this.#operator.groups(at, domains, patterns);
+    // The watermarks this gateway's claims committed: the rows up to each are written (#materialize).
+    const written = [...this.#groups].map(([id, cached]) => {
+      const [domain = '', name = '', group = ''] = id.split('\u0000');
+      return { key: { domain, name, group }, created: cached.created, materialized: cached.materialized };
+    });
+    return this.#operator.groups(at, domains, patterns, written);
   }
 
   deadLetters(query: DeadLetterQuery): Promise<LedgerDeadLetter[]> {
