@@ -41,6 +41,8 @@ export interface CachedGroup {
   readAt: number;
   /** When the watermark was last written to the store. */
   persistedAt: number;
+  /** The watermark the group's row holds, as last read or written. */
+  stored: number;
 }
 
 export const groupId = (key: GroupKey): string => `${key.domain}\u0000${key.name}\u0000${key.group}`;
@@ -79,7 +81,11 @@ export function materializeRows(conn: PoolConnection, key: GroupKey, from: numbe
  */
 export async function persistWatermark(pool: Pool, key: GroupKey, group: CachedGroup, bound: (sql: string) => string): Promise<void> {
   const sql = bound(`UPDATE eventflow_group SET materialized = ? WHERE domain = ? AND name = ? AND grp = ? AND created_position = ? AND COALESCE(materialized, 0) < ?`);
-  await affected(pool, sql, [group.materialized, key.domain, key.name, key.group, group.created, group.materialized]).catch(() => undefined);
+  const to = group.materialized;
+  await affected(pool, sql, [to, key.domain, key.name, key.group, group.created, to]).then(
+    () => void (group.stored = Math.max(group.stored, to)),
+    () => undefined,
+  );
 }
 
 /** The rows of the group's ledger (`d`); the default group of a name takes only that name's rows of the shared ledger. */

@@ -233,6 +233,7 @@ export class MysqlLedger implements DeliveryLedger {
       head: Math.min(head, Number(row.head)),
       readAt: now,
       persistedAt: cached?.persistedAt ?? now,
+      stored: Number(row.materialized ?? row.created_position),
     };
     this.#groups.set(id, fresh);
     return fresh;
@@ -374,12 +375,13 @@ export class MysqlLedger implements DeliveryLedger {
         return { claimed, dead, nextDue, missing: false };
       }, (result) => ((committed = false), heldAfterLostCommit(pool, key, result))).then((result) => {
         // Rows written by a claim whose COMMIT was lost may not be there: the watermark stays.
-        if (committed && materialized > group.materialized) {
-          group.materialized = materialized;
-          if (now - group.persistedAt >= GROUP_READ_MS) {
-            group.persistedAt = now;
-            void persistWatermark(pool, key, group, this.atAppend.bound);
-          }
+        if (committed && materialized > group.materialized) group.materialized = materialized;
+        // Also by a claim that did not move it (a drained group's poll): a drain's rows are written by its first
+        // claims, within a GROUP_READ_MS, and the row kept the watermark of before the drain until an event moved
+        // it again; every listing (a /metrics scrape) counted the drain's events one by one meanwhile.
+        if (committed && group.materialized > group.stored && now - group.persistedAt >= GROUP_READ_MS) {
+          group.persistedAt = now;
+          void persistWatermark(pool, key, group, this.atAppend.bound);
         }
         return result;
       });

@@ -28,6 +28,8 @@ export interface KnownGroup {
   materialized: number;
   /** When the watermark was last written to the group's row. */
   persistedAt: number;
+  /** The watermark the group's row holds, as last read or written. */
+  stored: number;
   /** When a claim last looked for leases that ran out. */
   expiredAt: number;
 }
@@ -46,11 +48,9 @@ export class GroupRows {
     return upTo !== undefined && upTo > from ? upTo : (this.#sql.get<{ seq: number }>(`SELECT seq FROM sqlite_sequence WHERE name = 'event'`)?.seq ?? 0);
   }
 
-  /** The watermark `to` into the group's row, at most once per PERSIST_MS (a restart writes the rows after it again, ignored). */
-  persist(known: KnownGroup, key: GroupKey, to: number, at: number): void {
-    if (at - known.persistedAt >= PERSIST_MS) {
-      this.#sql.run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
-    }
+  /** The watermark `to` into the group's row (the claims write it at most once per PERSIST_MS: a restart writes the rows after it again, ignored). */
+  persist(key: GroupKey, to: number): void {
+    this.#sql.run(`UPDATE eventflow_group SET materialized = @to WHERE domain = @domain AND name = @name AND grp = @group AND COALESCE(materialized, 0) < @to`, { ...key, to });
   }
 
   /**
@@ -59,7 +59,7 @@ export class GroupRows {
    * unsettled row of each pid is read from them). Returns the new watermark (the caller keeps it once
    * the transaction commits).
    */
-  materialize(known: KnownGroup, key: GroupKey, updated: string, upTo: number | undefined, at: number): number {
+  materialize(known: KnownGroup, key: GroupKey, updated: string, upTo: number | undefined): number {
     const from = known.materialized;
     const head = this.head(from, upTo);
     if (head <= from) return from;
@@ -72,7 +72,6 @@ export class GroupRows {
        SELECT e.id, e.domain, @gname, @grp, e.position, CASE WHEN @withPid = 1 THEN e.pid END, e.name, 0, @updated ${eventScope(key)} AND e.position > @from AND e.position <= @to`,
       { ...params, to },
     );
-    this.persist(known, key, to, at);
     return to;
   }
 
@@ -88,7 +87,7 @@ export class GroupRows {
    * lagging by up to PERSIST_MS) are left out, so that the watermark moves to the last event given a
    * row, or to the head once short.
    */
-  leaseNew(known: KnownGroup, key: GroupKey, params: Record<string, unknown>, wanted: number, upTo: number | undefined, at: number): { taken: Taken[]; watermark: number } {
+  leaseNew(known: KnownGroup, key: GroupKey, params: Record<string, unknown>, wanted: number, upTo: number | undefined): { taken: Taken[]; watermark: number } {
     let from = known.materialized;
     const to = this.head(from, upTo);
     const taken: Taken[] = [];
@@ -120,7 +119,6 @@ export class GroupRows {
       }
       for (const row of rows) if (row[3] > from) from = row[3];
     }
-    this.persist(known, key, from, at);
     return { taken, watermark: from };
   }
 

@@ -81,7 +81,8 @@ export class SqliteLedger implements DeliveryLedger {
     if (!known) {
       const row = this.#groupRow(key);
       if (!row) return undefined;
-      known = { row, materialized: row.materialized ?? row.created_position, persistedAt: 0, expiredAt: 0 };
+      const stored = row.materialized ?? row.created_position;
+      known = { row, materialized: stored, stored, persistedAt: 0, expiredAt: 0 };
       this.#known.set(id, known);
     }
     return known;
@@ -197,12 +198,13 @@ export class SqliteLedger implements DeliveryLedger {
     // Deleted: nothing to claim until it is created again.
     if (!cached) return { claimed: [], dead: [], nextDue: undefined, missing: true };
     let watermark = cached.materialized;
+    let persisted = false;
     const lookForExpired = at - cached.expiredAt >= EXPIRED_CHECK_MS;
     const result = this.#sql.immediate((): ClaimResult => {
       const updated = now();
       const group = cached.row;
       // An ordered group reads the first unsettled row of each pid: its rows are written ahead.
-      if (group.claim_ordered === 1) watermark = this.#rows.materialize(cached, key, updated, upTo, at);
+      if (group.claim_ordered === 1) watermark = this.#rows.materialize(cached, key, updated, upTo);
       const v4 = key.group === DEFAULT_GROUP;
       const params = { domain: key.domain, name: key.name, ...ledgerColumns(key), created: group.created_position, now: at, limit: Math.max(0, Math.min(2 * PAGE_SIZES - 1, Math.floor(limit))), prefix: deliveryPrefix(), owner, consumer, deadline, updated, max: maxAttempts, held: JSON.stringify(held) };
       // Leases that ran out with a report still to be written here (ClaimRequest.held) stay as they are.
@@ -238,7 +240,7 @@ export class SqliteLedger implements DeliveryLedger {
         if (taken.length < size) break;
       }
       if (group.claim_ordered !== 1 && all.length < params.limit) {
-        const fresh = this.#rows.leaseNew(cached, key, params, params.limit - all.length, upTo, at);
+        const fresh = this.#rows.leaseNew(cached, key, params, params.limit - all.length, upTo);
         all.push(...fresh.taken);
         watermark = fresh.watermark;
       }
@@ -286,10 +288,20 @@ export class SqliteLedger implements DeliveryLedger {
               params,
             )?.next ?? undefined)
           : undefined;
+      // The watermark into the group's row at most once per PERSIST_MS, also by a claim that did not move it (a
+      // drained group's poll): a drain's rows are written within its first PERSIST_MS, and the row kept the first
+      // page's watermark until an event moved it again; a restart then wrote every row of the drain again.
+      if (watermark > cached.stored && at - cached.persistedAt >= PERSIST_MS) {
+        this.#rows.persist(key, watermark);
+        persisted = true;
+      }
       return { claimed, dead, nextDue, missing: false };
     });
     // Committed: what the claim wrote and looked at is known from now on.
-    if (watermark > cached.materialized && at - cached.persistedAt >= PERSIST_MS) cached.persistedAt = at;
+    if (persisted) {
+      cached.persistedAt = at;
+      cached.stored = watermark;
+    }
     cached.materialized = watermark;
     if (lookForExpired) cached.expiredAt = at;
     return result;
