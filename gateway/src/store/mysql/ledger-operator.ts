@@ -45,8 +45,6 @@ export class MysqlLedgerOperator {
       const only = `${domains === undefined ? '' : 'AND domain IN (?)'} ${patterns === undefined ? '' : `AND EXISTS (SELECT 1 FROM ${PATTERN_TABLE} WHERE domain LIKE t.p ESCAPE '!')`}`;
       const scope = [...(domains === undefined ? [] : [[...domains]]), ...(patterns === undefined ? [] : [JSON.stringify(likePatterns(patterns))])];
       const v4Pending = `CASE WHEN d.grp <> '' OR (${CLAIMABLE_V4}) THEN 1 ELSE 0 END`;
-      // Events after a group's watermark in the store may have no row yet: counted from the events (a
-      // short range while the group has members; the stored watermark lags a claim's by up to a second).
       // A default group's event under a v4 spoke's claim is the spoke's work, not pending here (v4Pending).
       const groupRows = await select<GroupRow>(pool, `SELECT g.* FROM eventflow_group g WHERE 1 = 1 ${only.replaceAll(' domain ', ' g.domain ')} ORDER BY g.domain, g.name, g.grp`, scope);
       // Events after a group's watermark may have no row yet: counted from the events, group by group, from the
