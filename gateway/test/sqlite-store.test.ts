@@ -27,6 +27,15 @@ describeEventStore('sqlite file', async () => {
 });
 
 describe('SqliteStore', () => {
+  it("refuses a cacheMb that is not a whole number of MiB from 1 to 65536 (an embedder's option)", async () => {
+    for (const cacheMb of [0, -1, 1.5, Number.NaN, 65_537]) {
+      expect(() => new SqliteStore({ path: ':memory:', cacheMb }), String(cacheMb)).toThrow(expect.objectContaining({ code: 'E_EVENTFLOW_CONFIG', message: expect.stringContaining('from 1 to 65536') }));
+    }
+    const store = new SqliteStore({ path: ':memory:', cacheMb: 1 });
+    await store.init();
+    await store.close();
+  });
+
   const opened: SqliteStore[] = [];
   const open = async (file: string): Promise<SqliteStore> => {
     const store = new SqliteStore({ path: file });

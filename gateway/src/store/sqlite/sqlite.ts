@@ -64,7 +64,12 @@ export class SqliteStore implements EventStore {
 
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
-    this.#cacheMb = options.cacheMb;
+    const { cacheMb } = options;
+    // An embedder's option, not through the configuration's schema: 0 or NaN would make an odd PRAGMA.
+    if (cacheMb !== undefined && !(Number.isInteger(cacheMb) && cacheMb >= 1 && cacheMb <= 65_536)) {
+      throw new EventflowError('E_EVENTFLOW_CONFIG', `SqliteStore's cacheMb must be a whole number of MiB from 1 to 65536, not ${String(cacheMb)}`, { details: { cacheMb: String(cacheMb) } });
+    }
+    this.#cacheMb = cacheMb;
   }
 
   async init(): Promise<void> {
