@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
 import { GroupCommit } from '../group-commit.js';
-import { configDefaults } from '../../defaults.js';
+import { pageCacheMb, setPageCache } from './page-cache.js';
 import { BackgroundCheckpointer } from './background-checkpointer.js';
 import type { AppendOptions, AppendOutcome, AppendRequest, AppendResult, DeadLetter, EventFilter, EventStore, NewEvent, Outcome } from '../store.js';
 import { ADDED_COLUMNS, refuseNewerSchema, SCHEMA, SCHEMA_VERSION } from './schema.js';
@@ -44,6 +44,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements EventStore {
   readonly kind = 'sqlite';
   readonly #path: string;
+  readonly #cacheMb: number;
   #open: { db: Database.Database; s: Statements; snapshots: SqliteSnapshots } | undefined;
   #checkpointer: BackgroundCheckpointer | undefined;
   #ledger: SqliteLedger | undefined;
@@ -60,16 +61,9 @@ export class SqliteStore implements EventStore {
   /** The database file at the path is the one open (store-file.ts); none in memory. */
   #file: StoreFile | undefined;
 
-  readonly #cacheMb: number | undefined;
-
   constructor(options: SqliteStoreOptions) {
     this.#path = options.path;
-    const { cacheMb } = options;
-    // An embedder's option, not through the configuration's schema: 0 or NaN would make an odd PRAGMA.
-    if (cacheMb !== undefined && !(Number.isInteger(cacheMb) && cacheMb >= 1 && cacheMb <= 65_536)) {
-      throw new EventflowError('E_EVENTFLOW_CONFIG', `SqliteStore's cacheMb must be a whole number of MiB from 1 to 65536, not ${String(cacheMb)}`, { details: { cacheMb: String(cacheMb) } });
-    }
-    this.#cacheMb = cacheMb;
+    this.#cacheMb = pageCacheMb(options.cacheMb);
   }
 
   async init(): Promise<void> {
@@ -87,9 +81,7 @@ export class SqliteStore implements EventStore {
       // steady 500 jobs/s: the gateway's commits ~25% slower). Raised with the limit (walLimited).
       db.pragma(`journal_size_limit = ${2 * WAL_BOUNDS.min * Number(db.pragma('page_size', { simple: true }))}`);
       db.pragma('foreign_keys = ON');
-      // SQLite's own 2 MiB default held less than a drain of 10,000 queued jobs reads back (their events,
-      // then their ledger rows): every page past it was a read from the file again, ~0.4 a job.
-      db.pragma(`cache_size = ${-1024 * (this.#cacheMb ?? configDefaults.EVENTFLOW_SQLITE_CACHE_MB)}`);
+      setPageCache(db, this.#cacheMb);
       refuseNewerSchema(db, this.#path);
       // IMMEDIATE so that two gateways initialising one file at once do not interleave.
       db.transaction(() => {
