@@ -13,7 +13,7 @@ import { GATEWAY_LEASE_MS } from './defaults.js';
 import { closedError, EventflowError, isEventflowError, type ErrorCode } from './errors.js';
 import type { HandlerSlots } from './handler-slots.js';
 import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
-import { connectionLost, type RequestOptions } from './requests.js';
+import { connectionLost, utf8Bytes, type RequestOptions } from './requests.js';
 import { wellFormedText } from './unicode-text.js';
 
 /** The client's ConsumeContext, as handlers see it (client.ts documents it). */
@@ -393,21 +393,6 @@ function batches(sized: ReadonlyArray<{ item: QueuedSettle; bytes: number }>, ma
   }
   if (batch.length > 0) cut.push(batch);
   return cut;
-}
-
-/** Bytes of `text` in UTF-8 (a lone surrogate counts 3, as U+FFFD). */
-function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      bytes += 4;
-      i += 1;
-    } else bytes += 3;
-  }
-  return bytes;
 }
 
 /** The longest retry delay the gateway takes (a day). */

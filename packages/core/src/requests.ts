@@ -73,7 +73,11 @@ interface Pending {
 export interface SendLimits {
   maxInFlight?: number | undefined;
   maxPublishRate?: number | undefined;
+  maxFrameBytes?: number | undefined;
 }
+
+/** Bytes of `text` in UTF-8, as the WebSocket sends it (a lone surrogate counts 3, as U+FFFD). */
+export const utf8Bytes = (text: string): number => new Blob([text]).size;
 
 /**
  * The pending requests and the send window. At most `maxInFlight` requests are on the wire (sent
@@ -94,6 +98,7 @@ export class RequestManager {
   readonly #defaultTimeout: number;
   #open = false;
   #window = GATEWAY_MAX_IN_FLIGHT;
+  #maxFrameBytes = Infinity;
   #rate = GATEWAY_MAX_PUBLISH_RATE;
   #tokens = 0;
   #refilledAt = 0;
@@ -147,9 +152,10 @@ export class RequestManager {
   }
 
   /** A connection is open with these limits: what waits for it is sent, within them. */
-  open({ maxInFlight = GATEWAY_MAX_IN_FLIGHT, maxPublishRate = GATEWAY_MAX_PUBLISH_RATE }: SendLimits = {}): void {
+  open({ maxInFlight = GATEWAY_MAX_IN_FLIGHT, maxPublishRate = GATEWAY_MAX_PUBLISH_RATE, maxFrameBytes = Infinity }: SendLimits = {}): void {
     this.#open = true;
     this.#window = maxInFlight;
+    this.#maxFrameBytes = maxFrameBytes;
     // The gateway's bucket of a new connection is full.
     this.#tokens = this.#rate = maxPublishRate;
     this.#refilledAt = Date.now();
@@ -200,9 +206,28 @@ export class RequestManager {
     this.#timer = undefined;
     for (const [id, request] of this.#unsent) {
       if (!this.#open || this.#onWire.size >= this.#window) return;
+      const { frame, op } = request;
+      const limit = this.#maxFrameBytes;
+      // The gateway closes a connection whose frame is over its limit (1009); the request, sent again
+      // on each new connection, closed every one until its timeout, dropping the client's
+      // subscriptions and consumers each time. It is answered here instead, as the gateway would if it
+      // could read it. A UTF-16 unit is at most 3 bytes: counted only when the frame may be over.
+      const bytes = frame.length * 3 > limit ? utf8Bytes(frame) : 0;
+      if (bytes > limit) {
+        this.#unsent.delete(id);
+        // Later in this turn: request() pumps before `pending` holds the cleanup that settling runs.
+        queueMicrotask(() =>
+          request.settle(
+            new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${op}: its frame is ${bytes} bytes, over the gateway's limit of ${limit} (EVENTFLOW_MAX_FRAME_BYTES): the gateway would close the connection; send less data in one request`, {
+              details: { bytes, limit },
+            }),
+          ),
+        );
+        continue;
+      }
       const wait = request.write ? this.#writeDelay() : 0;
       if (wait > 0) return void (this.#timer = setTimeout(() => this.#pump(), wait));
-      if (!this.#send(request.frame)) return;
+      if (!this.#send(frame)) return;
       if (request.write) this.#tokens--;
       this.#unsent.delete(id);
       this.#onWire.add(id);

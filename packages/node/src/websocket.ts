@@ -3,31 +3,19 @@
  * Node), with the same opening and errors, plus one thing core cannot do portably: the TCP socket
  * is corked while a turn of the event loop sends frames, so that a burst of pipelined requests
  * leaves in one write instead of one system call per frame (the largest single cost of a
- * pipelined publisher before). The gateway corks its answers the same way.
- *
- * It also keeps requests within the gateway's frame limit (`welcome.limits.maxFrameBytes`): the
- * gateway closes a connection whose frame is over it (1009), and the client sent the request again
- * on each new connection, so that the connection went up and down until the call's timeout, every
- * subscription and consumer of the client with it. Such a request is answered here, as the gateway
- * would answer it if it could read it: E_EVENTFLOW_INVALID_INPUT, and the frame is not sent. (The
- * browser bundles have no room for this check: there, keep events under the limit.)
+ * pipelined publisher before). The gateway corks its answers the same way. (Requests over the
+ * gateway's frame limit are answered by core's request manager, before they reach a transport.)
  */
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { assertUrl, EventflowError, WebSocketTransport, type Connector, type Transport, type TransportListener } from '@eventflow/core';
-
-/** The request id and operation at the start of a request frame, as the client's request manager writes it. */
-const REQUEST_START = /^\{"type":"request","id":(\d+),"op":"([A-Za-z]+)"/;
+import { assertUrl, EventflowError, WebSocketTransport, type Connector, type Transport } from '@eventflow/core';
 
 class CorkedWebSocketTransport extends WebSocketTransport {
   readonly #stream: Duplex;
   #corked = false;
-  #listener: TransportListener | undefined;
-  /** welcome.limits.maxFrameBytes, once the welcome came. */
-  #maxFrameBytes = Number.POSITIVE_INFINITY;
 
   constructor(socket: WebSocket, stream: Duplex) {
     // Core types its socket as the platform WebSocket; in Node that is `ws` (isows), this very class.
@@ -35,24 +23,7 @@ class CorkedWebSocketTransport extends WebSocketTransport {
     this.#stream = stream;
   }
 
-  override listen(listener: TransportListener): void {
-    this.#listener = listener;
-    let first = true;
-    super.listen({
-      message: (frame) => {
-        if (first) {
-          first = false;
-          this.#readLimit(frame);
-        }
-        listener.message(frame);
-      },
-      close: (code, reason) => listener.close(code, reason),
-    });
-  }
-
   override send(frame: string): void {
-    // A frame of n UTF-16 units is n to 3n bytes: counted only when it may be over.
-    if (frame.length * 3 > this.#maxFrameBytes && this.#refused(frame)) return;
     if (!this.#corked) {
       this.#corked = true;
       this.#stream.cork();
@@ -62,35 +33,6 @@ class CorkedWebSocketTransport extends WebSocketTransport {
       });
     }
     super.send(frame);
-  }
-
-  #readLimit(frame: string): void {
-    if (!frame.startsWith('{"type":"welcome"')) return;
-    try {
-      const limit = (JSON.parse(frame) as { limits?: { maxFrameBytes?: unknown } }).limits?.maxFrameBytes;
-      if (typeof limit === 'number' && limit > 0) this.#maxFrameBytes = limit;
-    } catch {
-      // The client reports an unreadable welcome itself.
-    }
-  }
-
-  /** Whether the frame is over the limit, and then its request answered here. */
-  #refused(frame: string): boolean {
-    const bytes = Buffer.byteLength(frame);
-    const request = REQUEST_START.exec(frame);
-    if (bytes <= this.#maxFrameBytes || !request || !this.#listener) return false;
-    const [, id, op] = request;
-    const limit = this.#maxFrameBytes;
-    const answer = JSON.stringify({
-      type: 'error',
-      id: Number(id),
-      code: 'E_EVENTFLOW_INVALID_INPUT',
-      message: `${op}: its frame is ${bytes} bytes, over the gateway's limit of ${limit} (EVENTFLOW_MAX_FRAME_BYTES): the gateway would close the connection; send less data in one request`,
-      details: { bytes, limit },
-    });
-    const listener = this.#listener;
-    process.nextTick(() => listener.message(answer));
-    return true;
   }
 }
 
