@@ -4,7 +4,7 @@
  * `applyEvent`; it shows the outbox's pending entries on top, catches up after every reconnect,
  * stores what it holds, and follows what other tabs store or invalidate.
  */
-import { applyEvent, type ConnectionState, type EventflowClient, type State, type StoredEvent } from '@eventflow/core';
+import { applyEvent, notify, type ConnectionState, type EventflowClient, type State, type StoredEvent } from '@eventflow/core';
 import type { CacheMessage } from './broadcast.js';
 import type { CachedReads } from './cached-reads.js';
 import { eventsOf, keyOf, logOf, overlaid, serial, snapshotOf, type EventlogSnapshot, type Log } from './eventlog-view.js';
@@ -127,13 +127,7 @@ export function createWatches(client: EventflowClient, reads: CachedReads, outbo
   /** Hands the watch's snapshot, with the pending outbox entries applied, to its watchers. */
   const show = (watch: Watch | undefined): void => {
     const shown = watch?.snapshot && (watch.shown = overlaid(watch.snapshot, outbox));
-    for (const [listener] of shown ? [...watch.listeners] : []) {
-      try {
-        listener(shown!);
-      } catch (error) {
-        report(error);
-      }
-    }
+    if (shown) notify([...watch.listeners].map(([listener]) => listener), shown, report);
   };
 
   /** The watch is no longer caught up: live events wait for the next catch-up. */

@@ -13,7 +13,7 @@ import { GATEWAY_LEASE_MS } from './defaults.js';
 import { closedError, EventflowError, isEventflowError, type ErrorCode } from './errors.js';
 import type { HandlerSlots } from './handler-slots.js';
 import type { DeliveryFrame, OperationName, Params, Result, StoredEvent, WelcomeFrame } from './protocol.js';
-import { connectionLost, utf8Bytes, type RequestOptions } from './requests.js';
+import { connectionLost, type RequestOptions } from './requests.js';
 import { wellFormedText } from './unicode-text.js';
 
 /** The client's ConsumeContext, as handlers see it (client.ts documents it). */
@@ -364,10 +364,10 @@ const PLAIN_SETTLE_BYTES = 128;
 function fitted(item: QueuedSettle, budget: number): { item: QueuedSettle; bytes: number } {
   if (item.params.error === undefined) return { item, bytes: PLAIN_SETTLE_BYTES };
   let { params } = item;
-  let bytes = utf8Bytes(JSON.stringify(params));
+  let bytes = jsonBytes(params);
   while (bytes > budget && params.error !== undefined && params.error.message.length > 0) {
     params = { ...params, error: { ...params.error, message: wellFormedText(params.error.message, Math.floor(params.error.message.length / 2)) } };
-    bytes = utf8Bytes(JSON.stringify(params));
+    bytes = jsonBytes(params);
   }
   return { item: params === item.params ? item : { ...item, params }, bytes };
 }
@@ -394,6 +394,9 @@ function batches(sized: ReadonlyArray<{ item: QueuedSettle; bytes: number }>, ma
   if (batch.length > 0) cut.push(batch);
   return cut;
 }
+
+/** Bytes of `value` as JSON in UTF-8 (a Blob counts them as the WebSocket sends them: a lone surrogate as U+FFFD's 3). */
+const jsonBytes = (value: unknown): number => new Blob([JSON.stringify(value)]).size;
 
 /** The longest retry delay the gateway takes (a day). */
 const MAX_RETRY_MS = 86_400_000;

@@ -16,6 +16,7 @@
 import { EventflowError, isCodeShaped } from './errors.js';
 import { DEFAULT_RETRY_MAX_DELAY, DEFAULT_RETRY_MIN_DELAY, GATEWAY_MAX_IN_FLIGHT, GATEWAY_MAX_PUBLISH_RATE } from './defaults.js';
 import { backoffDelay } from './backoff.js';
+import { invalid } from './validate.js';
 import type { ConsumerEndedFrame, ErrorFrame, OperationName, Params, Result, ResultFrame } from './protocol.js';
 
 export interface RequestOptions {
@@ -76,9 +77,6 @@ export interface SendLimits {
   maxFrameBytes?: number | undefined;
 }
 
-/** Bytes of `text` in UTF-8, as the WebSocket sends it (a lone surrogate counts 3, as U+FFFD). */
-export const utf8Bytes = (text: string): number => new Blob([text]).size;
-
 /**
  * The pending requests and the send window. At most `maxInFlight` requests are on the wire (sent
  * and not answered, counting those whose caller gave up: the gateway still counts them); later
@@ -119,7 +117,7 @@ export class RequestManager {
     // A write names its event: one that ends without an answer may be stored, and is to be sent again with that id, never a new one.
     const event = (params as { event?: { id?: string } } | undefined)?.event?.id;
     const what = event ? `${op} of event ${event}` : op;
-    return pending<Result<O>>(what, signal, (settle) => {
+    const answer = pending<Result<O>>(what, signal, (settle) => {
       const refusal = this.#closed ?? (resend ? this.#blocked : undefined);
       if (refusal) return settle(blockedError(refusal, op));
       const id = this.#nextId++;
@@ -142,13 +140,15 @@ export class RequestManager {
       );
       this.#pending.set(id, request);
       this.#unsent.set(id, request);
-      this.#pump();
       return () => {
         clearTimeout(timer);
         this.#pending.delete(id);
         this.#unsent.delete(id);
       };
     });
+    // After `pending` holds the cleanup that settling runs: #pump may settle the request at once.
+    this.#pump();
+    return answer;
   }
 
   /** A connection is open with these limits: what waits for it is sent, within them. */
@@ -211,18 +211,12 @@ export class RequestManager {
       // The gateway closes a connection whose frame is over its limit (1009); the request, sent again
       // on each new connection, closed every one until its timeout, dropping the client's
       // subscriptions and consumers each time. It is answered here instead, as the gateway would if it
-      // could read it. A UTF-16 unit is at most 3 bytes: counted only when the frame may be over.
-      const bytes = frame.length * 3 > limit ? utf8Bytes(frame) : 0;
+      // could read it. A UTF-16 unit is at most 3 bytes of UTF-8 (which a Blob counts, as the WebSocket
+      // sends it): counted only when the frame may be over.
+      const bytes = frame.length * 3 > limit ? new Blob([frame]).size : 0;
       if (bytes > limit) {
-        this.#unsent.delete(id);
-        // Later in this turn: request() pumps before `pending` holds the cleanup that settling runs.
-        queueMicrotask(() =>
-          request.settle(
-            new EventflowError('E_EVENTFLOW_INVALID_INPUT', `${op}: its frame is ${bytes} bytes, over the gateway's limit of ${limit} (EVENTFLOW_MAX_FRAME_BYTES): the gateway would close the connection; send less data in one request`, {
-              details: { bytes, limit },
-            }),
-          ),
-        );
+        // Settling takes it out of #unsent (which a Map's iterator tolerates).
+        request.settle(invalid(`${op}: its frame is ${bytes} bytes, over the gateway's limit of ${limit} (EVENTFLOW_MAX_FRAME_BYTES); send less data in one request`, { bytes, limit }));
         continue;
       }
       const wait = request.write ? this.#writeDelay() : 0;
