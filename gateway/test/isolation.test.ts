@@ -8,7 +8,7 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type Gateway } from '../src/index.js';
-import { generateEventId, type Transport, type TransportListener } from '@eventflow/core';
+import { generateEventId, type ServerTransport, type TransportListener } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { eventually } from '@eventflow/test-support/wait';
 import { connect, type Conn, type Frame } from '@eventflow/test-support/raw-socket';
@@ -144,7 +144,7 @@ describe('isolation (EVENTFLOW_AUTH=jwt)', () => {
     let buffered = 0;
     let replayedCount = 0;
     const received: Array<Record<string, unknown>> = [];
-    const transport: Transport = {
+    const transport: ServerTransport = {
       send(frame) {
         const parsed = JSON.parse(frame) as Record<string, unknown>;
         received.push(parsed);

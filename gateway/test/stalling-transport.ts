@@ -3,7 +3,7 @@
  * the client has not taken: a stalled or slow reader), and a close that, like a peer that never
  * answers the close frame, does not end the connection until the test calls `end()`.
  */
-import type { Transport, TransportListener } from '@eventflow/core';
+import type { ServerTransport, TransportListener } from '@eventflow/core';
 
 export interface EventFrame {
   type: 'event';
@@ -11,7 +11,7 @@ export interface EventFrame {
   event: { id: string; position: number; data: Record<string, unknown> };
 }
 
-export class StallingTransport implements Transport {
+export class StallingTransport implements ServerTransport {
   bufferedAmount = 0;
   readonly frames: Array<{ type: string; [key: string]: unknown }> = [];
   /** The close code the gateway asked for, if it did. */

@@ -1,5 +1,5 @@
 /** A connection's outbound frames: the one write path (slow clients cut off, metrics counted) and the error frames. */
-import type { EventflowError, ServerFrame, Transport } from '@eventflow/core';
+import type { EventflowError, ServerFrame, ServerTransport } from '@eventflow/core';
 import type { ConditionLog } from '../condition-log.js';
 import { REQUEST_ANSWER_HOLD_MS } from '../defaults.js';
 import { logRefusal } from '../refusal-log.js';
@@ -7,7 +7,7 @@ import type { SessionContext } from './context.js';
 import type { Refusal } from './frames.js';
 
 /** A transport that can write a frame many connections get without framing it again per connection (server/ws-transport.ts). */
-export interface SharingTransport extends Transport {
+export interface SharingTransport extends ServerTransport {
   sendShared?(frame: string): void;
   /** `urgent`: another party waits on the frame, so it may leave ahead of other connections' answers (server/ws-transport.ts). */
   send(frame: string, urgent?: boolean): void;

@@ -7,7 +7,7 @@
  * beyond the connection's limits (limits.ts): requests in flight, subscriptions + consumers + waits
  * (request-limits.ts), and the publish rate.
  */
-import { EventflowError, type ErrorCode, type OperationName, type Params, type StoredEvent, type Transport } from '@eventflow/core';
+import { EventflowError, type ErrorCode, type OperationName, type Params, type StoredEvent, type ServerTransport } from '@eventflow/core';
 import { tracer, WriteTrace } from '../tracing.js';
 import type { LogFields, Logger } from '../log.js';
 import { ConditionLog, type ConditionLevel } from '../condition-log.js';
@@ -31,7 +31,7 @@ export type { SessionContext } from './context.js';
 export class Session implements Connection, RegistrationHost {
   readonly id: string;
   readonly context: SessionContext;
-  readonly #transport: Transport;
+  readonly #transport: ServerTransport;
   readonly #operations: Operations;
   readonly #log: Logger;
   /** The connection's repeatable log lines, one per condition with a count (condition-log.ts). */
@@ -70,7 +70,7 @@ export class Session implements Connection, RegistrationHost {
   /** Cleared and dropped once greeted: a cleared Timeout still holds its callback. */
   #handshakeTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(id: string, transport: Transport, context: SessionContext, operations: Operations) {
+  constructor(id: string, transport: ServerTransport, context: SessionContext, operations: Operations) {
     this.id = id;
     this.context = context;
     this.#transport = transport;

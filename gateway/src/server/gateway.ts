@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { generatePid, MAX_SETTLE_BATCH, type Transport } from '@eventflow/core';
+import { generatePid, MAX_SETTLE_BATCH, type ServerTransport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { configSchema, mysqlOptions, parseConfig, storeTarget, unknownConfigVariables, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
@@ -51,7 +51,7 @@ export interface Gateway {
   readonly router: Router;
   readonly dispatcher: Dispatcher;
   /** Attaches a transport (e.g. one end of createMemoryPair()) as a client connection. */
-  accept(transport: Transport): Session;
+  accept(transport: ServerTransport): Session;
   /** Stops accepting, closes every connection with 1001, and closes the store. */
   close(): Promise<void>;
 }
@@ -257,7 +257,7 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
       closing: () => closing !== undefined,
     }),
   };
-  const accept = (transport: Transport): Session => {
+  const accept = (transport: ServerTransport): Session => {
     const session = new Session(`${nextSession++}`, transport, context, operations);
     sessions.add(session);
     admission.opened(session);

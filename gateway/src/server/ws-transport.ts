@@ -11,7 +11,7 @@
  * time, more when it wakes the reader on the same core).
  */
 import type { Duplex } from 'node:stream';
-import { ListenerSlot, type Transport, type TransportListener } from '@eventflow/core';
+import { ListenerSlot, type ServerTransport, type TransportListener } from '@eventflow/core';
 import type { WebSocket } from 'ws';
 import { BINARY_FRAME } from '../connection/frames.js';
 import { CLOSE_GRACE_MS } from '../defaults.js';
@@ -32,7 +32,7 @@ function uncorkAll(): void {
   for (const transport of rest) transport.uncork();
 }
 
-export class WsTransport implements Transport, Pingable {
+export class WsTransport implements ServerTransport, Pingable {
   /** Liveness (liveness.ts): heard from since the last sweep, pinged at it. */
   heard = true;
   pinged = false;

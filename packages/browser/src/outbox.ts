@@ -204,7 +204,7 @@ class DurableOutbox implements OutboxEngine {
 
   /** An event seen stored (live, fetched): the entry with its id is confirmed at its position. */
   seen(event: StoredEvent): void {
-    if (this.entries.some((entry) => entry.id === event.id) || this.#acked.some((entry) => entry.id === event.id)) this.#positions.set(event.id, event.position);
+    if ([...this.entries, ...this.#acked].some((entry) => entry.id === event.id)) this.#positions.set(event.id, event.position);
   }
 
   // ── sending ─────────────────────────────────────────────────────────────────────────────

@@ -6,7 +6,7 @@
  * that is followed by a mount.
  */
 import { createContext, createElement, useContext, useMemo, useSyncExternalStore, type ReactNode } from 'react';
-import { EventflowError, emptyState, type ConnectionState, type EventMap, type NamespacePattern, type State, type StoredEvent, type Subscription } from '@eventflow/core';
+import { emptyState, invalid, type ConnectionState, type EventMap, type NamespacePattern, type State, type StoredEvent, type Subscription } from '@eventflow/core';
 import type { BrowserClient } from './browser-client.js';
 import type { OutboxEntry, OutboxRejection } from './outbox-types.js';
 
@@ -18,7 +18,7 @@ export function EventflowProvider<M extends EventMap>({ client, children }: { cl
 
 export function useEventflowClient<M extends EventMap = EventMap>(): BrowserClient<M> {
   const client = useContext(ClientContext);
-  if (!client) throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', 'no eventflow client: render inside <EventflowProvider client={…}>');
+  if (!client) throw invalid('no eventflow client: render inside <EventflowProvider client={…}>');
   return client as unknown as BrowserClient<M>;
 }
 

@@ -6,7 +6,8 @@
 import { EventflowError } from './errors.js';
 import { invalid } from './validate.js';
 
-const refuse = (field: string, expected: string, value: unknown): never => {
+/** Fails with E_EVENTFLOW_INVALID_INPUT: `<field>: must be <expected>, got <what it got>`. */
+export const refuse = (field: string, expected: string, value: unknown): never => {
   throw invalid(`${field}: must be ${expected}, got ${typeof value === 'string' ? JSON.stringify(value) : typeof value === 'number' || value === null ? value : typeof value}`);
 };
 

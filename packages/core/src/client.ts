@@ -10,7 +10,7 @@
  * browsers without them ship none.
  */
 import type { ClientOptions, Consumer, ConsumeHandler, ConsumeOptions, Deleted, DomainOf, EventMap, EventOf, Feature, Features, Listener, NameOf, PublishInput, PublishOptions, RequestEventOptions, SubscribeOptions, Subscription, WaitOptions } from './client-types.js';
-import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, toIso } from './arguments.js';
+import { assertFunction, assertNumber, assertOptionalFunction, assertSignal, refuse, toIso } from './arguments.js';
 import { createConnection, notify, type Connection, type ConnectionState } from './connection.js';
 import { DEFAULT_DRAIN_TIMEOUT, DEFAULT_REQUEST_TIMEOUT } from './defaults.js';
 import type { DeliveryHandler } from './deliveries.js';
@@ -24,7 +24,7 @@ import type { NamespacePattern } from './namespace-pattern.js';
 import type { PatternSubscriptions } from './pattern-subscriptions.js';
 import { RequestManager, type RequestOptions } from './requests.js';
 import { composeEventlogState, emptyState, freezeState, type State } from './state.js';
-import { assertIdentifier, assertRegistrable, invalid, withId } from './validate.js';
+import { assertIdentifier, assertRegistrable, withId } from './validate.js';
 import type { Connector } from './transport.js';
 import type { ClientTracing, OutgoingEvent, TraceOptions } from './client-tracing.js';
 
@@ -207,7 +207,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
   async subscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: PatternOptions & SubscribeOptions = {}): Promise<Subscription> {
     assertFunction(listener, 'listener');
     assertSignal(options.signal, 'options.signal');
-    const unsubscribe = (): Promise<void> => this.#unsubscribe(domain, name, listener as AnyListener, options);
+    const unsubscribe = (): Promise<void> => (this.unsubscribe as (...args: unknown[]) => Promise<void>)(domain, name, listener, options);
     if (typeof domain === 'object') await this.#patterns(domain).subscribe(domain.params(name, options.pid), listener as AnyListener, options.signal);
     else {
       assertRegistrable(this.#closed, domain, name as string, 'name');
@@ -221,14 +221,10 @@ export class EventflowClient<M extends EventMap = EventMap> {
   /** Removes exactly this listener (of a pattern subscription: with the same names and `pid`); other listeners are untouched. */
   unsubscribe(pattern: NamespacePattern, names: string | readonly string[], listener: Listener<StoredEvent>, options?: { pid?: string }): Promise<void>;
   unsubscribe<D extends DomainOf<M>, N extends NameOf<M, D> | '*'>(domain: D, name: N, listener: Listener<EventOf<M, D, N>>): Promise<void>;
-  unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: { pid?: string } = {}): Promise<void> {
-    return this.#unsubscribe(domain, name, listener as AnyListener, options);
-  }
-
-  async #unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: AnyListener, options: { pid?: string }): Promise<void> {
+  async unsubscribe(domain: string | NamespacePattern, name: string | readonly string[], listener: Listener<never>, options: { pid?: string } = {}): Promise<void> {
     assertFunction(listener, 'listener');
-    if (typeof domain === 'object') await this.#patterns(domain).unsubscribe(domain.params(name, options.pid), listener);
-    else await this.#registrations.unsubscribe(domain, name as string, listener);
+    if (typeof domain === 'object') await this.#patterns(domain).unsubscribe(domain.params(name, options.pid), listener as AnyListener);
+    else await this.#registrations.unsubscribe(domain, name as string, listener as AnyListener);
   }
 
   /**
@@ -306,12 +302,9 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * closes. Deliveries arriving meanwhile are released to other consumers. Handlers still running then have their
    * signal aborted (their events go to other consumers); pending requests and waits reject with E_EVENTFLOW_CLIENT_CLOSED.
    */
-  close(options: { drainTimeout?: number } = {}): Promise<void> {
-    try {
-      assertNumber(options.drainTimeout, 'options.drainTimeout');
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  // async: a bad option rejects; #closed is still set in the call itself (before any await).
+  async close(options: { drainTimeout?: number } = {}): Promise<void> {
+    assertNumber(options.drainTimeout, 'options.drainTimeout');
     return (this.#closed ??= (async () => {
       const timeout = options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT;
       await Promise.all(this.#parts.map((part) => part.drain?.(timeout)));
@@ -425,7 +418,7 @@ function checkClientOptions(options: ClientOptions): void {
   for (const key of ['requestTimeout', 'handshakeTimeout', 'heartbeatInterval'] as const) assertNumber(options[key], `options.${key}`);
   assertOptionalFunction(options.onError, 'options.onError');
   const { features = [] } = options;
-  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) throw invalid('options.features: must be an array of features (consuming, waiting, v4Reads, iterating)');
+  if (!Array.isArray(features) || !features.every((feature: Partial<Feature> | undefined) => typeof feature?.create == 'function')) refuse('options.features', 'an array of features (consuming, waiting, v4Reads, iterating)', features);
   if (options.token !== undefined && typeof options.token !== 'string') assertFunction(options.token, 'options.token');
 }
 

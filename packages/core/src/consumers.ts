@@ -13,7 +13,7 @@ import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import { HandlerSlots } from './handler-slots.js';
 import { enterSlots } from './held-requests.js';
 import type { ConsumerEndedFrame, ServerFrame, WelcomeFrame } from './protocol.js';
-import { registration } from './registrations.js';
+import { handles, registration } from './registrations.js';
 import { connectionLost, errorFromFrame } from './requests.js';
 import { assertIdentifier, assertRegistrable } from './validate.js';
 
@@ -49,6 +49,8 @@ export class Consumers implements FeaturePart {
   readonly #host: FeatureHost;
   readonly #deliveries: Deliveries;
   readonly #entries = new Map<string, Entry>();
+
+  readonly #handle = handles('c');
 
   constructor(host: FeatureHost) {
     this.#host = host;
@@ -124,7 +126,7 @@ export class Consumers implements FeaturePart {
     if (retry !== undefined) assertRetry(retry);
     // Only what the application said: a gateway applies its defaults, and an older one refuses nothing it does not know.
     const settings = { ...(group ? { group } : {}), ...(concurrency === undefined ? {} : { concurrency }), ...(ordered === undefined ? {} : { ordered }), ...(retry ? { retry } : {}) };
-    const consumer = host.handle('c');
+    const consumer = this.#handle();
     const slots = new HandlerSlots(concurrency ?? DEFAULT_CONSUME_CONCURRENCY, ordered === true);
     let removed: Promise<void> | undefined;
     const remove = (): Promise<void> => (removed ??= removeNow());

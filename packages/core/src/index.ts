@@ -40,7 +40,7 @@ export { composeEventlogState, applyEvent, emptyState, freezeState, type State }
 export { createAsyncQueue, type AsyncQueue } from './async-queue.js';
 // The argument checks the browser and node packages share with the client (coded errors naming the argument).
 export { assertFunction, assertNumber, assertOptionalFunction, assertSignal, assertUrl, toIso } from './arguments.js';
-export { assertIdentifier } from './validate.js';
+export { assertIdentifier, invalid } from './validate.js';
 // The browser outbox checks an event when it is queued, as publish does when it is sent.
 export { assertEventInput } from './validate.js';
 export { notify, type ConnectionState } from './connection.js';

@@ -36,11 +36,10 @@ function walk(value: unknown, ancestors: object[], keys: Array<string | number>)
     return why ? `${pathOf(keys)}: ${why}` : undefined;
   }
   const object = value as object;
-  const prototype: unknown = Object.getPrototypeOf(object);
   const why =
     ancestors.includes(object) ? 'a circular reference is not JSON'
     : ancestors.length >= DATA_MAX_DEPTH ? `nested deeper than ${DATA_MAX_DEPTH} levels`
-    : Array.isArray(object) || prototype === Object.prototype || prototype === null ? (Object.getOwnPropertySymbols(object).length ? 'symbol keys are not JSON' : '')
+    : Array.isArray(object) || isPlainObject(object) ? (Object.getOwnPropertySymbols(object).length ? 'symbol keys are not JSON' : '')
     : `a ${(object.constructor as { name?: string } | undefined)?.name || 'class instance'} is not JSON; convert it to a plain object, array or string`;
   if (why) return `${pathOf(keys)}: ${why}`;
   // The gateway's name for the path: dotted (`list.2.__proto__`).
@@ -63,6 +62,13 @@ function walk(value: unknown, ancestors: object[], keys: Array<string | number>)
   }
   ancestors.pop();
   return problem;
+}
+
+/** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 /** A path for a message: dotted where a key is an identifier, else bracketed; indexes bracketed. */

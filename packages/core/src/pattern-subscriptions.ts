@@ -8,7 +8,7 @@
 import { notify } from './connection.js';
 import type { FeaturePart } from './features.js';
 import type { Params, ServerFrame } from './protocol.js';
-import { registration, type AnyListener, type RegistrationHost } from './registrations.js';
+import { handles, registration, type AnyListener, type RegistrationHost } from './registrations.js';
 import { assertIdentifier, assertNames } from './validate.js';
 
 /** A pattern subscription's filter, as sent in subscribePattern. */
@@ -38,6 +38,8 @@ export class PatternSubscriptions implements FeaturePart {
   readonly #byKey = new Map<string, Entry>();
   readonly #byHandle = new Map<string, Entry>();
 
+  readonly #handle = handles('p');
+
   constructor(host: RegistrationHost) {
     this.#host = host;
   }
@@ -51,7 +53,7 @@ export class PatternSubscriptions implements FeaturePart {
     const key = keyOf(params);
     let entry = this.#byKey.get(key);
     if (!entry) {
-      entry = { handle: host.handle('p'), params, listeners: new Set() };
+      entry = { handle: this.#handle(), params, listeners: new Set() };
       this.#byKey.set(key, entry);
       this.#byHandle.set(entry.handle, entry);
     }

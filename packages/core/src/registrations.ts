@@ -36,9 +36,16 @@ export interface RegistrationHost {
   refused(key: string, error: unknown, again?: () => void): void;
   onError(error: unknown): void;
   isOpen(): boolean;
-  /** A new handle for the gateway: `prefix` and a number unique in this client. */
-  handle(prefix: string): string;
 }
+
+/**
+ * Gateway handles for one part of a client (its consumers, waits or pattern subscriptions): `prefix`,
+ * one per part, and a number, so that handles never collide with each other or with subscription keys.
+ */
+export const handles = (prefix: string): (() => string) => {
+  let next = 0;
+  return () => `${prefix}${++next}`;
+};
 
 export class Registrations {
   readonly #subscriptions = new SubscriptionRegistry<AnyListener>();
@@ -47,7 +54,6 @@ export class Registrations {
   /** Callers waiting for the connection ('open'), a subscription key or a handle. */
   readonly waiters = new Waiters();
   declare readonly host: RegistrationHost;
-  #nextHandle = 1;
   /** Incremented per connection, so that answers from a previous connection are not trusted. */
   #generation = 0;
 
@@ -81,7 +87,6 @@ export class Registrations {
       },
       onError,
       isOpen,
-      handle: (prefix) => `${prefix}${this.#nextHandle++}`,
     };
   }
 

@@ -216,7 +216,7 @@ export class RequestManager {
       const bytes = frame.length * 3 > limit ? new Blob([frame]).size : 0;
       if (bytes > limit) {
         // Settling takes it out of #unsent (which a Map's iterator tolerates).
-        request.settle(invalid(`${op}: its frame is ${bytes} bytes, over the gateway's limit of ${limit} (EVENTFLOW_MAX_FRAME_BYTES); send less data in one request`, { bytes, limit }));
+        request.settle(invalid(`${op}: ${bytes} bytes, over the gateway's frame limit of ${limit} (EVENTFLOW_MAX_FRAME_BYTES); send less data in one request`, { bytes, limit }));
         continue;
       }
       const wait = request.write ? this.#writeDelay() : 0;

@@ -1,6 +1,7 @@
 /**
  * The seam between the client (or the gateway) and the bytes. Core never imports a runtime:
- * a WebSocket transport (isows) and an in-memory pair implement this interface.
+ * a WebSocket transport (isows) and an in-memory pair implement this interface. The gateway's
+ * transports also say how much they have still to write (ServerTransport); a client never asks.
  */
 export interface TransportListener {
   message(frame: string): void;
@@ -15,6 +16,10 @@ export interface Transport {
    * lost between "open" and the moment a consumer of the transport is ready.
    */
   listen(listener: TransportListener): void;
+}
+
+/** A transport the gateway serves a connection over: it holds back (or drops) a client that reads too slowly. */
+export interface ServerTransport extends Transport {
   /** Bytes accepted by send() but not yet written to the network. */
   readonly bufferedAmount: number;
 }
@@ -46,19 +51,17 @@ export class ListenerSlot {
     this.#closed = [code, reason];
     this.#listener?.close(code, reason);
   }
-
-  get closed(): boolean {
-    return !!this.#closed;
-  }
 }
 
-class MemoryTransport implements Transport {
+class MemoryTransport implements ServerTransport {
   readonly slot = new ListenerSlot();
   peer!: MemoryTransport;
   bufferedAmount = 0;
+  /** Closed here, or by the peer (once its close arrived). */
+  #closed = false;
 
   send(frame: string): void {
-    if (this.slot.closed) return;
+    if (this.#closed) return;
     // Asynchronous like a socket, so tests exercise the same interleavings as the network.
     this.bufferedAmount += frame.length;
     queueMicrotask(() => {
@@ -68,9 +71,14 @@ class MemoryTransport implements Transport {
   }
 
   close(code = 1000, reason = ''): void {
-    if (this.slot.closed) return;
+    if (this.#closed) return;
+    this.#end(code, reason);
+    queueMicrotask(() => this.peer.#end(code, reason));
+  }
+
+  #end(code: number, reason: string): void {
+    this.#closed = true;
     this.slot.close(code, reason);
-    queueMicrotask(() => this.peer.slot.close(code, reason));
   }
 
   listen(listener: TransportListener): void {
@@ -79,7 +87,7 @@ class MemoryTransport implements Transport {
 }
 
 /** Two connected in-memory transports: what one sends, the other receives. */
-export function createMemoryPair(): [Transport, Transport] {
+export function createMemoryPair(): [ServerTransport, ServerTransport] {
   const a = new MemoryTransport();
   const b = new MemoryTransport();
   a.peer = b;

@@ -5,7 +5,10 @@
  */
 import { closedError, EventflowError } from './errors.js';
 import { generateEventId } from './ids.js';
-import { jsonProblem } from './json-check.js';
+import { isPlainObject, jsonProblem } from './json-check.js';
+
+// Its home is json-check.ts (which validate.ts imports, not the reverse); validate.ts is where callers look for it.
+export { isPlainObject };
 import type { EventInput } from './protocol.js';
 import type { TraceOptions } from './client-tracing.js';
 
@@ -55,11 +58,6 @@ export function withId(event: Partial<EventInput>, { traceparent, tracestate }: 
 }
 
 /** An object made by `{}`, JSON.parse or Object.create(null): not an array, not a class instance. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-}
 
 export const invalid = (message: string, details?: Record<string, unknown>): EventflowError => new EventflowError('E_EVENTFLOW_INVALID_INPUT', message, { details });
 

@@ -13,6 +13,7 @@ import { heldBy } from './held-requests.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
 import type { EventInput, Params, ServerFrame, StoredEvent, WelcomeFrame } from './protocol.js';
 import { connectionLost, pending, type Settle } from './requests.js';
+import { handles } from './registrations.js';
 import { assertIdentifier, assertNames, assertRegistrable, invalid, withId } from './validate.js';
 
 interface Entry {
@@ -27,6 +28,8 @@ export class Waits implements FeaturePart {
   readonly #entries = new Map<string, Entry>();
   /** The gateway takes a request()'s publish right behind its wait (welcome.waitsInOrder). */
   #inOrder = false;
+
+  readonly #handle = handles('w');
 
   constructor(host: FeatureHost) {
     this.#host = host;
@@ -73,7 +76,7 @@ export class Waits implements FeaturePart {
     const names = outcomeNames(outcomes, timeout);
     if (after !== undefined) assertIdentifier(after, 'after');
     assertSignal(signal);
-    const params: Params<'wait'> = { wait: host.handle('w'), domain, pid, names, afterId: after, ...(request ? { request } : {}) };
+    const params: Params<'wait'> = { wait: this.#handle(), domain, pid, names, afterId: after, ...(request ? { request } : {}) };
     const { wait } = params;
     return pending<StoredEvent>('wait', signal, (settle) => {
       if (ender) ender.end = settle;

@@ -29,10 +29,6 @@ export class WebSocketTransport implements Transport {
   listen(listener: TransportListener): void {
     this.#slot.attach(listener);
   }
-
-  get bufferedAmount(): number {
-    return this.#socket.bufferedAmount;
-  }
 }
 
 /** A connector for `ws://` / `wss://` URLs on isows: the platform WebSocket in browsers, `ws` in Node. */

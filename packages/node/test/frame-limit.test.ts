@@ -1,8 +1,9 @@
 /**
  * A request over the gateway's frame limit (EVENTFLOW_MAX_FRAME_BYTES, announced as welcome.limits.maxFrameBytes)
- * from the Node client: answered E_EVENTFLOW_INVALID_INPUT at once, the connection staying up. Before, the gateway
- * closed the connection (1009), the client sent the request again on each new one, and the call ended in
- * E_EVENTFLOW_REQUEST_TIMEOUT after ~200 reconnects, every subscription and consumer of the client dropped with each.
+ * from the Node client (its corked transport over core's request manager, which answers it): E_EVENTFLOW_INVALID_INPUT
+ * at once, the connection staying up. Before, the gateway closed the connection (1009), the client sent the request
+ * again on each new one, and the call ended in E_EVENTFLOW_REQUEST_TIMEOUT after ~200 reconnects, every subscription
+ * and consumer of the client dropped with each.
  */
 import { afterEach, expect, it } from 'vitest';
 import { isEventflowError, type StoredEvent } from '@eventflow/core';
@@ -37,7 +38,7 @@ it('a publish, a request() and a schedule over the frame limit fail at once with
     const started = Date.now();
     const failure = await publisher.publish({ domain: 'big', name: 'put', pid: 'p', data: { text } }, { timeout: 5_000 }).catch((error: unknown) => error);
     expect(isEventflowError(failure, 'E_EVENTFLOW_INVALID_INPUT')).toBe(true);
-    expect((failure as Error).message).toMatch(/^publish: its frame is \d+ bytes, over the gateway's limit of 4096 \(EVENTFLOW_MAX_FRAME_BYTES\)/);
+    expect((failure as Error).message).toMatch(/^publish: \d+ bytes, over the gateway's frame limit of 4096 \(EVENTFLOW_MAX_FRAME_BYTES\); send less data in one request$/);
     expect((failure as { details?: unknown }).details).toMatchObject({ limit: 4096, bytes: expect.any(Number) });
     expect(Date.now() - started).toBeLessThan(1_000);
   }
