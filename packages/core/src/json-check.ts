@@ -23,42 +23,36 @@ export function jsonProblem(value: unknown, path: string): string | undefined {
 /**
  * `keys` is the path walked so far: the root's name, then object keys (strings) and array indexes
  * (numbers). The message's path is made from it only when there is a problem: building each
- * child's path as the walk went was most of the check's cost on wide data.
+ * child's path as the walk went was most of the check's cost on wide data. `item`: `value` is an
+ * array's (where `undefined`, or a hole, would become null).
  */
-function walk(value: unknown, ancestors: object[], keys: Array<string | number>): string | undefined {
+function walk(value: unknown, ancestors: object[], keys: Array<string | number>, item?: boolean): string | undefined {
   const type = typeof value;
-  if (type !== 'object' || value === null) {
-    const why =
-      type === 'number' ? (Number.isFinite(value) ? '' : `${value} is not JSON (it would be stored as null)`)
-      : type === 'bigint' ? 'a bigint is not JSON; pass a string or a number'
-      : type === 'function' || type === 'symbol' ? `a ${type} is not JSON (it would be dropped)`
-      : '';
-    return why ? `${pathOf(keys)}: ${why}` : undefined;
-  }
   const object = value as object;
+  const composite = type === 'object' && value !== null;
   const why =
-    ancestors.includes(object) ? 'a circular reference is not JSON'
+    type === 'number' ? (Number.isFinite(value) ? '' : `${value} is not JSON (it would be stored as null)`)
+    : type === 'bigint' ? 'a bigint is not JSON; pass a string or a number'
+    : type === 'function' || type === 'symbol' ? `a ${type} is not JSON (it would be dropped)`
+    : type === 'undefined' && item ? 'undefined in an array is not JSON (it would be stored as null)'
+    : !composite ? ''
+    : ancestors.includes(object) ? 'a circular reference is not JSON'
     : ancestors.length >= DATA_MAX_DEPTH ? `nested deeper than ${DATA_MAX_DEPTH} levels`
     : Array.isArray(object) || isPlainObject(object) ? (Object.getOwnPropertySymbols(object).length ? 'symbol keys are not JSON' : '')
     : `a ${(object.constructor as { name?: string } | undefined)?.name || 'class instance'} is not JSON; convert it to a plain object, array or string`;
   if (why) return `${pathOf(keys)}: ${why}`;
+  if (!composite) return undefined;
   // The gateway's name for the path: dotted (`list.2.__proto__`).
   if (Object.hasOwn(object, FORBIDDEN_DATA_KEY)) return `${[...keys, FORBIDDEN_DATA_KEY].join('.')}: ${forbiddenKeyMessage}`;
   ancestors.push(object);
   let problem: string | undefined;
-  if (Array.isArray(object)) {
-    for (let i = 0; !problem && i < object.length; i++) {
-      const item: unknown = object[i];
-      keys.push(i);
-      problem = item === undefined ? `${pathOf(keys)}: undefined in an array is not JSON (it would be stored as null)` : walk(item, ancestors, keys);
-      keys.pop();
-    }
-  } else {
-    for (const key in object) if (!problem && Object.hasOwn(object, key)) {
-      keys.push(key);
-      problem = walk((object as Record<string, unknown>)[key], ancestors, keys);
-      keys.pop();
-    }
+  const array = Array.isArray(object);
+  // An array's every index, holes included; an object's own enumerable keys.
+  for (const key of array ? object.keys() : Object.keys(object)) {
+    keys.push(key);
+    problem = walk((object as Record<string | number, unknown>)[key], ancestors, keys, array);
+    keys.pop();
+    if (problem) break;
   }
   ancestors.pop();
   return problem;
