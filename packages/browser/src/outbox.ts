@@ -156,14 +156,10 @@ class DurableOutbox implements OutboxEngine {
       });
     }
     const entry = { id: event.id, op, event, expectedVersion, at, queued: Date.now(), bytes, identity: this.#identity };
+    const seq = (await this.#store?.add(entry)) ?? ++this.#seq;
+    // Before anything can send it: no tab knows of the entry before `changed` (or a read of the committed store, a task later).
     const acked = options.ack ? new Promise<string>((resolve, reject) => this.#waiting.set(event.id, [resolve, reject])) : undefined;
-    try {
-      const seq = (await this.#store?.add(entry)) ?? ++this.#seq;
-      this.#update([...this.entries, { ...entry, seq }], [entry]);
-    } catch (error) {
-      this.#waiting.delete(event.id);
-      throw error;
-    }
+    this.#update([...this.entries, { ...entry, seq }], [entry]);
     this.#channel?.post({ type: 'changed' });
     void this.#kick();
     return acked ?? event.id;
