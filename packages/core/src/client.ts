@@ -52,7 +52,6 @@ export type {
 export class EventflowClient<M extends EventMap = EventMap> {
   readonly #connection: Connection;
   readonly #requests: RequestManager;
-  readonly #onError: (error: unknown) => void;
   readonly #registrations: Registrations;
   /** The features passed in options.features, by name. */
   readonly #features: Partial<Features> = {};
@@ -67,12 +66,12 @@ export class EventflowClient<M extends EventMap = EventMap> {
   constructor(connect: Connector, options: ClientOptions = {}) {
     assertFunction(connect, 'connect');
     checkClientOptions(options);
-    this.#onError = options.onError ?? logError;
+    const onError = options.onError ?? logError;
     this.#tracing = options.tracing || undefined;
-    this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT);
+    const requests = (this.#requests = new RequestManager((frame) => this.#connection.send(frame), options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT));
     // A registration request: not resent after a reconnect, which registers anew instead.
-    const send: Send = (op, params, requestOptions) => this.#requests.request(op, params, requestOptions, false);
-    const registrations = (this.#registrations = new Registrations(send, () => this.state === 'open', this.#onError));
+    const send: Send = (op, params, requestOptions) => requests.request(op, params, requestOptions, false);
+    const registrations = (this.#registrations = new Registrations(send, () => this.state === 'open', onError));
     const host: FeatureHost = {
       ...registrations.host,
       request: send,
@@ -87,27 +86,27 @@ export class EventflowClient<M extends EventMap = EventMap> {
         // Subscriptions first: they start the connection's generation, which the features' registrations check.
         registrations.opened();
         for (const part of parts) part.opened?.(welcome);
-        this.#requests.open(welcome.limits);
+        requests.open(welcome.limits);
         // The default onError said when the outage began (logError); it says when it ends too.
         if (recovered && !options.onError) console.info('[eventflow] connected to the gateway again');
       },
       frame: (frame) => {
-        if (frame.type === 'error' && frame.id === undefined) this.#onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
-        else if (frame.type === 'result' || frame.type === 'error') this.#requests.settle(frame);
+        if (frame.type === 'error' && frame.id === undefined) onError(new EventflowError('E_EVENTFLOW_INTERNAL', `gateway: ${frame.code}: ${frame.message}`));
+        else if (frame.type === 'result' || frame.type === 'error') requests.settle(frame);
         else if (frame.type === 'event') registrations.dispatch(frame);
         else if (frame.type === 'deleted') {
           const { type: _type, ...deleted } = frame;
-          notify(this.#deletedListeners, deleted, this.#onError);
+          notify(this.#deletedListeners, deleted, onError);
         } else for (const part of parts) part.frame?.(frame);
       },
       lost: () => {
         registrations.lost();
         for (const part of parts) part.lost?.();
-        this.#requests.lost();
+        requests.lost();
       },
-      error: this.#onError,
+      error: onError,
       blocked: (error) => {
-        this.#requests.block(error);
+        requests.block(error);
         // ready() waits for a gateway that is not up yet, not for one that refused the handshake.
         if (error?.code != 'E_EVENTFLOW_OFFLINE') registrations.waiters.settle('open', error);
       },
