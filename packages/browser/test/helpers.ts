@@ -14,8 +14,9 @@ export interface CacheSchema extends DBSchema {
   usage: { key: string; value: UsageRecord; indexes: { used: number } };
 }
 
-export async function gateway(): Promise<{ handle: string; url: string }> {
-  const started = await commands.gatewayStart();
+/** A real gateway for the test (with `env`, EVENTFLOW_* settings, if given), disposed of after it. */
+export async function gateway(env?: Record<string, string | number>): Promise<{ handle: string; url: string }> {
+  const started = await commands.gatewayStart(env);
   onTestFinished(() => commands.gatewayDispose(started.handle));
   return started;
 }

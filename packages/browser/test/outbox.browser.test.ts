@@ -175,6 +175,56 @@ it('bounded: a full outbox refuses with E_EVENTFLOW_OUTBOX_FULL; an entry older 
   expect(await otherClient(url).readEventlog(domain, 'order-5')).toEqual([]);
 });
 
+it("an entry over the gateway's frame limit is rejected for good (E_EVENTFLOW_INVALID_INPUT, bytes and limit), never sent; the connection and the watch stay up, the entry after it is stored, and a reload does not send it again", async () => {
+  const limit = 4096;
+  const { url } = await gateway({ EVENTFLOW_MAX_FRAME_BYTES: limit });
+  const name = outboxName();
+  const ws = webSocketConnector(url);
+  let connections = 0;
+  const connect: Connector = async (signal) => {
+    const transport = await ws(signal);
+    connections++;
+    return transport;
+  };
+  const rejected: OutboxRejection[] = [];
+  // A short request timeout: before the fix, the entry closed every connection (1009) until it timed out, and was sent again a second later, for ever.
+  const client = new BrowserClient(connect, { reconnect: { minDelay: 50, maxDelay: 200 }, requestTimeout: 3_000, cache: { name }, onError: () => undefined, outbox: createOutbox({ onRejected: (rejection) => rejected.push(rejection) }) });
+  onTestFinished(() => client.close());
+  const shown = record(client, domain, 'order-6');
+  await eventually(() => shown.last()?.stale === false, 5_000, 'caught up');
+  const states: string[] = [];
+  client.onStateChange((state) => states.push(state));
+  const calls = vi.spyOn(client, 'call');
+
+  const big = client.publish({ domain, name: 'noted', pid: 'order-6', data: { text: 'é'.repeat(3_000) } }, { ack: true });
+  big.catch(() => undefined);
+  const small = client.publish({ domain, name: 'noted', pid: 'order-6', data: { fits: true } }, { ack: true });
+  await eventually(() => rejected.length > 0, 8_000, 'the entry over the limit rejected');
+  await expect(big).rejects.toMatchObject({ code: 'E_EVENTFLOW_INVALID_INPUT', details: { limit } });
+  const [{ entry, error }] = rejected as [OutboxRejection];
+  expect(error.code).toBe('E_EVENTFLOW_INVALID_INPUT');
+  expect(error.message).toMatch(/^publish: \d+ bytes, over the gateway's frame limit of 4096 \(EVENTFLOW_MAX_FRAME_BYTES\); send less data in one request$/);
+  expect((error.details as { bytes: number }).bytes).toBeGreaterThan(limit);
+  expect(client.outbox?.rejections.map((rejection) => rejection.entry.id)).toEqual([entry.id]);
+
+  // The entry after it went out on the same connection, and the watch (a live subscription) shows it confirmed.
+  const stored = await small;
+  await eventually(() => shown.last()?.position === 1 && shown.last()?.pending.length === 0, 5_000, 'the entry that fits, confirmed');
+  expect(shown.last()?.state).toEqual({ fits: true });
+  expect(ids(await otherClient(url).readEventlog(domain, 'order-6'))).toEqual([stored]);
+  expect(client.outbox?.entries).toEqual([]);
+  expect(connections).toBe(1);
+  expect(states).toEqual([]);
+  // Tried once, refused in the client, not retried.
+  expect(calls.mock.calls.filter(([op, params]) => op === 'publish' && (params as { event: { id: string } }).event.id === entry.id)).toHaveLength(1);
+
+  // The page again: the rejected entry is not in IndexedDB any more, so nothing sends it again.
+  await client.close();
+  const again = outboxClient(url, name);
+  await again.outbox?.loaded;
+  expect(again.outbox?.entries).toEqual([]);
+});
+
 /** An unsigned JWT (a gateway without EVENTFLOW_AUTH ignores it): only the client reads its claims. */
 const jwt = (claims: Record<string, unknown>): string => [{ alg: 'none' }, claims].map((part) => btoa(JSON.stringify(part)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')).join('.') + '.sig-' + crypto.randomUUID();
 

@@ -3,8 +3,8 @@ import 'vitest/browser';
 
 declare module 'vitest/browser' {
   interface BrowserCommands {
-    /** Starts a real gateway in the Node process; `url` is its ws:// URL. */
-    gatewayStart(): Promise<{ handle: string; url: string }>;
+    /** Starts a real gateway in the Node process, with `env` (EVENTFLOW_* settings) if given; `url` is its ws:// URL. */
+    gatewayStart(env?: Record<string, string | number>): Promise<{ handle: string; url: string }>;
     /** Stops it, keeping port and database. */
     gatewayStop(handle: string): Promise<void>;
     /** Starts it again on the same port and database. */

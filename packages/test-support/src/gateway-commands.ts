@@ -7,7 +7,7 @@
 import type { BrowserCommand } from 'vitest/node';
 
 export interface GatewayControl {
-  start(): Promise<{ handle: string; url: string }>;
+  start(env?: Record<string, string | number>): Promise<{ handle: string; url: string }>;
   stop(handle: string): Promise<void>;
   restart(handle: string): Promise<void>;
   dispose(handle: string): Promise<void>;
@@ -27,7 +27,7 @@ function control(): GatewayControl {
   return found;
 }
 
-const gatewayStart: BrowserCommand<[]> = () => control().start();
+const gatewayStart: BrowserCommand<[env?: Record<string, string | number>]> = (_context, env) => control().start(env);
 const gatewayStop: BrowserCommand<[handle: string]> = (_context, handle) => control().stop(handle);
 const gatewayRestart: BrowserCommand<[handle: string]> = (_context, handle) => control().restart(handle);
 const gatewayDispose: BrowserCommand<[handle: string]> = (_context, handle) => control().dispose(handle);

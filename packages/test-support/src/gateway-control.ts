@@ -11,8 +11,8 @@ const running = new Map<string, TempGateway>();
 let next = 1;
 
 const control: GatewayControl = {
-  async start() {
-    const temp = await startTempGateway({}, 'eventflow-browser-');
+  async start(env = {}) {
+    const temp = await startTempGateway(env, 'eventflow-browser-');
     const handle = `g${next++}`;
     running.set(handle, temp);
     return { handle, url: temp.gateway.url };
