@@ -4,6 +4,7 @@
  * (an integer from 0 to 65535)`.
  */
 import type { z } from 'zod';
+import { MAX_CONSUME_ATTEMPTS } from '@eventflow/core';
 
 /** Variables whose values never appear in a message (they may also be long PEM blocks). */
 const secret = /SECRET|PASS|KEY|TOKEN/;
@@ -21,6 +22,7 @@ export const expected = {
   positiveInt: `expected a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`,
   nonNegativeInt: `expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`,
   cacheMb: 'expected a whole number of MiB from 1 to 65536',
+  attempts: `expected a whole number from 1 to ${MAX_CONSUME_ATTEMPTS} (${MAX_CONSUME_ATTEMPTS}: the most a consumer's retry.attempts may ask for)`,
 } as const;
 
 /** A number as a person writes one in decimal (an exponent allowed, spaces around it ignored). */

@@ -3,7 +3,7 @@
  * value fails start with a message naming the variable.
  */
 import * as z from 'zod';
-import { EventflowError } from '@eventflow/core';
+import { EventflowError, MAX_CONSUME_ATTEMPTS } from '@eventflow/core';
 import { actions, type Action } from './connection/auth.js';
 import { parseAllowedHosts, parseAllowedOrigins } from './connection/limits.js';
 import type { MysqlStoreOptions } from './store/mysql/mysql.js';
@@ -116,8 +116,15 @@ export const configSchema = z.object({
    * goes to a consumer again, another one if there is one.
    */
   EVENTFLOW_CONSUME_LEASE_MS: durationMs(1, Math.floor(MAX_TIMER_MS / MAX_EXTEND_LEASES), `an extend grants up to ${MAX_EXTEND_LEASES} leases, and a timer waits at most ${MAX_TIMER_MS} ms`).default(configDefaults.EVENTFLOW_CONSUME_LEASE_MS),
-  /** Deliveries of one event; when the last one is not settled the event is marked failed and recorded as a dead letter. */
-  EVENTFLOW_CONSUME_MAX_ATTEMPTS: positiveInt.default(configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS),
+  /**
+   * Deliveries of one event; when the last one is not settled the event is marked failed and recorded
+   * as a dead letter. Bounded as a consumer's retry.attempts is: a claim takes expired leases over under
+   * the most lenient of the two, so an unbounded one kept an event going long after every policy gave up.
+   */
+  EVENTFLOW_CONSUME_MAX_ATTEMPTS: z.coerce
+    .number({ error: expected.attempts })
+    .check(z.int({ error: expected.attempts }), z.gte(1, { error: expected.attempts }), z.lte(MAX_CONSUME_ATTEMPTS, { error: expected.attempts }))
+    .default(configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS),
   EVENTFLOW_MAX_GROUPS_PER_DOMAIN: positiveInt.default(configDefaults.EVENTFLOW_MAX_GROUPS_PER_DOMAIN),
   /**
    * readEventlogState stores a snapshot of the composed state when it folded this many events after

@@ -4,6 +4,7 @@
  * A duration no timer can wait is refused, not run at once.
  */
 import { describe, expect, it } from 'vitest';
+import { MAX_CONSUME_ATTEMPTS } from '@eventflow/core';
 import { parseConfig, unknownConfigVariables } from '../src/config.js';
 import { parseHubConfig } from '../src/v4/hub/config.js';
 import { startGateway } from '../src/index.js';
@@ -117,6 +118,19 @@ describe('number settings are read as written in decimal, and a refusal states t
     for (const value of ['0', '65537', '1.5', '-1']) {
       expect(() => parseConfig({ EVENTFLOW_SQLITE_CACHE_MB: value }), value).toThrow(`EVENTFLOW_SQLITE_CACHE_MB=${JSON.stringify(value)}: expected a whole number of MiB from 1 to 65536`);
     }
+  });
+
+  it("EVENTFLOW_CONSUME_MAX_ATTEMPTS is 1 to 100, a consumer's retry.attempts range (MAX_CONSUME_ATTEMPTS)", () => {
+    expect(MAX_CONSUME_ATTEMPTS).toBe(100);
+    expect(parseConfig({}).EVENTFLOW_CONSUME_MAX_ATTEMPTS).toBe(5);
+    expect(parseConfig({ EVENTFLOW_CONSUME_MAX_ATTEMPTS: '100' }).EVENTFLOW_CONSUME_MAX_ATTEMPTS).toBe(100);
+    for (const value of ['0', '101', '1000000', '2.5', '-1']) {
+      expect(() => parseConfig({ EVENTFLOW_CONSUME_MAX_ATTEMPTS: value }), value).toThrow(
+        expect.objectContaining({ code: 'E_EVENTFLOW_CONFIG', message: `invalid gateway configuration: EVENTFLOW_CONSUME_MAX_ATTEMPTS=${JSON.stringify(value)}: expected a whole number from 1 to 100 (100: the most a consumer's retry.attempts may ask for)` }),
+      );
+    }
+    // startGateway's options are the same schema: a number past the bound is refused before anything opens.
+    expect(() => parseConfig({ EVENTFLOW_CONSUME_MAX_ATTEMPTS: 101 })).toThrow(/from 1 to 100/);
   });
 
   it('EVENTFLOW_MYSQL_PORT=0 is refused with its own range (1 to 65535), not the listen port\'s', () => {

@@ -34,6 +34,14 @@ describe('eventflow-gateway start-up failures', () => {
     expect(JSON.parse(result.stderr.split('\n')[1] ?? '')).toMatchObject({ level: 'error', error: { code: 'E_EVENTFLOW_CONFIG' } });
   });
 
+  it('EVENTFLOW_CONSUME_MAX_ATTEMPTS past a consumer\'s 100 attempts: refused with the range; exit 3', async () => {
+    const result = await finished(gateway([], { ...sqlite('attempts.db'), EVENTFLOW_CONSUME_MAX_ATTEMPTS: '1000' }));
+    expect(result.code).toBe(3);
+    expect(result.firstError).toBe(
+      "eventflow gateway cannot start: invalid gateway configuration: EVENTFLOW_CONSUME_MAX_ATTEMPTS=\"1000\": expected a whole number from 1 to 100 (100: the most a consumer's retry.attempts may ask for) (E_EVENTFLOW_CONFIG)",
+    );
+  });
+
   it('a secret value is never echoed, only its variable', async () => {
     const result = await finished(gateway([], { ...sqlite('b.db'), EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: 'short-secret' }));
     expect(result.code).toBe(3);

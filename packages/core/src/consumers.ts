@@ -6,7 +6,7 @@
 import { assertFunction, assertKeys, assertSignal } from './arguments.js';
 import type { ClientTracing } from './client-tracing.js';
 import type { Consumer, ConsumeOptions, ConsumeRetry } from './client-types.js';
-import { DEFAULT_CONSUME_CONCURRENCY, MAX_CONSUME_CONCURRENCY } from './defaults.js';
+import { DEFAULT_CONSUME_CONCURRENCY, MAX_CONSUME_ATTEMPTS, MAX_CONSUME_CONCURRENCY } from './defaults.js';
 import { Deliveries, type DeliveryHandler } from './deliveries.js';
 import { EventflowError, isEventflowError } from './errors.js';
 import type { ClientFeature, FeatureHost, FeaturePart } from './features.js';
@@ -222,7 +222,7 @@ const retryKeys = ['attempts', 'backoff', 'delayMs', 'maxDelayMs'];
 
 function assertRetry(retry: ConsumeRetry): void {
   assertKeys(retry, 'options.retry', retryKeys);
-  assertInteger(retry.attempts, 'options.retry.attempts', 1, 100);
+  assertInteger(retry.attempts, 'options.retry.attempts', 1, MAX_CONSUME_ATTEMPTS);
   if (retry.backoff !== undefined && retry.backoff !== 'exponential' && retry.backoff !== 'fixed') throw new EventflowError('E_EVENTFLOW_INVALID_INPUT', "options.retry.backoff must be 'exponential' or 'fixed'");
   if (retry.delayMs !== undefined) assertInteger(retry.delayMs, 'options.retry.delayMs', 0, 86_400_000);
   if (retry.maxDelayMs !== undefined) assertInteger(retry.maxDelayMs, 'options.retry.maxDelayMs', 0, 86_400_000);

@@ -49,5 +49,11 @@ export const GATEWAY_LEASE_MS = 30_000;
 export const DEFAULT_CONSUME_CONCURRENCY = 16;
 /** The largest consume({ concurrency }) a gateway takes. */
 export const MAX_CONSUME_CONCURRENCY = 1000;
+/**
+ * Deliveries of one event at most, for a consumer's `retry.attempts` and the gateway's
+ * EVENTFLOW_CONSUME_MAX_ATTEMPTS alike: a claim dead-letters expired leases past the most lenient of
+ * the two, so one bound keeps either from outliving the other.
+ */
+export const MAX_CONSUME_ATTEMPTS = 100;
 /** Settles in one settleMany request, at most (a gateway announces its own in welcome.limits.maxSettleBatch). */
 export const MAX_SETTLE_BATCH = 256;

@@ -44,7 +44,7 @@ export { assertIdentifier, invalid } from './validate.js';
 // The browser outbox checks an event when it is queued, as publish does when it is sent.
 export { assertEventInput } from './validate.js';
 export { notify, type ConnectionState } from './connection.js';
-export { DEFAULT_CONSUME_CONCURRENCY, MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
+export { DEFAULT_CONSUME_CONCURRENCY, MAX_CONSUME_ATTEMPTS, MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
 export type { RequestOptions } from './requests.js';
 export {
   EventflowClient,

@@ -4,7 +4,7 @@
  * them into `operations`, handing in the schemas they share with it).
  */
 import * as z from 'zod/mini';
-import { MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
+import { MAX_CONSUME_ATTEMPTS, MAX_CONSUME_CONCURRENCY, MAX_SETTLE_BATCH } from './defaults.js';
 import { isWellFormedText, WELL_FORMED_MESSAGE } from './unicode-text.js';
 import { once, operation } from './protocol-base.js';
 
@@ -39,7 +39,7 @@ export function workOperations<I extends Schema, H extends Schema, R extends Sch
     return (
       z
         .strictObject({
-          attempts: z.int().check(z.minimum(1), z.maximum(100)),
+          attempts: z.int().check(z.minimum(1), z.maximum(MAX_CONSUME_ATTEMPTS)),
           backoff: z.optional(z.enum(['exponential', 'fixed'])),
           delayMs: z.optional(retryMs),
           maxDelayMs: z.optional(retryMs),
