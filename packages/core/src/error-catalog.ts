@@ -99,6 +99,20 @@ export const certificateErrorCodes = {
   E_EVENTFLOW_DB_ADVISORY_LOCK_NULL_RESULT: 'GET_LOCK returned NULL (the server reported an error). Retry; check the database.',
 } as const;
 
+/**
+ * The codes of the `eventflow` command line (@eventflow/node, commands.ts): a command that found nothing to
+ * act on. It still prints its JSON (`{"deleted":false}`, `{}`) and exits 1, like the CLI's other errors.
+ * Raised as the CLI's NotFound, not as EventflowError, so they are not ErrorCodes: no client bundle carries them.
+ */
+export const cliErrorCodes = {
+  E_EVENTFLOW_GROUP_NOT_FOUND:
+    'eventflow group-delete: no consumer group has this domain, name and group; nothing was deleted. "eventflow groups <domain>" lists them: pass its domain, its consumed name (the event name, or * for a group of every name) and its group (none for the default group).',
+  E_EVENTFLOW_DEAD_LETTER_NOT_FOUND:
+    'eventflow dead-letter-requeue or dead-letter-discard: that group has no dead letter of this event id (never one, or already requeued or discarded); nothing was changed. "eventflow dead-letters <domain>" lists them: pass its eventId, domain, consumes and group.',
+  E_EVENTFLOW_PROCESS_NOT_FOUND:
+    'eventflow read or state: the process has no events (a process exists from its first event), so there is nothing to read or compose; stdout holds nothing (read) or {} (state). Check the domain and the pid, e.g. with "eventflow tail <domain>".',
+} as const;
+
 /** The codes of v4's wire codec (gateway/src/v4/codec.ts), raised as its WireError. */
 export const wireErrorCodes = {
   E_EVENTFLOW_WIRE_UNIT:

@@ -9,7 +9,8 @@ import { parseArgs } from 'node:util';
 import { EventflowError, generateEventId, isErrorCode, type EventflowClient, type JsonObject, type StoredEvent } from '@eventflow/core';
 import { describeIssues, identifier, jsonObject } from '@eventflow/core/protocol';
 import { createNodeClient } from './index.js';
-import { manageCommands, manageUsage, NothingDone, prepareManage } from './manage-commands.js';
+import { manageCommands, manageUsage, prepareManage } from './manage-commands.js';
+import { NotFound } from './cli-not-found.js';
 import { DEFAULT_EXPIRES, mintToken, tokenActions } from './token.js';
 import { withTimeoutHint, withTokenHint } from './cli-hints.js';
 
@@ -77,8 +78,9 @@ Options:
   -h, --help       Show this help
   -v, --version    Print the version
 
-Errors are printed as "code: message" on stderr, with exit code 1; so is an operation that
-found nothing to act on (an unknown group or dead letter). A bad command line (unknown command
+Errors are printed as "code: message" on stderr, with exit code 1; so is a command that found
+nothing to act on (E_EVENTFLOW_GROUP_NOT_FOUND, E_EVENTFLOW_DEAD_LETTER_NOT_FOUND,
+E_EVENTFLOW_PROCESS_NOT_FOUND), after its JSON on stdout. A bad command line (unknown command
 or option, wrong number of arguments) exits with 2 and this help.
 
 First token: the gateway's secret is the key, e.g.
@@ -310,7 +312,7 @@ function prepare(
       check(pid, 'pid');
       return async (client) => {
         const events = await client.readEventlog(domain, pid);
-        if (events.length === 0) stderr.write(noEvents(domain, pid));
+        if (events.length === 0) throw noEvents(domain, pid);
         for (const event of events) line(event);
       };
     }
@@ -321,8 +323,8 @@ function prepare(
       return async (client) => {
         // readEventlogState's fold, with the eventlog at hand to tell "no events" from an empty state.
         const events = await client.readEventlog(domain, pid);
-        if (events.length === 0) stderr.write(noEvents(domain, pid));
         line(client.composeEventlogState(events));
+        if (events.length === 0) throw noEvents(domain, pid);
       };
     }
     default: {
@@ -344,9 +346,12 @@ function parseCount(raw: string, what: string, min = 0, max = Number.MAX_SAFE_IN
   return value;
 }
 
-/** On stderr, so that stdout stays what scripts parse (nothing, or `{}`). */
-const noEvents = (domain: string, pid: string): string =>
-  `no events for ${domain} › ${pid}: the process has none (check the domain and pid, e.g. with "eventflow tail ${domain}")\n`;
+/**
+ * stdout stays what scripts parse (nothing, or `{}`); the exit status says that nothing was there, as
+ * for the other commands that find nothing: with exit 0 a mistyped pid read as a process without events.
+ */
+const noEvents = (domain: string, pid: string): NotFound =>
+  new NotFound('E_EVENTFLOW_PROCESS_NOT_FOUND', `no events for ${domain} › ${pid}: the process has none (check the domain and pid, e.g. with "eventflow tail ${domain}")`);
 
 function check(value: string, field: string): void {
   const parsed = identifier.safeParse(value);
@@ -416,8 +421,7 @@ const isRefusal = (error: unknown): error is EventflowError =>
   error instanceof EventflowError && (error.code === 'E_EVENTFLOW_UNAUTHORIZED' || error.code === 'E_EVENTFLOW_PROTOCOL_VERSION');
 
 function formatError(error: unknown): string {
-  if (error instanceof NothingDone) return error.message;
-  if (error instanceof EventflowError) return `${error.code}: ${error.message}`;
+  if (error instanceof EventflowError || error instanceof NotFound) return `${error.code}: ${error.message}`;
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   // node:util parseArgs throws TypeErrors coded ERR_PARSE_ARGS_*: bad input, like ours.

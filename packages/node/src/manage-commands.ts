@@ -5,6 +5,7 @@
  */
 import type { EventflowClient } from '@eventflow/core';
 import { deleteGroup, discardDeadLetter, listDeadLetters, listGroups, requeueDeadLetter } from '@eventflow/core';
+import { NotFound } from './cli-not-found.js';
 
 export const manageUsage = `  groups [domain]                            Print the consumer groups (members, pending, in flight, dead letters) as JSON lines
   group-delete <domain> <name> [group]       Delete a consumer group (no group: the default group of <domain> <name>)
@@ -24,14 +25,10 @@ export const manageCommands = {
 
 type Line = (value: unknown) => void;
 
-/**
- * An operation that found nothing to act on: its JSON is printed (`{"requeued":false}`), and the
- * command exits 1 with this message, so that a script (and a person) cannot take a typo for success.
- */
-export class NothingDone extends Error {
-  override readonly name = 'NothingDone';
-}
+/** <name> as the commands take it, said where a wrong one is the likely cause. */
+const consumedName = '<name> is the consumed name: the event name, or * for a group of every name';
 
+// An operation that found nothing to act on prints its JSON (`{"requeued":false}`) and ends with NotFound.
 const groupLabel = (domain: string, name: string, group: string): string => `${domain} › ${name} (${group === '' ? 'the default group' : `group ${JSON.stringify(group)}`})`;
 
 /**
@@ -54,7 +51,9 @@ export function prepareManage(name: string, args: readonly string[], page: { lim
       return async (client) => {
         const deleted = await deleteGroup(client, first as string, second as string, third ?? '');
         line({ deleted });
-        if (!deleted) throw new NothingDone(`no consumer group ${groupLabel(first as string, second as string, third ?? '')}; "eventflow groups ${first as string}" lists them`);
+        if (!deleted) {
+          throw new NotFound('E_EVENTFLOW_GROUP_NOT_FOUND', `no consumer group ${groupLabel(first as string, second as string, third ?? '')}, so nothing was deleted; "eventflow groups ${first as string}" lists them (${consumedName})`);
+        }
       };
     case 'dead-letters':
       return async (client) => {
@@ -70,9 +69,10 @@ export function prepareManage(name: string, args: readonly string[], page: { lim
         const done = requeue ? await requeueDeadLetter(client, key) : await discardDeadLetter(client, key);
         line(requeue ? { requeued: done } : { discarded: done });
         if (!done) {
-          throw new NothingDone(
-            `no dead letter ${JSON.stringify(key.eventId)} in ${groupLabel(key.domain, key.name, key.group)}, so nothing was ${requeue ? 'requeued' : 'discarded'}; ` +
-              `"eventflow dead-letters ${key.domain}" lists them (<name> is the group's consumed name: the event's name, or * for a group of every name)`,
+          throw new NotFound(
+            'E_EVENTFLOW_DEAD_LETTER_NOT_FOUND',
+            `no dead letter ${JSON.stringify(key.eventId)} in ${groupLabel(key.domain, key.name, key.group)} (none ever, or requeued or discarded already), so nothing was ${requeue ? 'requeued' : 'discarded'}; ` +
+              `"eventflow dead-letters ${key.domain}" lists them (${consumedName})`,
           );
         }
       };

@@ -4,7 +4,7 @@
  * a missing, forged or too narrow token fails at once with the gateway's code and what to do.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listDomains } from '@eventflow/core';
+import { cliErrorCodes, isErrorCode, listDomains } from '@eventflow/core';
 import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { eventually, sleep } from '@eventflow/test-support/wait';
 import { runCli, usage, type CliIo } from '../src/commands.js';
@@ -166,16 +166,28 @@ describe('the CLI on a gateway with EVENTFLOW_AUTH=jwt', () => {
     expect(letters.stderr).toBe('no dead letters (the gateway lists those of the domains the token may consume only)\n');
   });
 
-  it('requeueing or discarding an unknown dead letter, or deleting an unknown group, prints false and exits 1 saying what was not found', async () => {
+  // Before: the same lines without a code ("no dead letter …"), which a script could branch on only by their text.
+  it('requeueing or discarding an unknown dead letter, or deleting an unknown group, prints false and exits 1 with a stable code, what was not found and what to run', async () => {
     const token = await mint('jobs:consume,manage');
     const requeue = await cli(['dead-letter-requeue', 'no-such-event', 'jobs', 'run'], { EVENTFLOW_TOKEN: token });
-    expect(requeue).toMatchObject({ code: 1, stdout: '{"requeued":false}\n' });
-    expect(requeue.stderr).toMatch(/^no dead letter "no-such-event" in jobs › run \(the default group\), so nothing was requeued; "eventflow dead-letters jobs" lists them/);
+    expect(requeue).toEqual({
+      code: 1,
+      stdout: '{"requeued":false}\n',
+      stderr: 'E_EVENTFLOW_DEAD_LETTER_NOT_FOUND: no dead letter "no-such-event" in jobs › run (the default group) (none ever, or requeued or discarded already), so nothing was requeued; "eventflow dead-letters jobs" lists them (<name> is the consumed name: the event name, or * for a group of every name)\n',
+    });
     const discard = await cli(['dead-letter-discard', 'no-such-event', 'jobs', 'run', 'billing'], { EVENTFLOW_TOKEN: token });
     expect(discard).toMatchObject({ code: 1, stdout: '{"discarded":false}\n' });
-    expect(discard.stderr).toMatch(/^no dead letter "no-such-event" in jobs › run \(group "billing"\), so nothing was discarded/);
+    expect(discard.stderr).toMatch(/^E_EVENTFLOW_DEAD_LETTER_NOT_FOUND: no dead letter "no-such-event" in jobs › run \(group "billing"\) .*, so nothing was discarded; "eventflow dead-letters jobs" lists them/);
     const deleted = await cli(['group-delete', 'jobs', 'run', 'nobody'], { EVENTFLOW_TOKEN: token });
-    expect(deleted).toMatchObject({ code: 1, stdout: '{"deleted":false}\n' });
-    expect(deleted.stderr).toMatch(/^no consumer group jobs › run \(group "nobody"\); "eventflow groups jobs" lists them/);
+    expect(deleted).toEqual({
+      code: 1,
+      stdout: '{"deleted":false}\n',
+      stderr: 'E_EVENTFLOW_GROUP_NOT_FOUND: no consumer group jobs › run (group "nobody"), so nothing was deleted; "eventflow groups jobs" lists them (<name> is the consumed name: the event name, or * for a group of every name)\n',
+    });
+    // Each code is in the catalog with what to do, and none is a client ErrorCode (the browser bundles carry none).
+    for (const code of ['E_EVENTFLOW_DEAD_LETTER_NOT_FOUND', 'E_EVENTFLOW_GROUP_NOT_FOUND', 'E_EVENTFLOW_PROCESS_NOT_FOUND']) {
+      expect(cliErrorCodes, code).toHaveProperty(code);
+      expect(isErrorCode(code), code).toBe(false);
+    }
   });
 });

@@ -7,6 +7,7 @@ import { startHarness, type Harness } from '@eventflow/test-support/harness';
 import { startTempGateway } from '@eventflow/test-support/temp-gateway';
 import { runCli, usage, type CliIo } from '../src/commands.js';
 import { createNodeClient } from '../src/index.js';
+import { cliErrorCodes } from '@eventflow/core';
 import { WebSocketServer } from 'ws';
 
 let h: Harness;
@@ -67,10 +68,11 @@ describe('eventflow CLI', () => {
     expect(lines(state.stdout)).toEqual([{ amount: 3, items: ['a'], paid: true }]);
 
     const empty = await cli('read', 'orders', 'nobody');
-    expect(empty).toMatchObject({ code: 0, stdout: '' });
+    expect(empty).toMatchObject({ code: 1, stdout: '' });
   });
 
   it('--url overrides EVENTFLOW_URL', async () => {
+    expect((await cli('publish', 'orders', 'placed', 'o1')).code).toBe(0);
     const streams = io({ env: { EVENTFLOW_URL: 'ws://127.0.0.1:1/' } });
     expect(await runCli(['--url', h.gateway.url, 'state', 'orders', 'o1'], streams)).toBe(0);
     expect(streams.out.stdout).toBe('{}\n');
@@ -119,13 +121,12 @@ describe('eventflow CLI', () => {
     expect(await tail).toBe(0);
   });
 
-  it('state and read of a process without events say so on stderr, exit 0, and keep stdout parseable', async () => {
-    const state = await cli('state', 'orders', 'nobody');
-    expect(state).toMatchObject({ code: 0, stdout: '{}\n' });
-    expect(state.stderr).toMatch(/^no events for orders › nobody: the process has none/);
-    const read = await cli('read', 'orders', 'nobody');
-    expect(read).toMatchObject({ code: 0, stdout: '' });
-    expect(read.stderr).toMatch(/^no events for orders › nobody/);
+  // Before: exit 0 with an uncoded note, so a script took a mistyped pid for a process without events.
+  it('state and read of a process without events exit 1 with E_EVENTFLOW_PROCESS_NOT_FOUND and what to check, and keep stdout parseable', async () => {
+    const expected = 'E_EVENTFLOW_PROCESS_NOT_FOUND: no events for orders › nobody: the process has none (check the domain and pid, e.g. with "eventflow tail orders")\n';
+    expect(await cli('state', 'orders', 'nobody')).toEqual({ code: 1, stdout: '{}\n', stderr: expected });
+    expect(await cli('read', 'orders', 'nobody')).toEqual({ code: 1, stdout: '', stderr: expected });
+    expect(cliErrorCodes).toHaveProperty('E_EVENTFLOW_PROCESS_NOT_FOUND');
     await cli('publish', 'orders', 'placed', 'somebody');
     expect(await cli('state', 'orders', 'somebody')).toMatchObject({ code: 0, stdout: '{}\n', stderr: '' }); // an event with empty data: no message
   });
