@@ -91,4 +91,66 @@ describe.skipIf(mysqlUnavailable !== undefined)('consume leases (MariaDB)', () =
       await Promise.all([a.close(), b.close()]);
     }
   });
+  // Before: B's claim, held past its lease on its way to the database, committed leases already run out; A's claim took
+  // them over as expired before B's hand-back could take the attempt back, so on a single attempt the job became a dead
+  // letter that never ran (with more attempts, its one run was attempt 2).
+  it('a claim held past its lease on its way to the database leases and counts nothing: the job runs once on the other gateway, as attempt 1', async () => {
+    const db = await fresh();
+    const env = { ...mysqlGatewayEnv(db.options), EVENTFLOW_PORT: 0, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_CONSUME_LEASE_MS: 1_000, EVENTFLOW_CONSUME_MAX_ATTEMPTS: 1 };
+    const [a, b] = [await startGateway(env), await startGateway(env)] as [Gateway, Gateway];
+    // The fault, on B's link to the database: one claim reaches the database after its lease ran out, and its answer
+    // comes back only once A has claimed.
+    const ledger = b.store.ledger();
+    const claim = ledger.claim.bind(ledger);
+    let claiming = 0;
+    let fault: { reached: () => void; answer: Promise<void> } | undefined;
+    ledger.claim = async (request) => {
+      const held = fault;
+      fault = undefined;
+      claiming += 1;
+      try {
+        if (!held) return await claim(request);
+        // Time is what the fault is: the lease (1 s) runs out before the claim's statements reach the database.
+        await sleep(1_300);
+        const settled = await claim(request).then((result) => ({ result }), (error: unknown) => ({ error }));
+        held.reached();
+        await held.answer;
+        if ('error' in settled) throw settled.error;
+        return settled.result;
+      } finally {
+        claiming -= 1;
+      }
+    };
+    const publisher = createClient(a.url, { onError: () => undefined });
+    const onB = await connect(b.url);
+    const onA = await connect(a.url);
+    try {
+      expect((await onB.request('consume', { consumer: 'b', domain: 'late', name: 'job', group: 'g', concurrency: 1 })).type).toBe('result');
+      await eventually(() => claiming === 0, 5_000, "B's claims of the empty group");
+      let reached = (): void => undefined;
+      let answer = (): void => undefined;
+      const atDatabase = new Promise<void>((resolve) => (reached = resolve));
+      fault = { reached, answer: new Promise<void>((resolve) => (answer = resolve)) };
+      const id = await publisher.publish({ domain: 'late', name: 'job', pid: 'p' });
+      await atDatabase;
+      const row = async () => (await db.query<{ attempts: number; outcome: string | null }>(`SELECT attempts, outcome FROM eventflow_delivery WHERE event_id = ? AND grp = 'g'`, [id]))[0];
+      expect((await onA.request('consume', { consumer: 'a', domain: 'late', name: 'job', group: 'g' })).type).toBe('result');
+      await eventually(async () => onA.frames.some((frame) => frame.type === 'delivery') || (await row())?.outcome === 'dead', 8_000, "A's claim");
+      answer();
+      expect(await row()).toMatchObject({ outcome: null, attempts: 1 });
+      const delivery = await onA.next((frame) => frame.type === 'delivery', 1_000);
+      expect(delivery).toMatchObject({ attempt: 1 });
+      expect(await onA.request('settle', { delivery: delivery.delivery, outcome: 'success' })).toMatchObject({ type: 'result' });
+      expect(await row()).toMatchObject({ outcome: 'success', attempts: 1 });
+      // B's claim, answered now, hands its member nothing.
+      await eventually(() => claiming === 0, 5_000, "B's claim answered");
+      expect(onB.frames.filter((frame) => frame.type === 'delivery')).toEqual([]);
+      expect(await a.store.ledger().deadLetters({ limit: 10, offset: 0 })).toEqual([]);
+    } finally {
+      onA.ws.close();
+      onB.ws.close();
+      await publisher.close();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
 });

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore, NewEvent } from '../src/store/store.js';
 import type { StoredEvent } from '@eventflow/core';
-import type { ClaimResult, GroupKey, GroupRecord } from '../src/store/ledger.js';
+import { LateClaim, type ClaimResult, type GroupKey, type GroupRecord } from '../src/store/ledger.js';
 
 type Open = () => Promise<EventStore>;
 type NewEventOf = (overrides?: Partial<NewEvent>) => NewEvent;
@@ -115,6 +115,28 @@ export function describeLedger(open: Open, newEvent: NewEventOf): void {
       expect(await store.ledger().apply([{ kind: 'outcome', delivery: current, outcome: 'success' }])).toMatchObject([{ eventId: event.id, attempts: 2, key: named }]);
       expect(await store.ledger().apply([{ kind: 'outcome', delivery: current, outcome: 'failed' }])).toEqual([undefined]);
       expect(ids(await claim(store, billing, { now: now + 40_000 }))).toEqual([]);
+    });
+
+    // Before: such a claim committed leases that had run out; nobody could hand them out, and a claim by another gateway took
+    // them over as expired before the hand-back took the attempt back: attempt 2 for a first run, or (one attempt) a dead letter never run.
+    it('a claim whose leases have run out by its commit (ClaimRequest.clock) rolls back: no lease, no attempt; the next claim gets the event as attempt 1', async () => {
+      const store = await open();
+      const group = await store.ledger().ensureGroup({ ...named, group: 'late' });
+      const event = await publish(store);
+      const now = Date.now();
+      const request = { group, owner: 'gw-1', consumer: 'GW', deadline: now + 1_000, now, limit: 10, maxAttempts: 1 };
+      // The link (or the store) held the claim half a second past its deadline.
+      const late = await store.ledger().claim({ ...request, secret: `secret-${(secrets += 1)}`, clock: () => now + 1_500 }).catch((error: unknown) => error);
+      expect(late).toBeInstanceOf(LateClaim);
+      expect(late).toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED', details: { lateMs: 500 } });
+      // Another gateway's claim after that deadline finds the event pending, not an expired lease on its last attempt.
+      const taken = await claim(store, group, { now: now + 1_500, owner: 'gw-2', maxAttempts: 1 });
+      expect(taken.dead).toEqual([]);
+      expect(taken.claimed).toMatchObject([{ event: { id: event.id }, attempt: 1 }]);
+      expect(await store.ledger().apply([{ kind: 'outcome', delivery: taken.claimed[0]?.delivery as string, outcome: 'success' }])).toMatchObject([{ eventId: event.id, attempts: 1 }]);
+      // In time, a claim with a clock commits as one without.
+      const next = await publish(store);
+      expect(ids(await store.ledger().claim({ ...request, now: now + 2_000, deadline: now + 12_000, secret: `secret-${(secrets += 1)}`, clock: () => now + 2_100 }))).toEqual([next.id]);
     });
 
     it('a lease that ran out with its report still to be written (ClaimRequest.held) is left alone by a claim that names it; an ordered pid waits behind it', async () => {

@@ -5,7 +5,7 @@
 import type { StoredEvent } from '@eventflow/core';
 import type { Logger } from '../log.js';
 import { GROUP_POLL_MS } from '../defaults.js';
-import type { DeliveryLedger, GroupKey, GroupOptions, GroupRecord } from '../store/ledger.js';
+import { LateClaim, type DeliveryLedger, type GroupKey, type GroupOptions, type GroupRecord } from '../store/ledger.js';
 import { groupId, ledgerId, type ConsumerRef, type Consumers } from './consumers.js';
 import { GroupBacklog } from './group-backlog.js';
 import type { Leases } from './leases.js';
@@ -96,11 +96,13 @@ export class Backlog {
     this.#groups.delete(groupId(key));
   }
 
-  /** A claim failed (the store): logged once per GROUP_POLL_MS, and tried again by the group's timer. */
+  /** A claim failed (the store), or was rolled back for being late (LateClaim): logged once per GROUP_POLL_MS, and tried again by the group's timer. */
   failed(key: GroupKey, error: unknown): void {
     if (Date.now() - this.#loggedAt < GROUP_POLL_MS) return;
     this.#loggedAt = Date.now();
-    this.#log.error('could not claim events for a consumer group; trying again', { domain: key.domain, name: key.name, group: key.group, error });
+    const fields = { domain: key.domain, name: key.name, group: key.group, error };
+    if (error instanceof LateClaim) this.#log.warn('a claim took longer than its lease in the store (the store or the link to it is slow); rolled back, claiming again', fields);
+    else this.#log.error('could not claim events for a consumer group; trying again', fields);
   }
 
   stop(): void {

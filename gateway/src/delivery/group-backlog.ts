@@ -273,6 +273,8 @@ export class GroupBacklog {
         upTo: this.#routedUpTo,
         known: backlog.known,
         held: leases.held(),
+        // Its leases must still have time left at its commit: committed late, they went to nobody and kept their attempt.
+        clock: () => leases.now(),
       });
       this.#failures = 0;
       if (result.missing) {

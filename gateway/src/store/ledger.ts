@@ -28,7 +28,7 @@
  * database server's clock, so that gateways whose clocks drift still agree on when a lease ran out.
  */
 import { createHash, hash } from 'node:crypto';
-import type { StoredEvent } from '@eventflow/core';
+import { EventflowError, type StoredEvent } from '@eventflow/core';
 
 /** The default group's name. */
 export const DEFAULT_GROUP = '';
@@ -121,6 +121,33 @@ export interface ClaimRequest {
    * gateway's, on a shared MySQL database, does not know them).
    */
   held?: readonly string[] | undefined;
+  /**
+   * The lease clock `now` and `deadline` were read on, read again before the claim commits. A claim
+   * whose leases have run out by then (the store, or the link to it, held it longer than a lease) rolls
+   * back and rejects with LateClaim: nothing leased, no attempt counted. Committed, such a lease could
+   * never be handed out (Leases.open refuses it), and another gateway's claim could take it over as
+   * expired before the hand-back took its attempt back: an attempt spent on no run, and on the last
+   * attempt a dead letter of an event that never ran.
+   */
+  clock?: (() => number) | undefined;
+}
+
+/**
+ * A claim that would have committed leases already run out (ClaimRequest.clock): rolled back. The
+ * store is slow, not failing: the caller claims again, with a new lease, after a backoff.
+ */
+export class LateClaim extends EventflowError {
+  constructor(lateMs: number) {
+    super('E_EVENTFLOW_STORE_FAILED', `a claim took longer than its lease in the store (${lateMs} ms past its deadline); rolled back, nothing leased; claiming again`, { details: { lateMs } });
+  }
+}
+
+/** Throws LateClaim when the claim's leases have run out by `clock` (called last in a claim's transaction, before its commit). */
+export function checkInTime(clock: (() => number) | undefined, deadline: number): void {
+  if (clock === undefined) return;
+  const late = clock() - deadline;
+  // As Leases.open judges it: a lease with no time left is not handed out.
+  if (late >= 0) throw new LateClaim(Math.round(late));
 }
 
 export interface Claimed {

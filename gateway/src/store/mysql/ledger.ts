@@ -11,7 +11,7 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, type StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
+import { atHand, checkInTime, CLAIMABLE_V4, DEFAULT_GROUP, deliveryId, deliveryPrefix, keyOf, ledgerColumns, UNSETTLED } from '../ledger.js';
 import { ATTEMPTS, driverCode, isStoreStateError, notOpen, readAgain, run, type MysqlStoreOptions } from './db.js';
 import type { WriteHealth } from '../write-health.js';
 import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
@@ -259,7 +259,7 @@ export class MysqlLedger implements DeliveryLedger {
     return from;
   }
 
-  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known, held = [] }: ClaimRequest): Promise<ClaimResult> {
+  async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known, held = [], clock }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
       // Not caused by a route (a member joined, a timer): the head is read now, with the group.
       const group = await this.#cached(pool, key, now, upTo === undefined);
@@ -372,6 +372,8 @@ export class MysqlLedger implements DeliveryLedger {
           );
           nextDue = num(due?.next);
         }
+        // The last statement before COMMIT: a claim the link or the database held past its deadline rolls back.
+        checkInTime(clock, deadline);
         return { claimed, dead, nextDue, missing: false };
       }, (result) => ((committed = false), heldAfterLostCommit(pool, key, result))).then((result) => {
         // Rows written by a claim whose COMMIT was lost may not be there: the watermark stays.

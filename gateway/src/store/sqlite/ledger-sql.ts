@@ -1,6 +1,6 @@
 /** The SQLite ledger's statements (cached by text) and transaction, and the SQL its parts share (ledger.ts, ledger-operator.ts). */
 import type Database from 'better-sqlite3';
-import { DEFAULT_GROUP, UNSETTLED, type GroupKey, type GroupRecord } from '../ledger.js';
+import { DEFAULT_GROUP, LateClaim, UNSETTLED, type GroupKey, type GroupRecord } from '../ledger.js';
 import { immediate } from './transactions.js';
 
 /** `ordered` is the group's own option; `claim_ordered` and `across_names` what its claims go by (ordered-claim.ts claimOrderColumns), where read. */
@@ -84,7 +84,8 @@ export class LedgerSql {
       this.#hooks.check?.();
       return immediate(this.#db, work);
     } catch (error) {
-      this.#hooks.failed?.(error);
+      // A claim rolled back for being late is the store being slow, not its writes failing (/readyz).
+      if (!(error instanceof LateClaim)) this.#hooks.failed?.(error);
       throw error;
     }
   }

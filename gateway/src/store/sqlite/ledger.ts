@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3';
 import type { StoredEvent } from '@eventflow/core';
 import type { AppendClaimer, Claimed, ClaimedDead, ClaimRequest, ClaimResult, DeadLetterQuery, DeliveryLedger, DeliveryRef, GroupKey, GroupOptions, GroupRecord, GroupSummary, LedgerAction, LedgerDeadLetter } from '../ledger.js';
-import { atHand, CLAIMABLE_V4, DEFAULT_GROUP, deliveryPrefix, keyOf, ledgerColumns } from '../ledger.js';
+import { atHand, checkInTime, CLAIMABLE_V4, DEFAULT_GROUP, deliveryPrefix, keyOf, ledgerColumns } from '../ledger.js';
 import { COLUMNS, fromTuple, now, toStoredEvent, type EventTuple } from './statements.js';
 import { LedgerSql, rowScope, toRecord, type GroupRow, type LedgerHooks } from './ledger-sql.js';
 import { SqliteLedgerOperator } from './ledger-operator.js';
@@ -193,7 +193,7 @@ export class SqliteLedger implements DeliveryLedger {
     return consumed;
   }
 
-  async claim({ group: key, owner, consumer, deadline, now: at, limit, maxAttempts, known, upTo, held = [] }: ClaimRequest): Promise<ClaimResult> {
+  async claim({ group: key, owner, consumer, deadline, now: at, limit, maxAttempts, known, upTo, held = [], clock }: ClaimRequest): Promise<ClaimResult> {
     const cached = this.#knownGroup(key);
     // Deleted: nothing to claim until it is created again.
     if (!cached) return { claimed: [], dead: [], nextDue: undefined, missing: true };
@@ -295,6 +295,8 @@ export class SqliteLedger implements DeliveryLedger {
         this.#rows.persist(key, watermark);
         persisted = true;
       }
+      // Last in the transaction: one that held the write lock past its deadline rolls back (LateClaim).
+      checkInTime(clock, deadline);
       return { claimed, dead, nextDue, missing: false };
     });
     // Committed: what the claim wrote and looked at is known from now on.
