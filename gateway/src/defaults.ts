@@ -125,6 +125,13 @@ export const CLAIM_BATCH = 256;
  */
 export const GROUP_POLL_MS = 1_000;
 
+/**
+ * The longest wait before a consumer's report the store has not recorded is written again by the
+ * gateway (delivery/waiting-reports.ts): from GROUP_POLL_MS, doubling up to this, while the store
+ * fails; all of them at once as soon as one is recorded.
+ */
+export const REPORT_RETRY_MAX_MS = 30_000;
+
 /** The deepest event data MariaDB's JSON_VALID takes (31 nested objects or arrays; EVENTFLOW_MAX_DATA_DEPTH's bound with the MySQL store). */
 export const MYSQL_MAX_DATA_DEPTH = 31;
 

@@ -65,7 +65,7 @@ export const noMetrics: GatewayMetrics = {
 /** What the gauges read when scraped. */
 export interface MetricSources {
   connections(): number;
-  registrations(): { subscriptions: number; consumers: number; waits: number };
+  registrations(): { subscriptions: number; consumers: number; waits: number; reportsWaiting?: number };
 }
 
 /** Queue, handler and request times: a millisecond to five minutes. */
@@ -160,6 +160,14 @@ export class PrometheusMetrics implements GatewayMetrics {
         },
       });
     }
+    new Gauge({
+      name: 'eventflow_consume_reports_waiting',
+      help: "Consumers' settles the store could not record yet: the gateway writes them again, with backoff, until it does (the deliveries stay open).",
+      registers,
+      collect() {
+        this.set(sources.registrations().reportsWaiting ?? 0);
+      },
+    });
     this.#storeLatency = new CountingHistogram({
       name: 'eventflow_store_operation_seconds',
       help: 'Store call latency, by store method.',

@@ -198,6 +198,8 @@ describe('/metrics', () => {
       eventflow_subscriptions: 'gauge',
       eventflow_consumers: 'gauge',
       eventflow_waits: 'gauge',
+      // Settles the store has not recorded yet, which the gateway writes again (waiting-reports.ts).
+      eventflow_consume_reports_waiting: 'gauge',
       eventflow_store_operation_seconds: 'histogram',
       eventflow_router_publish_seconds: 'histogram',
       // Queue, handler and request() times: one series each (by group and domain only with EVENTFLOW_METRICS_GROUP_LABELS=on).

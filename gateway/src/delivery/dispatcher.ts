@@ -53,6 +53,8 @@ export interface DispatcherStats {
   waits: number;
   /** Deliveries open (sent, not settled, recalled or revoked yet). */
   deliveries: number;
+  /** Consumers' reports the store has not recorded yet: the gateway writes them again, with backoff, until it does. */
+  reportsWaiting: number;
 }
 
 export class Dispatcher implements RouteTarget {
@@ -390,6 +392,6 @@ export class Dispatcher implements RouteTarget {
   }
 
   get stats(): DispatcherStats {
-    return { subscriptions: this.#fanOut.count + this.#patternIndex.count, consumers: this.#consumers.count, waits: this.#waits.count, deliveries: this.#leases.count };
+    return { subscriptions: this.#fanOut.count + this.#patternIndex.count, consumers: this.#consumers.count, waits: this.#waits.count, deliveries: this.#leases.count, reportsWaiting: this.#leases.reportsWaiting };
   }
 }

@@ -17,8 +17,7 @@
  * only from a connection whose token may consume the stored row's domain.
  */
 import { randomBytes } from 'node:crypto';
-import type { StoredEvent } from '@eventflow/core';
-import { configDefaults, GROUP_POLL_MS, MAX_EXTEND_LEASES } from '../defaults.js';
+import { configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { mayNameDelivery, type Claimed, type ClaimedDead, type DeliveryLedger, type DeliveryRef, type GroupKey, type LedgerAction } from '../store/ledger.js';
@@ -28,46 +27,10 @@ import type { Peer } from './peer.js';
 import { retryDelay } from './retry-policy.js';
 import { deliverySpan, endDelivery } from '../tracing.js';
 import { LeaseClock } from '../store/lease-clock.js';
-import type { LeaseEvents, LeaseOptions, Settlement } from './lease-types.js';
-import type { Span } from '@opentelemetry/api';
-
-interface Delivery {
-  readonly id: string;
-  readonly event: StoredEvent;
-  readonly consumer: ConsumerRef;
-  /** The group whose backlog it came from. */
-  readonly key: GroupKey;
-  readonly attempt: number;
-  /** Expires the lease; cleared when the delivery ends. */
-  timer: ReturnType<typeof setTimeout> | undefined;
-  /** A settle of it is being written: its expiry waits for the store's answer. */
-  settling: boolean;
-  /** The lease ran out while a settle was being written. */
-  expired: boolean;
-  /**
-   * What the consumer settled it with, while the store could not record it (a full disk): written by
-   * the gateway when the lease runs out, and again until the store takes it (see #writeReport).
-   */
-  report: Decision | undefined;
-  /** When it started here (ms): its queue time ends and its handler time begins (metrics, the span). */
-  readonly started: number;
-  /** Its span, when the gateway traces (tracing.ts). */
-  readonly span: Span | undefined;
-}
+import type { Decision, Delivery, LeaseEvents, LeaseOptions, Settlement } from './lease-types.js';
+import { WaitingReports } from './waiting-reports.js';
 
 export type { LeaseEvents, LeaseOptions, Settlement } from './lease-types.js';
-
-type Metric = 'success' | 'failed' | 'released' | 'retried' | 'dead_lettered';
-
-/** How soon a report the store could not record is written again (#writeReport): the consumer groups' poll. */
-const REPORT_RETRY_MS = GROUP_POLL_MS;
-
-/** A write for the ledger, what it counts as once recorded, and the failure it reports (a final one). */
-interface Decision {
-  action: LedgerAction;
-  metric: Metric;
-  failure: string | undefined;
-}
 
 export class Leases {
   readonly #ledger: () => DeliveryLedger;
@@ -87,7 +50,7 @@ export class Leases {
   /** ledgerId + event id → its open delivery here. */
   readonly #byEvent = new Map<string, Delivery>();
   /** Open deliveries with a report the store has not recorded yet: this gateway's claims leave their leases alone (`held`). */
-  readonly #reported = new Set<string>();
+  readonly #reports: WaitingReports;
   #stopped = false;
 
   constructor(ledger: () => DeliveryLedger, writer: LedgerWriter, consumers: Consumers, gatewayId: string, log: Logger, metrics: GatewayMetrics, options: LeaseOptions, events: LeaseEvents) {
@@ -102,6 +65,7 @@ export class Leases {
     this.#maxAttempts = options.maxAttempts ?? configDefaults.EVENTFLOW_CONSUME_MAX_ATTEMPTS;
     this.#clock = options.clock ?? new LeaseClock();
     this.#events = events;
+    this.#reports = new WaitingReports(log);
   }
 
   get leaseMs(): number {
@@ -195,7 +159,7 @@ export class Leases {
       delivery.settling = false;
       // The consumer's report is kept: sent again by the client within the lease, or written by the gateway after it.
       delivery.report = decision;
-      this.#reported.add(delivery.id);
+      this.#reports.add(delivery.id);
       if (delivery.expired) void this.#expire(delivery);
       throw error;
     }
@@ -204,6 +168,8 @@ export class Leases {
 
   /** A write of the consumer's report for `delivery` was answered: `ended` recorded, or undefined (not current). */
   #written(delivery: Delivery, decision: Decision, ended: DeliveryRef | undefined): boolean {
+    // The store answers again: the reports waiting for it are written now, not at the end of their backoff.
+    if (this.#reports.count > 0) queueMicrotask(() => this.#retryReports());
     if (!ended) {
       // Not the store's current delivery any more (its lease ran out and another took it).
       this.#end(delivery, 'superseded', 'not the current delivery any more');
@@ -221,26 +187,39 @@ export class Leases {
    * The lease ran out with a report the store could not record (the client sends a settle again only
    * within the lease). Handing the event back instead ran the handler again once the store was back,
    * as a new attempt, and after the last attempt made a dead letter of an event whose handler had
-   * succeeded. So the gateway writes the report itself, and again every REPORT_RETRY_MS while the store
-   * fails, the delivery kept open meanwhile; this gateway's claims leave its lease alone (`held`).
+   * succeeded. So the gateway writes the report itself, and again with backoff while the store fails
+   * (waiting-reports.ts: never given up), the delivery kept open meanwhile; this gateway's claims leave
+   * its lease alone (`held`).
    */
   async #writeReport(delivery: Delivery, report: Decision): Promise<void> {
     delivery.settling = true;
     let ended: DeliveryRef | undefined;
     try {
       ended = await this.#writer.write(report.action);
-    } catch {
+    } catch (error) {
       delivery.settling = false;
-      if (this.#open.get(delivery.id) === delivery) this.#arm(delivery, REPORT_RETRY_MS);
+      if (this.#open.get(delivery.id) === delivery) this.#arm(delivery, this.#reports.failed(delivery.id, error));
       return;
     }
     delivery.settling = false;
     this.#written(delivery, report, ended);
   }
 
+  #retryReports(): void {
+    for (const id of this.#reports.retrying()) {
+      const waiting = this.#open.get(id);
+      if (waiting?.report && !waiting.settling) this.#arm(waiting, 0);
+    }
+  }
+
   /** Deliveries open here whose lease a claim of this gateway must not take over: their consumer's report is still to be written. */
   held(): readonly string[] {
-    return [...this.#reported];
+    return this.#reports.ids();
+  }
+
+  /** Reports the store has not recorded yet (eventflow_consume_reports_waiting). */
+  get reportsWaiting(): number {
+    return this.#reports.count;
   }
 
   /** A settle for a delivery not open here: the store's current delivery, from a connection that may consume its domain. */
@@ -398,7 +377,7 @@ export class Leases {
     if (this.#open.get(delivery.id) !== delivery) return;
     endDelivery(delivery.span, outcome, failure);
     this.#open.delete(delivery.id);
-    this.#reported.delete(delivery.id);
+    this.#reports.delete(delivery.id);
     delivery.consumer.open = Math.max(0, delivery.consumer.open - 1);
     const key = `${ledgerId(delivery.key)}\u0000${delivery.event.id}`;
     if (this.#byEvent.get(key) === delivery) this.#byEvent.delete(key);
