@@ -171,7 +171,8 @@ export interface ClaimResult {
   dead: ClaimedDead[];
   /**
    * Set when the claim took fewer rows than asked: the earliest time after `now` when a row of the
-   * group that is leased or delayed now becomes free (a lease deadline, a retry time).
+   * group that is leased or delayed now becomes free (a lease deadline, a retry time); `now` when the
+   * store read only part of the group's backlog (MySQL writes a backlog's rows a page ahead of its claims).
    */
   nextDue: number | undefined;
   /** The group is not in the store (deleted): the caller creates it again if it still has members. */

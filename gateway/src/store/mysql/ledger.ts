@@ -18,15 +18,12 @@ import { COLUMNS, toStoredEvent, type EventRow } from './rows.js';
 import { affected, select, type Params } from './statements.js';
 import { createLedgerTables, openLedgerPool } from './ledger-schema.js';
 import { deadLetters, MysqlLedgerOperator } from './ledger-operator.js';
-import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, materializeRows, num, persistWatermark, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
+import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, num, persistWatermark, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
+import { ClaimFrontier, materialize } from './claim-frontier.js';
 import { applyActions, HELD, type RefRow } from './ledger-settle.js';
 import { claimOrderColumns, orderedClaimable } from '../ordered-claim.js';
 
-/** Positions whose events a claim writes rows for at most, per step (bounded transactions on a long backlog). */
-const MATERIALIZE_SPAN = 20_000;
-/** Steps per claim at most: a group far behind catches up over several claims. */
-const MATERIALIZE_STEPS = 5;
 
 /** `consumed` answers kept at most (see #consumedAt). */
 const CONSUMED_KEPT = 4096;
@@ -37,6 +34,8 @@ export class MysqlLedger implements DeliveryLedger {
   /** Connections with autocommit off: a transaction opens with its first statement (no BEGIN round trip). */
   #writer: Pool | undefined;
   readonly #groups = new Map<string, CachedGroup>();
+  /** How far the group's claims here wrote rows and found free ones (claim-frontier.ts). */
+  readonly #frontier = new ClaimFrontier();
   /**
    * (domain, name) → when a group was last found for it (`consumed`): every request() asks, one
    * round trip on its way. Kept GROUP_READ_MS, as the claims keep a group (a delete on another
@@ -139,6 +138,7 @@ export class MysqlLedger implements DeliveryLedger {
       );
       const changed = options.ordered === undefined ? 0 : await affected(pool, `UPDATE eventflow_group SET ordered = ? WHERE domain = ? AND name = ? AND grp = ? AND ordered <> ?`, [ordered, key.domain, key.name, key.group, ordered]);
       this.#groups.delete(groupId(key));
+      this.#frontier.forget(groupId(key));
       // The domain's other default groups claim by it too (claimOrderColumns): read again here at once (other gateways within GROUP_READ_MS).
       if (changed > 0 && key.group === DEFAULT_GROUP) this.#groups.clear();
       const row = await this.#groupRow(pool, key);
@@ -160,6 +160,7 @@ export class MysqlLedger implements DeliveryLedger {
 
   async deleteGroup(key: GroupKey): Promise<boolean> {
     this.#groups.delete(groupId(key));
+    this.#frontier.forget(groupId(key));
     this.atAppend.forget(key);
     const deleted = await this.#tx('delete the consumer group', async (conn) => {
       const deleted = (await affected(conn, `DELETE FROM eventflow_group WHERE domain = ? AND name = ? AND grp = ?`, [key.domain, key.name, key.group])) > 0;
@@ -176,7 +177,7 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   groups(at: number, domains?: readonly string[], patterns?: readonly string[]): Promise<GroupSummary[]> {
-    // The watermarks this gateway's claims committed: the rows up to each are written (#materialize).
+    // The watermarks this gateway's claims committed: the rows up to each are written (claim-frontier.ts).
     const written = [...this.#groups].map(([id, cached]) => {
       const [domain = '', name = '', group = ''] = id.split('\u0000');
       return { key: { domain, name, group }, created: cached.created, materialized: cached.materialized };
@@ -189,7 +190,7 @@ export class MysqlLedger implements DeliveryLedger {
   }
 
   async requeue(key: GroupKey, eventId: string): Promise<boolean> {
-    return this.#operator.requeue(key, eventId);
+    return this.#operator.requeue(key, eventId).finally(() => this.#frontier.rescan());
   }
 
   async discard(key: GroupKey, eventId: string): Promise<boolean> {
@@ -239,33 +240,15 @@ export class MysqlLedger implements DeliveryLedger {
     return fresh;
   }
 
-  /**
-   * In the claim's transaction: the group's rows for the events positioned after its watermark up to
-   * `to`, in one statement per MATERIALIZE_SPAN positions (those without one: several gateways, and
-   * this one's appends, may write the same rows; ledger-rows.ts materializeRows). Positions commit in order (the sequence lock), so every position up to `to` (the
-   * head read, or a routed event's) is visible: the rows up to the watermark are complete. The
-   * watermark in the store moves at most once per GROUP_READ_MS, after the commit (a later claim
-   * writes the same rows again, ignored, should this gateway stop before).
-   */
-  async #materialize(conn: PoolConnection, key: GroupKey, group: CachedGroup, to: number, now: number): Promise<number> {
-    let from = group.materialized;
-    for (let step = 0; step < MATERIALIZE_STEPS && from < to; step++) {
-      const end = Math.min(to, from + MATERIALIZE_SPAN);
-      await materializeRows(conn, key, from, end);
-      from = end;
-    }
-    // The cached watermark moves once the transaction commits (the caller's): rows rolled back must be written again.
-    // The store's after that (persistWatermark).
-    return from;
-  }
-
   async claim({ group: key, owner, consumer, secret, deadline, now, limit, maxAttempts, upTo, known, held = [], clock }: ClaimRequest): Promise<ClaimResult> {
     return this.#do('claim events for a consumer group', async (pool) => {
       // Not caused by a route (a member joined, a timer): the head is read now, with the group.
       const group = await this.#cached(pool, key, now, upTo === undefined);
       if (!group) return { claimed: [], dead: [], nextDue: undefined, missing: true };
       const to = Math.max(upTo ?? 0, group.head);
+      const id = groupId(key);
       let materialized = group.materialized;
+      let writing = false;
       let committed = true;
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
@@ -277,7 +260,15 @@ export class MysqlLedger implements DeliveryLedger {
       const join = v4 ? 'JOIN event_published p ON p.event_id = d.event_id' : '';
       type Candidate = { event_id: string; attempts: number; last_error: string | null };
       return this.#transaction(async (conn) => {
-        if (group.materialized < to) materialized = await this.#materialize(conn, key, group, to, now);
+        // Again on each attempt (#transaction runs it again after a deadlock): a rolled-back attempt's rows are not there.
+        materialized = group.materialized;
+        if (group.materialized < to && (writing || (writing = this.#frontier.startWriting(id)))) {
+          // Positions commit in order (the sequence lock), so every position up to `to` (the head read, or a routed
+          // event's) is visible: the rows up to the watermark are complete. The cached watermark moves once the
+          // transaction commits, the store's after that (persistWatermark); a later claim writes the same rows again,
+          // ignored, should this gateway stop before.
+          materialized = await materialize(conn, key, group.materialized, to, limit);
+        }
         let rows: Candidate[];
         if (!group.ordered) {
           // Leases that ran out first (their gateways died or stalled): looked for without locks (a
@@ -300,13 +291,18 @@ export class MysqlLedger implements DeliveryLedger {
                   [JSON.stringify(expired.map((row) => row.event_id)), gname, grp, now],
                 );
           if (rows.length < limit) {
-            const more = await select<Candidate>(
+            const after = this.#frontier.freeAfter(id, group.created, now);
+            const asked = limit - rows.length;
+            const more = await select<Candidate & { position: number | string }>(
               conn,
-              `SELECT d.event_id, d.attempts, d.last_error FROM eventflow_delivery d ${join}
+              // The index named: MariaDB otherwise reads it by its first five columns (`ref`) from the group's first row
+              // with no lease, and tests the position on every entry up to `after`.
+              `SELECT d.event_id, d.attempts, d.last_error, d.position FROM eventflow_delivery d FORCE INDEX (idx_delivery_queue) ${join}
                WHERE ${scope.sql} AND d.outcome IS NULL AND d.deadline IS NULL AND d.position > ? AND (d.available_at IS NULL OR d.available_at <= ?) ${v4Free}
                ORDER BY d.position LIMIT ? FOR UPDATE SKIP LOCKED`,
-              [...scope.params, group.created, now, limit - rows.length],
+              [...scope.params, after, now, asked],
             );
+            this.#frontier.scanned(id, group.created, after, asked, more.map((row) => Number(row.position)));
             rows = [...rows, ...more];
           }
         } else {
@@ -363,7 +359,11 @@ export class MysqlLedger implements DeliveryLedger {
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(prefix, secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
-        if (rows.length < limit) {
+        // Rows written only part of the way to `to` (materialize's reach, or a page's worth of rows that others
+        // hold or v4's spokes took): more may be free beyond them now, so the group claims again at once instead of
+        // taking itself for drained until its poll.
+        if (rows.length < limit && materialized < to) nextDue = now;
+        else if (rows.length < limit) {
           const [due] = await select<{ next: number | string | null }>(
             conn,
             `SELECT MIN(CASE WHEN d.deadline > ? THEN d.deadline ELSE d.available_at END) AS next FROM eventflow_delivery d
@@ -376,8 +376,11 @@ export class MysqlLedger implements DeliveryLedger {
         checkInTime(clock, deadline);
         return { claimed, dead, nextDue, missing: false };
       }, (result) => ((committed = false), heldAfterLostCommit(pool, key, result))).then((result) => {
-        // Rows written by a claim whose COMMIT was lost may not be there: the watermark stays.
+        // Rows written by a claim whose COMMIT was lost may not be there: the watermark stays. The group's entry may
+        // have been read again meanwhile (another claim): it moves too, or the next claim would write the rows again.
         if (committed && materialized > group.materialized) group.materialized = materialized;
+        const current = this.#groups.get(id);
+        if (committed && current && current.created === group.created && materialized > current.materialized) current.materialized = materialized;
         // Also by a claim that did not move it (a drained group's poll): a drain's rows are written by its first
         // claims, within a GROUP_READ_MS, and the row kept the watermark of before the drain until an event moved
         // it again; every listing (a /metrics scrape) counted the drain's events one by one meanwhile.
@@ -386,6 +389,12 @@ export class MysqlLedger implements DeliveryLedger {
           void persistWatermark(pool, key, group, this.atAppend.bound);
         }
         return result;
+      }).catch((error: unknown) => {
+        // Rows its scan passed are free again (a claim that ran out of time rolls back, LateClaim).
+        this.#frontier.rescan();
+        throw error;
+      }).finally(() => {
+        if (writing) this.#frontier.doneWriting(id);
       });
     });
   }
@@ -400,13 +409,17 @@ export class MysqlLedger implements DeliveryLedger {
       const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
       return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
     };
-    const rows = await this.#tx('record the deliveries', (conn) => applyActions(conn, actions, (sql) => `${sql} SKIP LOCKED`));
+    // Released rows are free once committed: claims here look for them again from then (claim-frontier.ts).
+    const freeing = actions.some((action) => action.kind === 'release');
+    const rows = await this.#tx('record the deliveries', (conn) => applyActions(conn, actions, (sql) => `${sql} SKIP LOCKED`)).finally(() => freeing && this.#frontier.rescan());
     const held = actions.filter((_, i) => rows[i] === HELD);
     if (held.length === 0) return rows.map((row, i) => toRef(row as RefRow | undefined, actions[i] as LedgerAction));
     // Rows another client's transaction holds (an operator's FOR UPDATE): written once the rest are committed, in a
     // transaction of their own that waits for the lock (bounded on MariaDB). Before, the batch's read waited, and
     // every settle of it failed with the lock wait, and again beside it each time it was sent again.
-    const again = await this.#tx('record the deliveries', (conn) => applyActions(conn, held, (sql) => this.atAppend.bound(sql))).catch((error: unknown) =>
+    const again = await this.#tx('record the deliveries', (conn) => applyActions(conn, held, (sql) => this.atAppend.bound(sql)))
+      .finally(() => freeing && this.#frontier.rescan())
+      .catch((error: unknown) =>
       held.map(() => (error instanceof Error ? error : new Error(String(error)))),
     );
     let next = 0;
@@ -440,6 +453,6 @@ export class MysqlLedger implements DeliveryLedger {
       const v4 = rows.filter((row) => row.grp === DEFAULT_GROUP).map((row) => row.event_id);
       if (v4.length > 0) await affected(conn, `UPDATE event_published SET consumed_spoke = NULL, consumer = NULL WHERE event_id IN (?) AND success IS NULL AND failed IS NULL`, [v4]);
       return rows.length;
-    });
+    }).finally(() => this.#frontier.rescan());
   }
 }

@@ -1,0 +1,108 @@
+/**
+ * A long backlog's claims on MariaDB (store/mysql/claim-frontier.ts): a claim writes the group's
+ * rows about a page ahead, not the whole backlog at once (~1 s before the first delivery of 20,000
+ * queued jobs, every member's first claim with it), and looks for free rows from where the last
+ * full page ended; what is freed behind that point is still taken.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ClaimResult, GroupRecord } from '../src/store/ledger.js';
+import { MysqlStore } from '../src/store/mysql/mysql.js';
+import { FREE_RESCAN_MS } from '../src/store/mysql/claim-frontier.js';
+import { newEvent } from './store-suite.js';
+import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+
+describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (MariaDB)', () => {
+  const databases = useTestDatabases();
+  const open = async (db: TestDatabase): Promise<MysqlStore> => {
+    const store = new MysqlStore(db.options);
+    databases.onCleanup(() => store.close());
+    await store.init();
+    return store;
+  };
+  const append = async (store: MysqlStore, count: number, fields: { domain?: string; name?: string } = {}): Promise<string[]> => {
+    const ids: string[] = [];
+    for (let at = 0; at < count; at += 500) {
+      const batch = await Promise.all(Array.from({ length: Math.min(500, count - at) }, () => store.append(newEvent(fields), { publisher: 's' })));
+      ids.push(...batch.map((appended) => appended.event.id));
+    }
+    return ids;
+  };
+  const claim = (store: MysqlStore, group: GroupRecord, limit: number, now = Date.now()): Promise<ClaimResult> =>
+    store.ledger().claim({ group, owner: 'gw', consumer: 'CLAIM', secret: `s${now}-${Math.random()}`, deadline: now + 60_000, now, limit, maxAttempts: 5 });
+  const rows = async (db: TestDatabase, grp: string): Promise<number> =>
+    Number((await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = ?`, [grp]))[0]?.n);
+
+  it('the first claim of 3,000 queued jobs writes rows about a page ahead; the claims then take every job once, full pages in position order', async () => {
+    const db = await databases.fresh();
+    const store = await open(db);
+    const group = await store.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
+    const queued = await append(store, 3000);
+    const first = await claim(store, group, 10);
+    expect(first.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 10));
+    // All 3,000 before: the first delivery waited for every row of the backlog to be written.
+    expect(await rows(db, 'workers')).toBeLessThanOrEqual(600);
+    const taken = [...first.claimed];
+    for (;;) {
+      const next = await claim(store, group, 100);
+      if (next.claimed.length === 0) break;
+      if (taken.length + next.claimed.length < queued.length) expect(next.claimed).toHaveLength(100);
+      taken.push(...next.claimed);
+      await store.ledger().apply(next.claimed.map((one) => ({ kind: 'outcome' as const, delivery: one.delivery, outcome: 'success' as const })));
+    }
+    expect(taken.map((one) => one.event.id)).toEqual(queued);
+  });
+
+  it("a group's events spread thin among another domain's: each claim fills its page, writing further as it needs", async () => {
+    const db = await databases.fresh();
+    const store = await open(db);
+    const group = await store.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
+    const mine: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      await append(store, 99, { domain: 'billing' });
+      mine.push(...(await append(store, 1)));
+    }
+    const taken: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const next = await claim(store, group, 10);
+      expect(next.claimed).toHaveLength(10);
+      taken.push(...next.claimed.map((one) => one.event.id));
+    }
+    expect(taken).toEqual(mine);
+    expect((await claim(store, group, 10)).claimed).toEqual([]);
+  });
+
+  it("rows written but not claimable (the default group's events a v4 spoke took): a short claim says to claim again at once until the backlog's rows are written", async () => {
+    const db = await databases.fresh();
+    const store = await open(db);
+    const group = await store.ledger().ensureGroup({ domain: 'orders', name: 'created', group: '' });
+    const queued = await append(store, 1200);
+    const spoken = queued.slice(0, 1150);
+    await db.query(`UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = 'SPOKE-1' WHERE event_id IN (?)`, [spoken]);
+    const taken: string[] = [];
+    for (let round = 0; round < 50 && taken.length < 50; round++) {
+      const now = Date.now();
+      const next = await claim(store, group, 10, now);
+      taken.push(...next.claimed.map((one) => one.event.id));
+      // Short with rows still to write: due now, not at the group's poll (1 s later), once per span of rows.
+      if (next.claimed.length < 10 && taken.length < 50) expect(next.nextDue).toBe(now);
+    }
+    expect(taken).toEqual(queued.slice(1150));
+  });
+
+  it('a job freed behind the scans is taken again: at once after a release here, within FREE_RESCAN_MS after one on another gateway', async () => {
+    const db = await databases.fresh();
+    const here = await open(db);
+    const there = await open(db);
+    const group = await here.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
+    const queued = await append(here, 400);
+    const now = Date.now();
+    const page = await claim(here, group, 100, now);
+    expect(page.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 100));
+    await here.ledger().apply([{ kind: 'release', delivery: page.claimed[5]!.delivery }]);
+    expect((await claim(here, group, 1, now + 1)).claimed.map((one) => one.event.id)).toEqual([queued[5]]);
+    await claim(here, group, 50, now + 2);
+    await there.ledger().apply([{ kind: 'release', delivery: page.claimed[7]!.delivery }]);
+    const later = await claim(here, group, 1, now + 2 + FREE_RESCAN_MS);
+    expect(later.claimed.map((one) => one.event.id)).toEqual([queued[7]]);
+  });
+});
