@@ -34,7 +34,11 @@ export const FREE_RESCAN_MS = 1_000;
 /**
  * In the claim's transaction: the group's rows for the events positioned after `from` toward `to`,
  * as far as a page of `limit` needs (those without one: other gateways, and this one's appends, may
- * write the same rows; materializeRows). Resolves with how far they are written.
+ * write the same rows; materializeRows). Resolves with how far they are written. Positions commit in
+ * order (the sequence lock), so every position up to `to` (the head read, or a routed event's) is
+ * visible: the rows up to that point are complete. The caller's cached watermark moves once its
+ * transaction commits, the store's after that (persistWatermark); a later claim writes the same rows
+ * again, ignored, should the gateway stop before.
  */
 export async function materialize(conn: PoolConnection, key: GroupKey, from: number, to: number, limit: number): Promise<number> {
   const reach = Math.min(to, from + MATERIALIZE_REACH);

@@ -262,13 +262,7 @@ export class MysqlLedger implements DeliveryLedger {
       return this.#transaction(async (conn) => {
         // Again on each attempt (#transaction runs it again after a deadlock): a rolled-back attempt's rows are not there.
         materialized = group.materialized;
-        if (group.materialized < to && (writing || (writing = this.#frontier.startWriting(id)))) {
-          // Positions commit in order (the sequence lock), so every position up to `to` (the head read, or a routed
-          // event's) is visible: the rows up to the watermark are complete. The cached watermark moves once the
-          // transaction commits, the store's after that (persistWatermark); a later claim writes the same rows again,
-          // ignored, should this gateway stop before.
-          materialized = await materialize(conn, key, group.materialized, to, limit);
-        }
+        if (group.materialized < to && (writing || (writing = this.#frontier.startWriting(id)))) materialized = await materialize(conn, key, group.materialized, to, limit);
         let rows: Candidate[];
         if (!group.ordered) {
           // Leases that ran out first (their gateways died or stalled): looked for without locks (a
@@ -359,9 +353,8 @@ export class MysqlLedger implements DeliveryLedger {
           for (const row of claiming) claimed.push({ event: events.get(row.event_id) as StoredEvent, delivery: deliveryId(prefix, secret, row.event_id), attempt: Number(row.attempts) + 1 });
         }
         let nextDue: number | undefined;
-        // Rows written only part of the way to `to` (materialize's reach, or a page's worth of rows that others
-        // hold or v4's spokes took): more may be free beyond them now, so the group claims again at once instead of
-        // taking itself for drained until its poll.
+        // Rows written only part of the way to `to` (a page's worth that others hold or v4's spokes took): more may be
+        // free beyond them, so the group claims again at once, not at its poll.
         if (rows.length < limit && materialized < to) nextDue = now;
         else if (rows.length < limit) {
           const [due] = await select<{ next: number | string | null }>(
@@ -389,13 +382,10 @@ export class MysqlLedger implements DeliveryLedger {
           void persistWatermark(pool, key, group, this.atAppend.bound);
         }
         return result;
-      }).catch((error: unknown) => {
-        // Rows its scan passed are free again (a claim that ran out of time rolls back, LateClaim).
-        this.#frontier.rescan();
+      }, (error: unknown) => {
+        this.#frontier.rescan(); // the rows its scan passed are free again (rolled back: LateClaim, a deadlock)
         throw error;
-      }).finally(() => {
-        if (writing) this.#frontier.doneWriting(id);
-      });
+      }).finally(() => writing && this.#frontier.doneWriting(id));
     });
   }
 
