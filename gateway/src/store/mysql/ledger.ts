@@ -24,7 +24,6 @@ import { ClaimFrontier, materialize } from './claim-frontier.js';
 import { applyActions, HELD, type RefRow } from './ledger-settle.js';
 import { claimOrderColumns, orderedClaimable } from '../ordered-claim.js';
 
-
 /** `consumed` answers kept at most (see #consumedAt). */
 const CONSUMED_KEPT = 4096;
 
