@@ -4,7 +4,8 @@
  * queued jobs, every member's first claim with it), and looks for free rows from where the last
  * full page ended; what is freed behind that point is still taken.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import * as mysqlPromise from 'mysql2/promise';
 import type { ClaimResult, GroupRecord } from '../src/store/ledger.js';
 import { MysqlStore } from '../src/store/mysql/mysql.js';
 import { FREE_RESCAN_MS } from '../src/store/mysql/claim-frontier.js';
@@ -29,6 +30,21 @@ describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (Maria
   };
   const claim = (store: MysqlStore, group: GroupRecord, limit: number, now = Date.now()): Promise<ClaimResult> =>
     store.ledger().claim({ group, owner: 'gw', consumer: 'CLAIM', secret: `s${now}-${Math.random()}`, deadline: now + 60_000, now, limit, maxAttempts: 5 });
+  /**
+   * Faults in the ledger's statements (mysql2's execute, which select() and affected() use): `fault` sees
+   * each statement and may throw (a deadlock) or hold it (a slow statement) before it is sent.
+   */
+  const injectFaults = (fault: (sql: string) => Promise<void> | void): void => {
+    // The class of the pools' connections (exported at run time, not in mysql2's types).
+    const { PromiseConnection } = mysqlPromise as unknown as { PromiseConnection: { prototype: { execute: (sql: string, ...rest: unknown[]) => Promise<unknown> } } };
+    const prototype = PromiseConnection.prototype;
+    const execute = prototype.execute;
+    vi.spyOn(prototype, 'execute').mockImplementation(async function (this: unknown, sql: string, ...rest: unknown[]) {
+      await fault(sql);
+      return execute.call(this, sql, ...rest);
+    });
+  };
+  afterEach(() => void vi.restoreAllMocks());
   const rows = async (db: TestDatabase, grp: string): Promise<number> =>
     Number((await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM eventflow_delivery WHERE grp = ?`, [grp]))[0]?.n);
 
@@ -104,5 +120,26 @@ describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (Maria
     await there.ledger().apply([{ kind: 'release', delivery: page.claimed[7]!.delivery }]);
     const later = await claim(here, group, 1, now + 2 + FREE_RESCAN_MS);
     expect(later.claimed.map((one) => one.event.id)).toEqual([queued[7]]);
+  });
+
+  it('a claim run again after a deadlock takes the oldest free rows: its rolled-back attempt does not move where the retry looks from', async () => {
+    const db = await databases.fresh();
+    const store = await open(db);
+    const group = await store.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
+    const queued = await append(store, 300);
+    // The first attempt's leases are refused as a deadlock victim's (#transaction rolls back and runs the claim again).
+    let deadlocks = 0;
+    injectFaults((sql) => {
+      if (deadlocks === 0 && sql.startsWith('UPDATE eventflow_delivery FORCE INDEX (PRIMARY) SET delivery')) {
+        deadlocks += 1;
+        throw Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), { code: 'ER_LOCK_DEADLOCK', errno: 1213 });
+      }
+    });
+    const first = await claim(store, group, 10);
+    expect(deadlocks).toBe(1);
+    // Before: the retry looked for free rows after those the rolled-back attempt had scanned, and took the next page.
+    expect(first.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 10));
+    const second = await claim(store, group, 10);
+    expect(second.claimed.map((one) => one.event.id)).toEqual(queued.slice(10, 20));
   });
 });

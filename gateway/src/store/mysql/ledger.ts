@@ -248,6 +248,8 @@ export class MysqlLedger implements DeliveryLedger {
       const id = groupId(key);
       let materialized = group.materialized;
       let writing = false;
+      /** Where it looks for free rows, read once: a rolled-back attempt's scan moved the frontier past its rows, and the retry took the next page. */
+      let scanFrom: number | undefined;
       let committed = true;
       const v4 = key.group === DEFAULT_GROUP;
       const { gname, grp } = ledgerColumns(key);
@@ -284,7 +286,7 @@ export class MysqlLedger implements DeliveryLedger {
                   [JSON.stringify(expired.map((row) => row.event_id)), gname, grp, now],
                 );
           if (rows.length < limit) {
-            const after = this.#frontier.freeAfter(id, group.created, now);
+            const after = (scanFrom ??= this.#frontier.freeAfter(id, group.created, now));
             const asked = limit - rows.length;
             const more = await select<Candidate & { position: number | string }>(
               conn,
