@@ -142,4 +142,41 @@ describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (Maria
     const second = await claim(store, group, 10);
     expect(second.claimed.map((one) => one.event.id)).toEqual(queued.slice(10, 20));
   });
+
+  it("a claim whose scan began before a rescan does not send the next claims' scans past the rows the rescan is taking back", async () => {
+    const db = await databases.fresh();
+    const here = await open(db);
+    const there = await open(db);
+    const group = await here.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
+    const queued = await append(here, 400);
+    const now = Date.now();
+    const page = await claim(here, group, 100, now);
+    expect(page.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 100));
+    // Another gateway hands 30 of them back (its gateway stopping, say): free behind this gateway's scans.
+    await there.ledger().apply(page.claimed.slice(0, 30).map((one) => ({ kind: 'release' as const, delivery: one.delivery, uncount: true })));
+    // A claim looks from where the page ended, and its scan is slow (held until the gate opens).
+    let letThrough: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (letThrough = resolve));
+    let held: () => void = () => undefined;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    let hold = true;
+    injectFaults(async (sql) => {
+      if (hold && sql.includes('FORCE INDEX (idx_delivery_queue)')) {
+        hold = false;
+        held();
+        await gate;
+      }
+    });
+    const slow = claim(here, group, 10, now + 1);
+    await holding;
+    // Meanwhile a claim past FREE_RESCAN_MS scans from the group's start: the first 10 handed back.
+    const rescan = await claim(here, group, 10, now + FREE_RESCAN_MS + 1);
+    expect(rescan.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 10));
+    letThrough();
+    expect((await slow).claimed.map((one) => one.event.id)).toEqual(queued.slice(100, 110));
+    // The next claims go on through the rows handed back. Before, the slow claim's scan set where they looked from
+    // (past position 110), and the 20 left waited for the next rescan, a page of them per FREE_RESCAN_MS.
+    const next = await claim(here, group, 10, now + FREE_RESCAN_MS + 2);
+    expect(next.claimed.map((one) => one.event.id)).toEqual(queued.slice(10, 20));
+  });
 });

@@ -87,7 +87,8 @@ export class ClaimFrontier {
 
   /**
    * After a claim's scan from `from` asked for `asked` rows and found `positions`: a full page moves
-   * the next scan's start past them; a short one sends the next scan back to the group's start.
+   * the next scan's start past them (unless a rescan began since); a short one sends the next scan
+   * back to the group's start.
    */
   scanned(id: string, created: number, from: number, asked: number, positions: readonly number[]): void {
     const scan = this.#free.get(id);
@@ -97,6 +98,10 @@ export class ClaimFrontier {
       scan.fullAt = 0;
       return;
     }
+    // Begun before the scans went back to the start (a rescan since: the frontier is behind where it looked from): it
+    // leaves the frontier there. Moved past, it sent the next claims beyond the rows the rescan is taking back, and they
+    // came back a page per FREE_RESCAN_MS while the group took full pages.
+    if (from > scan.after) return;
     // Concurrent claims each move it: the furthest wins (a row skipped as locked behind it is found by a rescan).
     let after = Math.max(scan.after, from);
     for (const position of positions) after = Math.max(after, position);
