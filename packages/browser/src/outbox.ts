@@ -162,6 +162,8 @@ class DurableOutbox implements OutboxEngine {
     this.#update([...this.entries, { ...entry, seq }], [entry]);
     this.#channel?.post({ type: 'changed' });
     void this.#kick();
+    // Closed while it was being stored: close() rejected the waiters it had, not this one, which nothing would settle.
+    if (this.#closed) this.close();
     return acked ?? event.id;
   }
 
@@ -214,25 +216,26 @@ class DurableOutbox implements OutboxEngine {
     // Sent only on a connection with the token of the identity that queued them (#load follows a change).
     if (identityOf(await token()) !== this.#identity) return void this.#load();
     for (let entry = this.entries[0]; entry && this.#sender && !this.#closed && client.state === 'open' && !signal.aborted; entry = this.entries[0]) {
+      // Its outcome: stored at `position`, or refused for good with `failure`.
+      let position: number | undefined;
+      let failure: EventflowError | undefined;
       if (Date.now() - entry.queued > this.#maxAge) {
-        await this.#settle(entry, undefined, new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms): publish it again if need be`, { details: { maxAge: this.#maxAge, queued: entry.queued } }));
-        continue;
-      }
-      let position: number;
-      try {
-        const { op, event, at, expectedVersion } = entry;
-        // One frame for both: `at` is undefined for a publish, `expectedVersion` for a schedule, and JSON leaves out undefined.
-        position = (await client.call(op, { event, expectedVersion, at } as Params<'schedule'>, { signal })).position;
-      } catch (error) {
-        if (isEventflowError(error) && !transient.test(error.code)) {
-          await this.#settle(entry, undefined, error);
-          continue;
+        failure = new EventflowError('E_EVENTFLOW_OUTBOX_EXPIRED', `${entry.id} expired in the outbox (maxAge ${this.#maxAge} ms): publish it again if need be`, { details: { maxAge: this.#maxAge, queued: entry.queued } });
+      } else {
+        try {
+          const { op, event, at, expectedVersion } = entry;
+          // One frame for both: `at` is undefined for a publish, `expectedVersion` for a schedule, and JSON leaves out undefined.
+          position = (await client.call(op, { event, expectedVersion, at } as Params<'schedule'>, { signal })).position;
+        } catch (error) {
+          if (!isEventflowError(error) || transient.test(error.code)) {
+            clearTimeout(this.#retry);
+            if (!this.#closed) this.#retry = setTimeout(this.#kick, retryDelay);
+            return;
+          }
+          failure = error;
         }
-        clearTimeout(this.#retry);
-        if (!this.#closed) this.#retry = setTimeout(this.#kick, retryDelay);
-        return;
       }
-      await this.#settle(entry, position);
+      await this.#settle(entry, position, failure);
     }
   }
 
@@ -313,8 +316,8 @@ class DurableOutbox implements OutboxEngine {
     this.#release?.();
     this.#channel?.close();
     this.#store?.close();
+    // Not cleared: a promise settles once, so a later call (enqueue's, after a close that raced it) rejects only the new.
     for (const [, reject] of this.#waiting.values()) reject(new EventflowError('E_EVENTFLOW_CLIENT_CLOSED', 'client closed before the ack; the entry stays queued'));
-    this.#waiting.clear();
   }
 }
 

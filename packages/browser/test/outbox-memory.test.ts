@@ -41,3 +41,24 @@ it('without IndexedDB keeps the entries in memory: queued offline, dropped, sent
   expect((await reader.readEventlog('d', 'p')).map((event) => event.id)).toEqual([first, third, fourth]);
   expect(await client.readEventlogState('d', 'p')).toEqual({ n: 4 });
 });
+
+it('an entry queued with `ack` as the client closes: the ack rejects with E_EVENTFLOW_CLIENT_CLOSED (the entry stays queued) instead of never settling', async () => {
+  h = await startHarness();
+  const { url } = h.gateway;
+  // Offline: nothing sends the entry, so only close() can settle its ack.
+  await h.stopGateway();
+  client = createBrowserClient(url, { outbox: createOutbox(), reconnect: { minDelay: 20, maxDelay: 100 }, onError: () => undefined });
+  await client.outbox!.loaded;
+  const acked = client.publish({ domain: 'd', name: 'noted', pid: 'p', data: { n: 1 } }, { ack: true });
+  // Closed while the entry is being stored: before, its ack's waiter was registered after close() had rejected the
+  // waiting ones, and `await publish(…, { ack: true })` never returned.
+  await client.close();
+  const outcome = await Promise.race([
+    acked.then(
+      () => 'acked',
+      (error: unknown) => (error as { code?: string }).code,
+    ),
+    new Promise((resolve) => setTimeout(resolve, 1_000, 'still pending')),
+  ]);
+  expect(outcome).toBe('E_EVENTFLOW_CLIENT_CLOSED');
+});
