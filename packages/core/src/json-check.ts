@@ -48,7 +48,8 @@ function walk(value: unknown, ancestors: object[], keys: Array<string | number>,
   let problem: string | undefined;
   const array = Array.isArray(object);
   // An array's every index, holes included; an object's own enumerable keys.
-  for (const key of array ? object.keys() : Object.keys(object)) {
+  // Array.prototype's keys, not the array's own: data may hold an array with a `keys` property of its own (JSON drops it).
+  for (const key of array ? [].keys.call(object) : Object.keys(object)) {
     keys.push(key);
     problem = walk((object as Record<string | number, unknown>)[key], ancestors, keys, array);
     keys.pop();

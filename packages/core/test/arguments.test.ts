@@ -177,6 +177,13 @@ describe('event data must survive JSON unchanged', () => {
     expect(JSON.parse(JSON.stringify(withUndefined))).toEqual({ a: 1 });
   });
 
+  it('an array with a `keys` property of its own is walked by its indexes (a raw TypeError before), its items still checked', async () => {
+    const list = Object.assign([1, 2], { keys: 5 });
+    expect(() => assertEventInput(event({ list }))).not.toThrow();
+    const lying = Object.assign([1, 10n], { keys: () => [0][Symbol.iterator]() });
+    await refuses(() => client().publish(event({ lying }) as never), 'event.data.lying[1]: a bigint is not JSON');
+  });
+
   it('everything it refuses, the gateway schema refuses too (on the value as given)', () => {
     // Not compared: zod recurses without end on a cycle, and ignores symbol keys (JSON drops them).
     const comparable = refused.filter(([what]) => !/circular|over-deep|symbol keys/.test(what));
