@@ -206,9 +206,9 @@ export class Leases {
   }
 
   #retryReports(): void {
-    for (const id of this.#reports.retrying()) {
+    for (const { id, wait } of this.#reports.retrying(Date.now())) {
       const waiting = this.#open.get(id);
-      if (waiting?.report && !waiting.settling) this.#arm(waiting, 0);
+      if (waiting?.report && !waiting.settling) this.#arm(waiting, wait);
     }
   }
 
