@@ -30,6 +30,18 @@ describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (Maria
   };
   const claim = (store: MysqlStore, group: GroupRecord, limit: number, now = Date.now()): Promise<ClaimResult> =>
     store.ledger().claim({ group, owner: 'gw', consumer: 'CLAIM', secret: `s${now}-${Math.random()}`, deadline: now + 60_000, now, limit, maxAttempts: 5 });
+  /** Two gateways' stores on one database, 400 jobs queued, and the first page of 100 claimed on `here`. */
+  const twoGatewaysPageClaimed = async () => {
+    const db = await databases.fresh();
+    const here = await open(db);
+    const there = await open(db);
+    const group = await here.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
+    const queued = await append(here, 400);
+    const now = Date.now();
+    const page = await claim(here, group, 100, now);
+    expect(page.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 100));
+    return { here, there, group, queued, now, page };
+  };
   /**
    * Faults in the ledger's statements (mysql2's execute, which select() and affected() use): `fault` sees
    * each statement and may throw (a deadlock) or hold it (a slow statement) before it is sent.
@@ -106,14 +118,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (Maria
   });
 
   it('a job freed behind the scans is taken again: at once after a release here, within FREE_RESCAN_MS after one on another gateway', async () => {
-    const db = await databases.fresh();
-    const here = await open(db);
-    const there = await open(db);
-    const group = await here.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
-    const queued = await append(here, 400);
-    const now = Date.now();
-    const page = await claim(here, group, 100, now);
-    expect(page.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 100));
+    const { here, there, group, queued, now, page } = await twoGatewaysPageClaimed();
     await here.ledger().apply([{ kind: 'release', delivery: page.claimed[5]!.delivery }]);
     expect((await claim(here, group, 1, now + 1)).claimed.map((one) => one.event.id)).toEqual([queued[5]]);
     await claim(here, group, 50, now + 2);
@@ -144,14 +149,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (Maria
   });
 
   it("a claim whose scan began before a rescan does not send the next claims' scans past the rows the rescan is taking back", async () => {
-    const db = await databases.fresh();
-    const here = await open(db);
-    const there = await open(db);
-    const group = await here.ledger().ensureGroup({ domain: 'orders', name: 'created', group: 'workers' });
-    const queued = await append(here, 400);
-    const now = Date.now();
-    const page = await claim(here, group, 100, now);
-    expect(page.claimed.map((one) => one.event.id)).toEqual(queued.slice(0, 100));
+    const { here, there, group, queued, now, page } = await twoGatewaysPageClaimed();
     // Another gateway hands 30 of them back (its gateway stopping, say): free behind this gateway's scans.
     await there.ledger().apply(page.claimed.slice(0, 30).map((one) => ({ kind: 'release' as const, delivery: one.delivery, uncount: true })));
     // A claim looks from where the page ended, and its scan is slow (held until the gate opens).
