@@ -11,6 +11,10 @@
  * The connection is cut by a proxy in front of the server, at the read's COM_STMT_EXECUTE: the only
  * statement of the test that carries the domain as a string parameter of its own (an append's rows
  * are JSON), so the cut lands on that read and no other.
+ *
+ * The gateway reads its own batches back from memory while no other write has taken a position since
+ * (store/recent.ts): a scheduled event of another domain fires first, at a position of its own, so the
+ * publish after it is read from the store.
  */
 import { describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
@@ -21,6 +25,14 @@ import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases } from '@eventflow/
 import { statementCuttingProxy } from './commit-cutting-proxy.js';
 
 const DOMAIN = 'cutread';
+
+/** A scheduled event of another domain fired: the store's window of batches just committed starts again after it. */
+async function fireElsewhere(client: ReturnType<typeof createClient>): Promise<void> {
+  let fired = false;
+  await client.subscribe('cutread-other', '*', () => void (fired = true));
+  await client.schedule(Date.now(), { domain: 'cutread-other', name: 'due', pid: 'p0' });
+  await eventually(() => fired, 5_000, 'the scheduled event fired');
+}
 
 describe.skipIf(mysqlUnavailable !== undefined)("a read of a domain's new events whose connection is cut (MySQL)", () => {
   const databases = useTestDatabases();
@@ -42,6 +54,7 @@ describe.skipIf(mysqlUnavailable !== undefined)("a read of a domain's new events
     const outcome = client.wait(DOMAIN, 'p1', ['done'], 8_000);
     await eventually(async () => (await metric(gateway, 'eventflow_waits ')) === 1, 5_000, 'the wait registered');
 
+    await fireElsewhere(client);
     proxy.arm();
     const done = await client.publish({ domain: DOMAIN, name: 'done', pid: 'p1' });
     await eventually(() => proxy.cut === 1, 5_000, "the pull's read cut");
@@ -59,6 +72,7 @@ describe.skipIf(mysqlUnavailable !== undefined)("a read of a domain's new events
     databases.onCleanup(() => client.close());
     const outcome = client.wait(DOMAIN, 'p1', ['done'], 8_000);
     await eventually(async () => (await metric(gateway, 'eventflow_waits ')) === 1, 5_000, 'the wait registered');
+    await fireElsewhere(client);
     proxy.arm(2);
     const done = await client.publish({ domain: DOMAIN, name: 'done', pid: 'p1' });
     await eventually(() => proxy.cut === 2, 5_000, "the pull's read and its read again cut");

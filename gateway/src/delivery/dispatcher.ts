@@ -71,6 +71,12 @@ export class Dispatcher implements RouteTarget {
   #patternsTold = false;
   /** domain → the position up to which its published events have been handed out. */
   readonly #cursors = new Map<string, number>();
+  /**
+   * domain → the newest position a router told of since its pump's last pass began: the pass reads
+   * through it (EventStore.readPublishedAfter's `upTo`, which a store that just committed it may
+   * answer from memory). Infinity for a notification without a position (a pull again): the store.
+   */
+  readonly #wanted = new Map<string, number>();
   /** domain → the running pump; a second notification meanwhile asks for one more pass. */
   readonly #pumps = new Map<string, { again: boolean; done: Promise<void> }>();
   /** domain → the timer of its pull again after a failed one (PULL_AGAIN_MS); none once stopped. */
@@ -283,8 +289,10 @@ export class Dispatcher implements RouteTarget {
   // ── routing ──
 
   /** A router says `event` was published: hand out the domain's new events, in order. */
-  route(event: Pick<StoredEvent, 'domain'>): Promise<void> {
+  route(event: Pick<StoredEvent, 'domain'> & Partial<Pick<StoredEvent, 'position'>>): Promise<void> {
     this.#patterns.notify();
+    const position = typeof event.position === 'number' ? event.position : Infinity;
+    this.#wanted.set(event.domain, Math.max(this.#wanted.get(event.domain) ?? 0, position));
     const running = this.#pumps.get(event.domain);
     if (running) {
       running.again = true;
@@ -338,9 +346,11 @@ export class Dispatcher implements RouteTarget {
   }
 
   async #pump(domain: string): Promise<void> {
+    const upTo = this.#wanted.get(domain) ?? Infinity;
+    this.#wanted.delete(domain);
     for (;;) {
       const after = this.#cursors.get(domain) ?? this.#start;
-      const page = await this.#store.readPublishedAfter({ domain, name: '*' }, after, PUMP_PAGE);
+      const page = await this.#store.readPublishedAfter({ domain, name: '*' }, after, PUMP_PAGE, upTo === Infinity ? undefined : upTo);
       const orphans: string[] = [];
       for (const event of page) {
         this.#cursors.set(domain, event.position);

@@ -183,8 +183,11 @@ export interface EventStore {
    * Published (routed) events matching the filter with position > after, oldest first, at most `limit`.
    * Unfired scheduled events are left out; a fired one appears at its new position, after `head()` as
    * it was before it fired, so a subscriber resuming from a position it has seen still gets it.
+   * `upTo`: the reader needs every event through this position and no later one (the dispatcher, told
+   * of a batch's newest event): a store that just committed them may answer from memory (recent.ts),
+   * with or without the events after it.
    */
-  readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]>;
+  readPublishedAfter(filter: EventFilter, after: Position, limit: number, upTo?: Position): Promise<StoredEvent[]>;
   /**
    * Published (routed) events of every domain with position > after, oldest first, at most `limit`:
    * the reads of pattern subscriptions (delivery/patterns.ts), one seek by position for all domains.

@@ -13,6 +13,7 @@ import { FIRED, INSERT_BATCH, toStoredEvent, WITH_POSITION, type EventRow } from
 import type { AppendLeases, BatchLeases } from './append-leases.js';
 import { appendInserts } from './append-sql.js';
 import { callAppendRoutine, ROUTINE_GONE } from './append-routine.js';
+import type { RecentPublished } from '../recent.js';
 
 /** An append validated and serialised before its batch's transaction; `index` is its place in the batch. */
 export interface PreparedAppend {
@@ -77,7 +78,8 @@ const LOOKUP_ON = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_R
  * `beforeCommit` is called as the COMMIT is sent (the group commit's turn, see group-commit.ts): the sequence row is
  * locked by this transaction until that commit, so a batch started then takes its positions after this one's.
  * `leases`: the groups waiting for work lease the batch's events in it (append-leases.ts), handed over after the
- * commit, before the outcomes are answered.
+ * commit, before the outcomes are answered. `recent`: told of the batch once committed (../recent.ts), before the
+ * outcomes are answered and so before anything routes them.
  */
 export async function appendTransaction(
   writer: Pool | undefined,
@@ -87,6 +89,7 @@ export async function appendTransaction(
   beforeCommit: () => void = () => undefined,
   leases?: AppendLeases,
   server: AppendServer = { clockInInsert: false, routine: false },
+  recent?: RecentPublished,
 ): Promise<AppendOutcome[]> {
   if (writer === undefined) throw notOpen();
   // A version conflict is decided before the insert, and must not be one that a retry of a stored event causes.
@@ -102,7 +105,7 @@ export async function appendTransaction(
     const conn = await writer.getConnection();
     const leased: { batch?: BatchLeases } = {};
     try {
-      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leasing, leased, server);
+      const outcomes = await appendAll(conn, appends, unpositionedSince, lookup, commit, leasing, leased, server, recent);
       conn.release();
       leased.batch?.end(true);
       return outcomes;
@@ -154,6 +157,7 @@ async function appendAll(
   leases: AppendLeases | undefined,
   leased: { batch?: BatchLeases },
   { clockInInsert, routine }: AppendServer,
+  recent: RecentPublished | undefined,
 ): Promise<AppendOutcome[]> {
   // The writer connection has autocommit off: the locking UPDATE opens the transaction, COMMIT ends it. First the
   // sequence lock, then (after the lock, so that their snapshot sees every earlier append's commit, and timestamps
@@ -313,5 +317,15 @@ async function appendAll(
   const committed = conn.query('COMMIT');
   beforeCommit();
   await committed;
+  if (recent !== undefined) {
+    // Every position of (base, next] is one of the batch's new events (no v4 spoke's positioned here): the window
+    // holds those that are published and not scheduled, which is what a read of these positions finds.
+    if (rows.position.length !== created.size) recent.forget();
+    else {
+      const waiting = new Set((rows.due as string[][]).map(([id]) => id));
+      const published = new Set((rows.published as Array<Record<string, string>>).map((row) => row.i));
+      recent.committed(base, next, 0, [...created.values()].filter((made) => published.has(made.id) && !waiting.has(made.id)));
+    }
+  }
   return outcomes;
 }

@@ -30,6 +30,7 @@ import { MysqlCatalog } from './catalog.js';
 import { claimEarly } from './early-claim.js';
 import { fireScheduled } from './scheduled.js';
 import { checkBinlogFormat } from './binlog.js';
+import { RecentPublished } from '../recent.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
@@ -61,6 +62,8 @@ export class MysqlStore implements EventStore {
   /** Hub ids whose hub row is known to exist. */
   readonly #hubs = new Set<string>();
   readonly #positions = new Positions();
+  /** This store's batches just committed, for the dispatcher's read right after each (../recent.ts). */
+  readonly #recent = new RecentPublished();
   readonly #group = new GroupCommit((requests, turn) => this.appendBatch(requests, turn), { overlap: true });
   /** Whether appends work (/readyz): see ../write-health.ts. */
   readonly #writes = new WriteHealth();
@@ -201,7 +204,10 @@ export class MysqlStore implements EventStore {
     try {
       for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
       const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
-      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend, { clockInInsert: this.#insertReturns, routine: this.#routine.usable, routineGone: () => this.#routine.gone() }));
+      const server = { clockInInsert: this.#insertReturns, routine: this.#routine.usable, routineGone: () => this.#routine.gone() };
+      // Where v4 spokes may write, their events get positions outside any batch, by a read's sweep: no window.
+      const recent = since === undefined ? this.#recent : undefined;
+      const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend, server, recent));
       valid.forEach((append, i) => (outcomes[append.index] = written[i] as AppendOutcome));
       this.#writes.succeeded();
     } catch (error) {
@@ -283,7 +289,11 @@ export class MysqlStore implements EventStore {
     return this.#do('read the pids', async (pool) => (await select<{ pid: string }>(pool, sql, [domain])).map((row) => row.pid));
   }
 
-  async readPublishedAfter(filter: EventFilter, after: Position, limit: number): Promise<StoredEvent[]> {
+  async readPublishedAfter(filter: EventFilter, after: Position, limit: number, upTo?: Position): Promise<StoredEvent[]> {
+    if (upTo !== undefined && this.#positions.unpositionedSince(this.#options.v4Writers === true) === undefined) {
+      const recent = this.#recent.readThrough(filter, after, Math.max(0, Math.floor(limit)), upTo);
+      if (recent !== undefined) return recent;
+    }
     const from = 'event e JOIN event_published p ON p.event_id = e.id';
     const [where, params] = filter.name === '*' ? ['e.domain = ?', [filter.domain]] : ['e.domain = ? AND e.name = ?', [filter.domain, filter.name]];
     return this.#events('read published events', { from, where, params, after, limit: Math.max(0, Math.floor(limit)), wide: filter.domain });
@@ -304,11 +314,23 @@ export class MysqlStore implements EventStore {
 
   // Cascades to the association, delivery and position rows; v4's foreign key sets referring events' rid to NULL.
   async delete(id: string): Promise<boolean> {
-    return (await this.#exec('delete the event', 'DELETE FROM event WHERE id = ?', [id])) > 0;
+    // Before and after: a batch committed meanwhile starts the window again, perhaps with the event deleted.
+    this.#recent.forget();
+    try {
+      return (await this.#exec('delete the event', 'DELETE FROM event WHERE id = ?', [id])) > 0;
+    } finally {
+      this.#recent.forget();
+    }
   }
 
   async deleteEventlog(domain: string, pid: string): Promise<boolean> {
-    return (await this.#exec('delete the eventlog', 'DELETE FROM event WHERE domain = ? AND pid = ?', [domain, pid])) > 0;
+    // Before and after: a batch committed meanwhile starts the window again, perhaps with the event deleted.
+    this.#recent.forget();
+    try {
+      return (await this.#exec('delete the eventlog', 'DELETE FROM event WHERE domain = ? AND pid = ?', [domain, pid])) > 0;
+    } finally {
+      this.#recent.forget();
+    }
   }
 
   async persistEntityAssociation(eventId: string, eid: string): Promise<void> {

@@ -21,7 +21,7 @@ import type { SnapshotRead } from '../snapshots.js';
 import type { DeliveryLedger } from '../ledger.js';
 import { SqliteLedger } from './ledger.js';
 import { SqliteCatalog } from './catalog.js';
-import { RecentPublished } from './recent.js';
+import { RecentPublished } from '../recent.js';
 import { WriteHealth } from '../write-health.js';
 import { WAL_BOUNDS } from './checkpointer.js';
 import { deferred, immediate, SQLITE_BUSY_TIMEOUT_MS } from './transactions.js';
