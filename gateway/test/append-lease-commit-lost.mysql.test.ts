@@ -37,8 +37,8 @@ describe.skipIf(mysqlUnavailable !== undefined)('an append that leases its event
     // is claimed, not leased at its append; the rounds make that every time unlikely.
     const jobs = ['job-1', 'job-2', 'job-3'];
     for (const [round, pid] of jobs.entries()) {
-      // The COMMIT of the append that carries the job (the group's claims on its timer commit too).
-      proxy.arm({ after: `"${pid}"` });
+      // The append that carries the job: its routine's CALL, which commits (the group's claims on its timer commit too).
+      proxy.arm({ call: `"${pid}"` });
       const cutAt = Date.now();
       const id = await client.publish({ domain: 'jobs', name: 'run', pid });
       expect(proxy.cut).toBe(round + 1);

@@ -66,24 +66,33 @@ function cuttingProxy(watch: (chunk: Buffer, connection: { sent?: boolean }) => 
 /**
  * Once armed, lets a COMMIT through and cuts its connection instead of answering. `arm({ after })`: the
  * next COMMIT of a connection that sent `after` (a value of the transaction's) since; `arm({ skip })`:
- * the COMMIT after `skip` others.
+ * the COMMIT after `skip` others. `arm({ call })`: the next prepared statement executed (COM_STMT_EXECUTE)
+ * that holds `call`, a statement that commits: on MariaDB, an append's routine (store/mysql/append-routine.ts),
+ * which carries the batch's rows and ends with its COMMIT.
  */
-export async function commitCuttingProxy(target: { host: string; port: number } = server): Promise<CuttingProxy & { arm(options?: { after?: string; skip?: number }): void }> {
+export async function commitCuttingProxy(target: { host: string; port: number } = server): Promise<CuttingProxy & { arm(options?: { after?: string; skip?: number; call?: string }): void }> {
   const commit = Buffer.from([0x03, ...Buffer.from('COMMIT')]);
   let armed = false;
   let after: Buffer | undefined;
+  let call: Buffer | undefined;
   let skipping = 0;
   const proxy = await cuttingProxy((chunk, connection) => {
     if (!armed) return 'pass';
+    if (call !== undefined) {
+      if (chunk[4] !== 0x17 || !chunk.includes(call)) return 'pass';
+      armed = false;
+      return 'cut-answer';
+    }
     if (after !== undefined && chunk.includes(after)) connection.sent = true;
     if (!chunk.includes(commit) || (after !== undefined && !connection.sent) || skipping-- > 0) return 'pass';
     armed = false;
     return 'cut-answer';
   }, target);
   return Object.assign(proxy, {
-    arm({ after: marker, skip = 0 }: { after?: string; skip?: number } = {}) {
+    arm({ after: marker, skip = 0, call: carrying }: { after?: string; skip?: number; call?: string } = {}) {
       armed = true;
       after = marker === undefined ? undefined : Buffer.from(marker);
+      call = carrying === undefined ? undefined : Buffer.from(carrying);
       skipping = skip;
     },
   });

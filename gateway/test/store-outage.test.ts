@@ -137,7 +137,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     // A raw request, without the client's retry: the gateway cannot know whether it is stored, and says so. It is.
     const raw = await connectRaw(gateway.url);
     databases.onCleanup(async () => raw.ws.terminate());
-    proxy.arm();
+    proxy.arm({ call: '"unknown-1"' });
     const answer = await raw.request('publish', { event: { id: 'unknown-1', domain: 'orders', name: 'placed', pid: 'p1', data: {} } });
     expect(proxy.cut).toBe(1);
     expect(answer).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_STORE_FAILED', details: { id: 'unknown-1', stored: 'unknown', retryable: true } });
@@ -149,7 +149,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('a COMMIT whose answer is lost',
     await eventually(() => seen.some((event) => event.id === 'unknown-1'), 5_000, 'the event at the subscriber');
 
     // Through the client: the same happens, the client sends it again with the same id, and gets the stored event.
-    proxy.arm();
+    proxy.arm({ call: '"unknown-2"' });
     const id = await client.publish({ id: 'unknown-2', domain: 'orders', name: 'placed', pid: 'p2', data: { n: 2 } });
     expect(proxy.cut).toBe(2);
     expect(id).toBe('unknown-2');

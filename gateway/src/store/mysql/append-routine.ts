@@ -1,9 +1,16 @@
 /**
- * The append routine (MariaDB): a stored procedure that runs a batch's INSERTs (append-sql.ts) in one
- * CALL, so that a batch costs three round trips (the sequence, the CALL, COMMIT) where it cost one
- * per table (six for a job leased at append): on MariaDB each is ~150–250 µs of a request() or a
- * steady job's way (bench/README.md › work, ninth session of 12-06). Values still go only as
- * parameters of prepared statements (db.ts: multipleStatements off).
+ * The append routine (MariaDB): a stored procedure that runs a batch's INSERTs (append-sql.ts), sets
+ * the sequence when the batch took fewer positions than it reserved, and commits, in one CALL: a
+ * batch costs two round trips (the sequence, the CALL) where it cost one per table (six for a job
+ * leased at append) and then three (v1 left the COMMIT to a statement of its own): on MariaDB each is
+ * ~150–250 µs of a publish's, a request()'s or a steady job's way (bench/README.md › work, ninth
+ * session of 12-06, nineteenth of 12-07). Values still go only as parameters of prepared statements
+ * (db.ts: multipleStatements off).
+ *
+ * A CALL that fails before its COMMIT leaves the transaction open (the failed statement undone
+ * alone), as a statement does: the caller rolls back and runs the batch again as before. One whose
+ * connection is lost or whose statement is interrupted may have committed (appends.ts
+ * `maybeCommitted`): its appends are answered as of unknown fate.
  *
  * Made at init with CREATE PROCEDURE IF NOT EXISTS, under a name that carries its version (a later
  * body is a new name, so gateways of two versions on one database each call their own), then called
@@ -15,7 +22,7 @@
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { appendInserts } from './append-sql.js';
 
-export const APPEND_ROUTINE = 'eventflow_append_v1';
+export const APPEND_ROUTINE = 'eventflow_append_v2';
 
 /**
  * What a CALL meets when the routine went away while the store runs: dropped by an operator (or a
@@ -36,11 +43,13 @@ export interface RoutineRows {
   sch: string;
   due: string;
   lse: string;
+  /** The sequence's value to set before the commit, when the batch took fewer (or more) positions than it reserved. */
+  seq: number | null;
 }
 
 const optional = (param: (typeof PARAMS)[number], insert: string): string => `IF ${param} <> '[]' THEN ${insert}; END IF;`;
 
-const DDL = `CREATE PROCEDURE IF NOT EXISTS ${APPEND_ROUTINE}(${PARAMS.map((param) => `IN ${param} LONGTEXT CHARACTER SET utf8mb4`).join(', ')})
+const DDL = `CREATE PROCEDURE IF NOT EXISTS ${APPEND_ROUTINE}(${PARAMS.map((param) => `IN ${param} LONGTEXT CHARACTER SET utf8mb4`).join(', ')}, IN seq BIGINT)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   ${appendInserts('ev').eventClocked};
@@ -49,9 +58,11 @@ BEGIN
   ${optional('sch', appendInserts('sch').scheduled)}
   ${optional('due', appendInserts('due').due)}
   ${optional('lse', appendInserts('lse').leases)}
+  IF seq IS NOT NULL THEN UPDATE eventflow_sequence SET value = seq WHERE name = 'event'; END IF;
+  COMMIT;
 END`;
 
-const CALL = `CALL ${APPEND_ROUTINE}(${PARAMS.map(() => '?').join(', ')})`;
+const CALL = `CALL ${APPEND_ROUTINE}(${PARAMS.map(() => '?').join(', ')}, ?)`;
 
 /**
  * Makes the routine where missing; whether this store's user can run it. Never fails the store's
@@ -62,7 +73,7 @@ export async function installAppendRoutine(pool: Pool): Promise<boolean> {
   // Made by another user, perhaps, if refused here: the CALL says whether this one may run it.
   await pool.query(DDL).catch(() => undefined);
   try {
-    await pool.execute(CALL, ['[]', '[]', '[]', '[]', '[]', '[]']);
+    await pool.execute(CALL, ['[]', '[]', '[]', '[]', '[]', '[]', null]);
     return true;
   } catch {
     return false;
@@ -94,8 +105,8 @@ export class AppendRoutine {
   }
 }
 
-/** The batch's INSERTs in one round trip, in its transaction; the events' stored timestamps by id. `bound`: when it writes ledger rows (append-leases.ts). */
+/** The batch's INSERTs and its COMMIT in one round trip; the events' stored timestamps by id. `bound`: when it writes ledger rows (append-leases.ts). */
 export async function callAppendRoutine(conn: PoolConnection, rows: RoutineRows, bound: (sql: string) => string = (sql) => sql): Promise<Array<{ id: string; timestamp: Date }>> {
-  const [sets] = await conn.execute<RowDataPacket[][]>(bound(CALL), PARAMS.map((param) => rows[param]));
+  const [sets] = await conn.execute<RowDataPacket[][]>(bound(CALL), [...PARAMS.map((param) => rows[param]), rows.seq]);
   return (sets[0] ?? []) as Array<{ id: string; timestamp: Date }>;
 }

@@ -62,6 +62,17 @@ function oneCall(rows: { event: Array<Record<string, string>>; [table: string]: 
 /** A UTC time as DATETIME(3) text. */
 const datetime = (date: Date): string => date.toISOString().slice(0, 23).replace('T', ' ');
 
+/**
+ * Errors of a CALL that commits (append-routine.ts) after which its COMMIT may have run: the connection lost, or the
+ * statement interrupted (KILL, a timeout, a shutdown) at whatever point of the routine. Any other error of the
+ * server's is a statement's before the COMMIT, which the routine then never reached.
+ */
+const INTERRUPTED = new Set(['ER_CONNECTION_KILLED', 'ER_QUERY_INTERRUPTED', 'ER_STATEMENT_TIMEOUT', 'ER_QUERY_TIMEOUT', 'ER_SERVER_SHUTDOWN', 'ER_ERROR_DURING_COMMIT']);
+const maybeCommitted = (error: unknown): boolean => {
+  const code = driverCode(error);
+  return code === undefined || !code.startsWith('ER_') || INTERRUPTED.has(code);
+};
+
 /** Driver codes of an insert that met a stored id or a missing rid: the batch is decided again with the id lookup. */
 const LOOKUP_ON = ['ER_DUP_ENTRY', 'ER_NO_REFERENCED_ROW_2', 'ER_NO_REFERENCED_ROW'];
 
@@ -293,10 +304,18 @@ async function appendAll(
   };
   const leaseRows = leased.batch?.rows ?? [];
   if (routine && clocked && rows.event.length > 0 && oneCall(rows, leaseRows)) {
-    // All of it in one round trip (append-routine.ts).
+    // All of it, the commit included, in one round trip (append-routine.ts). The next batch starts once it has
+    // returned: one that failed before its COMMIT runs again, and must keep its place before the next.
     const json = JSON.stringify;
     const ledger = leaseRows.length > 0 ? leased.batch?.bound : undefined;
-    stamp(await callAppendRoutine(conn, { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows) }, ledger));
+    const seq = next !== base + reserved ? next : null;
+    try {
+      stamp(await callAppendRoutine(conn, { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows), seq }, ledger));
+    } catch (error) {
+      if (maybeCommitted(error)) beforeCommit();
+      throw error;
+    }
+    beforeCommit();
   } else {
     const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
       for (const chunk of chunks(list, bytes)) await conn.execute(sql, [JSON.stringify(chunk)]);
@@ -312,11 +331,11 @@ async function appendAll(
     await insert(INSERT.scheduled, rows.scheduled);
     await insert(INSERT.due, rows.due);
     await leased.batch?.write(conn);
+    if (next !== base + reserved) await setSequence(conn, next);
+    const committed = conn.query('COMMIT');
+    beforeCommit();
+    await committed;
   }
-  if (next !== base + reserved) await setSequence(conn, next);
-  const committed = conn.query('COMMIT');
-  beforeCommit();
-  await committed;
   if (recent !== undefined) {
     // Every position of (base, next] is one of the batch's new events (no v4 spoke's positioned here): the window
     // holds those that are published and not scheduled, which is what a read of these positions finds.
