@@ -23,7 +23,7 @@ const TABLES = {
 };
 
 const routines = async (db: TestDatabase): Promise<string[]> =>
-  (await db.query<{ name: string }>(`SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()`)).map((row) => row.name);
+  (await db.query<{ name: string }>(`SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE 'eventflow\_append%'`)).map((row) => row.name);
 
 describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', () => {
   const databases = useTestDatabases();

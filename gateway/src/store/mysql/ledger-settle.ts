@@ -11,7 +11,8 @@
  * a failure's message) go through one such statement, so a batch is a handful of statements at most.
  */
 import type { PoolConnection } from 'mysql2/promise';
-import { DEFAULT_GROUP, UNSETTLED, type LedgerAction } from '../ledger.js';
+import { EventflowError } from '@eventflow/core';
+import { DEFAULT_GROUP, keyOf, UNSETTLED, type DeliveryRef, type LedgerAction } from '../ledger.js';
 import { affected, select } from './statements.js';
 import { ID_TABLE } from './ledger-rows.js';
 import { insertDeadLetters } from './ledger-operator.js';
@@ -36,10 +37,32 @@ export async function applyActions(conn: PoolConnection, actions: readonly Ledge
     [ids],
   );
   const current = new Map(rows.map((row) => [row.delivery, row]));
-  // One action per delivery: the first (a batch may hold a settle and a release of one delivery).
+  const first = firstPerDelivery(actions);
+  const acting = new Map([...first].filter(([delivery]) => current.has(delivery)));
+  const missing = await notCurrent(conn, first, current);
+  if (acting.size > 0) await settleRows(conn, [...acting.values()], current);
+  const letters = [...acting.values()].filter((action) => action.kind === 'dead' && current.get(action.delivery)?.grp === DEFAULT_GROUP);
+  if (letters.length > 0) {
+    await insertDeadLetters(
+      conn,
+      letters.map((action) => {
+        const row = current.get(action.delivery) as RefRow;
+        return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
+      }),
+    );
+  }
+  return answers(actions, first, current, missing);
+}
+
+/** One action per delivery: the first (a batch may hold a settle and a release of one delivery). */
+export function firstPerDelivery(actions: readonly LedgerAction[]): Map<string, LedgerAction> {
   const first = new Map<string, LedgerAction>();
   for (const action of actions) if (!first.has(action.delivery)) first.set(action.delivery, action);
-  const acting = new Map([...first].filter(([delivery]) => current.has(delivery)));
+  return first;
+}
+
+/** Of the deliveries not `current` (open and locked here): those recorded already (recordedAlready), and those still open but held by another transaction. */
+export async function notCurrent(conn: PoolConnection, first: ReadonlyMap<string, LedgerAction>, current: ReadonlyMap<string, RefRow>): Promise<{ again: Map<string, RefRow>; held: Set<string> }> {
   const missing = [...first.values()].filter((action) => !current.has(action.delivery));
   const again = await recordedAlready<RefRow>(conn, missing, REF_COLUMNS);
   // Still open, as a plain read (what is committed) finds them: passed by for another transaction's lock.
@@ -52,21 +75,37 @@ export async function applyActions(conn: PoolConnection, actions: readonly Ledge
             JSON.stringify(unread.map((action) => action.delivery)),
           ])).map((row) => row.delivery),
         );
-  if (acting.size > 0) await settleRows(conn, [...acting.values()], current);
-  const letters = [...acting.values()].filter((action) => action.kind === 'dead' && current.get(action.delivery)?.grp === DEFAULT_GROUP);
-  if (letters.length > 0) {
-    await insertDeadLetters(
-      conn,
-      letters.map((action) => {
-        const row = current.get(action.delivery) as RefRow;
-        return { id: row.event_id, attempts: Number(row.attempts), error: action.error ?? '' };
-      }),
-    );
-  }
+  return { again, held };
+}
+
+/** Per action (applyActions' answer): its row, undefined when not current (or not the first of its delivery), or HELD. */
+export function answers(
+  actions: readonly LedgerAction[],
+  first: ReadonlyMap<string, LedgerAction>,
+  current: ReadonlyMap<string, RefRow>,
+  { again, held }: { again: ReadonlyMap<string, RefRow>; held: ReadonlySet<string> },
+): Array<RefRow | undefined | typeof HELD> {
   return actions.map((action) => {
     if (first.get(action.delivery) !== action) return undefined;
     if (held.has(action.delivery)) return HELD;
     return current.get(action.delivery) ?? again.get(action.delivery);
+  });
+}
+
+/** A row as the ledger answers it (DeliveryRef): a hand-back that takes its attempt back answers the attempts left. */
+function toRef(row: RefRow | undefined, action: LedgerAction): DeliveryRef | undefined {
+  const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
+  return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
+}
+
+/** MysqlLedger.apply's answer: `rows` of the first pass, with those HELD answered by `again`, the second pass over them alone. */
+export function withHeld(actions: readonly LedgerAction[], rows: ReadonlyArray<RefRow | undefined | typeof HELD>, again: ReadonlyArray<RefRow | undefined | typeof HELD | Error>): Array<DeliveryRef | undefined | Error> {
+  let next = 0;
+  return rows.map((row, i) => {
+    if (row !== HELD) return toRef(row, actions[i] as LedgerAction);
+    const written = again[next++];
+    if (written === HELD) return new EventflowError('E_EVENTFLOW_STORE_FAILED', "another client's transaction holds the delivery's ledger row; send the settle again");
+    return written instanceof Error ? written : toRef(written, actions[i] as LedgerAction);
   });
 }
 
@@ -76,10 +115,10 @@ export interface SettledRow {
   grp: string;
 }
 
-type Plain = 'success' | 'failed' | 'release' | 'uncount';
+export type Plain = 'success' | 'failed' | 'release' | 'uncount';
 
 /** The kind of a settle that sets nothing of its own, or undefined when it carries an error or a time. */
-function plainKind(action: LedgerAction): Plain | undefined {
+export function plainKind(action: LedgerAction): Plain | undefined {
   if (action.error !== undefined) return undefined;
   if (action.kind === 'outcome') return action.outcome;
   if (action.kind === 'release' && action.availableAt === undefined) return action.uncount ? 'uncount' : 'release';
@@ -92,7 +131,7 @@ function plainKind(action: LedgerAction): Plain | undefined {
  * id, makes it void, and clearing it moved the row's entry in the index the UPDATE reads its rows by
  * (~8% of a settle's page reads). A release clears it: the row is open again.
  */
-const PLAIN: Record<Plain, { row: string; v4: string }> = {
+export const PLAIN: Record<Plain, { row: string; v4: string }> = {
   success: { row: `outcome = 'success', last_error = NULL`, v4: 'success = UTC_TIMESTAMP()' },
   failed: { row: `outcome = 'failed', last_error = NULL`, v4: 'failed = UTC_TIMESTAMP()' },
   release: { row: 'owner = NULL, available_at = NULL, delivery = NULL', v4: 'consumed_spoke = NULL, consumer = NULL' },

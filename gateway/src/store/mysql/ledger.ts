@@ -21,7 +21,8 @@ import { deadLetters, MysqlLedgerOperator } from './ledger-operator.js';
 import { GROUP_READ_MS, groupId, heldAfterLostCommit, HELD_TABLE, ID_TABLE, num, persistWatermark, rowScope, toRecord, type CachedGroup, type GroupRow } from './ledger-rows.js';
 import { AppendLeases } from './append-leases.js';
 import { ClaimFrontier, materialize } from './claim-frontier.js';
-import { applyActions, HELD, type RefRow } from './ledger-settle.js';
+import { applyActions, HELD, withHeld, type RefRow } from './ledger-settle.js';
+import { SettleRoutine } from './settle-routine.js';
 import { claimOrderColumns, orderedClaimable } from '../ordered-claim.js';
 
 /** `consumed` answers kept at most (see #consumedAt). */
@@ -35,6 +36,8 @@ export class MysqlLedger implements DeliveryLedger {
   readonly #groups = new Map<string, CachedGroup>();
   /** How far the group's claims here wrote rows and found free ones (claim-frontier.ts). */
   readonly #frontier = new ClaimFrontier();
+  /** Small batches of plain settles in one CALL that commits (MariaDB). */
+  readonly #settles = new SettleRoutine();
   /**
    * (domain, name) → when a group was last found for it (`consumed`): every request() asks, one
    * round trip on its way. Kept GROUP_READ_MS, as the claims keep a group (a delete on another
@@ -60,6 +63,7 @@ export class MysqlLedger implements DeliveryLedger {
   /** Creates or upgrades the ledger's tables (ledger-schema.ts), and opens its pools. */
   async open(setup: Pool): Promise<void> {
     await Promise.all([createLedgerTables(setup), this.atAppend.detect(setup)]);
+    if (this.#options.appendRoutine !== false) await this.#settles.install(setup);
     this.#pool = openLedgerPool(this.#options, true);
     this.#writer = openLedgerPool(this.#options, false);
   }
@@ -70,6 +74,7 @@ export class MysqlLedger implements DeliveryLedger {
     this.#writer = undefined;
     this.#groups.clear();
     this.atAppend.clear();
+    this.#settles.close();
     await Promise.all(pools.map((pool) => pool?.end()));
   }
 
@@ -396,30 +401,23 @@ export class MysqlLedger implements DeliveryLedger {
 
   async apply(actions: readonly LedgerAction[]): Promise<Array<DeliveryRef | undefined | Error>> {
     if (actions.length === 0) return [];
-    const toRef = (row: RefRow | undefined, action: LedgerAction): DeliveryRef | undefined => {
-      const uncount = action.kind === 'release' && action.uncount ? 1 : 0;
-      return row && { key: keyOf(row.domain, row.gname, row.grp, row.name ?? ''), eventId: row.event_id, attempts: Math.max(0, Number(row.attempts) - uncount) };
-    };
     // Released rows are free once committed: claims here look for them again from then (claim-frontier.ts).
     const freeing = actions.some((action) => action.kind === 'release');
-    const rows = await this.#tx('record the deliveries', (conn) => applyActions(conn, actions, (sql) => `${sql} SKIP LOCKED`)).finally(() => freeing && this.#frontier.rescan());
+    const writer = this.#writer;
+    const rows = await (async () =>
+      (writer && this.#settles.takes(actions) ? await this.#do('record the deliveries', () => this.#settles.apply(writer, actions)) : undefined) ??
+      this.#tx('record the deliveries', (conn) => applyActions(conn, actions, (sql) => `${sql} SKIP LOCKED`)))().finally(() => freeing && this.#frontier.rescan());
     const held = actions.filter((_, i) => rows[i] === HELD);
-    if (held.length === 0) return rows.map((row, i) => toRef(row as RefRow | undefined, actions[i] as LedgerAction));
     // Rows another client's transaction holds (an operator's FOR UPDATE): written once the rest are committed, in a
     // transaction of their own that waits for the lock (bounded on MariaDB). Before, the batch's read waited, and
     // every settle of it failed with the lock wait, and again beside it each time it was sent again.
-    const again = await this.#tx('record the deliveries', (conn) => applyActions(conn, held, (sql) => this.atAppend.bound(sql)))
-      .finally(() => freeing && this.#frontier.rescan())
-      .catch((error: unknown) =>
-      held.map(() => (error instanceof Error ? error : new Error(String(error)))),
-    );
-    let next = 0;
-    return rows.map((row, i) => {
-      if (row !== HELD) return toRef(row, actions[i] as LedgerAction);
-      const written = again[next++];
-      if (written === HELD) return new EventflowError('E_EVENTFLOW_STORE_FAILED', "another client's transaction holds the delivery's ledger row; send the settle again");
-      return written instanceof Error ? written : toRef(written, actions[i] as LedgerAction);
-    });
+    const again =
+      held.length === 0
+        ? []
+        : await this.#tx('record the deliveries', (conn) => applyActions(conn, held, (sql) => this.atAppend.bound(sql)))
+            .finally(() => freeing && this.#frontier.rescan())
+            .catch((error: unknown) => held.map(() => (error instanceof Error ? error : new Error(String(error)))));
+    return withHeld(actions, rows, again);
   }
 
   async delivery(delivery: string): Promise<(DeliveryRef & { domain: string; deadline: number | undefined }) | undefined> {
