@@ -26,7 +26,7 @@ export interface MysqlStoreOptions {
    * default. The v4 hub turns it off: its claims and firings run at the server's own isolation level.
    */
   checkBinlogFormat?: boolean | undefined;
-  /** Whether appends may use the append routine (append-routine.ts) where the server and the user allow it; on by default. */
+  /** Whether appends and settles may use their routines (append-routine.ts, settle-routine.ts) where the server and the user allow them; on by default. */
   appendRoutine?: boolean | undefined;
 }
 
