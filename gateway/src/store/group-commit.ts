@@ -81,6 +81,11 @@ export class GroupCommit {
     return this.#scheduled;
   }
 
+  /** Appends wait for a later batch (scheduled, or held until the batch being written releases its turn). */
+  get queued(): boolean {
+    return this.#queue.length > 0;
+  }
+
   /** Settles once every append submitted so far has been written (or has failed). */
   idle(): Promise<void> {
     return this.#idle;

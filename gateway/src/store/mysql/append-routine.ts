@@ -7,6 +7,11 @@
  * session of 12-06, nineteenth of 12-07). Values still go only as parameters of prepared statements
  * (db.ts: multipleStatements off).
  *
+ * While appends wait for the next batch, the CALL leaves the COMMIT to a statement of its own, as v1
+ * did: the next batch starts as that COMMIT is sent, its first round trip overlapping this one's log
+ * flush (group-commit.ts); one that starts only once a committing CALL has returned waits for the
+ * flush too (MariaDB publish throughput, one pipelined client, measured lower).
+ *
  * A CALL that fails before its COMMIT leaves the transaction open (the failed statement undone
  * alone), as a statement does: the caller rolls back and runs the batch again as before. One whose
  * connection is lost or whose statement is interrupted may have committed (appends.ts
@@ -45,11 +50,13 @@ export interface RoutineRows {
   lse: string;
   /** The sequence's value to set before the commit, when the batch took fewer (or more) positions than it reserved. */
   seq: number | null;
+  /** Whether the CALL commits: not while appends wait for the next batch, which then starts as a COMMIT of its own is sent (appends.ts). */
+  commit: boolean;
 }
 
 const optional = (param: (typeof PARAMS)[number], insert: string): string => `IF ${param} <> '[]' THEN ${insert}; END IF;`;
 
-const DDL = `CREATE PROCEDURE IF NOT EXISTS ${APPEND_ROUTINE}(${PARAMS.map((param) => `IN ${param} LONGTEXT CHARACTER SET utf8mb4`).join(', ')}, IN seq BIGINT)
+const DDL = `CREATE PROCEDURE IF NOT EXISTS ${APPEND_ROUTINE}(${PARAMS.map((param) => `IN ${param} LONGTEXT CHARACTER SET utf8mb4`).join(', ')}, IN seq BIGINT, IN done TINYINT)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   ${appendInserts('ev').eventClocked};
@@ -59,10 +66,10 @@ BEGIN
   ${optional('due', appendInserts('due').due)}
   ${optional('lse', appendInserts('lse').leases)}
   IF seq IS NOT NULL THEN UPDATE eventflow_sequence SET value = seq WHERE name = 'event'; END IF;
-  COMMIT;
+  IF done THEN COMMIT; END IF;
 END`;
 
-const CALL = `CALL ${APPEND_ROUTINE}(${PARAMS.map(() => '?').join(', ')}, ?)`;
+const CALL = `CALL ${APPEND_ROUTINE}(${PARAMS.map(() => '?').join(', ')}, ?, ?)`;
 
 /**
  * Makes the routine where missing; whether this store's user can run it. Never fails the store's
@@ -73,7 +80,7 @@ export async function installAppendRoutine(pool: Pool): Promise<boolean> {
   // Made by another user, perhaps, if refused here: the CALL says whether this one may run it.
   await pool.query(DDL).catch(() => undefined);
   try {
-    await pool.execute(CALL, ['[]', '[]', '[]', '[]', '[]', '[]', null]);
+    await pool.execute(CALL, ['[]', '[]', '[]', '[]', '[]', '[]', null, 1]);
     return true;
   } catch {
     return false;
@@ -105,8 +112,8 @@ export class AppendRoutine {
   }
 }
 
-/** The batch's INSERTs and its COMMIT in one round trip; the events' stored timestamps by id. `bound`: when it writes ledger rows (append-leases.ts). */
+/** The batch's INSERTs (and its COMMIT, with `rows.commit`) in one round trip; the events' stored timestamps by id. `bound`: when it writes ledger rows (append-leases.ts). */
 export async function callAppendRoutine(conn: PoolConnection, rows: RoutineRows, bound: (sql: string) => string = (sql) => sql): Promise<Array<{ id: string; timestamp: Date }>> {
-  const [sets] = await conn.execute<RowDataPacket[][]>(bound(CALL), [...PARAMS.map((param) => rows[param]), rows.seq]);
+  const [sets] = await conn.execute<RowDataPacket[][]>(bound(CALL), [...PARAMS.map((param) => rows[param]), rows.seq, rows.commit ? 1 : 0]);
   return (sets[0] ?? []) as Array<{ id: string; timestamp: Date }>;
 }

@@ -50,6 +50,8 @@ export interface AppendServer {
   routine: boolean;
   /** A CALL found the routine gone (append-routine.ts ROUTINE_GONE): the batch runs again without it. */
   routineGone?: () => void;
+  /** Appends wait for the next batch: the CALL leaves the COMMIT to a statement, sent as the next batch starts. */
+  queued?: () => boolean;
 }
 
 /** Whether a batch's rows fit in one CALL: each table in one statement's bounds, as the statements' chunks would be. */
@@ -167,7 +169,7 @@ async function appendAll(
   beforeCommit: () => void,
   leases: AppendLeases | undefined,
   leased: { batch?: BatchLeases },
-  { clockInInsert, routine }: AppendServer,
+  { clockInInsert, routine, queued }: AppendServer,
   recent: RecentPublished | undefined,
 ): Promise<AppendOutcome[]> {
   // The writer connection has autocommit off: the locking UPDATE opens the transaction, COMMIT ends it. First the
@@ -303,19 +305,22 @@ async function appendAll(
     }
   };
   const leaseRows = leased.batch?.rows ?? [];
-  if (routine && clocked && rows.event.length > 0 && oneCall(rows, leaseRows)) {
-    // All of it, the commit included, in one round trip (append-routine.ts). The next batch starts once it has
-    // returned: one that failed before its COMMIT runs again, and must keep its place before the next.
+  const routed = routine && clocked && rows.event.length > 0 && oneCall(rows, leaseRows);
+  // All of it, the commit included, in one round trip (append-routine.ts), unless appends wait for the next batch. The
+  // next batch starts once a committing CALL has returned: one that failed before its COMMIT runs again, and must keep
+  // its place before the next.
+  const commitInCall = routed && queued?.() !== true;
+  if (routed) {
     const json = JSON.stringify;
     const ledger = leaseRows.length > 0 ? leased.batch?.bound : undefined;
     const seq = next !== base + reserved ? next : null;
+    const routineRows = { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows), seq, commit: commitInCall };
     try {
-      stamp(await callAppendRoutine(conn, { ev: json(rows.event), pos: json(rows.position), pub: json(rows.published), sch: json(rows.scheduled), due: json(rows.due), lse: json(leaseRows), seq }, ledger));
+      stamp(await callAppendRoutine(conn, routineRows, ledger));
     } catch (error) {
-      if (maybeCommitted(error)) beforeCommit();
+      if (commitInCall && maybeCommitted(error)) beforeCommit();
       throw error;
     }
-    beforeCommit();
   } else {
     const insert = async <T>(sql: string, list: readonly T[], bytes: (row: T) => number = () => 0): Promise<void> => {
       for (const chunk of chunks(list, bytes)) await conn.execute(sql, [JSON.stringify(chunk)]);
@@ -332,6 +337,9 @@ async function appendAll(
     await insert(INSERT.due, rows.due);
     await leased.batch?.write(conn);
     if (next !== base + reserved) await setSequence(conn, next);
+  }
+  if (commitInCall) beforeCommit();
+  else {
     const committed = conn.query('COMMIT');
     beforeCommit();
     await committed;

@@ -204,7 +204,7 @@ export class MysqlStore implements EventStore {
     try {
       for (const hub of new Set(valid.flatMap(({ options }) => (options.routedBy === undefined ? [] : [options.routedBy])))) await this.#registerHub(hub);
       const since = this.#positions.unpositionedSince(this.#options.v4Writers === true);
-      const server = { clockInInsert: this.#insertReturns, routine: this.#routine.usable, routineGone: () => this.#routine.gone() };
+      const server = { clockInInsert: this.#insertReturns, routine: this.#routine.usable, routineGone: () => this.#routine.gone(), queued: () => this.#group.queued };
       // Where v4 spokes may write, their events get positions outside any batch, by a read's sweep: no window.
       const recent = since === undefined ? this.#recent : undefined;
       const written = await this.#do('append the events', () => appendTransaction(this.#writer, valid, retryOn, since, release, this.#ledger.atAppend, server, recent));
