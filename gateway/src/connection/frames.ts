@@ -25,6 +25,29 @@ const english = { error: en().localeError };
 /** The operations that write events, and so spend the connection's publish rate. */
 export const writes: ReadonlySet<OperationName> = new Set<OperationName>(['publish', 'persist', 'schedule']);
 
+/**
+ * The reads whose answer the protocol does not bound (a whole eventlog, every pid of a domain, …) or whose
+ * cost grows with the store (the console's listings and counts). Each waits for a read turn (read-turns.ts),
+ * so that requests sent together are not all read, and held, in the turn they arrive.
+ */
+export const unboundedReads: ReadonlySet<OperationName> = new Set<OperationName>([
+  'readEventlog',
+  'readEventlogState',
+  'readEventlogByTimestamp',
+  'readEventlogFilteredByNames',
+  'readEventlogByChildProcess',
+  'readEventlogByEid',
+  'readEventlogByDomainAndEid',
+  'readDistinctPidByDomain',
+  'listDomains',
+  'listProcesses',
+  'readTimeline',
+  'readLatency',
+  'listScheduled',
+  'groups',
+  'deadLetters',
+]);
+
 /** The error frame's content for a refused frame or request. */
 export interface Refusal {
   readonly kind: 'refused';

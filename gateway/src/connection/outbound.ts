@@ -102,18 +102,26 @@ export class Outbound {
 
   /** Whether a frame may go out now; a client too slow is closed instead (and counted). */
   #admit(type: ServerFrame['type'], attempt = 1): boolean {
+    if (!this.keepingUp(type)) return false;
+    this.#o.context.metrics.sent(type, attempt);
+    return true;
+  }
+
+  /**
+   * Whether the connection may still be sent to: not stopped, and its client has taken what was sent
+   * before, up to EVENTFLOW_MAX_BUFFERED_BYTES. A client too slow is closed (4008) instead. Asked before
+   * each frame, and before a read whose answer has no bound is made for the connection (session.ts).
+   */
+  keepingUp(type: ServerFrame['type'] = 'result'): boolean {
     const { transport, context, conditions } = this.#o;
     // Rights that ended a moment ago (the timer may run late) close the connection before this frame.
     if (this.#o.stopped()) return false;
-    if (transport.bufferedAmount > context.maxBufferedBytes) {
-      // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
-      conditions.note('slow client', 'warn', 'client too slow; disconnecting', { buffered: transport.bufferedAmount });
-      context.metrics.dropped(type);
-      this.#o.close(4008, 'client too slow');
-      return false;
-    }
-    context.metrics.sent(type, attempt);
-    return true;
+    if (transport.bufferedAmount <= context.maxBufferedBytes) return true;
+    // A client that cannot keep up is cut off rather than letting gateway memory grow; it resumes from its positions.
+    conditions.note('slow client', 'warn', 'client too slow; disconnecting', { buffered: transport.bufferedAmount });
+    context.metrics.dropped(type);
+    this.#o.close(4008, 'client too slow');
+    return false;
   }
 
   refuse(refusal: Refusal): void {

@@ -1,6 +1,7 @@
 /**
  * Turns of the event loop for the store reads a client can make long: every page of a subscription
- * replay (plain or pattern) waits for a turn here, gateway-wide. A turn is handed out in a
+ * replay (plain or pattern), and every request whose answer has no bound (frames.ts unboundedReads,
+ * held until answered), waits for a turn here, gateway-wide. A turn is handed out in a
  * `setImmediate`, at most one per turn of the event loop and round-robin over connections, so
  * that between two pages the loop reads sockets and answers other clients' requests.
  *

@@ -14,7 +14,7 @@ import { ConditionLog, type ConditionLevel } from '../condition-log.js';
 import { allows, allowsAny, denied, refusalOf, type Action, type Authorization } from './auth.js';
 import { requestScope, type SessionContext } from './context.js';
 import { encodeDelivery, encodeEvent } from './encode.js';
-import { readFrame, readParams, writes } from './frames.js';
+import { readFrame, readParams, unboundedReads, writes } from './frames.js';
 import { helloRights, isRefusal, protocolRefusal, welcomeFrame } from './handshake.js';
 import type { Connection, Operation, Operations } from './operation.js';
 import { Outbound } from './outbound.js';
@@ -39,9 +39,8 @@ export class Session implements Connection, RegistrationHost {
   /** The one write path (outbound.ts). */
   readonly #out: Outbound;
   /**
-   * Subscriptions, pattern subscriptions, consumers and waits (registrations.ts), made on the first
-   * registration: most connections hold few or none (bench/idle-memory.mjs). Reads that must not
-   * create go through this field.
+   * Subscriptions, pattern subscriptions, consumers and waits (registrations.ts), made on the first registration: most
+   * connections hold few or none (bench/idle-memory.mjs). Reads that must not create go through this field.
    */
   #registrationsMade: Registrations | undefined;
   /** Requests in flight, the publish rate, the registration limit. */
@@ -51,10 +50,7 @@ export class Session implements Connection, RegistrationHost {
   #greeted = false;
   /** A hello is being verified: later hellos are ignored. */
   #greeting = false;
-  /**
-   * The gateway decided to close the connection, or it is closed: from then on no frame is
-   * handled and nothing is sent, however long the client takes to answer the close.
-   */
+  /** The gateway decided to close the connection, or it is closed: from then on no frame is handled and nothing is sent, however long the client takes to answer the close. */
   #closing = false;
   /** The transport reported the close (set once, by #onClose). */
   #closed = false;
@@ -375,8 +371,11 @@ export class Session implements Connection, RegistrationHost {
     // A new subscription, consumer or wait is counted from here on, while its request runs.
     const reserved = this.#limits.reserve(op, data);
     if (reserved instanceof EventflowError) return this.#refused(trace, reserved, () => this.#out.coded(id, reserved));
+    // A read with no bound on its answer waits for a turn (read-turns.ts), then is made only for a client that takes what it is sent.
+    const turn = unboundedReads.has(op) ? await this.context.readTurns.take(this) : undefined;
     const request = requestScope(this.#log, id, op, trace);
     try {
+      if (turn && !this.#out.keepingUp()) return undefined;
       const operation = this.#operations[op] as Operation<O>;
       const result = await operation(this, data, request);
       trace?.end(undefined, (result as { position?: number }).position);
@@ -397,6 +396,7 @@ export class Session implements Connection, RegistrationHost {
       this.#out.error(id, answer.code, answer.message, answer.details);
       return answer;
     } finally {
+      turn?.();
       reserved?.();
     }
   }
