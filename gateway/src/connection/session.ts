@@ -23,7 +23,7 @@ import { RequestLimits } from './request-limits.js';
 import type { Fate } from './request-waits.js';
 import { ConnectionRights } from './rights.js';
 import type { PatternFilter } from '../delivery/patterns.js';
-import { eventFor, eventNotFound, hearsFailure, keepReadable, knows } from './visibility.js';
+import { eventFor, eventNotFound, hearsFailure, knows, readableAnswer } from './visibility.js';
 
 export { BINARY_FRAME } from './frames.js';
 export type { SessionContext } from './context.js';
@@ -380,9 +380,9 @@ export class Session implements Connection, RegistrationHost {
       const result = await operation(this, data, request);
       trace?.end(undefined, (result as { position?: number }).position);
       this.context.metrics.handled(op);
-      // The outbound rule for results: only events of domains the connection may read leave. A
-      // request()'s wait and publish are answered together, and with the outcome (request-waits.ts › takeAnswer).
-      const readable = keepReadable(result, this.#mayRead);
+      // The outbound rule for results: a read under the rights as they are now, and only events of domains the connection
+      // may read. A request()'s wait and publish are answered together, and with the outcome (request-waits.ts › takeAnswer).
+      const readable = readableAnswer(result, this.#rights.current, op, data, this.#mayRead);
       if (readable === undefined) throw eventNotFound((data as { id?: string }).id ?? '');
       this.#out[this.#registrationsMade?.requestWaitsMade?.takeAnswer(op, data) ?? 'send']({ type: 'result', id, result: readable });
       for (const start of this.#registrationsMade?.takeAfterResult() ?? []) start();

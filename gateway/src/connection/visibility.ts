@@ -11,7 +11,7 @@
  *   only to a token that may publish or consume the request's event in its own domain (`hearsFailure`).
  */
 import { EventflowError, type OperationName, type StoredEvent } from '@eventflow/core';
-import { allows, denied, type Action, type Authorization } from './auth.js';
+import { allows, denied, refusalOf, rules, type Action, type Authorization } from './auth.js';
 import type { Connection } from './operation.js';
 
 /** The actions by which a connection is handed a domain's events: holding one, it may know they exist. */
@@ -41,6 +41,21 @@ export function eventFor(auth: Authorization, op: OperationName, action: Action,
   if (stored === undefined || !knows(auth, action, stored.domain)) throw eventNotFound(id);
   if (!allows(auth, action, stored.domain)) throw denied(auth, op, action, stored.domain);
   return stored;
+}
+
+/**
+ * A read's result as it may leave now: the read's own check made again under the rights as they are
+ * when it is answered (`authenticate` may have narrowed them while it waited for its turn or the
+ * store), throwing the refusal a request sent now would get, then keepReadable. Only reads: a
+ * write or a registration was done under the rights it was checked with, and is answered as done.
+ */
+export function readableAnswer<R extends object>(result: R, auth: Authorization, op: OperationName, params: unknown, mayRead: (domain: string) => boolean): R | undefined {
+  const rule = rules[op];
+  if (rule.kind === 'domain' && rule.action === 'read') {
+    const refusal = refusalOf(auth, op, params);
+    if (refusal) throw refusal;
+  }
+  return keepReadable(result, mayRead);
 }
 
 /**
