@@ -61,6 +61,20 @@ describe('registrations counted by what they register', () => {
     for (const answer of subscribes) expect(answer).toMatchObject({ type: 'result' });
     expect(h.gateway.dispatcher.stats).toMatchObject({ consumers: 1, subscriptions: 1 });
   });
+
+  it('a pattern subscription and a subscription whose keys spell alike are two registrations', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_SUBSCRIPTIONS: 3, EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    const conn = await connect(h.gateway.url, { client: 'registration-test' });
+    sockets.push(conn.ws);
+    // A handle may hold any character: `h0\u001fn` read as a subscription key is domain `pattern:h0`, name `n`.
+    for (let i = 0; i < 3; i++) expect(await conn.request('subscribePattern', { subscription: `h${i}\u001fn`, pattern: 'tenant.*' })).toMatchObject({ type: 'result' });
+    for (let i = 0; i < 3; i++) {
+      expect(await conn.request('subscribe', { domain: `pattern:h${i}`, name: 'n' })).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_LIMIT_EXCEEDED' });
+    }
+    expect(await conn.request('unsubscribePattern', { subscription: 'h0\u001fn' })).toMatchObject({ type: 'result' });
+    expect(await conn.request('subscribe', { domain: 'pattern:h0', name: 'n' })).toMatchObject({ type: 'result' });
+    expect(await conn.request('subscribePattern', { subscription: 'h0\u001fn', pattern: 'tenant.*' })).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_LIMIT_EXCEEDED' });
+  });
 });
 
 describe('EVENTFLOW_MAX_GROUPS_PER_DOMAIN under registrations sent at once', () => {

@@ -147,7 +147,8 @@ export class Registrations {
   }
 
   holds(registration: Registration): boolean {
-    if (registration.kind === 'subscription') return this.#subscriptionsMade?.has(registration.key) || (registration.key.startsWith('pattern:') && this.#patternsMade?.has(registration.key.slice(8))) || false;
+    if (registration.kind === 'subscription') return this.#subscriptionsMade?.has(registration.key) ?? false;
+    if (registration.kind === 'pattern') return this.#patternsMade?.has(registration.key) ?? false;
     if (registration.kind === 'consumer') return this.#consumersMade?.has(registration.key) ?? false;
     return this.#waitsMade?.has(registration.key) ?? false;
   }

@@ -10,8 +10,13 @@ import { limitExceeded, rateLimited, TokenBucket, type ConnectionLimits } from '
 
 /** What a subscribe, consume or wait request registers. */
 export interface Registration {
-  readonly kind: 'subscription' | 'consumer' | 'wait';
-  /** streamKey(domain, name) for a subscription; the handle for a consumer or a wait. */
+  /**
+   * A kind of its own for each kind of key: a pattern subscription's handle may hold any character, so
+   * (once keyed `pattern:<handle>` among the subscriptions) `h\u001fn` was the subscription key of domain
+   * `pattern:h`, name `n`, and each of the two was taken as held when the other was: twice the limit.
+   */
+  readonly kind: 'subscription' | 'pattern' | 'consumer' | 'wait';
+  /** streamKey(domain, name) for a subscription; the handle for a pattern subscription, a consumer or a wait. */
   readonly key: string;
 }
 
@@ -23,7 +28,7 @@ export function registrationOf(op: OperationName, params: unknown): Registration
       return { kind: 'subscription', key: streamKey(domain, name) };
     }
     case 'subscribePattern':
-      return { kind: 'subscription', key: `pattern:${(params as { subscription: string }).subscription}` };
+      return { kind: 'pattern', key: (params as { subscription: string }).subscription };
     case 'consume':
       return { kind: 'consumer', key: (params as { consumer: string }).consumer };
     case 'wait':
