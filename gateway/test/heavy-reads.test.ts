@@ -90,4 +90,24 @@ describe('reads without a bound on their answer', () => {
     expect(greedy.closed).toBeUndefined();
     other.ws.close();
   }, 60_000);
+
+  it("a subscription's \"last N\" is read in turn too: another client is answered between the subscriptions of one that makes many", async () => {
+    h = await startHarness({ EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    await bigProcess(h);
+    const greedy = new StallingTransport();
+    h.gateway.accept(greedy);
+    greedy.deliver({ type: 'hello', protocol: 1, client: 'greedy' });
+    await eventually(() => greedy.frames.some((frame) => frame.type === 'welcome'), 10_000, 'welcome');
+    const other = await connect(h.gateway.url);
+
+    // The same subscription again and again: it counts once against EVENTFLOW_MAX_SUBSCRIPTIONS, and each finds its start anew.
+    const ping = other.sendRequest('ping', {});
+    for (let id = 1; id <= REQUESTS; id++) greedy.deliver({ type: 'request', id, op: 'subscribe', params: { domain: 'big', name: 'n', last: 10_000 } });
+    expect((await other.answer(ping)).type).toBe('result');
+    expect(greedy.frames.filter((frame) => frame.type === 'result').length).toBeLessThan(REQUESTS / 2);
+
+    await eventually(() => greedy.frames.filter((frame) => frame.type === 'result').length === REQUESTS, 30_000, 'every subscribe answered');
+    expect(greedy.frames.filter((frame) => frame.type === 'result').every((frame) => (frame as { result?: { after?: number } }).result?.after === 0)).toBe(true);
+    other.ws.close();
+  }, 60_000);
 });

@@ -93,6 +93,21 @@ async function registerWait(session: Connection, { wait, domain, pid, names, aft
 }
 
 /**
+ * Where "the last N" of a subscription start: a read of up to N (10,000) index entries, which waits for a read turn
+ * (read-turns.ts). Re-subscribing counts nothing against the limits, so 250 of them sent at once, each read in the
+ * turn it arrived, held the gateway for 2.3 s (a domain of 20,000 events), and a client sending them again and again
+ * held it for good.
+ */
+async function positionBeforeLast(session: Connection, domain: string, name: string, last: number): Promise<number> {
+  const done = await session.context.readTurns.take(session);
+  try {
+    return await session.context.store.catalog.positionBeforeLast(domain, name, last);
+  } finally {
+    done();
+  }
+}
+
+/**
  * A registration (a wait, a subscription) the store could not make (its head, the event of `afterId`, the start of
  * "the last N" or an outcome already stored could not be read) is refused as retryable: nothing of it is registered,
  * the same registration again may succeed, and the clients send it again (a wait within its timeout). A request()
@@ -158,7 +173,7 @@ export const operations: Operations = {
   async subscribe(session, { domain, name, after, last }) {
     // "The last N": replayed from just before the Nth newest published event of the subscription;
     // handed over while it is read, in this turn, so that an unsubscribe sent right behind waits for it.
-    const from = after ?? (last === undefined ? undefined : session.context.store.catalog.positionBeforeLast(domain, name, last));
+    const from = after ?? (last === undefined ? undefined : positionBeforeLast(session, domain, name, last));
     try {
       const head = await session.subscribe(domain, name, from);
       const start = await from;
