@@ -91,6 +91,30 @@ describe('reads without a bound on their answer', () => {
     other.ws.close();
   }, 60_000);
 
+  it('a wait from a position (or an id) looks for its outcome in turn too: another client is answered between the waits of one that makes many', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    await bigProcess(h);
+    const greedy = new StallingTransport();
+    h.gateway.accept(greedy);
+    greedy.deliver({ type: 'hello', protocol: 1, client: 'greedy' });
+    await eventually(() => greedy.frames.some((frame) => frame.type === 'welcome'), 10_000, 'welcome');
+    const other = await connect(h.gateway.url);
+
+    // One handle again and again (each replaces the last: one wait against the limit), each reading the whole process for an outcome it lacks.
+    const ping = other.sendRequest('ping', {});
+    for (let id = 1; id <= REQUESTS; id++) greedy.deliver({ type: 'request', id, op: 'wait', params: { wait: 'w', domain: 'big', pid: 'p1', names: ['done'], afterPosition: 0 } });
+    expect((await other.answer(ping)).type).toBe('result');
+    expect(greedy.frames.filter((frame) => frame.type === 'result').length).toBeLessThan(REQUESTS / 2);
+    await eventually(() => greedy.frames.filter((frame) => frame.type === 'result').length === REQUESTS, 30_000, 'every wait answered');
+
+    // Still a wait: the outcome, once published, reaches it.
+    const publisher = h.client();
+    await publisher.publish({ domain: 'big', name: 'done', pid: 'p1', data: {} });
+    await eventually(() => greedy.frames.some((frame) => frame.type === 'waited'), 10_000, 'the outcome');
+    expect(h.gateway.dispatcher.stats.waits).toBe(0);
+    other.ws.close();
+  }, 60_000);
+
   it("a subscription's \"last N\" is read in turn too: another client is answered between the subscriptions of one that makes many", async () => {
     h = await startHarness({ EVENTFLOW_MAX_PUBLISH_RATE: 0 });
     await bigProcess(h);

@@ -77,19 +77,34 @@ async function consumedOrRetryable(session: Connection, event: Params<'publish'>
 
 /** Registers a wait: the head it starts from, and what it matches (afterId resolved to its position first). */
 async function registerWait(session: Connection, { wait, domain, pid, names, afterId, afterPosition, request }: Params<'wait'>): Promise<{ head: number }> {
-  if (afterId === undefined) {
+  if (afterId === undefined && afterPosition === undefined) {
     // Registered in the turn the frame is read (the head asked for first): a request()'s publish
     // may come right behind it (request-waits.ts), and its outcome must find the wait.
     const head = session.context.store.head();
-    const registered = session.wait(wait, domain, pid, names, afterPosition, request);
+    const registered = session.wait(wait, domain, pid, names, undefined, request);
     const [position] = await Promise.all([head, registered]);
     return { head: position };
   }
   const head = session.context.store.head();
   // Handed over while it is read, in this turn: a cancelWait sent right behind must find the wait registering.
-  const after = afterPosition ?? session.eventFor('wait', 'subscribe', afterId).then((event) => event.position);
+  const start = afterPosition ?? (afterId === undefined ? 0 : session.eventFor('wait', 'subscribe', afterId).then((event) => event.position));
+  const after = inReadTurn(session, start);
   const [position] = await Promise.all([head, session.wait(wait, domain, pid, names, after, request)]);
   return { head: position };
+}
+
+/**
+ * `after` once the connection's read turn has come (read-turns.ts). A wait with a start looks through the events of
+ * its process stored after it for an outcome (up to all of them); a handle re-registered replaces its wait and counts
+ * nothing more, so 250 such waits sent at once, each read in the turn it arrived, held the gateway ~0.5 s per 20,000
+ * events of the process, over and over. On SQLite the look follows in the same turn (its read is synchronous).
+ */
+async function inReadTurn(session: Connection, after: number | Promise<number>): Promise<number> {
+  // Refused meanwhile (an afterId of no event), it is awaited below: not an unhandled rejection.
+  if (typeof after === 'object') after.catch(() => undefined);
+  const done = await session.context.readTurns.take(session);
+  done();
+  return after;
 }
 
 /**
