@@ -142,6 +142,18 @@ describe('bad input over a real WebSocket', () => {
       await expectNothingStored();
     });
 
+    it('a number too large for a double (1e999, read as Infinity) → E_EVENTFLOW_INVALID_INPUT naming where and what to send instead', async () => {
+      for (const [id, op, number] of [[22, 'publish', '1e999'], [23, 'persist', '-1e400'], [24, 'schedule', '1e309']] as const) {
+        const at = op === 'schedule' ? '"at":"2030-01-01T00:00:00Z",' : '';
+        conn.sendRaw(`{"type":"request","id":${id},"op":"${op}","params":{${at}"event":{"domain":"orders","name":"placed","pid":"p1","data":{"a":[1,{"b":${number}}]}}}}`);
+        const error = await conn.next((frame) => frame.id === id);
+        expect(error).toMatchObject({ type: 'error', code: 'E_EVENTFLOW_INVALID_INPUT', details: { path: 'params.event.data.a[1].b' } });
+        expect(error.message).toContain('as a string');
+      }
+      await conn.ping();
+      await expectNothingStored();
+    });
+
     it('params that are not an object', async () => {
       for (const params of [[], 'x', 5, true]) {
         const error = await conn.request('publish', params);

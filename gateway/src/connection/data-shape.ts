@@ -16,8 +16,8 @@ export interface DataShapeLimits {
   readonly maxDataDepth: number;
 }
 
-/** What is wrong with `data`, where: a limit breached, or text that is not well-formed Unicode. */
-export type DataShapeBreach = { path: string; limit: string; value: number } | { path: string; limit: undefined; value: undefined };
+/** What is wrong with `data`, where: a limit breached, text that is not well-formed Unicode, or a number a double cannot hold. */
+export type DataShapeBreach = { path: string; limit: string; value: number } | { path: string; limit: undefined; value: undefined; number?: true };
 
 /** String.prototype.isWellFormed (ES2024: Node 20 has it; the project's lib is ES2023). */
 const wellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
@@ -49,6 +49,8 @@ export function dataShapeBreach(data: unknown, limits: DataShapeLimits, root = '
     const visit = (key: string | number, child: unknown): DataShapeBreach | undefined => {
       if (++values > limits.maxDataKeys) return { path: path(entry, key), limit: 'EVENTFLOW_MAX_DATA_KEYS', value: limits.maxDataKeys };
       if ((typeof key === 'string' && !wellFormed(key)) || (typeof child === 'string' && !wellFormed(child))) return { path: path(entry, key), limit: undefined, value: undefined };
+      // JSON.parse reads 1e999 as Infinity, which no store keeps (zod's answer was a bare "Invalid input" at the parent).
+      if (typeof child === 'number' && !Number.isFinite(child)) return { path: path(entry, key), limit: undefined, value: undefined, number: true };
       if (child !== null && typeof child === 'object') stack.push({ value: child, depth: entry.depth + 1, parent: entry, key });
       return undefined;
     };
@@ -74,6 +76,13 @@ export function dataShapeRefusal(op: string, params: unknown, limits: DataShapeL
   const data = event !== null && typeof event === 'object' ? (event as { data?: unknown }).data : undefined;
   const breach = dataShapeBreach(data, limits, 'params.event.data');
   if (!breach) return undefined;
+  if (breach.limit === undefined && breach.number) {
+    return new EventflowError(
+      'E_EVENTFLOW_INVALID_INPUT',
+      `${op}: event data holds a number too large for a double (JSON numbers are read as IEEE doubles; this one is read as Infinity), at ${breach.path}; send it as a string`,
+      { details: { path: breach.path } },
+    );
+  }
   if (breach.limit === undefined) {
     return new EventflowError(
       'E_EVENTFLOW_INVALID_INPUT',
