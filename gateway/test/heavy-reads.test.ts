@@ -115,6 +115,39 @@ describe('reads without a bound on their answer', () => {
     other.ws.close();
   }, 60_000);
 
+  it('listDomains counts the store once for many askers when counting is slow, and exactly when it is fast', async () => {
+    h = await startHarness({ EVENTFLOW_MAX_PUBLISH_RATE: 0 });
+    await bigProcess(h);
+    const asker = await connect(h.gateway.url);
+    const { catalog } = h.gateway.store;
+    const count = catalog.domains.bind(catalog);
+    let counted = 0;
+    catalog.domains = () => {
+      counted++;
+      return count();
+    };
+    // Fast: every ask counts, and sees what was just stored.
+    await h.client().publish({ domain: 'fresh', name: 'n', pid: 'p', data: {} });
+    const fast = await asker.request('listDomains', {});
+    expect((fast.result as { domains: Array<{ domain: string }> }).domains.map(({ domain }) => domain)).toContain('fresh');
+    await asker.request('listDomains', {});
+    expect(counted).toBe(2);
+
+    // Slow, as on a store of millions of events (the fault: a synchronous count holding the event loop 100 ms).
+    counted = 0;
+    catalog.domains = () => {
+      counted++;
+      const until = performance.now() + 100;
+      while (performance.now() < until);
+      return count();
+    };
+    const asks = Array.from({ length: 30 }, () => asker.sendRequest('listDomains', {}));
+    const answers = await Promise.all(asks.map((id) => asker.answer(id)));
+    expect(answers.every((answer) => answer.type === 'result' && JSON.stringify(answer.result) === JSON.stringify(answers[0]?.result))).toBe(true);
+    expect(counted).toBe(1);
+    asker.ws.close();
+  }, 60_000);
+
   it("a subscription's \"last N\" is read in turn too: another client is answered between the subscriptions of one that makes many", async () => {
     h = await startHarness({ EVENTFLOW_MAX_PUBLISH_RATE: 0 });
     await bigProcess(h);

@@ -7,6 +7,7 @@ import { isEventflowError } from '@eventflow/core';
 import { LATENCY_SCAN_ROWS, LIST_SCAN_ROWS } from '../defaults.js';
 import { latencySummary } from './latency.js';
 import { actions } from './auth.js';
+import { sharedDomains } from './shared-domains.js';
 import type { Connection, Operations } from './operation.js';
 import type { EventFate, ScheduledSummary } from '../store/catalog.js';
 
@@ -45,7 +46,8 @@ export const catalogOperations: CatalogOperations = {
     // (an anonymous one, before its token) is answered without that work.
     const actionsAnywhere = actions.filter((action) => session.may(action));
     if (!session.may('read')) return { domains: [], actions: actionsAnywhere };
-    const domains = await session.context.store.catalog.domains();
+    // Counted once for every asker while counting is slow (shared-domains.ts).
+    const domains = await sharedDomains(session.context.store.catalog);
     return {
       domains: domains
         .filter(({ domain }) => readable(session, domain))
