@@ -122,6 +122,7 @@ export class Registrations {
       maxParkedBytes: this.#context.maxParkedBytes,
       maxScanRate: this.#context.maxScanRate,
       turns: this.#context.readTurns,
+      owner: host,
       bufferedAmount: () => host.bufferedAmount,
       closing: () => host.closing,
       sendFrame: (frame) => host.sendFrame(frame),

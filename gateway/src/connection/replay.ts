@@ -41,6 +41,8 @@ export interface ReplayConnection {
   readonly maxScanRate: number;
   /** The gateway's turns for replay reads (read-turns.ts). */
   readonly turns: ReadTurns;
+  /** Whose turns they are: the connection, whose read requests take turns too (session.ts), so that it gets one share. */
+  readonly owner: object;
   /** Bytes sent and not yet taken by the client. */
   bufferedAmount(): number;
   /** The connection is being closed: nothing more is sent. */
@@ -132,7 +134,7 @@ export class Replays {
     let sent = 0;
     try {
       for (;;) {
-        const done = await connection.turns.take(this);
+        const done = await connection.turns.take(connection.owner);
         let page: StoredEvent[];
         try {
           if (gone()) return;
