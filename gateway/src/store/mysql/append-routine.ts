@@ -7,8 +7,8 @@
  * session of 12-06, nineteenth of 12-07). Values still go only as parameters of prepared statements
  * (db.ts: multipleStatements off).
  *
- * While appends wait for the next batch, the CALL leaves the COMMIT to a statement of its own, as v1
- * did: the next batch starts as that COMMIT is sent, its first round trip overlapping this one's log
+ * For a batch of more than a few appends, or while appends wait for the next batch, the CALL leaves
+ * the COMMIT to a statement of its own, as v1 did (appends.ts COMMIT_IN_CALL_MAX): the next batch starts as that COMMIT is sent, its first round trip overlapping this one's log
  * flush (group-commit.ts); one that starts only once a committing CALL has returned waits for the
  * flush too (MariaDB publish throughput, one pipelined client, measured lower).
  *
