@@ -80,7 +80,11 @@ export function createConnection(
    * state stays 'offline') and its end is the change to 'open', however many attempts it takes.
    */
   let outage: string | undefined;
-  /** A handshake has completed once: from then on a failed attempt is an outage that calls wait out (up to their timeout). */
+  /**
+   * A WebSocket has opened once: the URL is right and a server took it. From then on a failed attempt is an outage that
+   * calls wait out (up to their timeout), also one before any welcome: a gateway whose store is down closes the
+   * handshake (1011), one stopping closes it (1001), and a client started at that moment failed its calls at once.
+   */
   let reached = false;
   /**
    * An attempt failed, or the connection was lost: reported once per outage. A refusal, or any
@@ -118,6 +122,7 @@ export function createConnection(
     }
     if (signal.aborted) return opened.close(1000, 'client closed');
     transport = opened;
+    reached = true;
     let welcomed = false;
     /** This handshake was refused or timed out: reported already, its close is no news. */
     let ended = false;
@@ -165,7 +170,7 @@ export function createConnection(
         lastFrameAt = Date.now();
         if (welcomed) handlers.frame(frame);
         else if (frame.type === 'welcome') {
-          welcomed = reached = true;
+          welcomed = true;
           clearTimeout(handshake);
           attempt = 0;
           const recovered = outage !== undefined;
