@@ -1,6 +1,6 @@
 /**
- * What the CLI adds to an error it prints (commands.ts): what to do about the token it sent, and
- * about a request the gateway did not answer in time.
+ * What the CLI adds to an error it prints (commands.ts): what to do about the token it sent, about a
+ * gateway that answered but could not serve, and about a request the gateway did not answer in time.
  */
 import { EventflowError } from '@eventflow/core';
 
@@ -36,4 +36,26 @@ export function withTimeoutHint(error: unknown, name: string, args: readonly str
   const fate = changes[name]?.(args, id);
   const hint = `the gateway or its store is slow or stalled; ${fate === undefined ? '' : `${fate}; `}raise --timeout (now ${timeout} ms) to wait longer`;
   return new EventflowError(error.code, `${error.message}; ${hint}`, { cause: error, ...(error.details === undefined ? {} : { details: error.details }) });
+}
+
+/**
+ * A handshake the gateway closed as one that will serve again: 1011 (its store did not answer) or 1001 (stopping). The
+ * URL is right, so the command waits for it within --timeout, as a client rides out an outage, instead of ending at the
+ * first attempt as it does for a port nobody listens on.
+ */
+export function gatewayBusy(error: unknown): boolean {
+  const code = error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED' ? (error.details as { code?: unknown } | undefined)?.code : undefined;
+  return code === 1011 || code === 1001;
+}
+
+/** Why the command could not connect, for "could not connect to <url>: …": the client's words, and what to check for a busy gateway. */
+export function connectionFailure(error: unknown, url: URL, timeout: number): string {
+  if (!(error instanceof Error)) return `no connection within ${timeout} ms`;
+  // The client goes on trying; the command does not.
+  const said = error.message.replace(/; reconnecting with backoff$/, '');
+  if (!gatewayBusy(error)) return said;
+  const readyz = new URL('/readyz', url.href.replace(/^ws/, 'http')).href;
+  return ((error as EventflowError).details as { code?: unknown }).code === 1011
+    ? `${said}: the gateway runs but its store did not answer for ${timeout} ms; ${readyz} says why (curl ${readyz}), or raise --timeout to wait longer`
+    : `${said}: the gateway was stopping for ${timeout} ms; start it again, or raise --timeout to wait for it`;
 }

@@ -12,7 +12,7 @@ import { createNodeClient } from './index.js';
 import { manageCommands, manageUsage, prepareManage } from './manage-commands.js';
 import { NotFound } from './cli-not-found.js';
 import { DEFAULT_EXPIRES, mintToken, tokenActions } from './token.js';
-import { withTimeoutHint, withTokenHint } from './cli-hints.js';
+import { connectionFailure, gatewayBusy, withTimeoutHint, withTokenHint } from './cli-hints.js';
 
 export interface CliWriter {
   write(chunk: string): unknown;
@@ -176,7 +176,8 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     const run = prepare(name, args, values, stdout, stderr, io.signal, refused.signal);
 
     let lastConnectionError: unknown;
-    // A command is one call: the first failed attempt (refused, unreachable) ends it, instead of waiting out the timeout.
+    // A command is one call: the first failed attempt (refused, unreachable) ends it, or --timeout does (late, below);
+    // a gateway that answered but could not serve yet (gatewayBusy) is waited for within it.
     const unreachable = new AbortController();
     client = createNodeClient(url, {
       requestTimeout: timeout,
@@ -187,20 +188,24 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
       onError: (error) => {
         if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') {
           lastConnectionError = error;
-          unreachable.abort();
+          if (!gatewayBusy(error)) unreachable.abort();
         } else if (isRefusal(error)) refused.abort(error);
         else stderr.write(`${formatError(error)}\n`);
       },
     });
+    // A timer of its own, not AbortSignal.timeout(): inside AbortSignal.any() that signal is held weakly, and a garbage
+    // collection during the reconnects to a gateway whose store is down took it, so the command waited for good.
+    const late = setTimeout(() => unreachable.abort(), timeout);
     try {
-      await client.ready(AbortSignal.any([AbortSignal.timeout(timeout), refused.signal, unreachable.signal]));
+      await client.ready(AbortSignal.any([refused.signal, unreachable.signal]));
     } catch (cause) {
       if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
       // A refused handshake rejects ready() with its own code (E_EVENTFLOW_UNAUTHORIZED): that is the message.
       if (isRefusal(cause)) throw withTokenHint(cause, token);
       if (cause instanceof EventflowError && cause.code !== 'E_EVENTFLOW_ABORTED') throw cause;
-      const why = lastConnectionError instanceof Error ? lastConnectionError.message : `no connection within ${timeout} ms`;
-      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href}: ${why}`, { cause });
+      throw new EventflowError('E_EVENTFLOW_CONNECTION_FAILED', `could not connect to ${url.href}: ${connectionFailure(lastConnectionError, url, timeout)}`, { cause });
+    } finally {
+      clearTimeout(late);
     }
     try {
       await run(client);
