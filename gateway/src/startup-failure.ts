@@ -126,6 +126,27 @@ function mysqlProblem(error: unknown, target: Extract<StoreTarget, { kind: 'mysq
     case 'ER_ACCESS_DENIED_ERROR':
     case 'ER_NOT_SUPPORTED_AUTH_MODE':
       return `${where} refused user ${JSON.stringify(target.user)} (database ${JSON.stringify(target.database)}): ${code}; check EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS`;
+    // Whatever the password: an account of an authentication plugin that takes none (unix_socket), or an unknown user
+    // that MariaDB, not to tell which users exist, answers as one of its accounts would.
+    case 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR':
+      return (
+        `${where} refused user ${JSON.stringify(target.user)} (database ${JSON.stringify(target.database)}): ${code}, MariaDB's answer for an account that signs in as the system user of its name over the server's socket ` +
+        `(unix_socket, as Debian's root@localhost does), which a gateway connecting over TCP cannot use, or for a user it does not know; make a user with a password for the gateway ` +
+        `(CREATE USER 'eventflow'@'%' IDENTIFIED BY '...'; GRANT ALL ON \`${target.database}\`.* TO 'eventflow'@'%') and set EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS`
+      );
+    case 'ER_MUST_CHANGE_PASSWORD_LOGIN':
+      return `${where}: the password of user ${JSON.stringify(target.user)} has expired (${code}); give it a new one (ALTER USER ... IDENTIFIED BY ...) and set EVENTFLOW_MYSQL_PASS to it`;
+    case 'ER_HOST_NOT_PRIVILEGED':
+      return `${where} lets no account of this machine's address connect (${code}); create user ${JSON.stringify(target.user)} for it (CREATE USER '${target.user}'@'<this address>' ..., with its grants), or set EVENTFLOW_MYSQL_HOST to a server that has one`;
+    case 'ER_HOST_IS_BLOCKED':
+      return `${where} blocks this machine after too many failed connections (${code}); run FLUSH HOSTS on the server (mariadb-admin flush-hosts), and raise max_connect_errors if it comes back`;
+    // The gateway opens several pools (appends, reads, the delivery ledger) of up to EVENTFLOW_MYSQL_CONNECTION_LIMIT connections each.
+    case 'ER_CON_COUNT_ERROR':
+      return `${where} refuses new connections: max_connections is reached (${code}); end other clients' idle connections, or raise max_connections on the server`;
+    case 'ER_TOO_MANY_USER_CONNECTIONS':
+      return `${where} allows user ${JSON.stringify(target.user)} no more connections (${code}: the server's max_user_connections); the gateway needs several (pools of up to EVENTFLOW_MYSQL_CONNECTION_LIMIT): raise the limit, or end the user's other connections`;
+    case 'ER_USER_LIMIT_REACHED':
+      return `${where}: user ${JSON.stringify(target.user)} is over one of its account's resource limits (${code}: MAX_USER_CONNECTIONS, or MAX_CONNECTIONS_, MAX_QUERIES_ or MAX_UPDATES_PER_HOUR); the gateway needs several connections (pools of up to EVENTFLOW_MYSQL_CONNECTION_LIMIT) and many statements: lift them (ALTER USER ... WITH MAX_USER_CONNECTIONS 0 MAX_QUERIES_PER_HOUR 0 ...), or set EVENTFLOW_MYSQL_USER to another user`;
     // MariaDB's 4151 and 4150, which mysql2 names after MySQL's errors of those numbers (store/driver-code.ts renames
     // them; not imported here, so that main.ts loads no store module before it knows what to run).
     case 'ER_ACCOUNT_HAS_BEEN_LOCKED':
@@ -143,6 +164,8 @@ function mysqlProblem(error: unknown, target: Extract<StoreTarget, { kind: 'mysq
         const said = namesOnly.has(code) ? `: ${messageOf(cause(error))}` : '';
         return `${where}: database ${JSON.stringify(target.database)} holds eventflow tables this gateway cannot open or upgrade${said} (${code}); ${keptAsIs} (another EVENTFLOW_MYSQL_DB starts on an empty store)`;
       }
+      // The store's own error already names the code and what to do: said twice, the line contradicted itself.
+      if (error instanceof EventflowError) return `cannot use ${where} ${as}: ${messageOf(error)}`;
       return `cannot use ${where} ${as}: ${messageOf(error)} (${code}); check the server and the EVENTFLOW_MYSQL_* variables`;
   }
 }

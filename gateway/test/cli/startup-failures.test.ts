@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EventflowError } from '@eventflow/core';
 import { parseConfig } from '../../src/config.js';
+import { storeUnavailable } from '../../src/startup-failure.js';
 import { parseHubConfig } from '../../src/v4/hub/config.js';
 import { mysqlUnavailable, server as mysqlServer, useTestDatabases } from '@eventflow/test-support/mysql';
 import { finished, gateway } from './support.js';
@@ -233,6 +235,51 @@ describe.skipIf(mysqlUnavailable !== undefined)('eventflow-gateway on MySQL: sta
       `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port} refused user "eventflow_nobody" (database "somedb"): ER_ACCESS_DENIED_ERROR; check EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS (E_EVENTFLOW_STORE_UNAVAILABLE)`,
     );
     expect(result.stderr).not.toContain('wrong');
+  });
+
+  it('an account that signs in by unix socket (as Debian\'s root@localhost) is named as such, with the user to make instead; exit 5', async () => {
+    const db = await fresh();
+    const user = `${db.name.slice(0, 20)}_s`;
+    await db.query(`CREATE USER '${user}'@'%' IDENTIFIED VIA unix_socket`);
+    try {
+      const result = await finished(gateway([], mysql({ EVENTFLOW_MYSQL_USER: user, EVENTFLOW_MYSQL_PASS: '', EVENTFLOW_MYSQL_DB: db.name })));
+      expect(result.code).toBe(5);
+      // Before: "cannot use MySQL at …: the MySQL store could not open database … (ER_ACCESS_DENIED_NO_PASSWORD_ERROR); check the
+      // database and the gateway log (ER_ACCESS_DENIED_NO_PASSWORD_ERROR); check the server and the EVENTFLOW_MYSQL_* variables".
+      expect(result.firstError).toBe(
+        `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port} refused user "${user}" (database "${db.name}"): ER_ACCESS_DENIED_NO_PASSWORD_ERROR, ` +
+          "MariaDB's answer for an account that signs in as the system user of its name over the server's socket (unix_socket, as Debian's root@localhost does), which a gateway connecting over TCP cannot use, or for a user it does not know; " +
+          `make a user with a password for the gateway (CREATE USER 'eventflow'@'%' IDENTIFIED BY '...'; GRANT ALL ON \`${db.name}\`.* TO 'eventflow'@'%') and set EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+      );
+    } finally {
+      await db.query(`DROP USER '${user}'@'%'`);
+    }
+  });
+
+  it("an account over its connection limit names the limit and what to change, once; exit 5", async () => {
+    const db = await fresh();
+    const user = `${db.name.slice(0, 20)}_u`;
+    await db.query(`CREATE USER '${user}'@'%' IDENTIFIED BY 'pw-limit' WITH MAX_USER_CONNECTIONS 1`);
+    try {
+      await db.query(`GRANT ALL ON \`${db.name}\`.* TO '${user}'@'%'`);
+      const result = await finished(gateway([], mysql({ EVENTFLOW_MYSQL_USER: user, EVENTFLOW_MYSQL_PASS: 'pw-limit', EVENTFLOW_MYSQL_DB: db.name })));
+      expect(result.code).toBe(5);
+      // Before: the store's message and then the generic advice, the code twice ("… check the database and the gateway log (ER_USER_LIMIT_REACHED); check the server …").
+      expect(result.firstError).toBe(
+        `eventflow gateway cannot start: MySQL at ${mysqlServer.host}:${mysqlServer.port}: user "${user}" is over one of its account's resource limits (ER_USER_LIMIT_REACHED: MAX_USER_CONNECTIONS, or MAX_CONNECTIONS_, MAX_QUERIES_ or MAX_UPDATES_PER_HOUR); the gateway needs several connections (pools of up to EVENTFLOW_MYSQL_CONNECTION_LIMIT) and many statements: lift them (ALTER USER ... WITH MAX_USER_CONNECTIONS 0 MAX_QUERIES_PER_HOUR 0 ...), or set EVENTFLOW_MYSQL_USER to another user (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+      );
+      expect(result.stderr).not.toContain('pw-limit');
+    } finally {
+      await db.query(`DROP USER '${user}'@'%'`);
+    }
+  });
+
+  it('a failure the gateway has no words of its own for says the store\'s once, not followed by contrary advice', () => {
+    const cause = Object.assign(new Error('Server shutdown in progress'), { code: 'ER_SERVER_SHUTDOWN', errno: 1053 });
+    const wrapped = new EventflowError('E_EVENTFLOW_STORE_FAILED', 'the MySQL store could not open database "shop" on db:3306 (ER_SERVER_SHUTDOWN); check the database and the gateway log', { cause });
+    expect(storeUnavailable(wrapped, { kind: 'mysql', host: 'db', port: 3306, database: 'shop', user: 'app' }).message).toBe(
+      'cannot use MySQL at db:3306 (database "shop", user "app"): the MySQL store could not open database "shop" on db:3306 (ER_SERVER_SHUTDOWN); check the database and the gateway log',
+    );
   });
 
   it('a database whose eventflow tables cannot be upgraded: says so, and that the data is kept; exit 5', async () => {
