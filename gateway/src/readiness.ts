@@ -2,7 +2,7 @@
  * `/readyz`: whether this gateway can do its work now, as opposed to `/healthz` (the process is up).
  * Ready when the store answers a cheap query (its head position) within a deadline, can write
  * (after an append, or a write of the delivery ledger, failed because of the store, a write that stores nothing must succeed first:
- * a full disk is not ready while reads still work), and the router is ready: the local router always is; the hub router needs at least one hub connection, since
+ * a full disk is not ready while reads still work; SQLite also takes its write lock at each check, store/sqlite/write-check.ts), and the router is ready: the local router always is; the hub router needs at least one hub connection, since
  * without one no published event reaches the mesh. The NATS router without NATS is ready but
  * degraded: its gateway still does everything for its own clients, and a 503 from every gateway
  * while NATS is down would take them all out of a load balancer.

@@ -44,6 +44,19 @@ function outside(path: string): Database.Database {
 }
 
 describe('processes outside the gateway on its SQLite file', () => {
+  it('an idle gateway: /readyz is 503 naming SQLITE_BUSY while another process holds the write lock, before any write failed; 200 once it commits', async () => {
+    const { gateway, path } = await start();
+    expect((await readyz(gateway)).status).toBe(200);
+    const shell = outside(path);
+    shell.exec('BEGIN IMMEDIATE');
+    // Before: 200 for as long as the lock was held, until a client's write failed on it.
+    const held = await readyz(gateway);
+    expect(held.status).toBe(503);
+    expect(held.store).toMatchObject({ ready: false, reason: 'writes fail: E_EVENTFLOW_STORE_FAILED (SQLITE_BUSY)' });
+    shell.exec('COMMIT');
+    expect((await readyz(gateway)).status).toBe(200);
+  });
+
   it('a reader (a backup) open while another process holds the write lock for a second: /readyz names SQLITE_BUSY, and once the lock goes every write goes through, the reader still open', async () => {
     const { gateway, path, client } = await start();
     const runs = new Map<string, number>();

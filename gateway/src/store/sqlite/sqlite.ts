@@ -28,11 +28,9 @@ import { deferred, immediate, SQLITE_BUSY_TIMEOUT_MS } from './transactions.js';
 import { AppendRiders, type RodeRider } from './append-riders.js';
 import { OrphanMarks } from './orphan-marks.js';
 import { StoreFile } from './store-file.js';
+import { checkSqliteWrites } from './write-check.js';
 import { claimDue } from './scheduled.js';
 import type { DeliveryRef, LedgerAction } from '../ledger.js';
-
-/** What the write check writes (then deletes) while writes fail: a few publishes' worth of pages. */
-const WRITE_CHECK_BYTES = 64 * 1024;
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
@@ -169,14 +167,7 @@ export class SqliteStore implements EventStore {
     // Its file removed while open: no write is made any more (store-file.ts), whether or not one failed yet.
     const moved = this.#file?.moved();
     if (moved) return Promise.reject(moved);
-    return this.#writes.check(async () => {
-      // The WAL's space back first (a full disk); then a write the size of a few publishes, taken
-      // back: rewriting a page in place could succeed where a publish cannot.
-      await this.#checkpointer?.truncate();
-      const { db } = this.#store;
-      db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES ('write_check', zeroblob(${WRITE_CHECK_BYTES}))`).run();
-      db.prepare(`DELETE FROM meta WHERE key = 'write_check'`).run();
-    });
+    return checkSqliteWrites(this.#store.db, this.#writes, () => this.#checkpointer?.truncate());
   }
 
   appendsDue(): boolean {
