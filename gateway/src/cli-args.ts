@@ -46,7 +46,13 @@ export type GatewayCommand =
   | { readonly kind: 'hub' }
   | { readonly kind: 'help'; readonly usage: string }
   | { readonly kind: 'version' }
-  | { readonly kind: 'usage-error'; readonly problem: string; readonly usage: string };
+  | { readonly kind: 'usage-error'; readonly problem: string; readonly usage: string; readonly setting?: OptionAsVariable };
+
+/** An unknown option of the gateway's (`--port 9000`) as the variable it would be (EVENTFLOW_PORT) and its value, if given. */
+export interface OptionAsVariable {
+  readonly variable: string;
+  readonly value: string | undefined;
+}
 
 /** Reads the arguments after the script name. Never throws. */
 export function parseGatewayArgs(argv: readonly string[]): GatewayCommand {
@@ -58,7 +64,12 @@ export function parseGatewayArgs(argv: readonly string[]): GatewayCommand {
   try {
     parsed = parse(hub ? argv.slice(1) : argv);
   } catch (error) {
-    return { kind: 'usage-error', problem: error instanceof Error ? error.message : String(error), usage };
+    const problem = error instanceof Error ? error.message : String(error);
+    // parseArgs's own advice ("place it at the end of the command after '--'") is for positionals, which the gateway has none of.
+    const option = /^Unknown option '(-[^'=]+)/.exec(problem)?.[1];
+    if (option === undefined) return { kind: 'usage-error', problem, usage };
+    const said = `unknown option ${option}: the ${hub ? 'hub' : 'gateway'} takes its settings from EVENTFLOW_* variables, not options (gateway/README.md › Configuration)`;
+    return { kind: 'usage-error', problem: said, usage, ...(hub ? {} : { setting: asVariable(option, argv) }) };
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help', usage };
@@ -81,4 +92,12 @@ function parse(argv: readonly string[]) {
       version: { type: 'boolean', short: 'v' },
     },
   });
+}
+
+function asVariable(option: string, argv: readonly string[]): OptionAsVariable {
+  const at = argv.findIndex((arg) => arg === option || arg.startsWith(`${option}=`));
+  const arg = argv[at] ?? option;
+  const next = argv[at + 1];
+  const value = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : next !== undefined && !next.startsWith('-') ? next : undefined;
+  return { variable: `EVENTFLOW_${option.replace(/^-+/, '').toUpperCase().replace(/-/g, '_')}`, value };
 }

@@ -340,6 +340,10 @@ const alsoKnown = [...v4Aliases.map(([, theirs]) => theirs), ...unsupported.map(
 const families = ['EVENTFLOW_HUB_', 'EVENTFLOW_SPOKE_', 'EVENTFLOW_CERT_', 'EVENTFLOW_TEST_'];
 const knownNames = new Set([...Object.keys(configSchema.shape), ...alsoKnown]);
 
+const settingNames = new Set([...Object.keys(configSchema.shape), ...v4Aliases.map(([, theirs]) => theirs)]);
+/** Whether `name` is a setting of the gateway (not a refused v4 one, nor a client's such as EVENTFLOW_URL). */
+export const isConfigVariable = (name: string): boolean => settingNames.has(name);
+
 /** One line per EVENTFLOW_* variable in `values` that nothing reads (a typo), naming the closest known one. */
 export function unknownConfigVariables(values: Readonly<Record<string, unknown>>): string[] {
   return unknownVariables(values, knownNames, families);

@@ -25,10 +25,15 @@ async function run(command: GatewayCommand): Promise<void> {
       process.stdout.write(`eventflow-gateway ${manifest.version}\n`);
       break;
     }
-    case 'usage-error':
-      process.stderr.write(`eventflow-gateway: ${command.problem}\n\n${command.usage}`);
+    case 'usage-error': {
+      const { setting } = command;
+      // Loaded only here: the variable's name is checked against the configuration's, never guessed.
+      const known = setting !== undefined && (await import('./config.js')).isConfigVariable(setting.variable);
+      const example = known ? `; e.g. ${setting.variable}=${setting.value ?? '…'} eventflow-gateway` : '';
+      process.stderr.write(`eventflow-gateway: ${command.problem}${example}\n\n${command.usage}`);
       process.exitCode = exitCodes.usage;
       break;
+    }
     case 'hub': {
       const { runHubCli } = await import('./v4/hub/main.js');
       await runHubCli();

@@ -51,8 +51,20 @@ describe('eventflow-gateway flags', () => {
     const result = await finished(gateway(args));
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.firstError).toMatch(/^eventflow-gateway: (Unknown option|unknown command|unexpected argument)/);
+    expect(result.firstError).toMatch(/^eventflow-gateway: (unknown option|unknown command|unexpected argument)/);
     expect(result.stderr).toContain(args[0] === 'hub' ? hubUsage : gatewayUsage);
+  });
+
+  it.each([
+    [['--port', '9000'], 'unknown option --port: the gateway takes its settings from EVENTFLOW_* variables, not options (gateway/README.md › Configuration); e.g. EVENTFLOW_PORT=9000 eventflow-gateway'],
+    [['--sqlite-path=/tmp/x.db'], 'unknown option --sqlite-path: the gateway takes its settings from EVENTFLOW_* variables, not options (gateway/README.md › Configuration); e.g. EVENTFLOW_SQLITE_PATH=/tmp/x.db eventflow-gateway'],
+    [['--url', 'ws://x/'], 'unknown option --url: the gateway takes its settings from EVENTFLOW_* variables, not options (gateway/README.md › Configuration)'],
+    [['hub', '--port'], 'unknown option --port: the hub takes its settings from EVENTFLOW_* variables, not options (gateway/README.md › Configuration)'],
+  ])('%j: names the variable to set instead (exit 2)', async (args, line) => {
+    // Before: "Unknown option '--port'. To specify a positional argument starting with a '-', place it at the end of the
+    // command after '--', as in '-- "--port"': parseArgs's advice, for positionals, which the gateway has none of.
+    const result = await finished(gateway(args));
+    expect(result).toMatchObject({ code: 2, firstError: `eventflow-gateway: ${line}` });
   });
 
   it('eventflow --version prints the package version', async () => {
