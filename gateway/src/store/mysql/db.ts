@@ -37,6 +37,18 @@ export const utcNow = async (on: Pool | PoolConnection): Promise<Date> => (await
 /** The driver's code of an error (driver-code.ts): ER_…, a connection's (ECONNREFUSED, PROTOCOL_CONNECTION_LOST), or ours. */
 export const driverCode = ownDriverCode;
 
+/** The server's refusals of the gateway's user (a connection, a database, a table): startup-failure.ts names each at start. */
+const CONNECTION_REFUSALS = [
+  'ER_ACCESS_DENIED_ERROR',
+  'ER_ACCESS_DENIED_NO_PASSWORD_ERROR',
+  'ER_DBACCESS_DENIED_ERROR',
+  'ER_TABLEACCESS_DENIED_ERROR',
+  'ER_HOST_NOT_PRIVILEGED',
+  'ER_HOST_IS_BLOCKED',
+  'ER_USER_LIMIT_REACHED',
+  'ER_MUST_CHANGE_PASSWORD_LOGIN',
+];
+
 /**
  * Server errors of the database's state rather than of the statements: a retry of the same work may succeed once it
  * has passed (write-health.ts). Every error that is not the server's (ER_…) is the connection's.
@@ -69,6 +81,10 @@ const STATE_ERRORS = new Set([
   'ER_TOO_MANY_CONCURRENT_TRXS',
   // A table of the store dropped or renamed under it: back once it is restored (or made again at a restart).
   'ER_NO_SUCH_TABLE',
+  // The server refusing the gateway's user a new connection (its password changed, its account dropped, locked out of
+  // this host) or its privileges: the operator's doing, back once undone, whatever the statement. Counted as faults of
+  // the statements, they failed a publish for good, without its id or `stored`, where the clients send it again.
+  ...CONNECTION_REFUSALS,
 ]);
 
 export function isStoreStateError(code: string | undefined): boolean {
@@ -112,6 +128,14 @@ const STEPS: ReadonlyMap<string, string> = new Map([
   ['ER_ROLLBACK_ONLY', 'the server rolled the transaction back (a conflict with another, on a Galera cluster say): send it again'],
   ['ER_ACCOUNT_HAS_BEEN_LOCKED', "the database user's account is locked: unlock it (ALTER USER … ACCOUNT UNLOCK); the gateway connects again by itself"],
   ['ER_USER_IS_BLOCKED', "the database user is blocked after too many wrong passwords (max_password_errors): FLUSH PRIVILEGES, or ALTER USER, unblocks it"],
+  [
+    'ER_ACCESS_DENIED_ERROR',
+    "the server refuses the gateway's database user a new connection (its password changed, or the account was dropped): restore it, or restart the gateway with EVENTFLOW_MYSQL_USER and EVENTFLOW_MYSQL_PASS that the server accepts; the gateway tries again until it is let in",
+  ],
+  ['ER_DBACCESS_DENIED_ERROR', "the gateway's database user lost its privileges on the database: grant them again (GRANT ALL ON db.* TO …); the gateway tries again"],
+  ['ER_TABLEACCESS_DENIED_ERROR', "the gateway's database user lost its privileges on a table of the store: grant them again; the gateway tries again"],
+  ['ER_HOST_IS_BLOCKED', 'the server blocks this machine after too many failed connections: run FLUSH HOSTS on the server (mariadb-admin flush-hosts), and raise max_connect_errors if it comes back'],
+  ['ER_USER_LIMIT_REACHED', "the gateway's database user is over a resource limit of its account (MAX_USER_CONNECTIONS, MAX_QUERIES_PER_HOUR, …): lift it (ALTER USER … WITH … 0)"],
 ]);
 
 /** For a table dropped or renamed under the store: which, and what to do. */
