@@ -157,3 +157,33 @@ describe('extend() from a handler whose delivery was lost with its connection', 
     await worker.close({ drainTimeout: 10 });
   });
 });
+
+describe('close() draining a handler that publishes its outcome', () => {
+  it("the handler's publish goes through and its event is settled success (a rolling deploy does not fail the jobs in hand)", async () => {
+    h = await startHarness();
+    const worker = h.client();
+    let finish: () => void = () => undefined;
+    const published: unknown[] = [];
+    await worker.consume('orders', 'placed', async (event) => {
+      await new Promise<void>((resolve) => (finish = resolve));
+      // As packages/node/README.md's worker does: the outcome, published from the handler.
+      published.push(await worker.publish({ domain: 'orders', name: 'success', pid: event.pid, rid: event.id }).catch((error: unknown) => error));
+    }, { group: 'shipping' });
+    const id = await h.client().publish({ domain: 'orders', name: 'placed', pid: 'o1' });
+    await eventually(async () => (await listGroups(h!.client(), 'orders'))[0]?.inFlight === 1, 5_000, 'the handler running');
+    const closed = worker.close({ drainTimeout: 10_000 });
+    finish();
+    await closed;
+    // Before: [E_EVENTFLOW_CLIENT_CLOSED "client closed; create a new one"], and the event settled failed for good.
+    expect(published).toEqual([expect.any(String)]);
+    const db = new Database(h.dbPath, { readonly: true });
+    try {
+      expect(db.prepare("SELECT outcome FROM eventflow_delivery WHERE grp = 'shipping' AND event_id = ?").get(id)).toEqual({ outcome: 'success' });
+      expect(db.prepare("SELECT COUNT(*) AS n FROM event WHERE name = 'success' AND rid = ?").get(id)).toEqual({ n: 1 });
+    } finally {
+      db.close();
+    }
+    // After close() the client refuses calls, as before.
+    await expect(worker.publish({ domain: 'orders', name: 'late', pid: 'o1' })).rejects.toMatchObject({ code: 'E_EVENTFLOW_CLIENT_CLOSED' });
+  });
+});

@@ -148,7 +148,8 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * and cut off by a dropped connection, it is sent again on the next one.
    */
   async call<O extends OperationName>(op: O, params: Params<O>, options?: RequestOptions): Promise<Result<O>> {
-    this.#assertUsable();
+    // Not refused while close() drains: a handler finishing its work publishes its outcome. Once closed, the request
+    // manager refuses every call (failAll).
     assertNumber(options?.timeout, 'options.timeout');
     assertSignal(options?.signal, 'options.signal');
     // Checked here too, so that a wrong argument fails at once, also while offline.
@@ -300,6 +301,7 @@ export class EventflowClient<M extends EventMap = EventMap> {
    * Lets in-flight consume handlers finish and settle (up to `drainTimeout`, default DEFAULT_DRAIN_TIMEOUT, 30 s), then
    * closes. Deliveries arriving meanwhile are released to other consumers. Handlers still running then have their
    * signal aborted (their events go to other consumers); pending requests and waits reject with E_EVENTFLOW_CLIENT_CLOSED.
+   * Calls made while it drains (a handler's publish of its outcome) still go through; new registrations do not.
    */
   // async: a bad option rejects; #closed is still set in the call itself (before any await).
   async close(options: { drainTimeout?: number } = {}): Promise<void> {
