@@ -6,6 +6,7 @@
  * refuse its writes) keeps it. `explainStartupFailure` gives the bins their first stderr line and
  * their exit code.
  */
+import { statSync } from 'node:fs';
 import { EventflowError } from '@eventflow/core';
 
 /** The bins' exit codes (also in `eventflow-gateway --help` and gateway/README.md). */
@@ -97,6 +98,10 @@ function sqliteProblem(error: unknown, path: string): string {
   // file is fine, and another path would start on an empty store.
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
     return `the SQLite database ${JSON.stringify(path)} is locked by another process in a write transaction on it (the sqlite3 shell, a backup, a script) (${code}); end that transaction, then start the gateway again`;
+  }
+  // A database that exists, on a read-only mount or owned by another user: another path would start on an empty store.
+  if ((code?.startsWith('SQLITE_READONLY') || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_PERM') && path !== ':memory:' && statSync(path, { throwIfNoEntry: false })?.isFile() === true) {
+    return `the SQLite database ${JSON.stringify(path)} exists, but this process cannot write to it or to its directory (${code}); give it write access to both (the file's owner or mode, a read-only mount), then start the gateway again (another EVENTFLOW_SQLITE_PATH would start on an empty store)`;
   }
   if (code === 'SQLITE_NOTADB') return `${JSON.stringify(path)} is not a SQLite database; set EVENTFLOW_SQLITE_PATH to another file (a new one is created)`;
   if (code?.startsWith('SQLITE_CORRUPT')) return `the SQLite database ${JSON.stringify(path)} is damaged: ${messageOf(error)} (${code}); restore it from a backup (another EVENTFLOW_SQLITE_PATH starts on an empty store)`;

@@ -3,7 +3,7 @@
  * wrong and what to do (before the JSON log line), and the exit code says which kind of failure it
  * is (gateway/README.md "Exit codes"). MySQL cases run against the test server (@eventflow/test-support/mysql).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +80,32 @@ describe('eventflow-gateway start-up failures', () => {
     expect(result.firstError).toBe(
       `eventflow gateway cannot start: cannot open the SQLite database ${JSON.stringify(dir)}: unable to open database file (SQLITE_CANTOPEN); set EVENTFLOW_SQLITE_PATH to a file in a directory this process can write (E_EVENTFLOW_STORE_UNAVAILABLE)`,
     );
+  });
+});
+
+// As another user than the file's: root's writes pass every file mode.
+describe.skipIf(process.getuid?.() !== 0)('eventflow-gateway on a SQLite database it may not write', () => {
+  it('says the database exists and to give the gateway write access, not to pick another path (an empty store); exit 5', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'eventflow-readonly-'));
+    try {
+      chmodSync(own, 0o755);
+      const path = join(own, 'kept.db');
+      const db = new Database(path);
+      db.exec('CREATE TABLE kept (x)');
+      db.close();
+      const result = await finished(gateway([], { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path }, { uid: 65534, gid: 65534 }));
+      expect(result.code).toBe(5);
+      // Before: "cannot open the SQLite database …: attempt to write a readonly database (SQLITE_READONLY); set
+      // EVENTFLOW_SQLITE_PATH to a file in a directory this process can write", which starts on an empty store.
+      expect(result.firstError).toMatch(
+        new RegExp(
+          `^eventflow gateway cannot start: the SQLite database ${JSON.stringify(path)} exists, but this process cannot write to it or to its directory \\((SQLITE_READONLY|SQLITE_CANTOPEN)\\); ` +
+            "give it write access to both \\(the file's owner or mode, a read-only mount\\), then start the gateway again \\(another EVENTFLOW_SQLITE_PATH would start on an empty store\\) \\(E_EVENTFLOW_STORE_UNAVAILABLE\\)$",
+        ),
+      );
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 });
 

@@ -37,8 +37,8 @@ function childEnv(env: Record<string, string | number>): NodeJS.ProcessEnv {
   return result;
 }
 
-export function run(command: string, args: string[], env: Record<string, string | number> = {}, cwd = repoRoot): Running {
-  const proc = spawn(command, args, { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function run(command: string, args: string[], env: Record<string, string | number> = {}, cwd = repoRoot, user?: { uid: number; gid: number }): Running {
+  const proc = spawn(command, args, { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], ...user });
   let out = '';
   let err = '';
   proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -70,9 +70,9 @@ export function run(command: string, args: string[], env: Record<string, string 
   };
 }
 
-/** `eventflow-gateway <args>` from the sources. */
-export function gateway(args: string[], env: Record<string, string | number> = {}): Running {
-  return run(process.execPath, ['--import', loader, gatewaySource, ...args], env);
+/** `eventflow-gateway <args>` from the sources; as another user (`user`, when the tests run as root). */
+export function gateway(args: string[], env: Record<string, string | number> = {}, user?: { uid: number; gid: number }): Running {
+  return run(process.execPath, ['--import', loader, gatewaySource, ...args], env, repoRoot, user);
 }
 
 /** Runs to the end, SIGKILLing after `timeoutMs` (then `signal` is SIGKILL: the process hung). */
