@@ -15,6 +15,7 @@ import { storeUnavailable } from '../../src/startup-failure.js';
 import { parseHubConfig } from '../../src/v4/hub/config.js';
 import { mysqlUnavailable, server as mysqlServer, useTestDatabases } from '@eventflow/test-support/mysql';
 import { finished, gateway } from './support.js';
+import { MASTER } from '../hub-support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'eventflow-startup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -306,6 +307,34 @@ describe.skipIf(mysqlUnavailable !== undefined)('eventflow-gateway on MySQL: sta
     expect(storeUnavailable(wrapped, { kind: 'mysql', host: 'db', port: 3306, database: 'shop', user: 'app' }).message).toBe(
       'cannot use MySQL at db:3306 (database "shop", user "app"): the MySQL store could not open database "shop" on db:3306 (ER_SERVER_SHUTDOWN); check the database and the gateway log',
     );
+  });
+
+  it('the hub, MySQL unreachable: the same line as the gateway\'s, exit 5', async () => {
+    const { server, port } = await listening();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const result = await finished(gateway(['hub'], mysql({ EVENTFLOW_MYSQL_PORT: port, EVENTFLOW_MYSQL_DB: 'somedb', EVENTFLOW_CERT_PASS_ENCRYPTION_KEY: MASTER })));
+    // Before: exit 1, "eventflow hub cannot start: the MySQL store could not open database "somedb" on …:… (ECONNREFUSED); the
+    // database does not accept connections (down, or another host or port): the gateway tries again until it does (E_EVENTFLOW_STORE_FAILED)".
+    expect(result.code).toBe(5);
+    expect(result.firstError).toBe(
+      `eventflow hub cannot start: cannot reach MySQL at ${mysqlServer.host}:${port} (database "somedb", user "${mysqlServer.user}"): ECONNREFUSED; start the server, or set EVENTFLOW_MYSQL_HOST and EVENTFLOW_MYSQL_PORT to where it runs (E_EVENTFLOW_STORE_UNAVAILABLE)`,
+    );
+  });
+
+  it('the hub says an EVENTFLOW_HUB_* variable it does not read, with the one it does (it was ignored without a word)', async () => {
+    const db = await fresh();
+    const env = { EVENTFLOW_MYSQL_DB: db.name, EVENTFLOW_HUB_PORT: 9, EVENTFLOW_HUB_INTERNAL_PROT: 9, EVENTFLOW_HUB_INTERNAL_PORT: 0 };
+    const hub = gateway(['hub'], mysql({ ...env, EVENTFLOW_CERT_PASS_ENCRYPTION_KEY: MASTER, EVENTFLOW_CERT_PASS_PBKDF2_ITERATIONS: 1000, EVENTFLOW_LOG_LEVEL: 'warn' }));
+    try {
+      await hub.printed('listening:');
+      expect(hub.stderr().split('\n').slice(0, 2)).toEqual([
+        'eventflow hub: EVENTFLOW_HUB_INTERNAL_PROT is not a variable of eventflow and is ignored; did you mean EVENTFLOW_HUB_INTERNAL_PORT?',
+        'eventflow hub: EVENTFLOW_HUB_PORT is not a variable of eventflow and is ignored',
+      ]);
+    } finally {
+      hub.proc.kill('SIGTERM');
+      expect((await finished(hub)).code).toBe(0);
+    }
   });
 
   it('a database whose eventflow tables cannot be upgraded: says so, and that the data is kept; exit 5', async () => {

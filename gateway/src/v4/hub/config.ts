@@ -9,7 +9,7 @@ import * as z from 'zod';
 import { EventflowError, generatePid } from '@eventflow/core';
 import { configSchema, durationMs } from '../../config.js';
 import { MAX_TIMER_MS } from '../../defaults.js';
-import { decimalNumbers, describeConfigIssue, expected } from '../../config-issues.js';
+import { decimalNumbers, describeConfigIssue, expected, unknownVariables } from '../../config-issues.js';
 import { readV4Environment } from '../../v4-env.js';
 import type { MysqlStoreOptions } from '../../store/mysql/mysql.js';
 import { certificateConfigFromEnv, parseCertificateConfig, type CertificateConfig } from '../certificates/config.js';
@@ -135,4 +135,15 @@ export function generateHubId(name: string, now: number = Date.now()): string {
   const id = `${generatePid(now)}.${name}`.toUpperCase();
   if (id.length > 64) throw new EventflowError('E_EVENTFLOW_CONFIG', `invalid hub configuration: EVENTFLOW_HUB_NAME: the hub ID ${id} exceeds 64 characters`);
   return id;
+}
+
+/**
+ * EVENTFLOW_HUB_* variables the hub does not read, one line each with the closest it does: a typo (EVENTFLOW_HUB_PORT for
+ * EVENTFLOW_HUB_INTERNAL_PORT) was ignored without a word and the hub listened on its default. The gateway leaves this
+ * family to the hub (config.ts), and the gateway's own variables, which an environment shared by both holds, are not the hub's to judge.
+ */
+export function unknownHubVariables(env: HubEnv): string[] {
+  const family = (name: string): boolean => name.startsWith('EVENTFLOW_HUB_');
+  const read = new Set(Object.keys(hubConfigSchema.shape).filter(family));
+  return unknownVariables(Object.fromEntries(Object.entries(env).filter(([name]) => family(name))), read, []);
 }

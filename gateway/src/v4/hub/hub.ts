@@ -38,6 +38,7 @@ import { HubRegistry } from './registry.js';
 import { Scheduler } from '../../delivery/scheduler.js';
 import { HubSweeper } from './sweeper.js';
 import { asciiText, persistHub, persistLog, readOnlineHubs, restoreHubOnline, updateHubToQuit, type HubRow } from './store.js';
+import { storeUnavailable } from '../../startup-failure.js';
 
 export interface HubOptions {
   config: HubConfig;
@@ -47,6 +48,8 @@ export interface HubOptions {
   maxRecordBytes?: number;
   /** A client with more unsent bytes than this is dropped (it reconnects and re-subscribes); default 8 MiB. */
   maxBufferedBytes?: number;
+  /** Told why start() failed before the log line says it (the bin's one line for a person comes first). */
+  onStartFailure?: (error: unknown) => void;
 }
 
 /** A subscription as the hub holds it. */
@@ -71,6 +74,7 @@ export class Hub {
   readonly #logger: Logger;
   readonly #pool: Pool;
   readonly #store: MysqlStore;
+  readonly #onStartFailure: ((error: unknown) => void) | undefined;
   readonly #maxRecordBytes: number;
   readonly #maxBufferedBytes: number;
   readonly #registry = new HubRegistry<HubClient>();
@@ -104,6 +108,7 @@ export class Hub {
     this.#logger = (options.logger ?? createLogger(config.logLevel)).child({ hub: this.id });
     this.#maxRecordBytes = options.maxRecordBytes ?? 64 * 1024;
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+    this.#onStartFailure = options.onStartFailure;
     const { host = '127.0.0.1', port = 3306, user = 'root', password = '', database = 'eventflow', connectionLimit = 10 } = config.mysql;
     // v4's pool settings (§1.4): UTC dates, utf8mb4.
     this.#pool = createPool({ host, port, user, password, database, connectionLimit, charset: 'utf8mb4', timezone: 'Z' });
@@ -185,6 +190,7 @@ export class Hub {
     try {
       await this.#starting;
     } catch (error) {
+      this.#onStartFailure?.(error);
       this.#logger.error('hub failed to start', { error });
       await this.destroy().catch(() => undefined);
       throw error;
@@ -192,7 +198,9 @@ export class Hub {
   }
 
   async #start(): Promise<void> {
-    await this.#store.init();
+    const { host = '127.0.0.1', port = 3306, database = 'eventflow', user = 'root' } = this.config.mysql;
+    // As the gateway's start says it (exit 5, what to change): the store's own words said "the gateway tries again until it does" and exited 1.
+    await this.#store.init().catch((error: unknown) => Promise.reject(storeUnavailable(error, { kind: 'mysql', host, port, database, user })));
     await this.certificates.getTlsMaterial(); // creates this hub's leaf before the first handshake needs it
     const server = tls.createServer(hubServerTlsOptions(this.certificates));
     this.#server = server;

@@ -3,7 +3,7 @@
  * (EVENTFLOW_HUB_*, EVENTFLOW_MYSQL_*, EVENTFLOW_CERT_*) until SIGINT or SIGTERM.
  */
 import { Hub } from './hub.js';
-import { parseHubConfig, type HubEnv } from './config.js';
+import { parseHubConfig, unknownHubVariables, type HubEnv } from './config.js';
 import { stopOnSignals } from '../../shutdown.js';
 import { explainStartupFailure } from '../../startup-failure.js';
 
@@ -12,16 +12,23 @@ export async function runHubCli(env: HubEnv = process.env): Promise<Hub | undefi
   // Before anything else: a signal during start must still mark the hub row quit (hub.destroy()).
   const signals = stopOnSignals('hub');
   let hub: Hub;
+  let said = false;
   try {
     const config = parseHubConfig(env);
-    hub = new Hub({ config });
+    for (const line of unknownHubVariables(env)) process.stderr.write(`eventflow hub: ${line}\n`);
+    // The line for a person first, then the hub's JSON log line, as the gateway does.
+    const onStartFailure = (error: unknown): void => {
+      said = signals.signal === undefined && process.stderr.write(`${explainStartupFailure(error, 'hub').line}\n`);
+    };
+    hub = new Hub({ config, onStartFailure });
     signals.stopWith(() => hub.destroy());
     await hub.start();
   } catch (error) {
     // Stopped by a signal while starting: destroy() is finishing and exits the process.
     if (signals.signal !== undefined) return undefined;
     const failure = explainStartupFailure(error, 'hub');
-    process.stderr.write(`${failure.line}\n`);
+    // A configuration refused before the hub started has not been said yet.
+    if (!said) process.stderr.write(`${failure.line}\n`);
     process.exitCode = failure.exitCode;
     return undefined;
   }
