@@ -252,6 +252,32 @@ describe('EVENTFLOW_ALLOWED_ORIGINS: the Origin check of WebSocket upgrades', ()
     await (await connect(gateway.url)).ping();
   });
 
+  it("pages the gateway served itself connect: an Origin that is the upgrade's own Host, a name EVENTFLOW_ALLOWED_HOSTS takes", async () => {
+    // As with EVENTFLOW_HOST=0.0.0.0 (gateway/README.md's own example): its banner's dashboard URL, http://0.0.0.0:<port>/, or the
+    // machine's address from another host. Before: the console and the demo dashboard it served were refused 403.
+    const { gateway } = await harness({});
+    const { port } = gateway;
+    for (const host of [`0.0.0.0:${port}`, `192.0.2.2:${port}`, `[::1]:${port}`]) {
+      expect(await upgradeStatus(gateway.url, { Host: host, Origin: `http://${host}` }), host).toBe(101);
+    }
+    // A page of another site (its name rebound to the gateway's address), another address, another port, a scheme not a page's.
+    for (const [host, origin] of [
+      [`evil.example:${port}`, `http://evil.example:${port}`],
+      [`192.0.2.2:${port}`, `http://192.0.2.9:${port}`],
+      [`192.0.2.2:${port}`, `http://192.0.2.2:${port + 1}`],
+      [`192.0.2.2:${port}`, `ftp://192.0.2.2:${port}`],
+    ]) {
+      expect(await upgradeStatus(gateway.url, { Host: host!, Origin: origin! }), `${origin} to ${host}`).toBe(403);
+    }
+    // A name EVENTFLOW_ALLOWED_HOSTS lists is the gateway's, behind a proxy that ends TLS say.
+    const named = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: ':memory:', EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_ALLOWED_HOSTS: 'gw.example.com' });
+    try {
+      expect(await upgradeStatus(named.url, { Host: 'gw.example.com', Origin: 'https://gw.example.com' })).toBe(101);
+    } finally {
+      await named.close();
+    }
+  });
+
   it('* allows any origin', async () => {
     const { gateway } = await harness({ EVENTFLOW_ALLOWED_ORIGINS: '*' });
     for (const origin of ['https://evil.example', 'null', 'http://localhost:1']) expect(await upgradeStatus(gateway.url, { Origin: origin }), origin).toBe(101);

@@ -113,6 +113,21 @@ export function originAllowed(origin: string | undefined, allowed: readonly stri
 }
 
 /**
+ * A page the gateway served itself (the console, the demo dashboard) opening its WebSocket: its Origin is the upgrade's
+ * own Host. With EVENTFLOW_HOST=0.0.0.0 such a page is at the machine's address, not a loopback one, and was refused.
+ * Only as safe as the Host: the caller checks it as for HTTP routes (hostAllowed), so that a page of another site whose
+ * name is rebound to the gateway's address is not taken for one.
+ */
+export function servedHere(origin: string | undefined, host: string | undefined): boolean {
+  if (origin === undefined || host === undefined || !/^https?:\/\//.test(origin)) return false;
+  try {
+    return new URL(origin).host === host.trim().toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/**
  * EVENTFLOW_ALLOWED_ORIGINS: comma-separated `*` or origins written exactly as browsers send them
  * (`scheme://host[:port]`, lowercase, no default port, no path or trailing slash).
  */

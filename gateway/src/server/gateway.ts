@@ -20,7 +20,7 @@ import { httpHandler } from './http.js';
 import { createStats } from './stats.js';
 import { currentSites } from './sites.js';
 import { WsTransport } from './ws-transport.js';
-import { originAllowed } from '../connection/limits.js';
+import { hostAllowed, originAllowed, servedHere } from '../connection/limits.js';
 import { ConditionLog } from '../condition-log.js';
 import { createLogger, type LogDestination, type Logger } from '../log.js';
 import { noMetrics, PrometheusMetrics } from '../metrics.js';
@@ -299,8 +299,9 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   http.on(
     'upgrade',
     guardUpgrade(log, (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-      const origin = request.headers.origin;
-      if (!originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
+      const { origin, host } = request.headers;
+      const ownPage = servedHere(origin, host) && hostAllowed(host, settings.EVENTFLOW_ALLOWED_HOSTS, settings.EVENTFLOW_HOST);
+      if (!ownPage && !originAllowed(origin, settings.EVENTFLOW_ALLOWED_ORIGINS)) {
         // A browser page from elsewhere must not use the gateway with its visitor's network access.
         upgradeLog.note('origin refused', 'warn', 'websocket upgrade refused: origin not allowed (see EVENTFLOW_ALLOWED_ORIGINS)', { origin, remote: request.socket.remoteAddress });
         refuseUpgrade(socket, 403, 'origin not allowed\n');
