@@ -4,6 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { packageRoot } from './package-root.js';
+import { isLoopbackHost } from './connection/limits.js';
 import type { Gateway } from './server/gateway.js';
 import { bundledConsoleDir, consolePath, currentSites } from './server/sites.js';
 
@@ -21,8 +22,16 @@ function nothingServed(demoDir: string | undefined, consoleDir: string | undefin
   return `none: ${reasons.join('; ')}; ${httpUrl} says how to connect`;
 }
 
+/** The addresses that mean every interface: no browser opens them (Chrome refuses 0.0.0.0), so URLs name loopback instead. */
+const EVERY_INTERFACE: Readonly<Record<string, string>> = { '0.0.0.0': '127.0.0.1', '::': '[::1]' };
+
 export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | 'httpUrl'>): string {
-  const { config, httpUrl } = gateway;
+  const { config } = gateway;
+  const host = config.EVENTFLOW_HOST;
+  const local = EVERY_INTERFACE[host];
+  const listened = host.includes(':') ? `[${host}]` : host;
+  const here = (url: string): string => (local === undefined ? url : url.replace(`//${listened}:`, `//${local}:`));
+  const httpUrl = here(gateway.httpUrl);
   const sites = currentSites(config.EVENTFLOW_DEMO_DIR, config.EVENTFLOW_CONSOLE_DIR);
   const consoleAt = consolePath(sites);
   const consoleUrl = consoleAt === undefined ? undefined : new URL(consoleAt.slice(1), httpUrl).href;
@@ -45,11 +54,14 @@ export function gatewayBanner(gateway: Pick<Gateway, 'id' | 'config' | 'url' | '
   const auth =
     config.EVENTFLOW_AUTH === 'jwt'
       ? `jwt (${config.EVENTFLOW_JWT_SECRET !== undefined ? 'HS256 secret' : 'public key'}${config.EVENTFLOW_AUTH_ANONYMOUS.length > 0 ? `; without a token: ${config.EVENTFLOW_AUTH_ANONYMOUS.join(', ')}` : ''})`
-      : 'none (every connection may do everything)';
+      : isLoopbackHost(host)
+        ? 'none (every connection may do everything)'
+        : `none (every connection may do everything), and EVENTFLOW_HOST=${host} lets other machines connect: set EVENTFLOW_AUTH=jwt, or keep the port behind a proxy that authenticates`;
   const lines = [
     `eventflow gateway ${gateway.id}`,
+    ...(local === undefined ? [] : [`  listening: every interface (EVENTFLOW_HOST=${host}); from another machine, this one's address on port ${new URL(gateway.httpUrl).port}`]),
     `  dashboard: ${dashboard}`,
-    `  clients:   ${gateway.url}`,
+    `  clients:   ${here(gateway.url)}`,
     `  health:    ${httpUrl}healthz`,
     `  ready:     ${httpUrl}readyz`,
     `  metrics:   ${config.EVENTFLOW_METRICS === 'on' ? `${httpUrl}metrics` : 'off (EVENTFLOW_METRICS=off)'}`,

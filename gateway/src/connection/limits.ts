@@ -91,6 +91,9 @@ export class TokenBucket {
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
+/** An EVENTFLOW_HOST only this machine can reach (127.0.0.0/8, ::1, localhost). */
+export const isLoopbackHost = (host: string): boolean => /^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$/i.test(host);
+
 /** `http(s)://localhost`, `127.0.0.1` or `[::1]`, any port, exactly as a browser sends it. */
 export function isLoopbackOrigin(origin: string): boolean {
   let url: URL;

@@ -20,7 +20,7 @@ import { httpHandler } from './http.js';
 import { createStats } from './stats.js';
 import { currentSites } from './sites.js';
 import { WsTransport } from './ws-transport.js';
-import { hostAllowed, originAllowed, servedHere } from '../connection/limits.js';
+import { hostAllowed, isLoopbackHost, originAllowed, servedHere } from '../connection/limits.js';
 import { ConditionLog } from '../condition-log.js';
 import { createLogger, type LogDestination, type Logger } from '../log.js';
 import { noMetrics, PrometheusMetrics } from '../metrics.js';
@@ -331,6 +331,10 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   const port = typeof address === 'object' && address ? address.port : settings.EVENTFLOW_PORT;
   const host = settings.EVENTFLOW_HOST.includes(':') ? `[${settings.EVENTFLOW_HOST}]` : settings.EVENTFLOW_HOST;
   log.info('gateway listening', { url: `http://${host}:${port}/`, store: store.kind, router: router.kind, metrics: settings.EVENTFLOW_METRICS });
+  // The banner says it too, but a container's operator reads the log: every connection may read, publish and delete.
+  if (settings.EVENTFLOW_AUTH === 'none' && !isLoopbackHost(settings.EVENTFLOW_HOST)) {
+    log.warn('listening beyond this machine without authentication: set EVENTFLOW_AUTH=jwt, or keep the port behind a proxy that authenticates', { host: settings.EVENTFLOW_HOST });
+  }
 
   return {
     id,

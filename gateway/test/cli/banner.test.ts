@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { gatewayBanner } from '../../src/banner.js';
 import { parseConfig } from '../../src/config.js';
+import { startGateway } from '../../src/index.js';
 import { finished, gateway } from './support.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,28 @@ describe('the start banner', () => {
         '  auth:      none (every connection may do everything)',
         '',
       ].join('\n'),
+    );
+  });
+
+  it('on every interface: URLs a browser opens (not 0.0.0.0) and, without authentication, that other machines can connect', async () => {
+    const wide = { id: 'G1', url: 'ws://0.0.0.0:8080/', httpUrl: 'http://0.0.0.0:8080/' };
+    const lines = gatewayBanner({ ...wide, config: parseConfig({ EVENTFLOW_HOST: '0.0.0.0', EVENTFLOW_CONSOLE_DIR: 'off' }) }).split('\n');
+    // Before: "clients:   ws://0.0.0.0:8080/" and the rest at 0.0.0.0, which Chrome refuses to open, and "auth: none (every
+    // connection may do everything)" as on loopback.
+    expect(lines.slice(1, 4)).toEqual([
+      "  listening: every interface (EVENTFLOW_HOST=0.0.0.0); from another machine, this one's address on port 8080",
+      '  dashboard: none: the console is off (EVENTFLOW_CONSOLE_DIR=off); http://127.0.0.1:8080/ says how to connect',
+      '  clients:   ws://127.0.0.1:8080/',
+    ]);
+    expect(lines).toContain(
+      '  auth:      none (every connection may do everything), and EVENTFLOW_HOST=0.0.0.0 lets other machines connect: set EVENTFLOW_AUTH=jwt, or keep the port behind a proxy that authenticates',
+    );
+    // And in the log, which is what a container's operator reads.
+    const logged: string[] = [];
+    const running = await startGateway({ EVENTFLOW_HOST: '0.0.0.0', EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: ':memory:', EVENTFLOW_LOG_LEVEL: 'warn' }, { logDestination: (line) => void logged.push(line) });
+    await running.close();
+    expect(logged.map((line) => JSON.parse(line) as { msg: string; host?: string })).toContainEqual(
+      expect.objectContaining({ msg: 'listening beyond this machine without authentication: set EVENTFLOW_AUTH=jwt, or keep the port behind a proxy that authenticates', host: '0.0.0.0' }),
     );
   });
 
