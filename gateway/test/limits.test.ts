@@ -253,7 +253,7 @@ describe('EVENTFLOW_ALLOWED_ORIGINS: the Origin check of WebSocket upgrades', ()
   });
 
   it("pages the gateway served itself connect: an Origin that is the upgrade's own Host, a name EVENTFLOW_ALLOWED_HOSTS takes", async () => {
-    // As with EVENTFLOW_HOST=0.0.0.0 (gateway/README.md's own example): its banner's dashboard URL, http://0.0.0.0:<port>/, or the
+    // As with EVENTFLOW_HOST=0.0.0.0 (gateway/README.md's own example): the dashboard opened at http://0.0.0.0:<port>/, or at the
     // machine's address from another host. Before: the console and the demo dashboard it served were refused 403.
     const { gateway } = await harness({});
     const { port } = gateway;
