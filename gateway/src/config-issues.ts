@@ -5,6 +5,7 @@
  */
 import type { z } from 'zod';
 import { MAX_CONSUME_ATTEMPTS } from '@eventflow/core';
+import { MIN_FRAME_BYTES } from './defaults.js';
 
 /** Variables whose values never appear in a message (they may also be long PEM blocks). */
 const secret = /SECRET|PASS|KEY|TOKEN/;
@@ -22,6 +23,7 @@ export const expected = {
   positiveInt: `expected a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`,
   nonNegativeInt: `expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`,
   cacheMb: 'expected a whole number of MiB from 1 to 65536',
+  frameBytes: `expected a whole number of bytes from ${MIN_FRAME_BYTES} (a client's hello with its token must fit) to ${Number.MAX_SAFE_INTEGER}`,
   attempts: `expected a whole number from 1 to ${MAX_CONSUME_ATTEMPTS} (${MAX_CONSUME_ATTEMPTS}: the most a consumer's retry.attempts may ask for)`,
 } as const;
 

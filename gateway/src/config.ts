@@ -10,7 +10,7 @@ import type { MysqlStoreOptions } from './store/mysql/mysql.js';
 import type { StoreTarget } from './startup-failure.js';
 import { decimalNumbers, describeConfigIssue, expected, unknownVariables } from './config-issues.js';
 import { readV4Environment, unsupported, v4Aliases } from './v4-env.js';
-import { configDefaults, MAX_EXTEND_LEASES, MAX_TIMER_MS, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
+import { configDefaults, MAX_EXTEND_LEASES, MAX_TIMER_MS, MIN_FRAME_BYTES, MYSQL_MAX_DATA_DEPTH } from './defaults.js';
 
 // Each classic zod schema costs some 25–40 µs to build, and this one is built at every start
 // (bench/README.md › start): the number schemas take their checks in one .check() (one clone instead
@@ -85,7 +85,10 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9.-]{1,40}$/, { error: 'must be 1–40 characters of A-Z a-z 0-9 . -' })
     .default(configDefaults.EVENTFLOW_SPOKE_NAME),
   /** Frames above this many bytes close the connection with 1009. */
-  EVENTFLOW_MAX_FRAME_BYTES: positiveInt.default(configDefaults.EVENTFLOW_MAX_FRAME_BYTES),
+  EVENTFLOW_MAX_FRAME_BYTES: z.coerce
+    .number({ error: expected.frameBytes })
+    .check(z.int({ error: expected.frameBytes }), z.gte(MIN_FRAME_BYTES, { error: expected.frameBytes }))
+    .default(configDefaults.EVENTFLOW_MAX_FRAME_BYTES),
   /** A client whose unsent frames exceed this many bytes is disconnected with 4008 and resumes. */
   EVENTFLOW_MAX_BUFFERED_BYTES: positiveInt.default(configDefaults.EVENTFLOW_MAX_BUFFERED_BYTES),
   /**
@@ -347,4 +350,17 @@ export const isConfigVariable = (name: string): boolean => settingNames.has(name
 /** One line per EVENTFLOW_* variable in `values` that nothing reads (a typo), naming the closest known one. */
 export function unknownConfigVariables(values: Readonly<Record<string, unknown>>): string[] {
   return unknownVariables(values, knownNames, families);
+}
+
+/** Settings of EVENTFLOW_AUTH=jwt only. */
+const JWT_ONLY = ['EVENTFLOW_JWT_SECRET', 'EVENTFLOW_JWT_PUBLIC_KEY', 'EVENTFLOW_JWT_ISSUER', 'EVENTFLOW_JWT_AUDIENCE', 'EVENTFLOW_JWT_MAX_LIFETIME_S', 'EVENTFLOW_AUTH_ANONYMOUS', 'EVENTFLOW_AUTH_TIMEOUT_MS'];
+
+/**
+ * Authentication settings given to a gateway that authenticates nothing: a secret set without EVENTFLOW_AUTH=jwt (the
+ * variable the CLI's `eventflow token` reads too) started a gateway open to every connection, without a word.
+ */
+export function unusedAuthVariables(values: Readonly<Record<string, unknown>>, settings: Pick<GatewayConfig, 'EVENTFLOW_AUTH'>): string[] {
+  if (settings.EVENTFLOW_AUTH === 'jwt') return [];
+  const set = JWT_ONLY.filter((name) => values[name] !== undefined && String(values[name]).trim() !== '');
+  return set.length === 0 ? [] : [`${set.join(', ')} ${set.length === 1 ? 'is' : 'are'} set, but EVENTFLOW_AUTH is none: no token is checked and every connection may do everything; set EVENTFLOW_AUTH=jwt to authenticate`];
 }

@@ -61,6 +61,12 @@ export const configDefaults = {
 
 // ── connections ──
 
+/**
+ * The least EVENTFLOW_MAX_FRAME_BYTES: a client's `hello` with its token must fit (an identity provider's JWT runs to a
+ * few KiB). Below it every connection was closed 1009 during its handshake, and the gateway served no one.
+ */
+export const MIN_FRAME_BYTES = 4 * KiB;
+
 /** After the gateway sends a close frame, how long it waits for the client's before it drops the socket. */
 export const CLOSE_GRACE_MS = 1_000;
 /**

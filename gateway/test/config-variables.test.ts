@@ -4,10 +4,10 @@
  * A duration no timer can wait is refused, not run at once.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_CONSUME_ATTEMPTS } from '@eventflow/core';
 import { parseConfig, unknownConfigVariables } from '../src/config.js';
 import { parseHubConfig } from '../src/v4/hub/config.js';
 import { startGateway } from '../src/index.js';
+import { createClient, MAX_CONSUME_ATTEMPTS } from '@eventflow/core';
 
 describe('unknown EVENTFLOW_* variables', () => {
   it('are named with the closest known variable', () => {
@@ -144,5 +144,48 @@ describe('number settings are read as written in decimal, and a refusal states t
     expect(() => parseHubConfig({ EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES: '-1' })).toThrow(`EVENTFLOW_HUB_CLAIM_MAX_REDELIVERIES="-1": expected a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`);
     expect(() => parseHubConfig({ EVENTFLOW_HUB_CLAIM_LEASE_MS: '500' })).toThrow('EVENTFLOW_HUB_CLAIM_LEASE_MS="500": expected a whole number of ms from 1000 (claim times have whole seconds) to 2147483647');
     expect(() => parseHubConfig({ EVENTFLOW_HUB_EXTERNAL_PORT: '0' })).toThrow('EVENTFLOW_HUB_EXTERNAL_PORT="0": expected a port number (an integer from 1 to 65535)');
+  });
+});
+
+describe('settings that would leave the gateway serving no one, or open to everyone, without a word', () => {
+  it('EVENTFLOW_MAX_FRAME_BYTES below a hello with a token is refused at start, with the least it takes', async () => {
+    // Before: EVENTFLOW_MAX_FRAME_BYTES=10 started, and every client was closed 1009 during its handshake.
+    expect(() => parseConfig({ EVENTFLOW_MAX_FRAME_BYTES: '10' })).toThrow(
+      `EVENTFLOW_MAX_FRAME_BYTES="10": expected a whole number of bytes from 4096 (a client's hello with its token must fit) to ${Number.MAX_SAFE_INTEGER}`,
+    );
+    expect(parseConfig({ EVENTFLOW_MAX_FRAME_BYTES: '4096' }).EVENTFLOW_MAX_FRAME_BYTES).toBe(4096);
+    // The least it takes lets a client with a token through.
+    const gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: ':memory:', EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_MAX_FRAME_BYTES: 4096 });
+    const client = createClient(gateway.url, { token: 'x'.repeat(2_000), onError: () => undefined });
+    try {
+      await client.ready(AbortSignal.timeout(5_000));
+    } finally {
+      await client.close();
+      await gateway.close();
+    }
+  });
+
+  it('authentication settings without EVENTFLOW_AUTH=jwt are said at start: the gateway checks no token', async () => {
+    const lines: string[] = [];
+    const logged: string[] = [];
+    const secret = 'a-secret-of-more-than-32-characters-here';
+    const gateway = await startGateway(
+      { EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: ':memory:', EVENTFLOW_JWT_SECRET: secret, EVENTFLOW_AUTH_ANONYMOUS: 'read' },
+      { onConfigWarning: (line) => lines.push(line), logDestination: (line) => logged.push(line) },
+    );
+    try {
+      // Before: nothing; the gateway was open to every connection, which the secret's owner meant to keep out.
+      const said = 'EVENTFLOW_JWT_SECRET, EVENTFLOW_AUTH_ANONYMOUS are set, but EVENTFLOW_AUTH is none: no token is checked and every connection may do everything; set EVENTFLOW_AUTH=jwt to authenticate';
+      expect(lines).toEqual([said]);
+      expect(logged.map((line) => JSON.parse(line) as { level: string; msg: string })).toContainEqual(expect.objectContaining({ level: 'warn', msg: `configuration: ${said}` }));
+      expect(logged.join('\n')).not.toContain(secret);
+    } finally {
+      await gateway.close();
+    }
+    // With jwt they are what they are for: nothing to say.
+    const quiet: string[] = [];
+    const authenticating = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: ':memory:', EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_AUTH: 'jwt', EVENTFLOW_JWT_SECRET: secret }, { onConfigWarning: (line) => quiet.push(line) });
+    await authenticating.close();
+    expect(quiet).toEqual([]);
   });
 });

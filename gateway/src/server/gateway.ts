@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { generatePid, MAX_SETTLE_BATCH, type ServerTransport } from '@eventflow/core';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { configSchema, mysqlOptions, parseConfig, storeTarget, unknownConfigVariables, type GatewayConfig, type GatewayConfigInput } from '../config.js';
+import { configSchema, mysqlOptions, parseConfig, storeTarget, unknownConfigVariables, unusedAuthVariables, type GatewayConfig, type GatewayConfigInput } from '../config.js';
 import { Admission, refusalBody } from './admission.js';
 import { createAuthenticator } from '../connection/auth.js';
 import { Dispatcher, type DispatcherStats } from '../delivery/dispatcher.js';
@@ -87,7 +87,7 @@ export async function startGateway(config: GatewaySettings = {}, dependencies: G
   }
   const id = settings.EVENTFLOW_GATEWAY_ID ?? `${generatePid().toUpperCase()}.${settings.EVENTFLOW_SPOKE_NAME.toUpperCase()}`;
   const log = (dependencies.logger ?? createLogger(settings.EVENTFLOW_LOG_LEVEL, {}, dependencies.logDestination)).child({ gateway: id });
-  for (const line of unknownConfigVariables(config)) {
+  for (const line of [...unknownConfigVariables(config), ...unusedAuthVariables(config, settings)]) {
     dependencies.onConfigWarning?.(line);
     log.warn(`configuration: ${line}`);
   }
