@@ -63,7 +63,11 @@ it('eventflow publish while the store is down waits within --timeout and prints 
   await eventually(() => outage.failed() >= 2, 10_000, 'two handshakes refused for the store');
   outage.heal();
   // Before: exit 1, "could not connect to ws://…: connection to the gateway closed during the handshake (close code 1011: …)".
-  expect({ code: await code, ...out }).toEqual({ code: 0, stdout: 'cli-during-outage\n', stderr: '' });
+  expect({ code: await code, ...out }).toEqual({
+    code: 0,
+    stdout: 'cli-during-outage\n',
+    stderr: 'the gateway answers, but its store does not answer (close code 1011); waiting for it up to --timeout (20000 ms)\n',
+  });
 });
 
 it('eventflow publish whose gateway store stays down fails at --timeout, garbage collections or not, saying where to look', async () => {

@@ -59,3 +59,9 @@ export function connectionFailure(error: unknown, url: URL, timeout: number): st
     ? `${said}: the gateway runs but its store did not answer for ${timeout} ms; ${readyz} says why (curl ${readyz}), or raise --timeout to wait longer`
     : `${said}: the gateway was stopping for ${timeout} ms; start it again, or raise --timeout to wait for it`;
 }
+
+/** The note a command prints when it starts waiting for a busy gateway (gatewayBusy). */
+export function connectionWait(error: EventflowError, timeout: number): string {
+  const closed = (error.details as { code?: unknown } | undefined)?.code === 1011 ? 'its store does not answer (close code 1011)' : 'it is stopping (close code 1001)';
+  return `the gateway answers, but ${closed}; waiting for it up to --timeout (${timeout} ms)`;
+}

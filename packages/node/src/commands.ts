@@ -12,7 +12,7 @@ import { createNodeClient } from './index.js';
 import { manageCommands, manageUsage, prepareManage } from './manage-commands.js';
 import { NotFound } from './cli-not-found.js';
 import { DEFAULT_EXPIRES, mintToken, tokenActions } from './token.js';
-import { connectionFailure, gatewayBusy, withTimeoutHint, withTokenHint } from './cli-hints.js';
+import { connectionFailure, connectionWait, gatewayBusy, withTimeoutHint, withTokenHint } from './cli-hints.js';
 
 export interface CliWriter {
   write(chunk: string): unknown;
@@ -176,6 +176,7 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     const run = prepare(name, args, values, stdout, stderr, io.signal, refused.signal);
 
     let lastConnectionError: unknown;
+    let connected = false;
     // A command is one call: the first failed attempt (refused, unreachable) ends it, or --timeout does (late, below);
     // a gateway that answered but could not serve yet (gatewayBusy) is waited for within it.
     const unreachable = new AbortController();
@@ -189,6 +190,8 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
         if (error instanceof EventflowError && error.code === 'E_EVENTFLOW_CONNECTION_FAILED') {
           lastConnectionError = error;
           if (!gatewayBusy(error)) unreachable.abort();
+          // Said once, on stderr: the command waits instead of ending, and a person should know for what.
+          else if (!connected) stderr.write(`${connectionWait(error, timeout)}\n`);
         } else if (isRefusal(error)) refused.abort(error);
         else stderr.write(`${formatError(error)}\n`);
       },
@@ -198,6 +201,7 @@ export async function runCli(argv: readonly string[], io: CliIo = {}): Promise<n
     const late = setTimeout(() => unreachable.abort(), timeout);
     try {
       await client.ready(AbortSignal.any([refused.signal, unreachable.signal]));
+      connected = true;
     } catch (cause) {
       if (refused.signal.aborted) throw withTokenHint(refused.signal.reason, token);
       // A refused handshake rejects ready() with its own code (E_EVENTFLOW_UNAUTHORIZED): that is the message.
