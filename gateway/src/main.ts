@@ -73,7 +73,12 @@ async function runGateway(): Promise<void> {
   );
   // A signal during start-up closes the gateway as soon as it is up.
   // Then the spans still buffered are exported.
-  signals.stopWith(() => starting.then((gateway) => gateway.close(), () => undefined).finally(flush));
+  // A stop whose store did not take back the leases ends as failed (exit 1), once the rest of it is done.
+  const stop = async (gateway: Awaited<typeof starting>): Promise<void> => {
+    await gateway.close();
+    if (gateway.leasesHeldAtStop !== undefined) throw gateway.leasesHeldAtStop;
+  };
+  signals.stopWith(() => starting.then(stop, () => undefined).finally(flush));
   try {
     const gateway = await starting;
     if (signals.signal !== undefined) return;

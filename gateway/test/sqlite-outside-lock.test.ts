@@ -109,4 +109,29 @@ describe('processes outside the gateway on its SQLite file', () => {
     expect(runs.size).toBe(jobs);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
   }, 60_000);
+  it("a stop while another process holds the write lock: the open delivery's lease is not taken back, which the stop says (the bin exits 1), the rest of it done", async () => {
+    const path = join(dir, `outside-${++files}.db`);
+    const gateway = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off', EVENTFLOW_DRAIN_TIMEOUT_MS: 200 });
+    cleanup.push(() => gateway.close());
+    const client = createClient(gateway.url, { onError: () => undefined });
+    cleanup.push(() => client.close({ drainTimeout: 100 }));
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    await client.consume('jobs', 'run', () => {
+      started();
+      return new Promise<void>(() => undefined);
+    }, { group: 'workers' });
+    await client.publish({ domain: 'jobs', name: 'run', pid: 'held' });
+    await running;
+    const shell = outside(path);
+    shell.exec('BEGIN IMMEDIATE');
+    // Before: the stop logged the failed hand-back and ended as clean (the bin's exit 0), its event waiting for its lease.
+    await gateway.close();
+    expect(gateway.leasesHeldAtStop).toMatchObject({ code: 'E_EVENTFLOW_STORE_FAILED', message: expect.stringMatching(/lease runs out/) });
+    shell.exec('ROLLBACK');
+    // The rest of the stop was done: the port is closed and the file can be opened by the next gateway.
+    await expect(fetch(gateway.httpUrl)).rejects.toThrow();
+    const next = await startGateway({ EVENTFLOW_PORT: 0, EVENTFLOW_SQLITE_PATH: path, EVENTFLOW_LOG_LEVEL: 'silent', EVENTFLOW_CONSOLE_DIR: 'off' });
+    cleanup.push(() => next.close());
+  }, 30_000);
 });

@@ -17,6 +17,7 @@
  * only from a connection whose token may consume the stored row's domain.
  */
 import { randomBytes } from 'node:crypto';
+import { EventflowError } from '@eventflow/core';
 import { configDefaults, MAX_EXTEND_LEASES } from '../defaults.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -328,15 +329,26 @@ export class Leases {
       this.#end(delivery, 'released', 'the gateway stopped');
       delivery.consumer.peer.sendRevoked?.(delivery.id);
     }
+    let handedBack = true;
     await Promise.all(
       left.map((delivery) =>
         // A report the store could not record yet is what the consumer said: written rather than handed back.
-        this.#writer.write(delivery.report?.action ?? { kind: 'release', delivery: delivery.id, uncount: true }).catch((error: unknown) => this.#log.error('could not release a lease', { event: delivery.event.id, error })),
+        this.#writer.write(delivery.report?.action ?? { kind: 'release', delivery: delivery.id, uncount: true }).catch((error: unknown) => {
+          handedBack = false;
+          this.#log.error('could not release a lease', { event: delivery.event.id, error });
+        }),
       ),
     );
     await this.#ledger()
       .releaseOwner(this.owner)
-      .catch((error: unknown) => this.#log.error('could not release the leases of this gateway', { error }));
+      .catch((error: unknown) => {
+        handedBack = false;
+        this.#log.error('could not release the leases of this gateway', { error });
+      });
+    // The stop goes on (connections, the store); it ends as failed (exit 1), since those events now wait for their lease.
+    if (!handedBack) {
+      throw new EventflowError('E_EVENTFLOW_STORE_FAILED', "the store did not take back this gateway's leases as it stopped: their events run again once their lease runs out (EVENTFLOW_CONSUME_LEASE_MS), on any gateway");
+    }
   }
 
   /** Stops the lease timers (gateway shutdown): no delivery expires from now on. */

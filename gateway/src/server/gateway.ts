@@ -54,6 +54,11 @@ export interface Gateway {
   accept(transport: ServerTransport): Session;
   /** Stops accepting, closes every connection with 1001, and closes the store. */
   close(): Promise<void>;
+  /**
+   * After close(): the store did not take back this gateway's leases (down, or its file write-locked by another
+   * process), so their events wait for their lease to run out; the bin then exits 1. Undefined otherwise.
+   */
+  readonly leasesHeldAtStop: Error | undefined;
 }
 
 export interface GatewayDependencies {
@@ -206,6 +211,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
   });
   let nextSession = 1;
   let closing: Promise<void> | undefined;
+  /** Set by close(): the store did not take back the leases (Gateway.leasesHeldAtStop). */
+  let leasesHeld: Error | undefined;
   const context = {
     gatewayId: id,
     store,
@@ -346,12 +353,19 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
     router: givenRouter,
     dispatcher,
     accept,
+    get leasesHeldAtStop() {
+      return leasesHeld;
+    },
     close: () =>
       (closing ??= (async () => {
         log.info('gateway stopping', { connections: sessions.size });
         await scheduler.stop();
-        // Connections stay open while running handlers settle (SIGTERM: work is handed on, never stranded).
-        await dispatcher.drain(settings.EVENTFLOW_DRAIN_TIMEOUT_MS);
+        // Connections stay open while running handlers settle (SIGTERM: work is handed on, never stranded). Leases the store
+        // did not take back are said after the rest of the stop (leasesHeldAtStop; the bin exits 1).
+        leasesHeld = await dispatcher.drain(settings.EVENTFLOW_DRAIN_TIMEOUT_MS).then(
+          () => undefined,
+          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+        );
         dispatcher.stop();
         for (const client of wss.clients) client.close(1001, 'gateway shutting down');
         for (const session of sessions) session.close(1001, 'gateway shutting down');
@@ -366,7 +380,8 @@ async function start(id: string, settings: GatewayConfig, config: GatewaySetting
         await store.close();
         lock?.release();
         upgradeLog.flush();
-        log.info('gateway stopped');
+        if (leasesHeld !== undefined) log.error('gateway stopped with leases still held in the store', { error: leasesHeld });
+        else log.info('gateway stopped');
       })()),
   };
 }
