@@ -8,7 +8,8 @@
  * parsed here, so that a JSON string value stays a string.
  *
  * Positions, and the lazy positioning of events written by v4 spokes: positions.ts. The write path: appends.ts.
- * Firing scheduled events: scheduled.ts. The hub's routing claim decided before its commit: early-claim.ts.
+ * Firing scheduled events: scheduled.ts. v4's routing and consumer claims: routing-claims.ts; the hub's routing claim
+ * decided before its commit: early-claim.ts.
  */
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { EventflowError, type Position, type StoredEvent } from '@eventflow/core';
@@ -28,24 +29,17 @@ import type { DeliveryLedger } from '../ledger.js';
 import { MysqlLedger } from './ledger.js';
 import { MysqlCatalog } from './catalog.js';
 import { claimEarly } from './early-claim.js';
+import { CLAIM_FOR_ROUTING, claimAllWon, PLACEHOLDER_HUB, retakeUnderLease } from './routing-claims.js';
+import { insertDeadLetters } from './ledger-operator.js';
 import { fireScheduled } from './scheduled.js';
 import { checkBinlogFormat } from './binlog.js';
 import { RecentPublished } from '../recent.js';
 
 export type { MysqlStoreOptions } from './db.js';
 
-/** v4's guarded routing claim: the first router to set consumed_hub wins. */
-const CLAIM_FOR_ROUTING = 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id = ? AND consumed_hub IS NULL';
 /** The guard that makes the first outcome win (v4 overwrote, and could end with both set). */
 const UNSETTLED = 'success IS NULL AND failed IS NULL';
 const OUTCOME_COLUMN: Record<Outcome, string> = { success: 'success', failed: 'failed' };
-/**
- * event_published.hub references hub(id): a router's id needs a hub row to claim. A v4 hub inserts its own at start; for
- * any other id (the gateway routing in process) the store inserts one already quit, because v4 spokes connect to, and
- * v4 hubs announce themselves to, every hub whose quit is NULL. An existing row, e.g. a hub's own, is left as it is.
- */
-const PLACEHOLDER_HUB = `INSERT INTO hub (id, timestamp, external_ip, external_port, internal_ip, internal_port, quit)
-  VALUES (?, UTC_TIMESTAMP(), '127.0.0.1', 0, '127.0.0.1', 0, UTC_TIMESTAMP()) ON DUPLICATE KEY UPDATE id = id`;
 
 export class MysqlStore implements EventStore {
   readonly kind = 'mysql';
@@ -314,20 +308,20 @@ export class MysqlStore implements EventStore {
 
   // Cascades to the association, delivery and position rows; v4's foreign key sets referring events' rid to NULL.
   async delete(id: string): Promise<boolean> {
-    // Before and after: a batch committed meanwhile starts the window again, perhaps with the event deleted.
-    this.#recent.forget();
-    try {
-      return (await this.#exec('delete the event', 'DELETE FROM event WHERE id = ?', [id])) > 0;
-    } finally {
-      this.#recent.forget();
-    }
+    return this.#deleting(() => this.#exec('delete the event', 'DELETE FROM event WHERE id = ?', [id]));
   }
 
+
   async deleteEventlog(domain: string, pid: string): Promise<boolean> {
-    // Before and after: a batch committed meanwhile starts the window again, perhaps with the event deleted.
+    return this.#deleting(() => this.#exec('delete the eventlog', 'DELETE FROM event WHERE domain = ? AND pid = ?', [domain, pid]));
+  }
+
+
+  /** A deletion empties the window of recent batches, before and after: a batch committed meanwhile starts it again, perhaps with the event deleted. */
+  async #deleting(work: () => Promise<number>): Promise<boolean> {
     this.#recent.forget();
     try {
-      return (await this.#exec('delete the eventlog', 'DELETE FROM event WHERE domain = ? AND pid = ?', [domain, pid])) > 0;
+      return (await work()) > 0;
     } finally {
       this.#recent.forget();
     }
@@ -354,14 +348,7 @@ export class MysqlStore implements EventStore {
     return (await this.#exec('claim the event for routing', CLAIM_FOR_ROUTING, [hub, eventId])) === 1;
   }
 
-  /**
-   * claimForRouting, decided before the commit's log flush: `won` as soon as the guarded UPDATE has matched (and so
-   * locked) the row, `durable` once it is committed. A concurrent claimer's UPDATE waits on that row lock for this
-   * commit and then matches nothing, so exactly one router wins, as with claimForRouting. Only a failed commit (the
-   * database lost, say) lets a second router win later and route the event again, as a crash right after an
-   * autocommit claim would: routing is at least once. For the hub, which routes as soon as it wins: the routing of an
-   * event no longer waits for a log flush of its own.
-   */
+  /** claimForRouting, decided before the commit's log flush (early-claim.ts): for the hub, which routes as soon as it wins. */
   async claimForRoutingEarly(eventId: string, hub: string): Promise<{ won: boolean; durable: Promise<void> }> {
     await this.#registerHub(hub);
     const claimer = this.#claimer;
@@ -379,15 +366,7 @@ export class MysqlStore implements EventStore {
   async claimAllForRouting(eventIds: readonly string[], hub: string): Promise<string[]> {
     if (eventIds.length === 0) return [];
     await this.#registerHub(hub);
-    // The locking read decides which rows this router wins (it waits for, then sees, a concurrent claimer's commit);
-    // in id order, so that two routers claiming overlapping sets lock in the same order.
-    const work = async (conn: PoolConnection): Promise<Set<string>> => {
-      const sql = 'SELECT event_id AS id FROM event_published WHERE event_id IN (?) AND consumed_hub IS NULL ORDER BY event_id FOR UPDATE';
-      const won = (await select<{ id: string }>(conn, sql, [[...eventIds]])).map((row) => row.id);
-      if (won.length > 0) await affected(conn, 'UPDATE event_published SET consumed_hub = UTC_TIMESTAMP(), hub = ? WHERE event_id IN (?)', [hub, won]);
-      return new Set(won);
-    };
-    const won = await this.#do('claim the events for routing', () => this.#transaction(work));
+    const won = await this.#do('claim the events for routing', () => this.#transaction((conn) => claimAllWon(conn, eventIds, hub)));
     return eventIds.filter((id) => won.has(id));
   }
 
@@ -397,19 +376,7 @@ export class MysqlStore implements EventStore {
   }
 
   async retakeConsumerClaim(eventId: string, consumer: string, lease: { owner: string; now: number }): Promise<boolean> {
-    // The lease row first, locked, then v4's row: the ledger's order (claim, settle, release), so no deadlock with
-    // them, and a release committing meanwhile (its lease ended, v4's claim cleared) is seen, whatever the isolation.
-    const work = async (conn: PoolConnection): Promise<boolean> => {
-      const held = await select<{ one: number }>(
-        conn,
-        `SELECT 1 AS one FROM eventflow_delivery WHERE event_id = ? AND gname = '' AND grp = '' AND owner = ? AND outcome IS NULL AND deadline > ? FOR UPDATE`,
-        [eventId, lease.owner, lease.now],
-      );
-      if (held.length === 0) return false;
-      const sql = `UPDATE event_published SET consumed_spoke = UTC_TIMESTAMP(), consumer = ? WHERE event_id = ? AND consumed_spoke IS NULL AND ${UNSETTLED}`;
-      return (await affected(conn, sql, [consumer, eventId])) === 1;
-    };
-    return this.#do('take the consumer claim back', () => this.#transaction(work));
+    return this.#do('take the consumer claim back', () => this.#transaction((conn) => retakeUnderLease(conn, eventId, consumer, lease)));
   }
 
   async releaseConsumerClaim(eventId: string): Promise<void> {
@@ -435,13 +402,7 @@ export class MysqlStore implements EventStore {
   async deadLetter(eventId: string, attempts: number, reason: string): Promise<boolean> {
     const work = async (conn: PoolConnection): Promise<boolean> => {
       if ((await affected(conn, `UPDATE event_published SET failed = UTC_TIMESTAMP() WHERE event_id = ? AND ${UNSETTLED}`, [eventId])) !== 1) return false;
-      const why = reason.slice(0, 64);
-      await affected(
-        conn,
-        `INSERT INTO eventflow_dead_letter (event_id, attempts, reason, at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))
-         ON DUPLICATE KEY UPDATE attempts = ?, reason = ?, at = UTC_TIMESTAMP(3)`,
-        [eventId, attempts, why, attempts, why],
-      );
+      await insertDeadLetters(conn, [{ id: eventId, attempts, error: reason }]);
       return true;
     };
     return this.#do('record the dead letter', () => this.#transaction(work));
