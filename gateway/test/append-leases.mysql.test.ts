@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { AppendClaimer, Claimed, GroupRecord } from '../src/store/ledger.js';
-import { MysqlStore } from '../src/store/mysql/mysql.js';
+import type { MysqlStore } from '../src/store/mysql/mysql.js';
 import { newEvent } from './store-suite.js';
-import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+import { mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
+import { storeOpener } from './mysql-stores.js';
 
 /** What the store told a claimer: per committed batch the leases handed over and how many it asked for; per rolled back one how many. */
 interface Told {
@@ -27,12 +28,7 @@ function claimerWith(credit: { left: number }): { claimer: AppendClaimer; told: 
 
 describe.skipIf(mysqlUnavailable !== undefined)('MySQL leases at append', () => {
   const databases = useTestDatabases();
-  const open = async (db: TestDatabase): Promise<MysqlStore> => {
-    const store = new MysqlStore(db.options);
-    databases.onCleanup(() => store.close());
-    await store.init();
-    return store;
-  };
+  const open = storeOpener(databases);
   const claimOn = (store: MysqlStore, group: GroupRecord) => async (): Promise<string[]> => {
     const now = Date.now();
     const result = await store.ledger().claim({ group, owner: 'gw', consumer: 'CLAIM', secret: 's', deadline: now + 10_000, now, limit: 10, maxAttempts: 5 });

@@ -8,9 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@eventflow/core';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
-import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql/mysql.js';
+import type { MysqlStore } from '../src/store/mysql/mysql.js';
 import { APPEND_ROUTINE } from '../src/store/mysql/append-routine.js';
 import type { AppendClaimer, Claimed } from '../src/store/ledger.js';
+import { routines, storeOpener } from './mysql-stores.js';
 
 /** The rows a batch writes, without what differs from run to run (times, delivery ids). */
 const TABLES = {
@@ -22,17 +23,9 @@ const TABLES = {
   eventflow_delivery: 'SELECT event_id, domain, gname, grp, position, pid, name, attempts, delivery IS NULL AS free, owner, deadline FROM eventflow_delivery ORDER BY event_id, grp',
 };
 
-const routines = async (db: TestDatabase): Promise<string[]> =>
-  (await db.query<{ name: string }>(`SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE 'eventflow\_append%'`)).map((row) => row.name);
-
 describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', () => {
   const databases = useTestDatabases();
-  const open = async (db: TestDatabase, options: Partial<MysqlStoreOptions> = {}): Promise<MysqlStore> => {
-    const store = new MysqlStore({ ...db.options, ...options });
-    databases.onCleanup(() => store.close());
-    await store.init();
-    return store;
-  };
+  const open = storeOpener(databases);
 
   /** One workload: plain, traced, scheduled and referring events, a retried id, and a group's leases at append. */
   async function workload(store: MysqlStore): Promise<void> {
@@ -69,8 +62,8 @@ describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', 
     const [withRoutine, without] = [await databases.fresh(), await databases.fresh()];
     const routed = await open(withRoutine);
     const plain = await open(without, { appendRoutine: false });
-    expect(await routines(withRoutine)).toEqual([APPEND_ROUTINE]);
-    expect(await routines(without)).toEqual([]);
+    expect(await routines(withRoutine, 'eventflow_append')).toEqual([APPEND_ROUTINE]);
+    expect(await routines(without, 'eventflow_append')).toEqual([]);
     for (const store of [routed, plain]) await workload(store);
     const [a, b] = [await rows(withRoutine), await rows(without)];
     expect(a.event).toHaveLength(6);
@@ -88,7 +81,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', 
     const [fresh, made] = [await databases.fresh(), await databases.fresh()];
     // Made by a user who may (root); the other database has none.
     await open(made);
-    expect(await routines(made)).toEqual([APPEND_ROUTINE]);
+    expect(await routines(made, 'eventflow_append')).toEqual([APPEND_ROUTINE]);
     await fresh.query(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
     databases.onCleanup(() => fresh.query(`DROP USER IF EXISTS '${user}'@'%'`));
     for (const db of [fresh, made]) await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, REFERENCES ON \`${db.name}\`.* TO '${user}'@'%'`);
@@ -97,7 +90,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', 
       await workload(store);
       expect((await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM event'))[0]?.n).toBe(6);
     }
-    expect(await routines(fresh)).toEqual([]);
+    expect(await routines(fresh, 'eventflow_append')).toEqual([]);
   });
   it('the routine dropped or its EXECUTE revoked while the store runs: no append fails, and the routine is made again', async () => {
     const user = `ef_all_${randomBytes(4).toString('hex')}`;
@@ -113,7 +106,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('the append routine (MariaDB)', 
     await db.query(`DROP PROCEDURE ${APPEND_ROUTINE}`);
     await publish('dropped-1');
     await publish('dropped-2');
-    await expect.poll(() => routines(db)).toEqual([APPEND_ROUTINE]);
+    await expect.poll(() => routines(db, 'eventflow_append')).toEqual([APPEND_ROUTINE]);
     await publish('made-again');
     // A store that proved the routine at its start (no race with the one made again above).
     const other = await open(db, { user, password });

@@ -7,19 +7,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as mysqlPromise from 'mysql2/promise';
 import type { ClaimResult, GroupRecord } from '../src/store/ledger.js';
-import { MysqlStore } from '../src/store/mysql/mysql.js';
+import type { MysqlStore } from '../src/store/mysql/mysql.js';
 import { FREE_RESCAN_MS } from '../src/store/mysql/claim-frontier.js';
 import { newEvent } from './store-suite.js';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+import { storeOpener } from './mysql-stores.js';
 
 describe.skipIf(mysqlUnavailable !== undefined)('claims of a long backlog (MariaDB)', () => {
   const databases = useTestDatabases();
-  const open = async (db: TestDatabase): Promise<MysqlStore> => {
-    const store = new MysqlStore(db.options);
-    databases.onCleanup(() => store.close());
-    await store.init();
-    return store;
-  };
+  const open = storeOpener(databases);
   const append = async (store: MysqlStore, count: number, fields: { domain?: string; name?: string } = {}): Promise<string[]> => {
     const ids: string[] = [];
     for (let at = 0; at < count; at += 500) {

@@ -6,6 +6,7 @@ import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql/mysql.js'
 import { V4_TABLES } from '../src/store/mysql/schema.js';
 import { describeEventStore, expectCode, newEvent } from './store-suite.js';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+import { storeOpener } from './mysql-stores.js';
 
 /** A DATETIME as stored (UTC text) → epoch milliseconds. */
 const utc = (text: string): number => new Date(`${text.replace(' ', 'T')}Z`).getTime();
@@ -13,12 +14,7 @@ const ids = (events: readonly StoredEvent[]): string[] => events.map((event) => 
 
 describe.skipIf(mysqlUnavailable !== undefined)('MysqlStore', () => {
   const databases = useTestDatabases();
-  const open = async (db: TestDatabase, options: Partial<MysqlStoreOptions> = {}): Promise<MysqlStore> => {
-    const store = new MysqlStore({ ...db.options, ...options });
-    databases.onCleanup(() => store.close());
-    await store.init();
-    return store;
-  };
+  const open = storeOpener(databases);
   const fresh = async (options: Partial<MysqlStoreOptions> = {}) => {
     const db = await databases.fresh();
     return { db, store: await open(db, options) };

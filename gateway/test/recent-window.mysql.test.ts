@@ -9,22 +9,18 @@
 import { describe, expect, it } from 'vitest';
 import { createClient, type StoredEvent } from '@eventflow/core';
 import { startGateway } from '../src/index.js';
-import { MysqlStore } from '../src/store/mysql/mysql.js';
+import type { MysqlStore } from '../src/store/mysql/mysql.js';
 import { eventually } from '@eventflow/test-support/wait';
-import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
+import { mysqlGatewayEnv, mysqlUnavailable, useTestDatabases } from '@eventflow/test-support/mysql';
 import { newEvent } from './store-suite.js';
 import { statementCuttingProxy } from './commit-cutting-proxy.js';
+import { storeOpener } from './mysql-stores.js';
 
 const positions = (events: readonly StoredEvent[]): number[] => events.map((event) => event.position);
 
 describe.skipIf(mysqlUnavailable !== undefined)("the MySQL store's window of its own batches", () => {
   const databases = useTestDatabases();
-  const open = async (db: TestDatabase): Promise<MysqlStore> => {
-    const store = new MysqlStore(db.options);
-    databases.onCleanup(() => store.close());
-    await store.init();
-    return store;
-  };
+  const open = storeOpener(databases);
 
   /** Every read through `upTo` from `after` = 0…upTo: memory's answer is the database's through `upTo`, and a prefix of it. */
   async function expectAsStored(store: MysqlStore, upTo: number): Promise<number> {

@@ -6,9 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { mysqlUnavailable, useTestDatabases, type TestDatabase } from '@eventflow/test-support/mysql';
-import { MysqlStore, type MysqlStoreOptions } from '../src/store/mysql/mysql.js';
+import type { MysqlStore } from '../src/store/mysql/mysql.js';
 import { SETTLE_ROUTINE } from '../src/store/mysql/settle-routine.js';
 import type { GroupKey, LedgerAction } from '../src/store/ledger.js';
+import { routines, storeOpener } from './mysql-stores.js';
 
 const TABLES = {
   eventflow_delivery: `SELECT e.pid, d.grp, d.attempts, d.outcome, d.last_error, d.owner IS NULL AS unowned, d.delivery IS NULL AS free, d.deadline IS NULL AS undated, d.settled_at IS NULL AS unsettled
@@ -17,17 +18,9 @@ const TABLES = {
     FROM event_published p JOIN event e ON e.id = p.event_id ORDER BY e.pid`,
 };
 
-const routines = async (db: TestDatabase): Promise<string[]> =>
-  (await db.query<{ name: string }>(`SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE 'eventflow\\_settle%'`)).map((row) => row.name);
-
 describe.skipIf(mysqlUnavailable !== undefined)('the settle routine (MariaDB)', () => {
   const databases = useTestDatabases();
-  const open = async (db: TestDatabase, options: Partial<MysqlStoreOptions> = {}): Promise<MysqlStore> => {
-    const store = new MysqlStore({ ...db.options, ...options });
-    databases.onCleanup(() => store.close());
-    await store.init();
-    return store;
-  };
+  const open = storeOpener(databases);
 
   /** Claims every event of `key` (one per pid) and returns its delivery id by pid. */
   async function claimAll(store: MysqlStore, key: GroupKey, pids: readonly string[]): Promise<Map<string, string>> {
@@ -74,8 +67,8 @@ describe.skipIf(mysqlUnavailable !== undefined)('the settle routine (MariaDB)', 
     const [withRoutine, without] = [await databases.fresh(), await databases.fresh()];
     const routed = await open(withRoutine);
     const plain = await open(without, { appendRoutine: false });
-    expect(await routines(withRoutine)).toEqual([SETTLE_ROUTINE]);
-    expect(await routines(without)).toEqual([]);
+    expect(await routines(withRoutine, 'eventflow_settle')).toEqual([SETTLE_ROUTINE]);
+    expect(await routines(without, 'eventflow_settle')).toEqual([]);
     const [a, b] = [await workload(routed), await workload(plain)];
     expect(a).toEqual(b);
     expect(a[0]).toMatchObject([{ attempts: 1 }, { attempts: 1 }, { attempts: 1 }, { attempts: 0 }, undefined, undefined]);
@@ -94,7 +87,7 @@ describe.skipIf(mysqlUnavailable !== undefined)('the settle routine (MariaDB)', 
     expect(await settle('p1')).toMatchObject([{ attempts: 1 }]);
     await db.query(`DROP PROCEDURE ${SETTLE_ROUTINE}`);
     expect(await settle('p2')).toMatchObject([{ attempts: 1 }]);
-    await expect.poll(() => routines(db)).toEqual([SETTLE_ROUTINE]);
+    await expect.poll(() => routines(db, 'eventflow_settle')).toEqual([SETTLE_ROUTINE]);
     expect(await settle('p3')).toMatchObject([{ attempts: 1 }]);
     expect((await db.query<{ outcome: string }>(`SELECT outcome FROM eventflow_delivery ORDER BY event_id`)).map((row) => row.outcome)).toEqual(['success', 'success', 'success']);
   });
